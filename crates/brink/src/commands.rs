@@ -1,0 +1,156 @@
+//! The commands: `run` (one load test) and `demo` (the built-in service, loaded). Each returns
+//! the exit code or a [`Fail`].
+
+use crate::cli::{Command, DemoArgs, RunArgs};
+use crate::exit::{Fail, INTERRUPTED, UNREACHABLE};
+use crate::resolve::resolve;
+use engine::{RunOutput, RunSpec, Second};
+use report::{Progress, RunResult};
+use stats::Totals;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
+    match cmd {
+        Command::Run(a) => run_cmd(&a),
+        Command::Demo(a) => demo_cmd(&a),
+    }
+}
+
+/// Sets a flag on SIGINT/SIGTERM; a second signal exits at once with 130.
+fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, INTERRUPTED, stop.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+            .map_err(|e| Fail::input(format!("cannot install signal handler: {e}")))?;
+    }
+    Ok(stop)
+}
+
+/// Opens the result file before the run, so an unwritable path fails before any load is sent.
+fn open_json(path: Option<&PathBuf>) -> Result<Option<(PathBuf, File)>, Fail> {
+    path.map(|p| {
+        File::create(p)
+            .map(|f| (p.clone(), f))
+            .map_err(|e| Fail::input(format!("--json {}: {e}", p.display())))
+    })
+    .transpose()
+}
+
+fn write_json(out: Option<(PathBuf, File)>, result: &RunResult) -> Result<(), Fail> {
+    if let Some((path, file)) = out {
+        let w = std::io::BufWriter::new(file);
+        serde_json::to_writer_pretty(w, result)
+            .map_err(|e| Fail::input(format!("--json {}: {e}", path.display())))?;
+    }
+    Ok(())
+}
+
+/// Runs `spec` with a progress line (unless quiet) and returns the output and its result.
+fn execute(spec: &RunSpec, quiet: bool) -> Result<(RunOutput, RunResult), Fail> {
+    let stop = install_signals()?;
+    let started = report::rfc3339_utc(SystemTime::now());
+    let out = if quiet {
+        engine::run(spec, stop, &mut |_: &Second, _: &Totals| {})
+    } else {
+        let mut progress = Progress::new(spec.load.end());
+        let r = engine::run(spec, stop, &mut progress);
+        progress.finish();
+        r
+    }
+    .map_err(|e| Fail::input(e.to_string()))?;
+    let result = RunResult::new(spec, &out, started);
+    Ok((out, result))
+}
+
+/// The exit code a finished run earns.
+fn verdict(result: &RunResult) -> Result<i32, Fail> {
+    let s = &result.summary;
+    if result.interrupted {
+        return Ok(INTERRUPTED);
+    }
+    if s.ok == 0 {
+        let kinds: Vec<String> = s
+            .errors_by_kind
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let statuses: Vec<String> = s
+            .status
+            .iter()
+            .map(|(c, n)| format!("status {c}: {n}"))
+            .collect();
+        let detail = [kinds, statuses].concat().join(", ");
+        return Err(Fail {
+            code: UNREACHABLE,
+            message: format!("no request succeeded ({} attempts: {detail})", s.requests),
+        });
+    }
+    Ok(0)
+}
+
+fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
+    let spec = resolve(a)?;
+    let json = open_json(a.json.as_ref())?;
+    let (_, result) = execute(&spec, a.quiet)?;
+    if !a.quiet {
+        print!("{}", report::render(&result));
+    }
+    write_json(json, &result)?;
+    verdict(&result)
+}
+
+fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
+    let d = plan::parse_duration(&a.duration)
+        .map_err(|e| Fail::input(format!("-d/--duration: {e}")))?;
+    let demo = testkit::demo::spawn(8, Duration::from_millis(4))
+        .map_err(|e| Fail::input(format!("cannot start the demo service: {e}")))?;
+    let url = demo.server.url("/api/items");
+    println!("demo service on {} ({} service slots, log-normal service time, median {:?}, mean {:.2} ms)", demo.server.addr, demo.slots, demo.median, demo.mean_service().as_secs_f64() * 1000.0);
+    println!("its capacity is about {:.0} req/s; 32 connections is more than its slots, so requests queue.", demo.capacity_rps());
+    println!("running: brink run {url} -c 32 -d {}s", d.as_secs_f64());
+    let args = RunArgs {
+        url,
+        connections: Some("32".into()),
+        duration: Some(a.duration.clone()),
+        requests: None,
+        rate: None,
+        stages: None,
+        method: "GET".into(),
+        headers: Vec::new(),
+        body: None,
+        body_file: None,
+        timeout: "30s".into(),
+        connect_timeout: "5s".into(),
+        no_keepalive: false,
+        http2: false,
+        insecure: false,
+        cacert: None,
+        ok_status: None,
+        threads: None,
+        grace: "5s".into(),
+        json: a.json.clone(),
+        quiet: false,
+    };
+    let spec = resolve(&args)?;
+    let json = open_json(a.json.as_ref())?;
+    let (_, result) = execute(&spec, false)?;
+    print!("{}", report::render(&result));
+    let s = &result.summary;
+    println!(
+        "\nthroughput {:.0} req/s is {:.0}% of the service's capacity; with every slot busy, each request waited about {} in the queue (p50 {} vs a median service time of {:?}).",
+        s.ok_rps,
+        s.ok_rps / demo.capacity_rps() * 100.0,
+        report::fmt_ms((s.latency_ms.p50 - demo.median.as_secs_f64() * 1000.0).max(0.0)),
+        report::fmt_ms(s.latency_ms.p50),
+        demo.median
+    );
+    write_json(json, &result)?;
+    verdict(&result)
+}

@@ -1,0 +1,31 @@
+//! Typed exit codes: 0 success, 1 an SLO failed, 2 invalid input or tool error, 3 no request
+//! ever succeeded, 130 interrupted (the result is still written).
+
+use std::fmt;
+
+/// Why brink ends with a non-zero code.
+#[derive(Debug)]
+pub struct Fail {
+    pub code: i32,
+    pub message: String,
+}
+
+pub const INPUT: i32 = 2;
+pub const UNREACHABLE: i32 = 3;
+pub const INTERRUPTED: i32 = 130;
+
+impl Fail {
+    /// Invalid input or a tool error (exit 2).
+    pub fn input(message: impl Into<String>) -> Fail {
+        Fail {
+            code: INPUT,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Fail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}

@@ -1,0 +1,16 @@
+//! The load engine: pure schedules ([`schedule`]), per-core workers ([`worker`]), the HTTP/1.1
+//! fast path ([`h1`]), HTTP/2 ([`h2`]), TLS ([`tls`]) and the run/aggregation loop ([`run`]).
+//! Callers build a [`RunSpec`] and call [`run()`]; nothing here prints.
+
+pub mod conn;
+pub mod h1;
+pub mod h2;
+pub mod run;
+pub mod schedule;
+pub mod target;
+pub mod tls;
+pub mod worker;
+
+pub use run::{run, Load, Observer, RunError, RunOutput, RunSpec, Second};
+pub use schedule::Curve;
+pub use target::{RequestSpec, StatusSet, Target, TargetError};

@@ -1,0 +1,355 @@
+//! A run from start to finish: resolve the target and TLS once, start one worker thread per
+//! core, merge their per-second buckets in order (the aggregator), hand every finished second to
+//! an observer (live progress, later sliding-window SLOs), and return the totals.
+
+use crate::conn::Connector;
+use crate::schedule::Curve;
+use crate::target::{RequestSpec, StatusSet, TargetError};
+use crate::tls::{client_config, server_name, TlsError};
+use crate::worker;
+use stats::{Bucket, LatencySummary, Totals};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How load is generated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Load {
+    /// Closed model: the curve is the number of connections, each sending its next request when
+    /// the previous answer arrives.
+    Closed { connections: Curve },
+    /// Open model: the curve is the request rate; `pool` connections at most are in flight.
+    Open { rate: Curve, pool: usize },
+}
+
+impl Load {
+    /// The schedule's length, `None` when only `-n` (or an interrupt) ends the run.
+    pub fn end(&self) -> Option<Duration> {
+        match self {
+            Load::Closed { connections } => connections.end(),
+            Load::Open { rate, .. } => rate.end(),
+        }
+    }
+
+    /// The most connections this load can hold open at once.
+    pub fn max_connections(&self) -> usize {
+        match self {
+            Load::Closed { connections } => connections.peak().round() as usize,
+            Load::Open { pool, .. } => *pool,
+        }
+    }
+
+    /// Target level (connections or req/s) at `t`.
+    pub fn level_at(&self, t: Duration) -> Option<f64> {
+        match self {
+            Load::Closed { connections } => connections.value_at(t),
+            Load::Open { rate, .. } => rate.value_at(t),
+        }
+    }
+}
+
+/// A fully resolved run.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub request: RequestSpec,
+    pub load: Load,
+    /// `-n`: exactly this many attempts in total.
+    pub max_requests: Option<u64>,
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    pub keepalive: bool,
+    pub http2: bool,
+    pub insecure: bool,
+    pub cacert: Option<PathBuf>,
+    pub ok_status: StatusSet,
+    /// Worker threads (capped by the connection count).
+    pub threads: usize,
+    /// How long requests still in flight at the end of the schedule may take to finish.
+    pub grace: Duration,
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("{0}")]
+    Worker(String),
+}
+
+/// State shared (read-only or atomic) by all workers.
+pub struct Shared {
+    pub connector: Connector,
+    pub load: Load,
+    pub max_requests: Option<u64>,
+    pub timeout: Duration,
+    pub keepalive: bool,
+    pub ok_status: StatusSet,
+    pub request_len: u64,
+    pub start: Instant,
+    pub end: Option<Instant>,
+    pub grace: Duration,
+    pub workers: usize,
+    pub stop: Arc<AtomicBool>,
+    tickets: AtomicU64,
+}
+
+impl Shared {
+    /// Closed model: takes one of the `-n` attempts; false once all are taken.
+    pub fn take_ticket(&self) -> bool {
+        match self.max_requests {
+            None => true,
+            Some(n) => self.tickets.fetch_add(1, Ordering::Relaxed) < n,
+        }
+    }
+
+    /// Whether every `-n` attempt has been taken.
+    pub fn tickets_exhausted(&self) -> bool {
+        self.max_requests
+            .is_some_and(|n| self.tickets.load(Ordering::Relaxed) >= n)
+    }
+}
+
+/// What workers send to the aggregator.
+pub enum Msg {
+    Bucket(usize, Bucket),
+    /// A worker finished; the number is its requests still in flight when it stopped.
+    Done(usize, u64),
+    Failed(String),
+}
+
+/// One finished second of the whole run.
+#[derive(Clone, Debug)]
+pub struct Second {
+    pub t: u64,
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub latency: LatencySummary,
+    /// The schedule's target level at the start of this second.
+    pub target: Option<f64>,
+}
+
+/// Everything a finished run measured.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    pub totals: Totals,
+    pub seconds: Vec<Second>,
+    pub duration: Duration,
+    pub interrupted: bool,
+    /// Requests still in flight when the run stopped (not counted in the totals).
+    pub unfinished: u64,
+    pub workers: usize,
+}
+
+/// Sees each second as soon as every worker has reported it.
+pub trait Observer {
+    fn second(&mut self, second: &Second, totals: &Totals);
+}
+
+impl<F: FnMut(&Second, &Totals)> Observer for F {
+    fn second(&mut self, second: &Second, totals: &Totals) {
+        self(second, totals)
+    }
+}
+
+fn prepare(spec: &RunSpec, stop: Arc<AtomicBool>) -> Result<Shared, RunError> {
+    let target = &spec.request.target;
+    let addr = target.resolve()?;
+    let tls = if target.tls {
+        Some((
+            client_config(spec.insecure, spec.cacert.as_deref(), spec.http2)?,
+            server_name(&target.host)?,
+        ))
+    } else {
+        None
+    };
+    let uri: http::Uri = target
+        .url()
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| TargetError::Url(target.url(), e.to_string()))?;
+    let h1_request = spec.request.http1_bytes(spec.keepalive);
+    let request_len = if spec.http2 && !target.tls {
+        spec.request.body.len()
+    } else {
+        h1_request.len()
+    } as u64;
+    let connector = Connector {
+        addr,
+        tls,
+        http2: spec.http2,
+        connect_timeout: spec.connect_timeout,
+        h1_request,
+        spec: spec.request.clone(),
+        uri,
+    };
+    let workers = spec.threads.clamp(1, spec.load.max_connections().max(1));
+    let start = Instant::now();
+    Ok(Shared {
+        connector,
+        load: spec.load.clone(),
+        max_requests: spec.max_requests,
+        timeout: spec.timeout,
+        keepalive: spec.keepalive,
+        ok_status: spec.ok_status.clone(),
+        request_len,
+        start,
+        end: spec.load.end().map(|d| start + d),
+        grace: spec.grace,
+        workers,
+        stop,
+        tickets: AtomicU64::new(0),
+    })
+}
+
+/// Runs `spec` until its schedule ends, `-n` is reached, or `stop` is set.
+pub fn run(
+    spec: &RunSpec,
+    stop: Arc<AtomicBool>,
+    observer: &mut dyn Observer,
+) -> Result<RunOutput, RunError> {
+    let shared = Arc::new(prepare(spec, stop.clone())?);
+    let (tx, rx) = mpsc::channel();
+    let handles: Vec<_> = (0..shared.workers)
+        .map(|id| {
+            let (shared, tx) = (shared.clone(), tx.clone());
+            std::thread::Builder::new()
+                .name(format!("brink-worker-{id}"))
+                .spawn(move || worker::run(shared, id, tx))
+                .map_err(|e| RunError::Worker(format!("cannot start worker thread: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    drop(tx);
+    let mut agg = Aggregator::new(shared.workers, &spec.load);
+    let mut failure = None;
+    while !agg.all_done() {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(Msg::Bucket(w, b)) => agg.bucket(w, b),
+            Ok(Msg::Done(w, unfinished)) => agg.done(w, unfinished),
+            Ok(Msg::Failed(e)) => failure = Some(e),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        for (w, h) in handles.iter().enumerate() {
+            if h.is_finished() && !agg.is_done(w) && rx.try_recv().is_err() {
+                agg.done(w, 0);
+            }
+        }
+        agg.emit_ready(observer);
+    }
+    let duration = shared.start.elapsed();
+    for h in handles {
+        if h.join().is_err() {
+            failure.get_or_insert_with(|| "a worker thread panicked".to_string());
+        }
+    }
+    agg.flush(observer);
+    if let Some(e) = failure {
+        return Err(RunError::Worker(e));
+    }
+    Ok(RunOutput {
+        totals: agg.totals,
+        seconds: agg.seconds,
+        duration,
+        interrupted: stop.load(Ordering::Relaxed),
+        unfinished: agg.unfinished,
+        workers: shared.workers,
+    })
+}
+
+/// Merges per-worker buckets into whole seconds, in order.
+struct Aggregator<'a> {
+    load: &'a Load,
+    pending: BTreeMap<u64, Bucket>,
+    /// Highest second received from each worker.
+    seen: Vec<Option<u64>>,
+    done: Vec<bool>,
+    next: u64,
+    totals: Totals,
+    seconds: Vec<Second>,
+    unfinished: u64,
+}
+
+impl<'a> Aggregator<'a> {
+    fn new(workers: usize, load: &'a Load) -> Self {
+        Aggregator {
+            load,
+            pending: BTreeMap::new(),
+            seen: vec![None; workers],
+            done: vec![false; workers],
+            next: 0,
+            totals: Totals::default(),
+            seconds: Vec::new(),
+            unfinished: 0,
+        }
+    }
+
+    fn bucket(&mut self, w: usize, b: Bucket) {
+        self.seen[w] = Some(self.seen[w].map_or(b.second, |s| s.max(b.second)));
+        match self.pending.get_mut(&b.second) {
+            Some(p) => p.merge(&b),
+            None => {
+                self.pending.insert(b.second, b);
+            }
+        }
+    }
+
+    fn done(&mut self, w: usize, unfinished: u64) {
+        if !self.done[w] {
+            self.done[w] = true;
+            self.unfinished += unfinished;
+        }
+    }
+
+    fn is_done(&self, w: usize) -> bool {
+        self.done[w]
+    }
+
+    fn all_done(&self) -> bool {
+        self.done.iter().all(|&d| d)
+    }
+
+    /// Emits every second that all still-running workers have reported.
+    fn emit_ready(&mut self, observer: &mut dyn Observer) {
+        loop {
+            let s = self.next;
+            let ready =
+                (0..self.done.len()).all(|w| self.done[w] || self.seen[w].is_some_and(|x| x >= s));
+            if !ready || !self.pending.contains_key(&s) && !self.pending.keys().any(|&k| k > s) {
+                return;
+            }
+            self.emit(s, observer);
+        }
+    }
+
+    /// Emits everything left, in order.
+    fn flush(&mut self, observer: &mut dyn Observer) {
+        while let Some(&last) = self.pending.keys().next_back() {
+            if self.next > last {
+                break;
+            }
+            self.emit(self.next, observer);
+        }
+    }
+
+    fn emit(&mut self, s: u64, observer: &mut dyn Observer) {
+        let b = self.pending.remove(&s).unwrap_or_else(|| Bucket::new(s));
+        self.totals.add(&b);
+        let second = Second {
+            t: s,
+            requests: b.requests,
+            ok: b.ok,
+            errors: b.errors(),
+            latency: LatencySummary::of(&b.corrected),
+            target: self.load.level_at(Duration::from_secs(s)),
+        };
+        observer.second(&second, &self.totals);
+        self.seconds.push(second);
+        self.next = s + 1;
+    }
+}

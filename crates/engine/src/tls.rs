@@ -1,0 +1,127 @@
+//! TLS client configuration with rustls and the `ring` provider: system roots plus an optional
+//! `--cacert`, ALPN for HTTP/2, and `--insecure`, which accepts any certificate while still
+//! checking handshake signatures.
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{ring, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Why TLS could not be configured.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("cannot read CA certificates from {0}: {1}")]
+    CaFile(String, String),
+    #[error("TLS configuration: {0}")]
+    Config(String),
+}
+
+/// Builds the client configuration shared by every connection of a run.
+pub fn client_config(
+    insecure: bool,
+    cacert: Option<&Path>,
+    http2: bool,
+) -> Result<Arc<ClientConfig>, TlsError> {
+    let provider = Arc::new(ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Config(e.to_string()))?;
+    let mut config = if insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+            .with_no_client_auth()
+    } else {
+        builder
+            .with_root_certificates(roots(cacert)?)
+            .with_no_client_auth()
+    };
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
+    Ok(Arc::new(config))
+}
+
+fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsError> {
+    let mut store = RootCertStore::empty();
+    // System roots are best effort: a machine without any still works with --cacert.
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = store.add(cert);
+    }
+    if let Some(path) = cacert {
+        let shown = path.display().to_string();
+        let certs = CertificateDer::pem_file_iter(path)
+            .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
+        if certs.is_empty() {
+            return Err(TlsError::CaFile(shown, "no PEM certificates found".into()));
+        }
+        for c in certs {
+            store
+                .add(c)
+                .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
+        }
+    }
+    Ok(store)
+}
+
+/// The server name to verify: an IP address or a DNS name.
+pub fn server_name(host: &str) -> Result<ServerName<'static>, TlsError> {
+    ServerName::try_from(host.to_string())
+        .map_err(|e| TlsError::Config(format!("server name '{host}': {e}")))
+}
+
+/// `--insecure`: any certificate is accepted; signatures are still verified.
+#[derive(Debug)]
+struct AcceptAny(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

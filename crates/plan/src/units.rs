@@ -1,0 +1,192 @@
+//! Durations, rates and stage lists. Every error names the offending text.
+
+use std::time::Duration;
+
+/// A value that could not be parsed.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum UnitError {
+    #[error("invalid duration '{0}': {1} (examples: 500ms, 30s, 2m, 1m30s, 1h)")]
+    Duration(String, &'static str),
+    #[error("invalid rate '{0}': {1} (examples: 100, 100/s, 6000/m)")]
+    Rate(String, &'static str),
+    #[error("invalid stage '{0}': {1} (expected DURATION:TARGET, e.g. 30s:100/s or 1m:50)")]
+    Stage(String, String),
+    #[error("stages mix rates (/s) and connection counts: {0}")]
+    MixedStages(String),
+}
+
+/// Parses a duration made of number+unit parts (`ns`, `us`, `ms`, `s`, `m`, `h`); a bare
+/// number means seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
+    let err = |why| UnitError::Duration(text.to_string(), why);
+    let s = text.trim();
+    if s.is_empty() {
+        return Err(err("empty"));
+    }
+    if s.starts_with('-') {
+        return Err(err("must not be negative"));
+    }
+    if let Ok(secs) = s.parse::<f64>() {
+        return finite_secs(secs).ok_or_else(|| err("out of range"));
+    }
+    let mut total = 0.0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(err("expected a number"));
+        }
+        let value: f64 = rest[..num_len].parse().map_err(|_| err("bad number"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" | "sec" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "" => return Err(err("missing unit after a number")),
+            _ => return Err(err("unknown unit")),
+        };
+        total += value * scale;
+        rest = &rest[unit_len..];
+    }
+    finite_secs(total).ok_or_else(|| err("out of range"))
+}
+
+fn finite_secs(secs: f64) -> Option<Duration> {
+    (secs.is_finite() && secs >= 0.0 && secs < 1e12).then(|| Duration::from_secs_f64(secs))
+}
+
+/// Parses a rate in requests per second: `R`, `R/s`, `R/m` (per minute) or `R/h`.
+pub fn parse_rate(text: &str) -> Result<f64, UnitError> {
+    let err = |why| UnitError::Rate(text.to_string(), why);
+    let s = text.trim();
+    let (num, per) = match s.split_once('/') {
+        Some((n, unit)) => {
+            let per = match unit.trim() {
+                "s" | "sec" => 1.0,
+                "m" | "min" => 60.0,
+                "h" => 3600.0,
+                _ => return Err(err("unknown unit after '/'")),
+            };
+            (n, per)
+        }
+        None => (s, 1.0),
+    };
+    let n: f64 = num.trim().parse().map_err(|_| err("not a number"))?;
+    if !n.is_finite() || n < 0.0 {
+        return Err(err("must be a non-negative number"));
+    }
+    Ok(n / per)
+}
+
+/// A stage list: either all rates (open model) or all connection counts (closed model).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stages {
+    Rate(Vec<(Duration, f64)>),
+    Connections(Vec<(Duration, f64)>),
+}
+
+/// Parses `DUR:TARGET,...`; targets with `/` are rates, bare numbers are connections.
+pub fn parse_stages(text: &str) -> Result<Stages, UnitError> {
+    let mut rates = Vec::new();
+    let mut conns = Vec::new();
+    for part in text.split(',') {
+        let stage_err = |why: String| UnitError::Stage(part.trim().to_string(), why);
+        let (d, t) = part
+            .split_once(':')
+            .ok_or_else(|| stage_err("missing ':'".into()))?;
+        let d = parse_duration(d).map_err(|e| stage_err(e.to_string()))?;
+        if d.is_zero() {
+            return Err(stage_err("duration must be positive".into()));
+        }
+        let t = t.trim();
+        if t.contains('/') {
+            rates.push((d, parse_rate(t).map_err(|e| stage_err(e.to_string()))?));
+        } else {
+            let n: u32 = t
+                .parse()
+                .map_err(|_| stage_err(format!("'{t}' is not a whole number of connections")))?;
+            conns.push((d, f64::from(n)));
+        }
+    }
+    match (rates.is_empty(), conns.is_empty()) {
+        (false, false) => Err(UnitError::MixedStages(text.to_string())),
+        (true, _) => Ok(Stages::Connections(conns)),
+        (false, true) => Ok(Stages::Rate(rates)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let ok = [
+            ("60s", 60_000),
+            ("2m", 120_000),
+            ("1m30s", 90_000),
+            ("500ms", 500),
+            ("1h", 3_600_000),
+            ("1.5s", 1_500),
+            ("30", 30_000),
+        ];
+        for (s, ms) in ok {
+            assert_eq!(parse_duration(s), Ok(Duration::from_millis(ms)), "{s}");
+        }
+        for s in ["", "-5s", "abc", "10x", "5 s", "s", "1e400"] {
+            assert!(parse_duration(s).is_err(), "{s} should fail");
+        }
+        assert!(parse_duration("-1s")
+            .unwrap_err()
+            .to_string()
+            .contains("'-1s'"));
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("5000"), Ok(5000.0));
+        assert_eq!(parse_rate("100/s"), Ok(100.0));
+        assert_eq!(parse_rate("6000/m"), Ok(100.0));
+        for s in ["-1", "x/s", "10/d", "", "inf"] {
+            assert!(parse_rate(s).is_err(), "{s} should fail");
+        }
+    }
+
+    #[test]
+    fn stages() {
+        let s = parse_stages("1m:100/s,10m:100/s,30s:1000/s").unwrap();
+        assert_eq!(
+            s,
+            Stages::Rate(vec![
+                (Duration::from_secs(60), 100.0),
+                (Duration::from_secs(600), 100.0),
+                (Duration::from_secs(30), 1000.0)
+            ])
+        );
+        assert_eq!(
+            parse_stages("30s:50,1m:50").unwrap(),
+            Stages::Connections(vec![
+                (Duration::from_secs(30), 50.0),
+                (Duration::from_secs(60), 50.0)
+            ])
+        );
+        assert!(matches!(
+            parse_stages("30s:50,1m:100/s"),
+            Err(UnitError::MixedStages(_))
+        ));
+        assert!(parse_stages("30s")
+            .unwrap_err()
+            .to_string()
+            .contains("missing ':'"));
+        assert!(parse_stages("0s:10").is_err());
+        assert!(parse_stages("5s:-3").is_err());
+    }
+}

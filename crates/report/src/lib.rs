@@ -1,0 +1,16 @@
+//! Everything a user reads: the versioned result file (`brink.result/v1`), the terminal
+//! summary and the live progress line. A result is built once from a run and every output is
+//! rendered from it, so the terminal and the JSON can never disagree.
+
+mod progress;
+mod result;
+mod terminal;
+mod time;
+
+pub use progress::Progress;
+pub use result::{
+    ErrorsByKind, HistBin, LoadInfo, RunResult, ScheduleInfo, SecondRow, SummaryJson, TargetInfo,
+    SCHEMA,
+};
+pub use terminal::{fmt_count, fmt_ms, render};
+pub use time::rfc3339_utc;

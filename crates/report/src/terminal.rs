@@ -1,0 +1,237 @@
+//! The terminal summary, in the shape of the tables users paste into reports (seed 001): counts,
+//! success rate, a percentile table and a latency distribution.
+
+use crate::result::RunResult;
+use std::fmt::Write;
+
+/// Milliseconds with a precision that suits the magnitude: `0.57ms`, `117ms`, `1.25s`.
+pub fn fmt_ms(ms: f64) -> String {
+    if ms >= 10_000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else if ms >= 1000.0 {
+        format!("{:.2}s", ms / 1000.0)
+    } else if ms >= 100.0 {
+        format!("{ms:.0}ms")
+    } else if ms >= 10.0 {
+        format!("{ms:.1}ms")
+    } else {
+        format!("{ms:.2}ms")
+    }
+}
+
+/// An integer with thousands separators: `1,234,567`.
+pub fn fmt_count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn fmt_bytes(n: u64) -> String {
+    let n = n as f64;
+    match n {
+        n if n >= 1024.0 * 1024.0 * 1024.0 => format!("{:.2} GiB", n / 1024.0 / 1024.0 / 1024.0),
+        n if n >= 1024.0 * 1024.0 => format!("{:.1} MiB", n / 1024.0 / 1024.0),
+        n if n >= 1024.0 => format!("{:.1} KiB", n / 1024.0),
+        n => format!("{n} B"),
+    }
+}
+
+/// The whole summary as printed at the end of `brink run`.
+pub fn render(r: &RunResult) -> String {
+    let mut o = String::new();
+    let s = &r.summary;
+    let _ = writeln!(
+        o,
+        "\n{} {}  ({}, {})",
+        r.target.method,
+        r.target.url,
+        r.target.protocol,
+        describe_load(r)
+    );
+    if r.interrupted {
+        let _ = writeln!(
+            o,
+            "  interrupted: figures cover the {:.1}s that ran",
+            s.duration_s
+        );
+    }
+    let _ = writeln!(o);
+    let row = |o: &mut String, k: &str, v: String| {
+        let _ = writeln!(o, "  {k:<13} {v}");
+    };
+    row(
+        &mut o,
+        "requests",
+        format!(
+            "{}  ({:.1} req/s over {:.2}s)",
+            fmt_count(s.requests),
+            s.rps,
+            s.duration_s
+        ),
+    );
+    row(
+        &mut o,
+        "ok",
+        format!(
+            "{}  success rate {:.2}%",
+            fmt_count(s.ok),
+            s.success_rate * 100.0
+        ),
+    );
+    let kinds: Vec<String> = s
+        .errors_by_kind
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, n)| format!("{k} {}", fmt_count(*n)))
+        .collect();
+    let failed_status: u64 = s.errors - s.errors_by_kind.values().sum::<u64>();
+    let mut err = fmt_count(s.errors);
+    if s.errors > 0 {
+        let mut parts = kinds;
+        if failed_status > 0 {
+            parts.push(format!("failed status {}", fmt_count(failed_status)));
+        }
+        err = format!("{err}  ({})", parts.join(", "));
+    }
+    row(&mut o, "errors", err);
+    let status: Vec<String> = s
+        .status
+        .iter()
+        .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
+        .collect();
+    if !status.is_empty() {
+        row(&mut o, "status", status.join("  "));
+    }
+    row(
+        &mut o,
+        "transfer",
+        format!(
+            "in {}, out {}",
+            fmt_bytes(s.bytes_in),
+            fmt_bytes(s.bytes_out)
+        ),
+    );
+    if let Some(sc) = &s.schedule {
+        row(
+            &mut o,
+            "schedule",
+            format!(
+                "{} intended ({:.1} req/s); {} started late, worst lag {}; {} not sent",
+                fmt_count(sc.intended),
+                sc.intended_rps,
+                fmt_count(sc.late),
+                fmt_ms(sc.max_lag_ms),
+                fmt_count(sc.not_sent)
+            ),
+        );
+    }
+    if s.unfinished > 0 {
+        row(
+            &mut o,
+            "unfinished",
+            format!(
+                "{} requests still in flight at the end (not counted)",
+                fmt_count(s.unfinished)
+            ),
+        );
+    }
+    if s.requests > s.errors_by_kind.values().sum::<u64>() {
+        latency_table(&mut o, r);
+        distribution(&mut o, r);
+    }
+    o
+}
+
+fn describe_load(r: &RunResult) -> String {
+    let l = &r.load;
+    let mut d = match (l.model.as_str(), l.rate) {
+        ("open", Some(rate)) => format!(
+            "open model: {rate} req/s, up to {} connections",
+            l.connections
+        ),
+        ("open", None) => format!(
+            "open model: {} stages, up to {} connections",
+            l.stages.len(),
+            l.connections
+        ),
+        _ if !l.stages.is_empty() => format!(
+            "closed model: {} stages, up to {} connections",
+            l.stages.len(),
+            l.connections
+        ),
+        _ => format!("closed model: {} connections", l.connections),
+    };
+    if let Some(n) = l.requests {
+        let _ = write!(d, ", {} requests", fmt_count(n));
+    }
+    if let (Some(secs), true) = (l.duration_s, l.stages.is_empty()) {
+        let _ = write!(d, ", {secs}s");
+    }
+    d
+}
+
+fn latency_table(o: &mut String, r: &RunResult) {
+    let s = &r.summary;
+    let labels = s.latency_ms.labelled();
+    let _ = write!(o, "\n  {:<13}", "latency");
+    for (name, _) in labels {
+        let _ = write!(o, "{name:>9}");
+    }
+    let _ = writeln!(o);
+    let mut line = |name: &str, values: [(&str, f64); 11]| {
+        let _ = write!(o, "  {name:<13}");
+        for (_, v) in values {
+            let _ = write!(o, "{:>9}", fmt_ms(v));
+        }
+        let _ = writeln!(o);
+    };
+    if r.load.model == "open" {
+        line("from intended", labels);
+        line("service time", s.service_time_ms.labelled());
+    } else {
+        line("total", labels);
+    }
+}
+
+fn distribution(o: &mut String, r: &RunResult) {
+    let bins = &r.summary.latency_histogram;
+    let total: u64 = bins.iter().map(|b| b.count).sum();
+    let peak = bins.iter().map(|b| b.count).max().unwrap_or(0);
+    if total == 0 || peak == 0 {
+        return;
+    }
+    let _ = writeln!(o, "\n  latency distribution");
+    for b in bins {
+        let width = (b.count as f64 / peak as f64 * 40.0).round() as usize;
+        let _ = writeln!(
+            o,
+            "    <= {:>9}  {:>10}  {:>6.2}%  {}",
+            fmt_ms(b.le_ms),
+            fmt_count(b.count),
+            b.count as f64 * 100.0 / total as f64,
+            "█".repeat(width)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(fmt_count(0), "0");
+        assert_eq!(fmt_count(1234567), "1,234,567");
+        assert_eq!(fmt_count(100), "100");
+        assert_eq!(fmt_ms(0.57), "0.57ms");
+        assert_eq!(fmt_ms(117.2), "117ms");
+        assert_eq!(fmt_ms(1250.0), "1.25s");
+        assert_eq!(fmt_ms(19.49), "19.5ms");
+    }
+}

@@ -1,0 +1,168 @@
+//! A [`Bucket`] is one second of one worker: corrected and service-time histograms plus exact
+//! counters. Workers fill buckets without locks; the aggregator merges them.
+
+use crate::hist::{new_histogram, Histogram, HIST_MAX_US};
+use crate::kind::ErrorKind;
+
+/// Counts per HTTP status code. Runs see few distinct codes, so a short list searched linearly
+/// beats a map on the hot path and allocates only when a new code first appears.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusCounts(Vec<(u16, u64)>);
+
+impl StatusCounts {
+    /// Adds `n` responses with `status`.
+    pub fn add(&mut self, status: u16, n: u64) {
+        match self.0.iter_mut().find(|(s, _)| *s == status) {
+            Some((_, c)) => *c += n,
+            None => self.0.push((status, n)),
+        }
+    }
+
+    /// Adds every count of `other`.
+    pub fn merge(&mut self, other: &StatusCounts) {
+        for &(s, n) in &other.0 {
+            self.add(s, n);
+        }
+    }
+
+    /// `(status, count)` pairs sorted by status.
+    pub fn sorted(&self) -> Vec<(u16, u64)> {
+        let mut v = self.0.clone();
+        v.sort_unstable();
+        v
+    }
+
+    /// Count for one status.
+    pub fn get(&self, status: u16) -> u64 {
+        self.0
+            .iter()
+            .find(|(s, _)| *s == status)
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+/// One second of measurements from one worker.
+#[derive(Clone, Debug)]
+pub struct Bucket {
+    /// Second index since the run started.
+    pub second: u64,
+    /// Latency from the intended start (coordinated-omission corrected), µs, responses only.
+    pub corrected: Histogram,
+    /// Latency from the actual send, µs, responses only.
+    pub service: Histogram,
+    /// Attempts finished in this second (responses + errors).
+    pub requests: u64,
+    /// Responses whose status counts as success.
+    pub ok: u64,
+    /// Responses by status code.
+    pub status: StatusCounts,
+    /// Transport failures by kind, indexed by [`ErrorKind::index`].
+    pub errors_by_kind: [u64; ErrorKind::COUNT],
+    /// Response bytes read (head and body).
+    pub bytes_in: u64,
+    /// Request bytes written.
+    pub bytes_out: u64,
+    /// Open model: requests sent more than the lateness threshold after their intended time.
+    pub late: u64,
+    /// Open model: the largest lag between intended and actual send, µs.
+    pub max_lag_us: u64,
+}
+
+impl Bucket {
+    /// An empty bucket for `second`.
+    pub fn new(second: u64) -> Bucket {
+        Bucket {
+            second,
+            corrected: new_histogram(),
+            service: new_histogram(),
+            requests: 0,
+            ok: 0,
+            status: StatusCounts::default(),
+            errors_by_kind: [0; ErrorKind::COUNT],
+            bytes_in: 0,
+            bytes_out: 0,
+            late: 0,
+            max_lag_us: 0,
+        }
+    }
+
+    /// Records a response: status, whether it counts as success, both latencies in µs.
+    pub fn record_response(&mut self, status: u16, ok: bool, corrected_us: u64, service_us: u64) {
+        self.requests += 1;
+        self.ok += u64::from(ok);
+        self.status.add(status, 1);
+        self.corrected
+            .saturating_record(corrected_us.clamp(1, HIST_MAX_US));
+        self.service
+            .saturating_record(service_us.clamp(1, HIST_MAX_US));
+    }
+
+    /// Records an attempt that ended without a response.
+    pub fn record_error(&mut self, kind: ErrorKind) {
+        self.requests += 1;
+        self.errors_by_kind[kind.index()] += 1;
+    }
+
+    /// Records a send that happened `lag_us` after its intended time.
+    pub fn record_lag(&mut self, lag_us: u64, late: bool) {
+        self.late += u64::from(late);
+        self.max_lag_us = self.max_lag_us.max(lag_us);
+    }
+
+    /// Transport errors plus failed statuses.
+    pub fn errors(&self) -> u64 {
+        self.requests - self.ok
+    }
+
+    /// Adds `other` into `self` (the second index of `self` is kept).
+    pub fn merge(&mut self, other: &Bucket) {
+        // Same bounds on both sides, so `add` cannot fail.
+        let _ = self.corrected.add(&other.corrected);
+        let _ = self.service.add(&other.service);
+        self.requests += other.requests;
+        self.ok += other.ok;
+        self.status.merge(&other.status);
+        for (a, b) in self.errors_by_kind.iter_mut().zip(other.errors_by_kind) {
+            *a += b;
+        }
+        self.bytes_in += other.bytes_in;
+        self.bytes_out += other.bytes_out;
+        self.late += other.late;
+        self.max_lag_us = self.max_lag_us.max(other.max_lag_us);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_every_counter_exactly() {
+        let mut a = Bucket::new(3);
+        a.record_response(200, true, 1000, 900);
+        a.record_error(ErrorKind::Timeout);
+        let mut b = Bucket::new(3);
+        b.record_response(503, false, 5000, 5000);
+        b.record_response(200, true, 2000, 2000);
+        b.record_lag(7000, true);
+        a.merge(&b);
+        assert_eq!(a.requests, 4);
+        assert_eq!(a.ok, 2);
+        assert_eq!(a.errors(), 2);
+        assert_eq!(a.status.get(200), 2);
+        assert_eq!(a.status.get(503), 1);
+        assert_eq!(a.errors_by_kind[ErrorKind::Timeout.index()], 1);
+        assert_eq!(a.corrected.len(), 3);
+        assert_eq!(a.late, 1);
+        assert_eq!(a.max_lag_us, 7000);
+    }
+
+    #[test]
+    fn values_outside_bounds_are_clamped_not_lost() {
+        let mut a = Bucket::new(0);
+        a.record_response(200, true, 0, u64::MAX);
+        assert_eq!(a.corrected.len(), 1);
+        assert_eq!(a.service.len(), 1);
+        assert!(a.service.max() >= HIST_MAX_US - HIST_MAX_US / 1000);
+    }
+}

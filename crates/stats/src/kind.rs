@@ -1,0 +1,57 @@
+//! The fixed set of ways a request can fail below HTTP. A status code is never an error kind:
+//! statuses are counted on their own and the run decides which of them are failures.
+
+use serde::Serialize;
+
+/// Why an attempt produced no HTTP response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The TCP connection could not be opened (refused, unreachable).
+    Connect,
+    /// Opening the TCP connection took longer than `--connect-timeout`.
+    ConnectTimeout,
+    /// The TLS handshake failed (bad certificate, protocol mismatch).
+    Tls,
+    /// No complete response within `--timeout`.
+    Timeout,
+    /// The peer reset the connection (ECONNRESET, EPIPE).
+    Reset,
+    /// The connection closed before a complete response arrived.
+    Closed,
+    /// The response could not be parsed.
+    Protocol,
+}
+
+impl ErrorKind {
+    /// Every kind, in the order used for arrays and reports.
+    pub const ALL: [ErrorKind; 7] = [
+        ErrorKind::Connect,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Tls,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::Closed,
+        ErrorKind::Protocol,
+    ];
+    /// Number of kinds (length of per-kind counter arrays).
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// Stable name used in result files (`summary.errors_by_kind.timeout`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Tls => "tls",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Protocol => "protocol",
+        }
+    }
+
+    /// Index into per-kind counter arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}

@@ -1,0 +1,14 @@
+//! Measurements shared by every layer: what one request can end as ([`ErrorKind`]), what one
+//! worker saw in one second ([`Bucket`]), and what a whole run adds up to ([`Totals`] and
+//! [`Summary`]). Everything here merges exactly, so per-worker, per-second data can be combined
+//! across threads (and later steps and machines) without losing a single count.
+
+mod bucket;
+mod hist;
+mod kind;
+mod summary;
+
+pub use bucket::{Bucket, StatusCounts};
+pub use hist::{new_histogram, Histogram, HIST_MAX_US};
+pub use kind::ErrorKind;
+pub use summary::{LatencySummary, Summary, Totals};

@@ -1,0 +1,94 @@
+//! A hyper server speaking HTTP/1.1 and HTTP/2 (h2c prior knowledge on plain TCP, ALPN over
+//! TLS), for the client paths the raw server cannot exercise. Only [`Reply::Full`] is served;
+//! other replies become a 500.
+
+use crate::{spawn_server, Handler, Options, Reply, Req, Server};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Serves `handler` with hyper (HTTP/1.1 + HTTP/2).
+pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
+    spawn_server(
+        opts.threads,
+        opts.tls,
+        true,
+        move |listener, counters, acceptor, mut stop| async move {
+            let seq = Arc::new(AtomicU64::new(0));
+            loop {
+                let sock = tokio::select! {
+                    _ = &mut stop => break,
+                    r = listener.accept() => match r {
+                        Ok((s, _)) => s,
+                        Err(_) => continue,
+                    },
+                };
+                counters.connections.fetch_add(1, Ordering::Relaxed);
+                let (handler, counters, seq, acceptor) = (
+                    handler.clone(),
+                    counters.clone(),
+                    seq.clone(),
+                    acceptor.clone(),
+                );
+                let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let (handler, counters, seq) = (handler.clone(), counters.clone(), seq.clone());
+                    async move {
+                        let method = req.method().to_string();
+                        let path = req
+                            .uri()
+                            .path_and_query()
+                            .map_or("/".to_string(), |p| p.to_string());
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        counters.requests.fetch_add(1, Ordering::Relaxed);
+                        let n = seq.fetch_add(1, Ordering::Relaxed);
+                        let reply = handler(&Req {
+                            method: &method,
+                            path: &path,
+                            seq: n,
+                            body: &body,
+                        });
+                        let (status, body) = match reply {
+                            Reply::Full {
+                                status,
+                                body,
+                                delay,
+                                ..
+                            } => {
+                                tokio::time::sleep(delay).await;
+                                (status, body)
+                            }
+                            _ => (500, b"unsupported reply".to_vec()),
+                        };
+                        let mut resp = hyper::Response::new(Full::new(Bytes::from(body)));
+                        *resp.status_mut() = hyper::StatusCode::from_u16(status)
+                            .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+                        Ok::<_, Infallible>(resp)
+                    }
+                });
+                tokio::spawn(async move {
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    match acceptor {
+                        Some(a) => {
+                            if let Ok(tls) = a.accept(sock).await {
+                                let _ = builder.serve_connection(TokioIo::new(tls), svc).await;
+                            }
+                        }
+                        None => {
+                            let _ = builder.serve_connection(TokioIo::new(sock), svc).await;
+                        }
+                    }
+                });
+            }
+        },
+    )
+}

@@ -1,0 +1,218 @@
+//! In-process target servers on 127.0.0.1, port 0, for tests, benchmarks and `brink demo`.
+//! Each server runs on its own thread and runtime and stops when dropped. Behaviour comes from
+//! a [`Handler`] that maps each request to a [`Reply`]: a delay, a status, a framing, or a fault
+//! (dropped connection, a hang, a truncated body). Handlers for the classic shapes (fixed service
+//! time, periodic pauses, faults by path) live in [`handlers`]; the demo service in [`demo`].
+
+pub mod demo;
+pub mod handlers;
+mod hyper_srv;
+mod raw;
+pub mod tls;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use hyper_srv::serve_hyper;
+
+/// What the server knows about a request when it decides how to answer.
+pub struct Req<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    /// Arrival order, from 0, over the server's lifetime.
+    pub seq: u64,
+    pub body: &'a [u8],
+}
+
+/// How to answer one request.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A normal response with `Content-Length`, sent after `delay`. With `slot`, the request
+    /// first waits for one of the server's service slots and holds it during `delay`.
+    Full {
+        status: u16,
+        body: Vec<u8>,
+        delay: Duration,
+        slot: bool,
+        close: bool,
+    },
+    /// A `Transfer-Encoding: chunked` response made of these chunks.
+    Chunked(Vec<Vec<u8>>),
+    /// A response without length that ends when the server closes the connection.
+    CloseDelimited(Vec<u8>),
+    /// Close the connection without answering.
+    Drop,
+    /// Never answer (until the client gives up).
+    Hang,
+    /// Promise 100 body bytes, send 10, close.
+    Partial,
+}
+
+impl Reply {
+    /// `200` with `body` after `delay`.
+    pub fn ok(body: &str, delay: Duration) -> Reply {
+        Reply::Full {
+            status: 200,
+            body: body.as_bytes().to_vec(),
+            delay,
+            slot: false,
+            close: false,
+        }
+    }
+
+    /// `status` with a short body, at once.
+    pub fn status(status: u16) -> Reply {
+        Reply::Full {
+            status,
+            body: format!("status {status}\n").into_bytes(),
+            delay: Duration::ZERO,
+            slot: false,
+            close: false,
+        }
+    }
+}
+
+/// Maps a request to its answer.
+pub type Handler = Arc<dyn Fn(&Req) -> Reply + Send + Sync>;
+
+/// Server settings.
+#[derive(Clone)]
+pub struct Options {
+    /// Runtime worker threads.
+    pub threads: usize,
+    /// Service slots: at most this many `slot` requests are served at once; the rest queue.
+    pub slots: Option<usize>,
+    /// Serve TLS with a fresh self-signed certificate for 127.0.0.1 and localhost.
+    pub tls: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: 2,
+            slots: None,
+            tls: false,
+        }
+    }
+}
+
+/// Counters a test can read while or after load runs.
+#[derive(Default, Debug)]
+pub struct Counters {
+    pub requests: AtomicU64,
+    pub connections: AtomicU64,
+    /// Requests currently being served or queued for a slot.
+    pub in_flight: AtomicU64,
+    /// Requests currently waiting for a service slot.
+    pub queued: AtomicU64,
+}
+
+impl Counters {
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+}
+
+/// A running server; dropping it stops it.
+pub struct Server {
+    pub addr: SocketAddr,
+    pub counters: Arc<Counters>,
+    /// PEM of the self-signed certificate when serving TLS.
+    pub cert_pem: Option<String>,
+    pub started: Instant,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// `http(s)://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        let scheme = if self.cert_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}{path}", self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Serves `handler` over raw HTTP/1.1 with default options.
+pub fn serve(handler: Handler) -> std::io::Result<Server> {
+    raw::serve(Options::default(), handler)
+}
+
+/// Serves `handler` over raw HTTP/1.1 (optionally TLS) with `opts`.
+pub fn serve_with(opts: Options, handler: Handler) -> std::io::Result<Server> {
+    raw::serve(opts, handler)
+}
+
+/// Starts a runtime thread running `main(listener, stop)`; shared by both server kinds.
+pub(crate) fn spawn_server<F, Fut>(
+    threads: usize,
+    tls: bool,
+    h2: bool,
+    main: F,
+) -> std::io::Result<Server>
+where
+    F: FnOnce(
+            tokio::net::TcpListener,
+            Arc<Counters>,
+            Option<tokio_rustls::TlsAcceptor>,
+            tokio::sync::oneshot::Receiver<()>,
+        ) -> Fut
+        + Send
+        + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?;
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    let (acceptor, cert_pem) = if tls {
+        let (a, pem) = tls::acceptor(h2).map_err(std::io::Error::other)?;
+        (Some(a), Some(pem))
+    } else {
+        (None, None)
+    };
+    let counters = Arc::new(Counters::default());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let c = counters.clone();
+    let thread = std::thread::Builder::new()
+        .name("testkit-server".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                match tokio::net::TcpListener::from_std(std_listener) {
+                    Ok(l) => main(l, c, acceptor, stop_rx).await,
+                    Err(e) => eprintln!("testkit: cannot listen: {e}"),
+                }
+            });
+            rt.shutdown_background();
+        })?;
+    Ok(Server {
+        addr,
+        counters,
+        cert_pem,
+        started: Instant::now(),
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
+}

@@ -1,0 +1,205 @@
+//! A raw HTTP/1.1 server: parses requests with `httparse` and writes answers byte by byte, so a
+//! test can produce exactly the framing or fault it needs (chunked, close-delimited, a dropped
+//! connection, a truncated body, a hang).
+
+use crate::{spawn_server, Counters, Handler, Options, Reply, Req, Server};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Semaphore;
+
+pub fn serve(opts: Options, handler: Handler) -> std::io::Result<Server> {
+    let slots = opts.slots.map(|k| Arc::new(Semaphore::new(k)));
+    spawn_server(
+        opts.threads,
+        opts.tls,
+        false,
+        move |listener, counters, acceptor, mut stop| async move {
+            let seq = Arc::new(AtomicU64::new(0));
+            loop {
+                let sock = tokio::select! {
+                    _ = &mut stop => break,
+                    r = listener.accept() => match r {
+                        Ok((s, _)) => s,
+                        Err(_) => continue,
+                    },
+                };
+                counters.connections.fetch_add(1, Ordering::Relaxed);
+                let _ = sock.set_nodelay(true);
+                let ctx = Ctx {
+                    handler: handler.clone(),
+                    counters: counters.clone(),
+                    slots: slots.clone(),
+                    seq: seq.clone(),
+                };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    match acceptor {
+                        Some(a) => {
+                            if let Ok(tls) = a.accept(sock).await {
+                                connection(tls, ctx).await;
+                            }
+                        }
+                        None => connection(sock, ctx).await,
+                    }
+                });
+            }
+        },
+    )
+}
+
+struct Ctx {
+    handler: Handler,
+    counters: Arc<Counters>,
+    slots: Option<Arc<Semaphore>>,
+    seq: Arc<AtomicU64>,
+}
+
+struct Parsed {
+    method: String,
+    path: String,
+    head_len: usize,
+    body_len: usize,
+    close: bool,
+}
+
+fn parse(buf: &[u8]) -> Result<Option<Parsed>, ()> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    let head_len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(()),
+    };
+    let mut body_len = 0;
+    let mut close = req.version == Some(0);
+    for h in req.headers.iter() {
+        let v = String::from_utf8_lossy(h.value);
+        if h.name.eq_ignore_ascii_case("content-length") {
+            body_len = v.trim().parse().map_err(|_| ())?;
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            close = v.eq_ignore_ascii_case("close");
+        }
+    }
+    Ok(Some(Parsed {
+        method: req.method.unwrap_or("GET").to_string(),
+        path: req.path.unwrap_or("/").to_string(),
+        head_len,
+        body_len,
+        close,
+    }))
+}
+
+async fn connection<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, ctx: Ctx) {
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut chunk = [0u8; 8192];
+    loop {
+        let p = loop {
+            match parse(&buf) {
+                Ok(Some(p)) if buf.len() >= p.head_len + p.body_len => break p,
+                Ok(_) => match s.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                },
+                Err(()) => {
+                    let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+                    return;
+                }
+            }
+        };
+        ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let seq = ctx.seq.fetch_add(1, Ordering::Relaxed);
+        let body = &buf[p.head_len..p.head_len + p.body_len];
+        let reply = (ctx.handler)(&Req {
+            method: &p.method,
+            path: &p.path,
+            seq,
+            body,
+        });
+        buf.drain(..p.head_len + p.body_len);
+        ctx.counters.in_flight.fetch_add(1, Ordering::Relaxed);
+        let keep = answer(&mut s, &ctx, reply, p.method == "HEAD", p.close).await;
+        ctx.counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if !keep {
+            let _ = s.shutdown().await;
+            return;
+        }
+    }
+}
+
+/// Writes the answer; returns whether the connection stays open.
+async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    ctx: &Ctx,
+    reply: Reply,
+    head: bool,
+    client_close: bool,
+) -> bool {
+    match reply {
+        Reply::Full {
+            status,
+            body,
+            delay,
+            slot,
+            close,
+        } => {
+            let _permit = match (&ctx.slots, slot) {
+                (Some(sem), true) => {
+                    ctx.counters.queued.fetch_add(1, Ordering::Relaxed);
+                    let p = sem.clone().acquire_owned().await.ok();
+                    ctx.counters.queued.fetch_sub(1, Ordering::Relaxed);
+                    p
+                }
+                _ => None,
+            };
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            let close = close || client_close;
+            let mut out = format!(
+                "HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n{}\r\n",
+                if status == 200 { "OK" } else { "Status" },
+                body.len(),
+                if close { "Connection: close\r\n" } else { "" }
+            )
+            .into_bytes();
+            if !head {
+                out.extend_from_slice(&body);
+            }
+            s.write_all(&out).await.is_ok() && !close
+        }
+        Reply::Chunked(chunks) => {
+            let mut out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            for c in chunks.iter().filter(|c| !c.is_empty()) {
+                out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+                out.extend_from_slice(c);
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"0\r\n\r\n");
+            s.write_all(&out).await.is_ok() && !client_close
+        }
+        Reply::CloseDelimited(body) => {
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+                .await;
+            let _ = s.write_all(&body).await;
+            false
+        }
+        Reply::Drop => false,
+        Reply::Hang => {
+            let mut sink = [0u8; 1024];
+            while let Ok(n) = s.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+            false
+        }
+        Reply::Partial => {
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+                .await;
+            false
+        }
+    }
+}
