@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run one load test against a URL: closed (-c), open (--rate) or staged (--stages) load.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Start a built-in service with a real bottleneck on 127.0.0.1 and load it.
     Demo(DemoArgs),
 }
@@ -27,16 +27,16 @@ pub struct RunArgs {
     /// Target URL (http:// or https://).
     pub url: String,
     /// Connections: the closed-model concurrency, or the open model's pool (max in flight).
-    #[arg(short = 'c', long = "connections")]
+    #[arg(short = 'c', long = "connections", allow_hyphen_values = true)]
     pub connections: Option<String>,
     /// Run for this long (e.g. 30s, 2m). Default 10s unless -n is given.
-    #[arg(short = 'd', long = "duration")]
+    #[arg(short = 'd', long = "duration", allow_hyphen_values = true)]
     pub duration: Option<String>,
     /// Send exactly this many requests in total.
-    #[arg(short = 'n', long = "requests")]
+    #[arg(short = 'n', long = "requests", allow_hyphen_values = true)]
     pub requests: Option<String>,
     /// Open model: requests per second at fixed intended times (e.g. 5000 or 5000/s).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Stages DUR:TARGET,...: targets with /s are rates (open), bare numbers connections (closed).
     #[arg(long)]

@@ -8,7 +8,20 @@ mod resolve;
 use clap::Parser;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            // Usage errors are one line (clap's own first line), exit 2.
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            eprintln!("{} (see 'brink --help')", first.trim());
+            std::process::exit(exit::INPUT);
+        }
+    };
     let code = match commands::dispatch(cli.command) {
         Ok(code) => code,
         Err(fail) => {

@@ -63,7 +63,8 @@ pub struct Connector {
 /// An open connection of whichever protocol was negotiated.
 pub enum Conn {
     Plain(H1Conn<TcpStream>),
-    Tls(H1Conn<TlsStream<TcpStream>>),
+    /// Boxed: TLS state is large and allocated once per connection anyway.
+    Tls(Box<H1Conn<TlsStream<TcpStream>>>),
     H2(H2Conn),
 }
 
@@ -93,7 +94,7 @@ impl Connector {
         if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
             Ok(Conn::H2(H2Conn::handshake(tls).await?))
         } else {
-            Ok(Conn::Tls(H1Conn::new(tls)))
+            Ok(Conn::Tls(Box::new(H1Conn::new(tls))))
         }
     }
 

@@ -117,7 +117,7 @@ impl Shared {
 
 /// What workers send to the aggregator.
 pub enum Msg {
-    Bucket(usize, Bucket),
+    Bucket(usize, Box<Bucket>),
     /// A worker finished; the number is its requests still in flight when it stopped.
     Done(usize, u64),
     Failed(String),
@@ -227,16 +227,24 @@ pub fn run(
     drop(tx);
     let mut agg = Aggregator::new(shared.workers, &spec.load);
     let mut failure = None;
+    let mut handle_msg = |agg: &mut Aggregator, msg: Msg| match msg {
+        Msg::Bucket(w, b) => agg.bucket(w, *b),
+        Msg::Done(w, unfinished) => agg.done(w, unfinished),
+        Msg::Failed(e) => failure = Some(e),
+    };
     while !agg.all_done() {
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(Msg::Bucket(w, b)) => agg.bucket(w, b),
-            Ok(Msg::Done(w, unfinished)) => agg.done(w, unfinished),
-            Ok(Msg::Failed(e)) => failure = Some(e),
+            Ok(msg) => handle_msg(&mut agg, msg),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        for (w, h) in handles.iter().enumerate() {
-            if h.is_finished() && !agg.is_done(w) && rx.try_recv().is_err() {
+        if handles.iter().all(|h| h.is_finished()) {
+            // Every thread has ended: whatever they sent is queued; take it all, then treat
+            // any worker that never said Done (a panic) as done.
+            for msg in rx.try_iter() {
+                handle_msg(&mut agg, msg);
+            }
+            for w in 0..handles.len() {
                 agg.done(w, 0);
             }
         }
@@ -304,10 +312,6 @@ impl<'a> Aggregator<'a> {
             self.done[w] = true;
             self.unfinished += unfinished;
         }
-    }
-
-    fn is_done(&self, w: usize) -> bool {
-        self.done[w]
     }
 
     fn all_done(&self) -> bool {

@@ -77,7 +77,7 @@ pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
         flusher.abort();
     });
     let last = ctx.rec.replace(Bucket::new(0));
-    let _ = tx.send(Msg::Bucket(id, last));
+    let _ = tx.send(Msg::Bucket(id, Box::new(last)));
     let _ = tx.send(Msg::Done(id, ctx.in_flight.get()));
 }
 
@@ -105,7 +105,7 @@ async fn flush_loop(ctx: Rc<Local>, tx: Sender<Msg>) {
         tokio::time::sleep_until((ctx.shared.start + Duration::from_secs(second + 1)).into()).await;
         second += 1;
         let full = ctx.rec.replace(Bucket::new(second));
-        if tx.send(Msg::Bucket(ctx.id, full)).is_err() {
+        if tx.send(Msg::Bucket(ctx.id, Box::new(full))).is_err() {
             return;
         }
     }
@@ -128,11 +128,17 @@ async fn drive(ctx: Rc<Local>) {
 async fn closed_driver(ctx: Rc<Local>, curve: crate::schedule::Curve) {
     let shared = ctx.shared.clone();
     let mut tasks = JoinSet::new();
-    loop {
-        let Some(level) = curve.value_at(shared.start.elapsed()) else {
+    while let Some(level) = curve.value_at(shared.start.elapsed()) {
+        if shared.tickets_exhausted() && tasks.is_empty() {
             break;
+        }
+        // Once every `-n` ticket is taken, slots that end are not replaced.
+        let wanted = share(level.round() as usize, ctx.id, shared.workers);
+        let target = if shared.tickets_exhausted() {
+            0
+        } else {
+            wanted
         };
-        let target = share(level.round() as usize, ctx.id, shared.workers);
         ctx.target.set(target);
         {
             let mut alive = ctx.alive.borrow_mut();
@@ -148,11 +154,7 @@ async fn closed_driver(ctx: Rc<Local>, curve: crate::schedule::Curve) {
         }
         tokio::select! {
             _ = tokio::time::sleep(POLL) => {}
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {
-                if tasks.is_empty() && shared.tickets_exhausted() {
-                    break;
-                }
-            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
         }
     }
     ctx.target.set(0);

@@ -60,7 +60,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
 }
 
 fn finite_secs(secs: f64) -> Option<Duration> {
-    (secs.is_finite() && secs >= 0.0 && secs < 1e12).then(|| Duration::from_secs_f64(secs))
+    (secs.is_finite() && (0.0..1e12).contains(&secs)).then(|| Duration::from_secs_f64(secs))
 }
 
 /// Parses a rate in requests per second: `R`, `R/s`, `R/m` (per minute) or `R/h`.

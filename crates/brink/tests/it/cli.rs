@@ -1,0 +1,223 @@
+//! The command line: bad input is one clear line and exit 2; an unreachable target is exit 3;
+//! an interrupt stops within a second, prints, writes the result with `interrupted: true`, exits
+//! 130; the demo runs.
+
+use assert_cmd::Command;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use testkit::handlers;
+
+fn brink() -> Command {
+    Command::cargo_bin("brink").expect("binary built")
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let srv = testkit::serve(handlers::fixed(Duration::ZERO)).unwrap();
+    let url = srv.url("/");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "http//nope"], "expected scheme://host"),
+        (vec!["run", "ftp://127.0.0.1/"], "unsupported scheme 'ftp'"),
+        (vec!["run", "http://127.0.0.1:99999/"], "out of range"),
+        (
+            vec!["run", &url, "-c", "0"],
+            "-c/--connections must be at least 1",
+        ),
+        (vec!["run", &url, "-d", "-5s"], "must not be negative"),
+        (vec!["run", &url, "-d", "soon"], "invalid duration 'soon'"),
+        (vec!["run", &url, "--rate", "fast"], "invalid rate 'fast'"),
+        (
+            vec!["run", &url, "--rate", "0"],
+            "--rate must be above zero",
+        ),
+        (
+            vec!["run", &url, "--stages", "10s:5,10s:100/s"],
+            "mix rates",
+        ),
+        (
+            vec!["run", &url, "--stages", "10s:5", "-d", "3s"],
+            "-d cannot be combined with --stages",
+        ),
+        (
+            vec!["run", &url, "-H", "NoColon"],
+            "invalid header 'NoColon'",
+        ),
+        (
+            vec!["run", &url, "--json", "/nonexistent-dir/x.json"],
+            "--json /nonexistent-dir/x.json",
+        ),
+        (
+            vec!["run", &url, "--body-file", "/nonexistent-file"],
+            "--body-file /nonexistent-file",
+        ),
+        (
+            vec!["run", &url, "--cacert", "/nonexistent.pem"],
+            "--cacert /nonexistent.pem: no such file",
+        ),
+        (
+            vec!["run", &url, "--ok-status", "200-999"],
+            "invalid status '999'",
+        ),
+        (
+            vec!["run", &url, "-n", "many"],
+            "-n/--requests expects a whole number",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = brink()
+            .args(&args)
+            .timeout(Duration::from_secs(10))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: want '{want}' in: {err}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{args:?}: one line, got: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert_eq!(
+        srv.counters.requests(),
+        0,
+        "no load is sent when input is bad"
+    );
+}
+
+#[test]
+fn unreachable_target_exits_3() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let out = brink()
+        .args([
+            "run",
+            &format!("http://127.0.0.1:{port}/"),
+            "-c",
+            "2",
+            "-d",
+            "1s",
+        ])
+        .timeout(Duration::from_secs(15))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("no request succeeded") && err.contains("connect"),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn json_result_has_the_contract_keys() {
+    let srv = testkit::serve(handlers::faults()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let out = brink()
+        .args([
+            "run",
+            &srv.url("/status/503"),
+            "-c",
+            "2",
+            "-n",
+            "40",
+            "--ok-status",
+            "200-299,503",
+            "--json",
+        ])
+        .arg(&path)
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["schema"], "brink.result/v1");
+    assert_eq!(v["interrupted"], false);
+    assert_eq!(v["summary"]["requests"], 40);
+    assert_eq!(v["summary"]["status"]["503"], 40);
+    assert_eq!(v["summary"]["errors_by_kind"]["timeout"], 0);
+    assert!(v["summary"]["rps"].as_f64().unwrap() > 0.0);
+    assert!(v["summary"]["latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+    assert!(!v["timeseries"].as_array().unwrap().is_empty());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("requests") && stdout.contains("p99"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn interrupt_stops_within_a_second_and_keeps_the_result() {
+    let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args(["run", &srv.url("/"), "-c", "4", "-d", "30s", "--json"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "did not stop after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        sent.elapsed() < Duration::from_millis(1500),
+        "stopped in {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert!(v["summary"]["requests"].as_u64().unwrap() > 100);
+    let out = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn demo_runs_on_loopback() {
+    let out = brink()
+        .args(["demo", "-d", "2s"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("demo service on 127.0.0.1:"), "{stdout}");
+    assert!(stdout.contains("success rate 100.00%"), "{stdout}");
+}

@@ -1,0 +1,9 @@
+//! One integration-test binary, organised by topic. Every test runs real servers from `testkit`
+//! on 127.0.0.1 port 0; load is bounded by requests and time.
+
+mod accuracy;
+mod cli;
+mod engine_runs;
+mod protocols;
+mod schema;
+mod support;

@@ -1,0 +1,162 @@
+//! Client protocol paths against real servers: HTTP/1.1 framings (length, chunked,
+//! close-delimited, HEAD), TLS with a verified or skipped certificate, HTTP/2 via h2c and ALPN.
+
+use crate::support::{closed, run, spec};
+use engine::{RequestSpec, RunSpec, Target};
+use stats::ErrorKind;
+use std::io::Write;
+use std::time::Duration;
+use testkit::{handlers, Options};
+
+fn n_requests(url: &str, n: u64) -> RunSpec {
+    let mut s = spec(url, closed(2, None));
+    s.max_requests = Some(n);
+    s
+}
+
+#[test]
+fn chunked_bodies_are_read_completely_and_the_connection_reused() {
+    let srv = testkit::serve(handlers::faults()).unwrap();
+    let out = run(&n_requests(&srv.url("/chunked"), 100));
+    assert_eq!(out.totals.all.ok, 100);
+    assert_eq!(
+        srv.counters.connections(),
+        2,
+        "a fully read chunked body leaves the connection reusable"
+    );
+    // Each body is 20,013 bytes plus chunk framing and the head.
+    assert!(
+        out.totals.all.bytes_in > 100 * 20_013,
+        "bytes_in {}",
+        out.totals.all.bytes_in
+    );
+}
+
+#[test]
+fn close_delimited_bodies_end_at_eof_and_reconnect() {
+    let srv = testkit::serve(handlers::faults()).unwrap();
+    let out = run(&n_requests(&srv.url("/close"), 50));
+    assert_eq!(out.totals.all.ok, 50, "{:?}", out.totals.all.errors_by_kind);
+    assert_eq!(
+        srv.counters.connections(),
+        50,
+        "each response closes its connection"
+    );
+}
+
+#[test]
+fn head_responses_have_no_body() {
+    let srv = testkit::serve(handlers::fixed(Duration::ZERO)).unwrap();
+    let mut s = n_requests(&srv.url("/"), 50);
+    s.request = RequestSpec::new(
+        Target::parse(&srv.url("/")).unwrap(),
+        "HEAD",
+        &[],
+        Default::default(),
+    )
+    .unwrap();
+    let out = run(&s);
+    assert_eq!(
+        out.totals.all.ok, 50,
+        "a HEAD response with Content-Length must not wait for a body"
+    );
+    assert_eq!(srv.counters.connections(), 2);
+}
+
+#[test]
+fn truncated_and_dropped_responses_are_closed_errors() {
+    let srv = testkit::serve(handlers::faults()).unwrap();
+    for path in ["/partial", "/drop"] {
+        let out = run(&n_requests(&srv.url(path), 20));
+        assert_eq!(
+            out.totals.all.errors_by_kind[ErrorKind::Closed.index()],
+            20,
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn post_bodies_arrive() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let srv = testkit::serve(std::sync::Arc::new(move |r: &testkit::Req| {
+        s2.lock().unwrap().push((
+            r.method.to_string(),
+            String::from_utf8_lossy(r.body).to_string(),
+        ));
+        testkit::Reply::status(201)
+    }))
+    .unwrap();
+    let mut s = n_requests(&srv.url("/register"), 10);
+    let target = Target::parse(&srv.url("/register")).unwrap();
+    s.request = RequestSpec::new(
+        target,
+        "POST",
+        &["Content-Type: application/json".into()],
+        r#"{"a":1}"#.into(),
+    )
+    .unwrap();
+    assert_eq!(run(&s).totals.all.status.get(201), 10);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 10);
+    assert!(seen.iter().all(|(m, b)| m == "POST" && b == r#"{"a":1}"#));
+}
+
+fn tls_server(h2: bool) -> testkit::Server {
+    let opts = Options {
+        tls: true,
+        ..Options::default()
+    };
+    if h2 {
+        testkit::serve_hyper(opts, handlers::fixed(Duration::ZERO)).unwrap()
+    } else {
+        testkit::serve_with(opts, handlers::fixed(Duration::ZERO)).unwrap()
+    }
+}
+
+#[test]
+fn tls_verifies_with_cacert_and_fails_without() {
+    let srv = tls_server(false);
+    let mut pem = tempfile::NamedTempFile::new().unwrap();
+    pem.write_all(srv.cert_pem.as_ref().unwrap().as_bytes())
+        .unwrap();
+    let mut s = n_requests(&srv.url("/"), 30);
+    s.cacert = Some(pem.path().to_path_buf());
+    assert_eq!(run(&s).totals.all.ok, 30, "verified against the test CA");
+    s.cacert = None;
+    let out = run(&s);
+    assert_eq!(
+        out.totals.all.errors_by_kind[ErrorKind::Tls.index()],
+        30,
+        "an unknown CA is a TLS error"
+    );
+    s.insecure = true;
+    let out = run(&s);
+    assert_eq!(
+        out.totals.all.ok, 30,
+        "--insecure skips verification: {:?}",
+        out.totals.all.errors_by_kind
+    );
+}
+
+#[test]
+fn http2_over_tls_via_alpn() {
+    let srv = tls_server(true);
+    let mut s = n_requests(&srv.url("/"), 40);
+    s.insecure = true;
+    s.http2 = true;
+    let out = run(&s);
+    assert_eq!(out.totals.all.ok, 40, "{:?}", out.totals.all.errors_by_kind);
+    assert_eq!(srv.counters.connections(), 2);
+}
+
+#[test]
+fn http2_cleartext_prior_knowledge() {
+    let srv = testkit::serve_hyper(Options::default(), handlers::fixed(Duration::ZERO)).unwrap();
+    let mut s = n_requests(&srv.url("/"), 40);
+    s.http2 = true;
+    let out = run(&s);
+    assert_eq!(out.totals.all.ok, 40, "{:?}", out.totals.all.errors_by_kind);
+    assert_eq!(srv.counters.connections(), 2);
+}

@@ -1,0 +1,59 @@
+//! The committed JSON Schema describes real output: a result from an open-model run (which has
+//! the `schedule` section) and from a closed-model run both validate.
+
+use assert_cmd::Command;
+use std::time::Duration;
+use testkit::handlers;
+
+fn schema() -> serde_json::Value {
+    let text = include_str!("../../../../schemas/brink.result.v1.json");
+    serde_json::from_str(text).expect("schema is JSON")
+}
+
+fn result_of(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let out = Command::cargo_bin("brink")
+        .unwrap()
+        .args(args)
+        .arg("--json")
+        .arg(&path)
+        .arg("-q")
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[test]
+fn results_validate_against_the_committed_schema() {
+    let srv = testkit::serve(handlers::fixed(Duration::ZERO)).unwrap();
+    let url = srv.url("/");
+    let validator = jsonschema::validator_for(&schema()).expect("schema compiles");
+    for args in [
+        vec!["run", url.as_str(), "-c", "2", "-n", "100"],
+        vec!["run", url.as_str(), "--rate", "200", "-d", "1s"],
+    ] {
+        let v = result_of(&args);
+        let errors: Vec<String> = validator
+            .iter_errors(&v)
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{args:?}: {errors:#?}");
+    }
+    // The schema is strict enough to catch a renamed key.
+    let mut v = result_of(&["run", url.as_str(), "-c", "1", "-n", "10"]);
+    let s = v["summary"].as_object_mut().unwrap();
+    let rps = s.remove("rps").unwrap();
+    s.insert("req_per_sec".into(), rps);
+    assert!(
+        !validator.is_valid(&v),
+        "a renamed summary key must fail validation"
+    );
+}

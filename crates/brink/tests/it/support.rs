@@ -1,0 +1,52 @@
+//! Helpers shared by the topics: building a run for a URL and running it in-process.
+
+use engine::{Curve, Load, RequestSpec, RunOutput, RunSpec, StatusSet, Target};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A closed-model GET run against `url` with `conns` connections.
+pub fn spec(url: &str, load: Load) -> RunSpec {
+    let target = Target::parse(url).expect("test URL parses");
+    RunSpec {
+        request: RequestSpec::new(target, "GET", &[], Default::default()).expect("request"),
+        load,
+        max_requests: None,
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(2),
+        keepalive: true,
+        http2: false,
+        insecure: false,
+        cacert: None,
+        ok_status: StatusSet::default(),
+        threads: 2,
+        grace: Duration::from_secs(2),
+    }
+}
+
+pub fn closed(conns: usize, secs: Option<f64>) -> Load {
+    Load::Closed {
+        connections: Curve::flat(conns as f64, secs.map(Duration::from_secs_f64)),
+    }
+}
+
+pub fn open(rate: f64, secs: f64, pool: usize) -> Load {
+    Load::Open {
+        rate: Curve::flat(rate, Some(Duration::from_secs_f64(secs))),
+        pool,
+    }
+}
+
+pub fn run(spec: &RunSpec) -> RunOutput {
+    engine::run(
+        spec,
+        Arc::new(AtomicBool::new(false)),
+        &mut |_: &engine::Second, _: &stats::Totals| {},
+    )
+    .expect("run starts")
+}
+
+/// Relative difference |a-b|/b.
+pub fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b
+}
