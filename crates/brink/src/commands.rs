@@ -113,7 +113,7 @@ fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         .map_err(|e| Fail::input(format!("cannot start the demo service: {e}")))?;
     let url = demo.server.url("/api/items");
     println!("demo service on {} ({} service slots, log-normal service time, median {:?}, mean {:.2} ms)", demo.server.addr, demo.slots, demo.median, demo.mean_service().as_secs_f64() * 1000.0);
-    println!("its capacity is about {:.0} req/s; 32 connections is more than its slots, so requests queue.", demo.capacity_rps());
+    println!("32 connections is more than its slots, so requests queue for a slot.");
     println!("running: brink run {url} -c 32 -d {}s", d.as_secs_f64());
     let args = RunArgs {
         url,
@@ -142,15 +142,32 @@ fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     let json = open_json(a.json.as_ref())?;
     let (_, result) = execute(&spec, false)?;
     print!("{}", report::render(&result));
-    let s = &result.summary;
-    println!(
-        "\nthroughput {:.0} req/s is {:.0}% of the service's capacity; with every slot busy, each request waited about {} in the queue (p50 {} vs a median service time of {:?}).",
-        s.ok_rps,
-        s.ok_rps / demo.capacity_rps() * 100.0,
-        report::fmt_ms((s.latency_ms.p50 - demo.median.as_secs_f64() * 1000.0).max(0.0)),
-        report::fmt_ms(s.latency_ms.p50),
-        demo.median
-    );
+    explain_demo(&result, demo.slots, 32);
     write_json(json, &result)?;
     verdict(&result)
+}
+
+/// What the demo's figures mean, derived only from what was measured (Little's law: the
+/// requests in the system equal throughput times time in the system).
+fn explain_demo(result: &RunResult, slots: usize, conns: usize) {
+    let s = &result.summary;
+    if s.ok_rps <= 0.0 {
+        return;
+    }
+    let little_ms = conns as f64 / s.rps * 1000.0;
+    let held_ms = slots as f64 / s.rps * 1000.0;
+    println!("\nreading it:");
+    println!(
+        "  {conns} connections / {:.0} req/s = {} per request by Little's law; measured mean {} (the numbers agree).",
+        s.rps,
+        report::fmt_ms(little_ms),
+        report::fmt_ms(s.latency_ms.mean)
+    );
+    println!(
+        "  {slots} slots / {:.0} req/s = {} each request held a slot; the other {} of the mean was queueing for one.",
+        s.rps,
+        report::fmt_ms(held_ms),
+        report::fmt_ms((s.latency_ms.mean - held_ms).max(0.0))
+    );
+    println!("  more connections would only add queueing: this service is at its capacity of ~{:.0} req/s.", s.rps);
 }

@@ -1,1 +1,33 @@
-fn main() {}
+//! Hot-path micro-benchmarks: parsing a typical response head, skipping a chunked body, and
+//! computing an open-model intended time. `cargo bench -p engine`.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use engine::h1::parse::{parse_head, Chunked};
+use engine::Curve;
+use std::hint::black_box;
+use std::time::Duration;
+
+const NGINX: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 00:00:00 GMT\r\n\
+Content-Type: application/octet-stream\r\nContent-Length: 13\r\nConnection: keep-alive\r\n\r\nhello, world\n";
+
+fn benches(c: &mut Criterion) {
+    c.bench_function("parse_head/nginx", |b| b.iter(|| parse_head(black_box(NGINX), false)));
+    let body: Vec<u8> = (0..16).flat_map(|_| b"400\r\n".iter().copied().chain([b'x'; 1024]).chain(*b"\r\n")).chain(*b"0\r\n\r\n").collect();
+    c.bench_function("chunked/16x1KiB", |b| {
+        b.iter(|| {
+            let mut d = Chunked::default();
+            d.feed(black_box(&body))
+        })
+    });
+    let ramp = Curve::stages(&[(Duration::from_secs(60), 1000.0), (Duration::from_secs(600), 1000.0)]);
+    let mut i = 0u64;
+    c.bench_function("curve/time_of", |b| {
+        b.iter(|| {
+            i = (i + 7919) % 600_000;
+            ramp.time_of(black_box(i))
+        })
+    });
+}
+
+criterion_group!(hot_path, benches);
+criterion_main!(hot_path);

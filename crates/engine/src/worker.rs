@@ -11,6 +11,8 @@
 
 use crate::conn::Conn;
 use crate::run::{Load, Msg, Shared};
+use std::pin::Pin;
+use tokio::time::Sleep;
 use stats::{Bucket, ErrorKind};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -115,8 +117,8 @@ async fn drive(ctx: Rc<Local>) {
     match &ctx.shared.load {
         Load::Open { pool, .. } => {
             let mut tasks = JoinSet::new();
-            for slot in 0..share(*pool, ctx.id, ctx.shared.workers) {
-                tasks.spawn_local(open_task(ctx.clone(), slot));
+            for _ in 0..share(*pool, ctx.id, ctx.shared.workers) {
+                tasks.spawn_local(open_task(ctx.clone()));
             }
             while tasks.join_next().await.is_some() {}
         }
@@ -162,31 +164,24 @@ async fn closed_driver(ctx: Rc<Local>, curve: crate::schedule::Curve) {
 }
 
 async fn closed_task(ctx: Rc<Local>, slot: usize) {
-    let mut conn = None;
-    let mut backoff = Backoff::default();
+    let mut conn = Slot::new(&ctx.shared);
     let shared = ctx.shared.clone();
     loop {
         let now = Instant::now();
-        if slot >= ctx.target.get()
-            || shared.end.is_some_and(|end| now >= end)
-            || !shared.take_ticket()
-        {
+        if slot >= ctx.target.get() || shared.end.is_some_and(|end| now >= end) || !shared.take_ticket() {
             break;
         }
-        exchange(&ctx, &mut conn, &mut backoff, now).await;
+        conn.exchange(&ctx, now, now).await;
     }
     if let Some(a) = ctx.alive.borrow_mut().get_mut(slot) {
         *a = false;
     }
 }
 
-async fn open_task(ctx: Rc<Local>, _slot: usize) {
-    let mut conn = None;
-    let mut backoff = Backoff::default();
+async fn open_task(ctx: Rc<Local>) {
+    let mut conn = Slot::new(&ctx.shared);
     let shared = ctx.shared.clone();
-    let Load::Open { rate, .. } = &shared.load else {
-        return;
-    };
+    let Load::Open { rate, .. } = &shared.load else { return };
     loop {
         let i = ctx.next.get();
         ctx.next.set(i + shared.workers as u64);
@@ -195,10 +190,11 @@ async fn open_task(ctx: Rc<Local>, _slot: usize) {
         }
         let Some(due) = rate.time_of(i) else { break };
         let due = shared.start + due;
-        let now = Instant::now();
+        let mut now = Instant::now();
         let base = if due > now {
             tokio::time::sleep_until(due.into()).await;
-            Instant::now()
+            now = Instant::now();
+            now
         } else {
             let lag = now - due;
             let late = lag > LATE_THRESHOLD;
@@ -209,58 +205,86 @@ async fn open_task(ctx: Rc<Local>, _slot: usize) {
                 now
             }
         };
-        exchange(&ctx, &mut conn, &mut backoff, base).await;
+        conn.exchange(&ctx, base, now).await;
     }
 }
 
-/// One attempt: connect if needed, send, read, record. Latency is measured from `base` (the
-/// intended start) and, as service time, from the moment the request was written.
-async fn exchange(ctx: &Local, conn: &mut Option<Conn>, backoff: &mut Backoff, base: Instant) {
-    let shared = &ctx.shared;
-    let connector = &shared.connector;
-    ctx.in_flight.set(ctx.in_flight.get() + 1);
-    let c = match conn {
-        Some(c) => c,
-        None => {
-            let opened = tokio::time::timeout(connector.connect_timeout, connector.connect())
-                .await
-                .unwrap_or(Err(ErrorKind::ConnectTimeout));
-            match opened {
-                Ok(c) => {
-                    backoff.reset();
-                    conn.insert(c)
-                }
-                Err(kind) => {
-                    ctx.in_flight.set(ctx.in_flight.get() - 1);
-                    ctx.rec.borrow_mut().record_error(kind);
-                    backoff.wait(shared.end).await;
-                    return;
+/// One connection slot: its connection (opened lazily, reopened after errors), its connect
+/// backoff, and its request-timeout timer.
+struct Slot {
+    conn: Option<Conn>,
+    backoff: Backoff,
+    /// Lazy deadline: armed for some earlier request's deadline, which is never later than the
+    /// current one. When it fires before the current deadline it is re-armed, so a fast
+    /// connection touches the timer wheel about once per timeout period instead of per request.
+    timer: Pin<Box<Sleep>>,
+}
+
+impl Slot {
+    fn new(shared: &Shared) -> Slot {
+        let timer = Box::pin(tokio::time::sleep(shared.timeout));
+        Slot { conn: None, backoff: Backoff::default(), timer }
+    }
+
+    /// One attempt: connect if needed, send, read, record. Latency is measured from `base`
+    /// (the intended start) and, as service time, from the send; `now` is a fresh clock reading.
+    async fn exchange(&mut self, ctx: &Local, base: Instant, now: Instant) {
+        let shared = &ctx.shared;
+        let connector = &shared.connector;
+        ctx.in_flight.set(ctx.in_flight.get() + 1);
+        let (c, sent) = match &mut self.conn {
+            Some(c) => (c, now),
+            None => {
+                let opened = tokio::time::timeout(connector.connect_timeout, connector.connect())
+                    .await
+                    .unwrap_or(Err(ErrorKind::ConnectTimeout));
+                match opened {
+                    Ok(c) => {
+                        self.backoff.reset();
+                        (self.conn.insert(c), Instant::now())
+                    }
+                    Err(kind) => {
+                        ctx.in_flight.set(ctx.in_flight.get() - 1);
+                        ctx.rec.borrow_mut().record_error(kind);
+                        self.backoff.wait(shared.end).await;
+                        return;
+                    }
                 }
             }
-        }
-    };
-    let sent = Instant::now();
-    let result = tokio::time::timeout(shared.timeout, connector.send(c)).await;
-    let done = Instant::now();
-    ctx.in_flight.set(ctx.in_flight.get() - 1);
-    let mut rec = ctx.rec.borrow_mut();
-    rec.bytes_out += shared.request_len;
-    match result {
-        Ok(Ok(reply)) => {
-            let ok = shared.ok_status.contains(reply.status);
-            rec.record_response(reply.status, ok, micros(done - base), micros(done - sent));
-            rec.bytes_in += reply.bytes_in;
-            if !reply.keep_alive || !shared.keepalive {
-                *conn = None;
+        };
+        let deadline = sent + shared.timeout;
+        let result = {
+            let mut send = std::pin::pin!(connector.send(c));
+            loop {
+                tokio::select! {
+                    biased;
+                    r = &mut send => break r,
+                    _ = self.timer.as_mut() => {
+                        if Instant::now() >= deadline {
+                            break Err(ErrorKind::Timeout);
+                        }
+                        self.timer.as_mut().reset(deadline.into());
+                    }
+                }
             }
-        }
-        Ok(Err(kind)) => {
-            rec.record_error(kind);
-            *conn = None;
-        }
-        Err(_) => {
-            rec.record_error(ErrorKind::Timeout);
-            *conn = None;
+        };
+        let done = Instant::now();
+        ctx.in_flight.set(ctx.in_flight.get() - 1);
+        let mut rec = ctx.rec.borrow_mut();
+        rec.bytes_out += shared.request_len;
+        match result {
+            Ok(reply) => {
+                let ok = shared.ok_status.contains(reply.status);
+                rec.record_response(reply.status, ok, micros(done - base), micros(done - sent));
+                rec.bytes_in += reply.bytes_in;
+                if !reply.keep_alive || !shared.keepalive {
+                    self.conn = None;
+                }
+            }
+            Err(kind) => {
+                rec.record_error(kind);
+                self.conn = None;
+            }
         }
     }
 }

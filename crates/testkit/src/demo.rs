@@ -21,11 +21,6 @@ impl Demo {
     pub fn mean_service(&self) -> Duration {
         self.median.mul_f64((self.sigma * self.sigma / 2.0).exp())
     }
-
-    /// Requests per second the slots can serve at most.
-    pub fn capacity_rps(&self) -> f64 {
-        self.slots as f64 / self.mean_service().as_secs_f64()
-    }
 }
 
 /// Starts the demo service on 127.0.0.1 with `slots` slots and the given median service time.

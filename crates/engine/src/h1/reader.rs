@@ -1,0 +1,200 @@
+//! Reading one HTTP/1.1 response, sans I/O: the caller appends bytes to a buffer and calls
+//! [`Reader::advance`]; the reader parses the head in place, skips the body while counting it,
+//! and says when the response is complete. The async client and the epoll loop both drive it,
+//! so framing rules live in one place.
+
+use super::parse::{parse_head, Chunked, Framing};
+use stats::ErrorKind;
+
+/// Initial read buffer: large enough for common heads; grows up to [`MAX_HEAD`].
+pub const INITIAL_BUF: usize = 8 * 1024;
+/// Longest response head accepted.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// Buffer size used once a connection has seen a large body, to read it in fewer calls.
+pub const BULK_BUF: usize = 64 * 1024;
+
+/// What a completed exchange produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub bytes_in: u64,
+    /// Whether the connection may carry another request.
+    pub keep_alive: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Phase {
+    Head,
+    Length(u64),
+    Chunked(Chunked),
+    UntilClose,
+}
+
+/// The state of one response being read.
+#[derive(Clone, Debug)]
+pub struct Reader {
+    head_request: bool,
+    phase: Phase,
+    status: u16,
+    keep_alive: bool,
+    bytes_in: u64,
+}
+
+/// A per-connection read buffer: `data[..filled]` holds unconsumed bytes.
+#[derive(Debug)]
+pub struct ReadBuf {
+    pub data: Vec<u8>,
+    pub filled: usize,
+}
+
+impl Default for ReadBuf {
+    fn default() -> Self {
+        ReadBuf { data: vec![0; INITIAL_BUF], filled: 0 }
+    }
+}
+
+impl ReadBuf {
+    /// The free tail to read into.
+    pub fn spare(&mut self) -> &mut [u8] {
+        &mut self.data[self.filled..]
+    }
+}
+
+impl Reader {
+    /// A reader for the response to the request just sent.
+    pub fn new(head_request: bool) -> Reader {
+        Reader { head_request, phase: Phase::Head, status: 0, keep_alive: false, bytes_in: 0 }
+    }
+
+    /// Takes `n` new bytes at `buf.data[buf.filled..]`; `Some` once the response is complete.
+    pub fn advance(&mut self, buf: &mut ReadBuf, n: usize) -> Result<Option<Reply>, ErrorKind> {
+        buf.filled += n;
+        self.bytes_in += n as u64;
+        if let Phase::Head = self.phase {
+            if !self.parse_head(buf)? {
+                return Ok(None);
+            }
+        }
+        let body = &buf.data[..buf.filled];
+        let done = match &mut self.phase {
+            Phase::Head => false,
+            Phase::Length(left) => {
+                *left = left.saturating_sub(body.len() as u64);
+                *left == 0
+            }
+            Phase::Chunked(c) => c.feed(body).map_err(|_| ErrorKind::Protocol)?,
+            Phase::UntilClose => false,
+        };
+        // Body bytes are counted, never kept.
+        buf.filled = 0;
+        Ok(done.then(|| self.reply()))
+    }
+
+    /// The peer closed the connection: completes a close-delimited body, else an error.
+    pub fn eof(&mut self) -> Result<Reply, ErrorKind> {
+        match self.phase {
+            Phase::UntilClose => Ok(self.reply()),
+            _ => Err(ErrorKind::Closed),
+        }
+    }
+
+    fn reply(&self) -> Reply {
+        Reply { status: self.status, bytes_in: self.bytes_in, keep_alive: self.keep_alive }
+    }
+
+    /// Parses the head out of the buffer; false when more bytes are needed.
+    fn parse_head(&mut self, buf: &mut ReadBuf) -> Result<bool, ErrorKind> {
+        loop {
+            let Some(head) = parse_head(&buf.data[..buf.filled], self.head_request).map_err(|_| ErrorKind::Protocol)? else {
+                if buf.filled == buf.data.len() {
+                    if buf.data.len() >= MAX_HEAD {
+                        return Err(ErrorKind::Protocol);
+                    }
+                    buf.data.resize(buf.data.len() * 2, 0);
+                }
+                return Ok(false);
+            };
+            buf.data.copy_within(head.len..buf.filled, 0);
+            buf.filled -= head.len;
+            if (100..200).contains(&head.status) && head.status != 101 {
+                continue; // interim response: the final one follows
+            }
+            self.status = head.status;
+            self.keep_alive = head.keep_alive;
+            self.phase = match head.framing {
+                Framing::Empty | Framing::Length(0) => Phase::Length(0),
+                Framing::Length(n) => {
+                    if n > buf.data.len() as u64 && buf.data.len() < BULK_BUF {
+                        buf.data.resize(BULK_BUF, 0);
+                    }
+                    Phase::Length(n)
+                }
+                Framing::Chunked => Phase::Chunked(Chunked::default()),
+                Framing::Close => Phase::UntilClose,
+            };
+            return Ok(true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `resp` in pieces of `step` bytes; returns the reply or the error.
+    fn read(resp: &[u8], step: usize, head: bool) -> Result<Option<Reply>, ErrorKind> {
+        let mut buf = ReadBuf::default();
+        let mut r = Reader::new(head);
+        for piece in resp.chunks(step) {
+            buf.spare()[..piece.len()].copy_from_slice(piece);
+            if let Some(reply) = r.advance(&mut buf, piece.len())? {
+                return Ok(Some(reply));
+            }
+        }
+        Ok(None)
+    }
+
+    #[test]
+    fn completes_in_any_split() {
+        let resp = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nhello";
+        for step in 1..resp.len() {
+            let reply = read(resp, step, false).unwrap().expect("complete");
+            assert_eq!(reply, Reply { status: 201, bytes_in: resp.len() as u64, keep_alive: true }, "step {step}");
+        }
+    }
+
+    #[test]
+    fn incomplete_until_the_last_byte() {
+        let resp = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        assert_eq!(read(&resp[..resp.len() - 1], 4, false), Ok(None));
+        assert!(read(resp, 4, false).unwrap().is_some());
+    }
+
+    #[test]
+    fn close_delimited_needs_eof() {
+        let mut buf = ReadBuf::default();
+        let mut r = Reader::new(false);
+        let resp = b"HTTP/1.1 200 OK\r\n\r\nbody";
+        buf.spare()[..resp.len()].copy_from_slice(resp);
+        assert_eq!(r.advance(&mut buf, resp.len()), Ok(None));
+        let reply = r.eof().unwrap();
+        assert_eq!((reply.status, reply.keep_alive, reply.bytes_in), (200, false, resp.len() as u64));
+        assert_eq!(Reader::new(false).eof(), Err(ErrorKind::Closed), "EOF before a head is an error");
+    }
+
+    #[test]
+    fn long_heads_grow_the_buffer_up_to_the_limit() {
+        let filler = format!("X-Filler: {}\r\n", "a".repeat(1000)).into_bytes();
+        let mut head = b"HTTP/1.1 200 OK\r\n".to_vec();
+        while head.len() < 20_000 {
+            head.extend_from_slice(&filler);
+        }
+        head.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        assert!(read(&head, 1000, false).unwrap().is_some());
+        let mut huge = b"HTTP/1.1 200 OK\r\n".to_vec();
+        while huge.len() < 70_000 {
+            huge.extend_from_slice(&filler);
+        }
+        assert_eq!(read(&huge, 1000, false), Err(ErrorKind::Protocol));
+    }
+}
