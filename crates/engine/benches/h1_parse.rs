@@ -11,15 +11,29 @@ const NGINX: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 
 Content-Type: application/octet-stream\r\nContent-Length: 13\r\nConnection: keep-alive\r\n\r\nhello, world\n";
 
 fn benches(c: &mut Criterion) {
-    c.bench_function("parse_head/nginx", |b| b.iter(|| parse_head(black_box(NGINX), false)));
-    let body: Vec<u8> = (0..16).flat_map(|_| b"400\r\n".iter().copied().chain([b'x'; 1024]).chain(*b"\r\n")).chain(*b"0\r\n\r\n").collect();
+    c.bench_function("parse_head/nginx", |b| {
+        b.iter(|| parse_head(black_box(NGINX), false))
+    });
+    let body: Vec<u8> = (0..16)
+        .flat_map(|_| {
+            b"400\r\n"
+                .iter()
+                .copied()
+                .chain([b'x'; 1024])
+                .chain(*b"\r\n")
+        })
+        .chain(*b"0\r\n\r\n")
+        .collect();
     c.bench_function("chunked/16x1KiB", |b| {
         b.iter(|| {
             let mut d = Chunked::default();
             d.feed(black_box(&body))
         })
     });
-    let ramp = Curve::stages(&[(Duration::from_secs(60), 1000.0), (Duration::from_secs(600), 1000.0)]);
+    let ramp = Curve::stages(&[
+        (Duration::from_secs(60), 1000.0),
+        (Duration::from_secs(600), 1000.0),
+    ]);
     let mut i = 0u64;
     c.bench_function("curve/time_of", |b| {
         b.iter(|| {

@@ -21,7 +21,10 @@ pub struct H1Conn<S> {
 
 impl<S: Transport> H1Conn<S> {
     pub fn new(io: S) -> Self {
-        H1Conn { io, buf: ReadBuf::default() }
+        H1Conn {
+            io,
+            buf: ReadBuf::default(),
+        }
     }
 
     /// Writes `req` and reads one full response.
@@ -30,7 +33,11 @@ impl<S: Transport> H1Conn<S> {
         let mut reader = Reader::new(head_request);
         self.buf.filled = 0;
         loop {
-            let n = self.io.read(self.buf.spare()).await.map_err(|e| io_kind(&e))?;
+            let n = self
+                .io
+                .read(self.buf.spare())
+                .await
+                .map_err(|e| io_kind(&e))?;
             if n == 0 {
                 return reader.eof();
             }

@@ -49,7 +49,10 @@ pub struct ReadBuf {
 
 impl Default for ReadBuf {
     fn default() -> Self {
-        ReadBuf { data: vec![0; INITIAL_BUF], filled: 0 }
+        ReadBuf {
+            data: vec![0; INITIAL_BUF],
+            filled: 0,
+        }
     }
 }
 
@@ -63,7 +66,13 @@ impl ReadBuf {
 impl Reader {
     /// A reader for the response to the request just sent.
     pub fn new(head_request: bool) -> Reader {
-        Reader { head_request, phase: Phase::Head, status: 0, keep_alive: false, bytes_in: 0 }
+        Reader {
+            head_request,
+            phase: Phase::Head,
+            status: 0,
+            keep_alive: false,
+            bytes_in: 0,
+        }
     }
 
     /// Takes `n` new bytes at `buf.data[buf.filled..]`; `Some` once the response is complete.
@@ -99,13 +108,19 @@ impl Reader {
     }
 
     fn reply(&self) -> Reply {
-        Reply { status: self.status, bytes_in: self.bytes_in, keep_alive: self.keep_alive }
+        Reply {
+            status: self.status,
+            bytes_in: self.bytes_in,
+            keep_alive: self.keep_alive,
+        }
     }
 
     /// Parses the head out of the buffer; false when more bytes are needed.
     fn parse_head(&mut self, buf: &mut ReadBuf) -> Result<bool, ErrorKind> {
         loop {
-            let Some(head) = parse_head(&buf.data[..buf.filled], self.head_request).map_err(|_| ErrorKind::Protocol)? else {
+            let Some(head) = parse_head(&buf.data[..buf.filled], self.head_request)
+                .map_err(|_| ErrorKind::Protocol)?
+            else {
                 if buf.filled == buf.data.len() {
                     if buf.data.len() >= MAX_HEAD {
                         return Err(ErrorKind::Protocol);
@@ -141,13 +156,18 @@ impl Reader {
 mod tests {
     use super::*;
 
-    /// Feeds `resp` in pieces of `step` bytes; returns the reply or the error.
+    /// Feeds `resp` like a socket would: at most `step` bytes and never more than the buffer's
+    /// free tail per read. Returns the reply or the error.
     fn read(resp: &[u8], step: usize, head: bool) -> Result<Option<Reply>, ErrorKind> {
         let mut buf = ReadBuf::default();
         let mut r = Reader::new(head);
-        for piece in resp.chunks(step) {
-            buf.spare()[..piece.len()].copy_from_slice(piece);
-            if let Some(reply) = r.advance(&mut buf, piece.len())? {
+        let mut rest = resp;
+        while !rest.is_empty() {
+            let spare = buf.spare();
+            let n = step.min(spare.len()).min(rest.len());
+            spare[..n].copy_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if let Some(reply) = r.advance(&mut buf, n)? {
                 return Ok(Some(reply));
             }
         }
@@ -156,10 +176,19 @@ mod tests {
 
     #[test]
     fn completes_in_any_split() {
-        let resp = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nhello";
+        let resp =
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 5\r\n\r\nhello";
         for step in 1..resp.len() {
             let reply = read(resp, step, false).unwrap().expect("complete");
-            assert_eq!(reply, Reply { status: 201, bytes_in: resp.len() as u64, keep_alive: true }, "step {step}");
+            assert_eq!(
+                reply,
+                Reply {
+                    status: 201,
+                    bytes_in: resp.len() as u64,
+                    keep_alive: true
+                },
+                "step {step}"
+            );
         }
     }
 
@@ -178,8 +207,15 @@ mod tests {
         buf.spare()[..resp.len()].copy_from_slice(resp);
         assert_eq!(r.advance(&mut buf, resp.len()), Ok(None));
         let reply = r.eof().unwrap();
-        assert_eq!((reply.status, reply.keep_alive, reply.bytes_in), (200, false, resp.len() as u64));
-        assert_eq!(Reader::new(false).eof(), Err(ErrorKind::Closed), "EOF before a head is an error");
+        assert_eq!(
+            (reply.status, reply.keep_alive, reply.bytes_in),
+            (200, false, resp.len() as u64)
+        );
+        assert_eq!(
+            Reader::new(false).eof(),
+            Err(ErrorKind::Closed),
+            "EOF before a head is an error"
+        );
     }
 
     #[test]

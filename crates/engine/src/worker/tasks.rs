@@ -1,30 +1,23 @@
-//! One worker per core: a current-thread tokio runtime that owns its connections and its
-//! recorder. Connection tasks share the worker's state through `Rc`/`Cell` (one thread, no
-//! locks); the only thing that leaves the thread is one [`Bucket`] per second.
-//!
-//! Load models are composed from the same parts: a connection task runs
-//! `ticket -> exchange` in a loop, and only the ticket differs. Closed model: a ticket is
-//! issued at once while the slot is wanted (the curve's connection count) and `-n` has tickets
-//! left. Open model: tickets are request indices `w, w+W, w+2W, ...` due at `curve.time_of(i)`;
-//! a task that takes a ticket before its time sleeps until it is due, a task that takes it after
-//! its time (no connection was free) sends at once and the wait counts in the latency.
+//! The tokio worker, for TLS and HTTP/2: a current-thread runtime whose connection tasks share
+//! the worker's state through `Rc`/`Cell` (one thread, no locks). A connection task runs
+//! `ticket -> exchange` in a loop; only the ticket differs between load models (see the parent
+//! module for the rules).
 
+use super::{backoff_delay, closed_may_send, open_due, pace, record, share};
 use crate::conn::Conn;
 use crate::run::{Load, Msg, Shared};
-use std::pin::Pin;
-use tokio::time::Sleep;
+use crate::schedule::Curve;
 use stats::{Bucket, ErrorKind};
 use std::cell::{Cell, RefCell};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
+use tokio::time::Sleep;
 
-/// Waits shorter than this (the timer's resolution) are pacing noise, not queueing: a request
-/// sent within it of its intended time is on time and its latency is taken from the send.
-pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 /// How often the closed-model driver re-reads the connection curve and the stop flag is checked.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -41,25 +34,12 @@ struct Local {
     in_flight: Cell<u64>,
 }
 
-/// This worker's share of `total` when it is spread over `workers`.
-pub fn share(total: usize, id: usize, workers: usize) -> usize {
-    total / workers + usize::from(id < total % workers)
-}
-
-/// Runs worker `id` to the end of the schedule (or a stop) and reports to `tx`.
-pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
-    let rt = match tokio::runtime::Builder::new_current_thread()
+/// Runs the worker; returns its last partial bucket and the requests still in flight.
+pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket, u64), String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = tx.send(Msg::Failed(format!(
-                "worker {id}: cannot start runtime: {e}"
-            )));
-            return;
-        }
-    };
+        .map_err(|e| format!("cannot start runtime: {e}"))?;
     let ctx = Rc::new(Local {
         shared: shared.clone(),
         id,
@@ -74,13 +54,12 @@ pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
         let flusher = tokio::task::spawn_local(flush_loop(ctx.clone(), tx.clone()));
         tokio::select! {
             _ = drive(ctx.clone()) => {}
-            _ = hard_stop(&shared) => {}
+            _ = hard_stop(shared) => {}
         }
         flusher.abort();
     });
     let last = ctx.rec.replace(Bucket::new(0));
-    let _ = tx.send(Msg::Bucket(id, Box::new(last)));
-    let _ = tx.send(Msg::Done(id, ctx.in_flight.get()));
+    Ok((last, ctx.in_flight.get()))
 }
 
 /// Resolves on an interrupt, or when requests still in flight after the end of the schedule
@@ -127,7 +106,7 @@ async fn drive(ctx: Rc<Local>) {
 }
 
 /// Keeps the number of live closed-model slots on the connection curve.
-async fn closed_driver(ctx: Rc<Local>, curve: crate::schedule::Curve) {
+async fn closed_driver(ctx: Rc<Local>, curve: Curve) {
     let shared = ctx.shared.clone();
     let mut tasks = JoinSet::new();
     while let Some(level) = curve.value_at(shared.start.elapsed()) {
@@ -165,10 +144,9 @@ async fn closed_driver(ctx: Rc<Local>, curve: crate::schedule::Curve) {
 
 async fn closed_task(ctx: Rc<Local>, slot: usize) {
     let mut conn = Slot::new(&ctx.shared);
-    let shared = ctx.shared.clone();
     loop {
         let now = Instant::now();
-        if slot >= ctx.target.get() || shared.end.is_some_and(|end| now >= end) || !shared.take_ticket() {
+        if !closed_may_send(&ctx.shared, slot, ctx.target.get(), now) {
             break;
         }
         conn.exchange(&ctx, now, now).await;
@@ -180,40 +158,26 @@ async fn closed_task(ctx: Rc<Local>, slot: usize) {
 
 async fn open_task(ctx: Rc<Local>) {
     let mut conn = Slot::new(&ctx.shared);
-    let shared = ctx.shared.clone();
-    let Load::Open { rate, .. } = &shared.load else { return };
     loop {
         let i = ctx.next.get();
-        ctx.next.set(i + shared.workers as u64);
-        if shared.max_requests.is_some_and(|n| i >= n) {
+        ctx.next.set(i + ctx.shared.workers as u64);
+        let Some(due) = open_due(&ctx.shared, i) else {
             break;
-        }
-        let Some(due) = rate.time_of(i) else { break };
-        let due = shared.start + due;
-        let mut now = Instant::now();
-        let base = if due > now {
-            tokio::time::sleep_until(due.into()).await;
-            now = Instant::now();
-            now
-        } else {
-            let lag = now - due;
-            let late = lag > LATE_THRESHOLD;
-            ctx.rec.borrow_mut().record_lag(micros(lag), late);
-            if late {
-                due
-            } else {
-                now
-            }
         };
+        if due > Instant::now() {
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let now = Instant::now();
+        let base = pace(&mut ctx.rec.borrow_mut(), due, now);
         conn.exchange(&ctx, base, now).await;
     }
 }
 
 /// One connection slot: its connection (opened lazily, reopened after errors), its connect
-/// backoff, and its request-timeout timer.
+/// failures, and its request-timeout timer.
 struct Slot {
     conn: Option<Conn>,
-    backoff: Backoff,
+    failures: u32,
     /// Lazy deadline: armed for some earlier request's deadline, which is never later than the
     /// current one. When it fires before the current deadline it is re-armed, so a fast
     /// connection touches the timer wheel about once per timeout period instead of per request.
@@ -222,8 +186,11 @@ struct Slot {
 
 impl Slot {
     fn new(shared: &Shared) -> Slot {
-        let timer = Box::pin(tokio::time::sleep(shared.timeout));
-        Slot { conn: None, backoff: Backoff::default(), timer }
+        Slot {
+            conn: None,
+            failures: 0,
+            timer: Box::pin(tokio::time::sleep(shared.timeout)),
+        }
     }
 
     /// One attempt: connect if needed, send, read, record. Latency is measured from `base`
@@ -240,13 +207,18 @@ impl Slot {
                     .unwrap_or(Err(ErrorKind::ConnectTimeout));
                 match opened {
                     Ok(c) => {
-                        self.backoff.reset();
+                        self.failures = 0;
                         (self.conn.insert(c), Instant::now())
                     }
                     Err(kind) => {
                         ctx.in_flight.set(ctx.in_flight.get() - 1);
                         ctx.rec.borrow_mut().record_error(kind);
-                        self.backoff.wait(shared.end).await;
+                        let mut until = Instant::now() + backoff_delay(self.failures);
+                        self.failures += 1;
+                        if let Some(end) = shared.end {
+                            until = until.min(end);
+                        }
+                        tokio::time::sleep_until(until.into()).await;
                         return;
                     }
                 }
@@ -270,46 +242,8 @@ impl Slot {
         };
         let done = Instant::now();
         ctx.in_flight.set(ctx.in_flight.get() - 1);
-        let mut rec = ctx.rec.borrow_mut();
-        rec.bytes_out += shared.request_len;
-        match result {
-            Ok(reply) => {
-                let ok = shared.ok_status.contains(reply.status);
-                rec.record_response(reply.status, ok, micros(done - base), micros(done - sent));
-                rec.bytes_in += reply.bytes_in;
-                if !reply.keep_alive || !shared.keepalive {
-                    self.conn = None;
-                }
-            }
-            Err(kind) => {
-                rec.record_error(kind);
-                self.conn = None;
-            }
+        if !record(&mut ctx.rec.borrow_mut(), shared, result, base, sent, done) {
+            self.conn = None;
         }
-    }
-}
-
-fn micros(d: Duration) -> u64 {
-    d.as_micros().min(u128::from(u64::MAX)) as u64
-}
-
-/// Delay between failed connection attempts: 10 ms doubling to 1 s, so an unreachable target
-/// is retried steadily without spinning.
-#[derive(Default)]
-struct Backoff(u32);
-
-impl Backoff {
-    fn reset(&mut self) {
-        self.0 = 0;
-    }
-
-    async fn wait(&mut self, end: Option<Instant>) {
-        let delay = Duration::from_millis(10u64 << self.0.min(7)).min(Duration::from_secs(1));
-        self.0 += 1;
-        let mut until = Instant::now() + delay;
-        if let Some(end) = end {
-            until = until.min(end);
-        }
-        tokio::time::sleep_until(until.into()).await;
     }
 }

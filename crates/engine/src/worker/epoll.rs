@@ -1,0 +1,424 @@
+//! The plain-TCP HTTP/1.1 worker: one mio (epoll, edge-triggered) loop per thread and one
+//! small state machine per connection. An event on a connection reads what arrived, feeds the
+//! shared [`Reader`], and when a response completes records it and, in the closed model, writes
+//! the next request on the same socket before returning to epoll. Per request that is one
+//! `recv`, one `send`, and a share of one `epoll_wait`: no `epoll_ctl` (sockets are registered
+//! once for read and write), no futures, wakers or task queues.
+//!
+//! Everything slower than a request happens in housekeeping every [`TICK`]: request timeouts
+//! (so a timeout fires at most one tick late), closed-model connection targets, and restarting
+//! slots after a connect backoff.
+
+use super::alarm::Alarm;
+use super::{backoff_delay, closed_may_send, open_due, pace, record, share};
+use crate::conn::io_kind;
+use crate::h1::reader::{ReadBuf, Reader, Reply};
+use crate::run::{Load, Msg, Shared};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use stats::{Bucket, ErrorKind};
+use std::io::{self, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Housekeeping period: timeout checks, target updates, backoff restarts, stop checks.
+const TICK: Duration = Duration::from_millis(10);
+/// Token of the open model's precise wake-up timer (connection tokens are slot indices).
+const ALARM: Token = Token(usize::MAX);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Free: connected and waiting for work, or not connected yet.
+    Idle,
+    /// Non-blocking connect in progress.
+    Connecting,
+    /// Request partly written (the socket buffer was full).
+    Writing,
+    /// Waiting for (the rest of) the response.
+    Reading,
+    /// After a failed connect, not retried before `retry_at`.
+    Backoff,
+}
+
+struct Conn {
+    sock: Option<TcpStream>,
+    state: State,
+    buf: ReadBuf,
+    reader: Reader,
+    /// Latency is measured from here (the intended start).
+    base: Instant,
+    /// When the request was written (service time is measured from here).
+    sent: Instant,
+    /// Connect or request deadline, whichever applies to the state.
+    deadline: Instant,
+    written: usize,
+    failures: u32,
+    retry_at: Instant,
+}
+
+struct Worker<'a> {
+    shared: &'a Shared,
+    id: usize,
+    tx: &'a Sender<Msg>,
+    poll: Poll,
+    conns: Vec<Conn>,
+    rec: Bucket,
+    second: u64,
+    in_flight: u64,
+    /// Closed model: slots `>= target` retire.
+    target: usize,
+    /// Open model: the next request (index, due time) not yet started.
+    pending: Option<(u64, Instant)>,
+    /// Open model: free slots.
+    idle: Vec<usize>,
+    /// Open model: wakes the loop when the next request is due.
+    alarm: Option<Alarm>,
+    head_request: bool,
+}
+
+/// Runs the worker; returns its last partial bucket and the requests still in flight.
+pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket, u64), String> {
+    let poll = Poll::new().map_err(|e| format!("cannot create epoll: {e}"))?;
+    let now = Instant::now();
+    let slots = match &shared.load {
+        Load::Closed { connections } => {
+            share(connections.peak().round() as usize, id, shared.workers)
+        }
+        Load::Open { pool, .. } => share(*pool, id, shared.workers),
+    };
+    let conns = (0..slots)
+        .map(|_| Conn {
+            sock: None,
+            state: State::Idle,
+            buf: ReadBuf::default(),
+            reader: Reader::new(false),
+            base: now,
+            sent: now,
+            deadline: now,
+            written: 0,
+            failures: 0,
+            retry_at: now,
+        })
+        .collect();
+    let open = matches!(shared.load, Load::Open { .. });
+    let alarm = if open {
+        Some(Alarm::new(poll.registry(), ALARM).map_err(|e| format!("cannot create timer: {e}"))?)
+    } else {
+        None
+    };
+    let mut w = Worker {
+        shared,
+        id,
+        tx,
+        poll,
+        conns,
+        rec: Bucket::new(0),
+        second: 0,
+        in_flight: 0,
+        target: 0,
+        pending: if open {
+            open_due(shared, id as u64).map(|due| (id as u64, due))
+        } else {
+            None
+        },
+        idle: if open {
+            (0..slots).rev().collect()
+        } else {
+            Vec::new()
+        },
+        alarm,
+        head_request: shared.connector.spec.is_head(),
+    };
+    w.run_loop();
+    Ok((std::mem::replace(&mut w.rec, Bucket::new(0)), w.in_flight))
+}
+
+impl Worker<'_> {
+    fn run_loop(&mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut next_tick = Instant::now();
+        let mut closed_over = false;
+        loop {
+            let now = Instant::now();
+            if self.shared.stop.load(Ordering::Relaxed)
+                || self
+                    .shared
+                    .end
+                    .is_some_and(|end| now >= end + self.shared.grace)
+            {
+                return;
+            }
+            self.flush(now);
+            if now >= next_tick {
+                next_tick = now + TICK;
+                self.expire(now);
+                closed_over = self.housekeep_closed(now);
+            }
+            self.start_due(now);
+            let open_over = self.pending.is_none();
+            let over = if matches!(self.shared.load, Load::Closed { .. }) {
+                closed_over
+            } else {
+                open_over
+            };
+            if over && self.in_flight == 0 {
+                return;
+            }
+            if let (Some((_, due)), false, Some(alarm)) =
+                (self.pending, self.idle.is_empty(), self.alarm.as_mut())
+            {
+                alarm.set(due, now);
+            }
+            let wake = next_tick.min(self.shared.start + Duration::from_secs(self.second + 1));
+            let timeout = wake.saturating_duration_since(now);
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return;
+                }
+            }
+            for ev in events.iter() {
+                match (ev.token(), self.alarm.as_mut()) {
+                    (ALARM, Some(alarm)) => alarm.fired(),
+                    (t, _) => self.on_event(t.0, ev.is_writable()),
+                }
+            }
+        }
+    }
+
+    /// Sends the bucket of every whole second that has passed.
+    fn flush(&mut self, now: Instant) {
+        while now >= self.shared.start + Duration::from_secs(self.second + 1) {
+            self.second += 1;
+            let full = std::mem::replace(&mut self.rec, Bucket::new(self.second));
+            let _ = self.tx.send(Msg::Bucket(self.id, Box::new(full)));
+        }
+    }
+
+    /// Closed model: follows the connection curve; true once nothing more will be started.
+    fn housekeep_closed(&mut self, now: Instant) -> bool {
+        let Load::Closed { connections } = &self.shared.load else {
+            return false;
+        };
+        let Some(level) = connections.value_at(now - self.shared.start) else {
+            self.target = 0;
+            return true;
+        };
+        self.target = share(level.round() as usize, self.id, self.shared.workers);
+        for k in 0..self.conns.len() {
+            let c = &mut self.conns[k];
+            let ready = c.state == State::Idle || (c.state == State::Backoff && now >= c.retry_at);
+            if !ready {
+                continue;
+            }
+            c.state = State::Idle;
+            if k >= self.target {
+                c.sock = None; // retired by a ramp down
+            } else if closed_may_send(self.shared, k, self.target, now) {
+                self.start(k, now, now);
+            }
+        }
+        self.shared.tickets_exhausted()
+    }
+
+    /// Open model: starts every due request that has a free slot.
+    fn start_due(&mut self, now: Instant) {
+        while let Some((i, due)) = self.pending {
+            if due > now {
+                return;
+            }
+            let Some(k) = self.take_idle(now) else { return };
+            let next = i + self.shared.workers as u64;
+            self.pending = open_due(self.shared, next).map(|d| (next, d));
+            let base = pace(&mut self.rec, due, now);
+            self.start(k, base, now);
+        }
+    }
+
+    /// A free open-model slot, skipping those still backing off.
+    fn take_idle(&mut self, now: Instant) -> Option<usize> {
+        let pos = self.idle.iter().rposition(|&k| {
+            self.conns[k].state != State::Backoff || now >= self.conns[k].retry_at
+        })?;
+        let k = self.idle.swap_remove(pos);
+        self.conns[k].state = State::Idle;
+        Some(k)
+    }
+
+    /// Starts an attempt on slot `k`: connects if needed, else writes the request.
+    fn start(&mut self, k: usize, base: Instant, now: Instant) {
+        self.in_flight += 1;
+        let c = &mut self.conns[k];
+        c.base = base;
+        c.reader = Reader::new(self.head_request);
+        c.buf.filled = 0;
+        if c.sock.is_some() {
+            c.sent = now;
+            self.write(k, now);
+            return;
+        }
+        match TcpStream::connect(self.shared.connector.addr) {
+            Ok(mut s) => {
+                let _ = s.set_nodelay(true);
+                if self
+                    .poll
+                    .registry()
+                    .register(&mut s, Token(k), Interest::READABLE | Interest::WRITABLE)
+                    .is_err()
+                {
+                    self.connect_failed(k, ErrorKind::Connect, now);
+                    return;
+                }
+                let c = &mut self.conns[k];
+                c.sock = Some(s);
+                c.state = State::Connecting;
+                c.deadline = now + self.shared.connector.connect_timeout;
+            }
+            Err(_) => self.connect_failed(k, ErrorKind::Connect, now),
+        }
+    }
+
+    /// Writes (the rest of) the request; moves to Reading when it is all out.
+    fn write(&mut self, k: usize, now: Instant) {
+        let req = &self.shared.connector.h1_request;
+        let c = &mut self.conns[k];
+        let Some(sock) = c.sock.as_mut() else { return };
+        if c.state != State::Writing {
+            c.written = 0;
+            c.deadline = now + self.shared.timeout;
+        }
+        loop {
+            match sock.write(&req[c.written..]) {
+                Ok(n) => {
+                    c.written += n;
+                    if c.written == req.len() {
+                        c.state = State::Reading;
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.state = State::Writing;
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.finish(k, Err(io_kind(&e)), now);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_event(&mut self, k: usize, writable: bool) {
+        let Some(c) = self.conns.get(k) else { return };
+        match c.state {
+            // A refused connect may be reported as an error or hang-up rather than writable.
+            State::Connecting => self.connected(k),
+            State::Writing if writable => self.write(k, Instant::now()),
+            State::Reading => self.read(k),
+            State::Idle => self.check_idle(k),
+            _ => {}
+        }
+    }
+
+    fn connected(&mut self, k: usize) {
+        let now = Instant::now();
+        let c = &mut self.conns[k];
+        let Some(sock) = c.sock.as_ref() else { return };
+        match (sock.take_error(), sock.peer_addr()) {
+            (Ok(None), Ok(_)) => {
+                c.failures = 0;
+                c.sent = now;
+                c.state = State::Idle;
+                self.write(k, now);
+            }
+            (Ok(None), Err(e)) if e.kind() == io::ErrorKind::NotConnected => {} // not yet
+            _ => self.connect_failed(k, ErrorKind::Connect, now),
+        }
+    }
+
+    /// Reads what arrived; completes the attempt when the response is whole.
+    fn read(&mut self, k: usize) {
+        loop {
+            let c = &mut self.conns[k];
+            let Some(sock) = c.sock.as_mut() else { return };
+            let result = match sock.read(c.buf.spare()) {
+                Ok(0) => Some(c.reader.eof()),
+                Ok(n) => c.reader.advance(&mut c.buf, n).transpose(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
+                Err(e) => Some(Err(io_kind(&e))),
+            };
+            if let Some(r) = result {
+                self.finish(k, r, Instant::now());
+                return;
+            }
+        }
+    }
+
+    /// An idle keep-alive connection became readable: the server closed it (or sent junk).
+    /// Drop it now, so the next request opens a fresh one instead of failing.
+    fn check_idle(&mut self, k: usize) {
+        let c = &mut self.conns[k];
+        if let Some(sock) = c.sock.as_mut() {
+            let mut probe = [0u8; 64];
+            match sock.read(&mut probe) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                _ => c.sock = None,
+            }
+        }
+    }
+
+    /// Records the attempt on slot `k` and frees the slot (or, closed model, reuses it at once).
+    fn finish(&mut self, k: usize, result: Result<Reply, ErrorKind>, done: Instant) {
+        self.in_flight -= 1;
+        let c = &mut self.conns[k];
+        let keep = record(&mut self.rec, self.shared, result, c.base, c.sent, done);
+        c.state = State::Idle;
+        if !keep {
+            c.sock = None;
+        }
+        match self.shared.load {
+            Load::Closed { .. } => {
+                if closed_may_send(self.shared, k, self.target, done) {
+                    self.start(k, done, done);
+                } else if k >= self.target {
+                    self.conns[k].sock = None;
+                }
+            }
+            Load::Open { .. } => {
+                self.idle.push(k);
+                self.start_due(done);
+            }
+        }
+    }
+
+    fn connect_failed(&mut self, k: usize, kind: ErrorKind, now: Instant) {
+        self.in_flight -= 1;
+        self.rec.record_error(kind);
+        let c = &mut self.conns[k];
+        c.sock = None;
+        c.state = State::Backoff;
+        c.retry_at = now + backoff_delay(c.failures);
+        c.failures += 1;
+        if matches!(self.shared.load, Load::Open { .. }) {
+            self.idle.push(k);
+        }
+    }
+
+    /// Fails attempts whose connect or request deadline has passed.
+    fn expire(&mut self, now: Instant) {
+        for k in 0..self.conns.len() {
+            let c = &self.conns[k];
+            if now < c.deadline {
+                continue;
+            }
+            match c.state {
+                State::Connecting => self.connect_failed(k, ErrorKind::ConnectTimeout, now),
+                State::Writing | State::Reading => self.finish(k, Err(ErrorKind::Timeout), now),
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! One worker per core, each owning its connections and its recorder; the only thing that
+//! leaves a worker thread is one [`Bucket`] per second. Two loops implement it:
+//!
+//! * [`epoll`]: plain-TCP HTTP/1.1, a hand-written mio loop with one state machine per
+//!   connection. No futures, wakers or task queues on the hot path: this is what makes brink
+//!   cheaper per request than wrk.
+//! * [`tasks`]: TLS and HTTP/2, one tokio task per connection on a current-thread runtime.
+//!
+//! Both follow the same rules, which live here: how connections are shared out, when a closed
+//! slot may send, when an open-model request is due and how late it is, how an outcome is
+//! recorded, and how long to back off after a failed connect.
+
+mod alarm;
+mod epoll;
+mod tasks;
+
+use crate::h1::Reply;
+use crate::run::{Msg, Shared};
+use stats::{Bucket, ErrorKind};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Waits shorter than this (the timer's resolution) are pacing noise, not queueing: a request
+/// sent within it of its intended time is on time and its latency is taken from the send.
+pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
+
+/// Runs worker `id` to the end of the schedule (or a stop) and reports to `tx`.
+pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
+    let plain_h1 = shared.connector.tls.is_none() && !shared.connector.http2;
+    let outcome = if plain_h1 {
+        epoll::run(&shared, id, &tx)
+    } else {
+        tasks::run(&shared, id, &tx)
+    };
+    match outcome {
+        Ok((last, unfinished)) => {
+            let _ = tx.send(Msg::Bucket(id, Box::new(last)));
+            let _ = tx.send(Msg::Done(id, unfinished));
+        }
+        Err(e) => {
+            let _ = tx.send(Msg::Failed(format!("worker {id}: {e}")));
+        }
+    }
+}
+
+/// This worker's share of `total` when it is spread over `workers`.
+pub fn share(total: usize, id: usize, workers: usize) -> usize {
+    total / workers + usize::from(id < total % workers)
+}
+
+/// Closed model: may `slot` (of `target` wanted) start another attempt now? Takes a `-n`
+/// ticket when it may.
+fn closed_may_send(shared: &Shared, slot: usize, target: usize, now: Instant) -> bool {
+    slot < target && shared.end.is_none_or(|end| now < end) && shared.take_ticket()
+}
+
+/// Open model: when request `i` is due, `None` once the schedule (or `-n`) is exhausted.
+fn open_due(shared: &Shared, i: u64) -> Option<Instant> {
+    let crate::run::Load::Open { rate, .. } = &shared.load else {
+        return None;
+    };
+    if shared.max_requests.is_some_and(|n| i >= n) {
+        return None;
+    }
+    rate.time_of(i).map(|t| shared.start + t)
+}
+
+/// Open model: a request due at `due` starts at `now`. Returns the instant its latency is
+/// measured from and records how late it is: within [`LATE_THRESHOLD`] it is on time (latency
+/// from the send); later, no connection was free, and the wait counts in its latency.
+fn pace(rec: &mut Bucket, due: Instant, now: Instant) -> Instant {
+    let lag = now.saturating_duration_since(due);
+    let late = lag > LATE_THRESHOLD;
+    rec.record_lag(micros(lag), late);
+    if late {
+        due
+    } else {
+        now
+    }
+}
+
+/// Records one finished attempt; returns whether its connection may be reused.
+fn record(
+    rec: &mut Bucket,
+    shared: &Shared,
+    result: Result<Reply, ErrorKind>,
+    base: Instant,
+    sent: Instant,
+    done: Instant,
+) -> bool {
+    rec.bytes_out += shared.request_len;
+    match result {
+        Ok(reply) => {
+            let ok = shared.ok_status.contains(reply.status);
+            rec.record_response(reply.status, ok, micros(done - base), micros(done - sent));
+            rec.bytes_in += reply.bytes_in;
+            reply.keep_alive && shared.keepalive
+        }
+        Err(kind) => {
+            rec.record_error(kind);
+            false
+        }
+    }
+}
+
+/// Delay before connect attempt number `failures + 1`: 10 ms doubling to 1 s, so an
+/// unreachable target is retried steadily without spinning.
+fn backoff_delay(failures: u32) -> Duration {
+    Duration::from_millis(10u64 << failures.min(7)).min(Duration::from_secs(1))
+}
+
+fn micros(d: Duration) -> u64 {
+    d.as_micros().min(u128::from(u64::MAX)) as u64
+}
