@@ -1,5 +1,5 @@
-//! Opening connections and speaking the chosen protocol over them: TCP (with a connect timeout),
-//! optional TLS, then HTTP/1.1 (the fast path) or HTTP/2. Every failure becomes an [`ErrorKind`].
+//! Opening connections for the tokio worker and speaking the chosen protocol over them: TCP
+//! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
 
 use crate::h1::{H1Conn, Reply};
 use crate::h2::H2Conn;
@@ -12,29 +12,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, Interest};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
-
-/// A byte stream the HTTP/1.1 path can run on.
-pub trait Transport: AsyncRead + AsyncWrite + Unpin {
-    /// Called after a complete response on a kept-alive connection: nothing more is expected
-    /// until the next request, so the cached "readable" state can be dropped. The next read then
-    /// waits for the reactor instead of first making a `read` call that would return EAGAIN:
-    /// one system call less per request.
-    fn clear_read_ready(&self) {}
-}
-
-impl Transport for TcpStream {
-    fn clear_read_ready(&self) {
-        let _ = self.try_io(Interest::READABLE, || {
-            Err::<(), _>(io::ErrorKind::WouldBlock.into())
-        });
-    }
-}
-
-impl Transport for TlsStream<TcpStream> {}
 
 /// Maps an I/O error to the error kind it is counted under.
 pub fn io_kind(e: &io::Error) -> ErrorKind {
@@ -60,9 +40,9 @@ pub struct Connector {
     pub uri: http::Uri,
 }
 
-/// An open connection of whichever protocol was negotiated.
+/// An open connection of whichever protocol was negotiated. Plain-TCP HTTP/1.1 never gets
+/// here: it runs on the epoll worker.
 pub enum Conn {
-    Plain(H1Conn<TcpStream>),
     /// Boxed: TLS state is large and allocated once per connection anyway.
     Tls(Box<H1Conn<TlsStream<TcpStream>>>),
     H2(H2Conn),
@@ -79,11 +59,8 @@ impl Connector {
             };
         let _ = tcp.set_nodelay(true);
         let Some((config, name)) = &self.tls else {
-            return if self.http2 {
-                Ok(Conn::H2(H2Conn::handshake(tcp).await?))
-            } else {
-                Ok(Conn::Plain(H1Conn::new(tcp)))
-            };
+            // Without TLS this path only serves HTTP/2 (h2c with prior knowledge).
+            return Ok(Conn::H2(H2Conn::handshake(tcp).await?));
         };
         let handshake = TlsConnector::from(config.clone()).connect(name.clone(), tcp);
         let tls = match tokio::time::timeout(self.connect_timeout, handshake).await {
@@ -102,7 +79,6 @@ impl Connector {
     pub async fn send(&self, conn: &mut Conn) -> Result<Reply, ErrorKind> {
         let head = self.spec.is_head();
         match conn {
-            Conn::Plain(c) => c.roundtrip(&self.h1_request, head).await,
             Conn::Tls(c) => c.roundtrip(&self.h1_request, head).await,
             Conn::H2(c) => c.roundtrip(&self.spec, &self.uri).await,
         }

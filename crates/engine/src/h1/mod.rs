@@ -7,11 +7,11 @@
 pub mod parse;
 pub mod reader;
 
-use crate::conn::{io_kind, Transport};
+use crate::conn::io_kind;
 pub use reader::Reply;
 use reader::{ReadBuf, Reader};
 use stats::ErrorKind;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// One HTTP/1.1 connection over any async transport.
 pub struct H1Conn<S> {
@@ -19,7 +19,7 @@ pub struct H1Conn<S> {
     buf: ReadBuf,
 }
 
-impl<S: Transport> H1Conn<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
     pub fn new(io: S) -> Self {
         H1Conn {
             io,
@@ -42,9 +42,6 @@ impl<S: Transport> H1Conn<S> {
                 return reader.eof();
             }
             if let Some(reply) = reader.advance(&mut self.buf, n)? {
-                if reply.keep_alive {
-                    self.io.clear_read_ready();
-                }
                 return Ok(reply);
             }
         }
