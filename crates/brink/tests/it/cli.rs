@@ -116,6 +116,42 @@ fn unreachable_target_exits_3() {
 }
 
 #[test]
+fn backing_off_from_a_dead_port_does_not_spin() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bin = assert_cmd::cargo::cargo_bin("brink");
+    for load in ["--rate 1000 -c 4 -d 2s", "-c 4 -d 2s"] {
+        // bash's `time` reports the CPU of this brink process alone.
+        let script = format!(
+            "TIMEFORMAT='cpu %U %S'; time {} run http://127.0.0.1:{port}/ {load} -q",
+            bin.display()
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no request succeeded"), "{load}: {err}");
+        let cpu: f64 = err
+            .lines()
+            .find_map(|l| l.strip_prefix("cpu "))
+            .unwrap()
+            .split(' ')
+            .map(|v| v.parse::<f64>().unwrap())
+            .sum();
+        // Backing off, a 2 s run needs a few milliseconds of CPU; a spinning loop needs ~2 s.
+        assert!(
+            cpu < 0.5,
+            "{load}: {cpu} CPU seconds in a 2 s run against a dead port"
+        );
+    }
+}
+
+#[test]
 fn json_result_has_the_contract_keys() {
     let srv = testkit::serve(handlers::faults()).unwrap();
     let dir = tempfile::tempdir().unwrap();

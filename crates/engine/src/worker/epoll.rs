@@ -58,6 +58,17 @@ struct Conn {
     retry_at: Instant,
 }
 
+impl Conn {
+    /// When this (idle) slot can start an attempt: now, or after its connect backoff.
+    fn free_at(&self, now: Instant) -> Instant {
+        if self.state == State::Backoff {
+            self.retry_at
+        } else {
+            now
+        }
+    }
+}
+
 struct Worker<'a> {
     shared: &'a Shared,
     id: usize,
@@ -166,10 +177,13 @@ impl Worker<'_> {
             if over && self.in_flight == 0 {
                 return;
             }
-            if let (Some((_, due)), false, Some(alarm)) =
-                (self.pending, self.idle.is_empty(), self.alarm.as_mut())
+            // Wake for the next due request, but not before a free slot can take it: slots in
+            // connect backoff are not free until their retry time.
+            let free_at = self.idle.iter().map(|&k| self.conns[k].free_at(now)).min();
+            if let (Some((_, due)), Some(free_at), Some(alarm)) =
+                (self.pending, free_at, self.alarm.as_mut())
             {
-                alarm.set(due, now);
+                alarm.set(due.max(free_at), now);
             }
             let wake = next_tick.min(self.shared.start + Duration::from_secs(self.second + 1));
             let timeout = wake.saturating_duration_since(now);
@@ -238,9 +252,10 @@ impl Worker<'_> {
 
     /// A free open-model slot, skipping those still backing off.
     fn take_idle(&mut self, now: Instant) -> Option<usize> {
-        let pos = self.idle.iter().rposition(|&k| {
-            self.conns[k].state != State::Backoff || now >= self.conns[k].retry_at
-        })?;
+        let pos = self
+            .idle
+            .iter()
+            .rposition(|&k| self.conns[k].free_at(now) <= now)?;
         let k = self.idle.swap_remove(pos);
         self.conns[k].state = State::Idle;
         Some(k)
