@@ -12,5 +12,5 @@ pub use result::{
     ErrorsByKind, HistBin, LoadInfo, RunResult, ScheduleInfo, SecondRow, SummaryJson, TargetInfo,
     SCHEMA,
 };
-pub use terminal::{fmt_count, fmt_ms, render};
+pub use terminal::{fmt_count, fmt_ms, fmt_rate, render};
 pub use time::rfc3339_utc;

@@ -32,6 +32,15 @@ pub fn fmt_count(n: u64) -> String {
     out
 }
 
+/// A rate: `1,234` when large, `12.5` when small.
+pub fn fmt_rate(r: f64) -> String {
+    if r >= 100.0 {
+        fmt_count(r.round() as u64)
+    } else {
+        format!("{r:.1}")
+    }
+}
+
 fn fmt_bytes(n: u64) -> String {
     let n = n as f64;
     match n {
@@ -69,9 +78,9 @@ pub fn render(r: &RunResult) -> String {
         &mut o,
         "requests",
         format!(
-            "{}  ({:.1} req/s over {:.2}s)",
+            "{}  ({} req/s over {:.2}s)",
             fmt_count(s.requests),
-            s.rps,
+            fmt_rate(s.rps),
             s.duration_s
         ),
     );
@@ -122,9 +131,9 @@ pub fn render(r: &RunResult) -> String {
             &mut o,
             "schedule",
             format!(
-                "{} intended ({:.1} req/s); {} started late, worst lag {}; {} not sent",
+                "{} intended ({} req/s); {} started late, worst lag {}; {} not sent",
                 fmt_count(sc.intended),
-                sc.intended_rps,
+                fmt_rate(sc.intended_rps),
                 fmt_count(sc.late),
                 fmt_ms(sc.max_lag_ms),
                 fmt_count(sc.not_sent)
@@ -233,5 +242,7 @@ mod tests {
         assert_eq!(fmt_ms(117.2), "117ms");
         assert_eq!(fmt_ms(1250.0), "1.25s");
         assert_eq!(fmt_ms(19.49), "19.5ms");
+        assert_eq!(fmt_rate(109_848.04), "109,848");
+        assert_eq!(fmt_rate(12.34), "12.3");
     }
 }

@@ -197,42 +197,53 @@ fn json_result_has_the_contract_keys() {
 
 #[test]
 fn interrupt_stops_within_a_second_and_keeps_the_result() {
-    let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("r.json");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-        .args(["run", &srv.url("/"), "-c", "4", "-d", "30s", "--json"])
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let sent = Instant::now();
-    // SAFETY: plain kill(2) on our own child's pid.
-    unsafe { libc_kill(child.id() as i32, 2) };
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
+    for (signal, name) in [(2, "SIGINT"), (15, "SIGTERM")] {
+        let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.json");
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .args(["run", &srv.url("/"), "-c", "4", "-d", "30s", "--json"])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        let sent = Instant::now();
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc_kill(child.id() as i32, signal) };
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                sent.elapsed() < Duration::from_secs(3),
+                "{name}: did not stop"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
         assert!(
-            sent.elapsed() < Duration::from_secs(3),
-            "did not stop after SIGINT"
+            sent.elapsed() < Duration::from_millis(1500),
+            "{name}: stopped in {:?}",
+            sent.elapsed()
         );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert!(
-        sent.elapsed() < Duration::from_millis(1500),
-        "stopped in {:?}",
-        sent.elapsed()
-    );
-    assert_eq!(status.code(), Some(130));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(v["interrupted"], true);
-    assert!(v["summary"]["requests"].as_u64().unwrap() > 100);
-    let out = child.wait_with_output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("interrupted"));
+        assert_eq!(status.code(), Some(130), "{name}");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["interrupted"], true, "{name}");
+        let counted = v["summary"]["requests"].as_u64().unwrap();
+        let unfinished = v["summary"]["unfinished"].as_u64().unwrap();
+        assert!(counted > 100, "{name}: {counted}");
+        // Nothing measured is lost: every request the server received was either counted or is
+        // reported as unfinished.
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(srv.counters.requests(), counted + unfinished, "{name}");
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("interrupted"),
+            "{name}"
+        );
+    }
 }
 
 extern "C" {
