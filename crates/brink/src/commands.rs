@@ -4,6 +4,7 @@
 use crate::cli::{Command, DemoArgs, RunArgs};
 use crate::exit::{Fail, INTERRUPTED, UNREACHABLE};
 use crate::resolve::resolve;
+use clap::Parser;
 use engine::{RunOutput, RunSpec, Second};
 use report::{Progress, RunResult};
 use stats::Totals;
@@ -12,6 +13,19 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+/// Writes to stdout, ignoring a closed pipe (`brink demo | head`): the run still writes its
+/// result file and returns its verdict.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
+/// `println!` through [`emit`].
+macro_rules! emitln {
+    ($($arg:tt)*) => { emit(&format!("{}\n", format_args!($($arg)*))) };
+}
 
 pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
     match cmd {
@@ -100,7 +114,7 @@ fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     let json = open_json(a.json.as_ref())?;
     let (_, result) = execute(&spec, a.quiet)?;
     if !a.quiet {
-        print!("{}", report::render(&result));
+        emit(&report::render(&result));
     }
     write_json(json, &result)?;
     verdict(&result)
@@ -112,36 +126,34 @@ fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     let demo = testkit::demo::spawn(8, Duration::from_millis(4))
         .map_err(|e| Fail::input(format!("cannot start the demo service: {e}")))?;
     let url = demo.server.url("/api/items");
-    println!("demo service on {} ({} service slots, log-normal service time, median {:?}, mean {:.2} ms)", demo.server.addr, demo.slots, demo.median, demo.mean_service().as_secs_f64() * 1000.0);
-    println!("32 connections is more than its slots, so requests queue for a slot.");
-    println!("running: brink run {url} -c 32 -d {}s", d.as_secs_f64());
-    let args = RunArgs {
-        url,
-        connections: Some("32".into()),
-        duration: Some(a.duration.clone()),
-        requests: None,
-        rate: None,
-        stages: None,
-        method: "GET".into(),
-        headers: Vec::new(),
-        body: None,
-        body_file: None,
-        timeout: "30s".into(),
-        connect_timeout: "5s".into(),
-        no_keepalive: false,
-        http2: false,
-        insecure: false,
-        cacert: None,
-        ok_status: None,
-        threads: None,
-        grace: "5s".into(),
-        json: a.json.clone(),
-        quiet: false,
+    emitln!("demo service on {} ({} service slots, log-normal service time, median {:?}, mean {:.2} ms)", demo.server.addr, demo.slots, demo.median, demo.mean_service().as_secs_f64() * 1000.0);
+    emitln!("32 connections is more than its slots, so requests queue for a slot.");
+    emitln!("running: brink run {url} -c 32 -d {}s", d.as_secs_f64());
+    // The demo is an ordinary `run`: parse its command line so every default is run's own.
+    let d_arg = a.duration.as_str();
+    let args = match crate::cli::Cli::try_parse_from([
+        "brink",
+        "run",
+        url.as_str(),
+        "-c",
+        "32",
+        "-d",
+        d_arg,
+    ]) {
+        Ok(crate::cli::Cli {
+            command: Command::Run(args),
+        }) => *args,
+        Ok(_) => {
+            return Err(Fail::input(
+                "demo: internal command line did not parse as run",
+            ))
+        }
+        Err(e) => return Err(Fail::input(format!("demo: {e}"))),
     };
     let spec = resolve(&args)?;
     let json = open_json(a.json.as_ref())?;
     let (_, result) = execute(&spec, false)?;
-    print!("{}", report::render(&result));
+    emit(&report::render(&result));
     explain_demo(&result, demo.slots, 32);
     write_json(json, &result)?;
     verdict(&result)
@@ -156,18 +168,18 @@ fn explain_demo(result: &RunResult, slots: usize, conns: usize) {
     }
     let little_ms = conns as f64 / s.rps * 1000.0;
     let held_ms = slots as f64 / s.rps * 1000.0;
-    println!("\nreading it:");
-    println!(
+    emitln!("\nreading it:");
+    emitln!(
         "  {conns} connections / {:.0} req/s = {} per request by Little's law; measured mean {} (the numbers agree).",
         s.rps,
         report::fmt_ms(little_ms),
         report::fmt_ms(s.latency_ms.mean)
     );
-    println!(
+    emitln!(
         "  {slots} slots / {:.0} req/s = {} each request held a slot; the other {} of the mean was queueing for one.",
         s.rps,
         report::fmt_ms(held_ms),
         report::fmt_ms((s.latency_ms.mean - held_ms).max(0.0))
     );
-    println!("  more connections would only add queueing: this service is at its capacity of ~{:.0} req/s.", s.rps);
+    emitln!("  more connections would only add queueing: this service is at its capacity of ~{:.0} req/s.", s.rps);
 }

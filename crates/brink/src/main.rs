@@ -6,6 +6,7 @@ mod exit;
 mod resolve;
 
 use clap::Parser;
+use std::io::Write;
 
 fn main() {
     let cli = match cli::Cli::try_parse() {
@@ -18,7 +19,7 @@ fn main() {
                 .lines()
                 .find(|l| !l.trim().is_empty())
                 .unwrap_or("invalid arguments");
-            eprintln!("{} (see 'brink --help')", first.trim());
+            let _ = writeln!(std::io::stderr(), "{} (see 'brink --help')", first.trim());
             std::process::exit(exit::INPUT);
         }
     };
@@ -26,7 +27,7 @@ fn main() {
         Ok(code) => code,
         Err(fail) => {
             if !fail.message.is_empty() {
-                eprintln!("error: {}", fail.message);
+                let _ = writeln!(std::io::stderr(), "error: {}", fail.message);
             }
             fail.code
         }

@@ -174,7 +174,8 @@ fn prepare(spec: &RunSpec, stop: Arc<AtomicBool>) -> Result<Shared, RunError> {
         .parse()
         .map_err(|e: http::uri::InvalidUri| TargetError::Url(target.url(), e.to_string()))?;
     let h1_request = spec.request.http1_bytes(spec.keepalive);
-    let request_len = if spec.http2 && !target.tls {
+    // With HTTP/2 only the body is counted (headers are HPACK-compressed frames).
+    let request_len = if spec.http2 {
         spec.request.body.len()
     } else {
         h1_request.len()

@@ -152,6 +152,28 @@ fn backing_off_from_a_dead_port_does_not_spin() {
 }
 
 #[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let srv = testkit::serve(handlers::fixed(Duration::ZERO)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("brink");
+    let script = format!(
+        "{} run {} -c 2 -n 50 | head -c 1 >/dev/null; echo \"exit=${{PIPESTATUS[0]}}\"",
+        bin.display(),
+        srv.url("/")
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stdout.contains("exit=0"), "{stdout} {stderr}");
+}
+
+#[test]
 fn json_result_has_the_contract_keys() {
     let srv = testkit::serve(handlers::faults()).unwrap();
     let dir = tempfile::tempdir().unwrap();
