@@ -12,14 +12,24 @@ fn main() {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = write!(std::io::stderr(), "{}", e.render());
+            std::process::exit(exit::INPUT);
+        }
         Err(e) => {
-            // Usage errors are one line (clap's own first line), exit 2.
+            // Usage errors are one line: clap's first paragraph, joined. Exit 2.
             let text = e.render().to_string();
-            let first = text
+            let first: Vec<&str> = text
+                .trim()
                 .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            let _ = writeln!(std::io::stderr(), "{} (see 'brink --help')", first.trim());
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let _ = writeln!(
+                std::io::stderr(),
+                "{} (see 'brink --help')",
+                first.join(" ")
+            );
             std::process::exit(exit::INPUT);
         }
     };

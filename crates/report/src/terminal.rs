@@ -174,7 +174,11 @@ fn describe_load(r: &RunResult) -> String {
             l.stages.len(),
             l.connections
         ),
-        _ => format!("closed model: {} connections", l.connections),
+        _ => format!(
+            "closed model: {} connection{}",
+            l.connections,
+            if l.connections == 1 { "" } else { "s" }
+        ),
     };
     if let Some(n) = l.requests {
         let _ = write!(d, ", {} requests", fmt_count(n));
