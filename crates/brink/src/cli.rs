@@ -16,15 +16,19 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Run one load test against a URL: closed (-c), open (--rate) or staged (--stages) load.
+    /// Run a load test: a URL (closed -c, open --rate or staged --stages load) or a plan file
+    /// (every scenario in order, with its SLA table; exit 1 if an SLO fails).
     Run(Box<RunArgs>),
+    /// Check a plan file (syntax, keys, durations, rates, templates, JSONPaths, SLOs); run nothing.
+    Validate(ValidateArgs),
     /// Start a built-in service with a real bottleneck on 127.0.0.1 and load it.
     Demo(DemoArgs),
 }
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Target URL (http:// or https://).
+    /// Target URL (http:// or https://), or a plan file (.yaml).
+    #[arg(value_name = "URL|PLAN")]
     pub url: String,
     /// Connections: the closed-model concurrency, or the open model's pool (max in flight).
     #[arg(short = 'c', long = "connections", allow_hyphen_values = true)]
@@ -41,9 +45,9 @@ pub struct RunArgs {
     /// Stages DUR:TARGET,...: targets with /s are rates (open), bare numbers connections (closed).
     #[arg(long)]
     pub stages: Option<String>,
-    /// HTTP method.
-    #[arg(short = 'm', long = "method", default_value = "GET")]
-    pub method: String,
+    /// HTTP method (default GET).
+    #[arg(short = 'm', long = "method")]
+    pub method: Option<String>,
     /// Request header 'Name: value' (repeatable).
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
@@ -53,12 +57,12 @@ pub struct RunArgs {
     /// Read the request body from a file.
     #[arg(long = "body-file")]
     pub body_file: Option<PathBuf>,
-    /// Per-request timeout, from the send to the end of the response.
-    #[arg(long, default_value = "30s")]
-    pub timeout: String,
-    /// Timeout for opening a connection (TCP and TLS handshake).
-    #[arg(long = "connect-timeout", default_value = "5s")]
-    pub connect_timeout: String,
+    /// Per-request timeout, from the send to the end of the response (default 30s).
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// Timeout for opening a connection, TCP and TLS handshake (default 5s).
+    #[arg(long = "connect-timeout")]
+    pub connect_timeout: Option<String>,
     /// Open a new connection for every request.
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
@@ -77,15 +81,31 @@ pub struct RunArgs {
     /// Worker threads (default: one per core, capped by connections).
     #[arg(long)]
     pub threads: Option<usize>,
-    /// How long requests in flight at the end of the schedule may take to finish.
-    #[arg(long, default_value = "5s")]
-    pub grace: String,
+    /// How long requests in flight at the end of the schedule may take to finish (default 5s).
+    #[arg(long)]
+    pub grace: Option<String>,
+    /// Service-level objective, e.g. 'p95<100ms', 'errors<0.1%', 'rps>=190', 'p99<1s over 10s abort'
+    /// (repeatable; with a plan, added to every scenario).
+    #[arg(long = "slo")]
+    pub slo: Vec<String>,
+    /// Run only these scenarios of the plan (repeatable or comma-separated).
+    #[arg(long = "only", value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Seed for template random values ({{uuid}}, {{rand_int}}, ...): same seed, same values.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Write the result (schema brink.result/v1) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ValidateArgs {
+    /// The plan file to check.
+    pub plan: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -1,22 +1,20 @@
-//! The commands: `run` (one load test) and `demo` (the built-in service, loaded). Each returns
-//! the exit code or a [`Fail`].
+//! The commands: `run` (a URL or a plan), `validate` (check a plan) and `demo` (the built-in
+//! service, loaded). Each returns the exit code or a [`Fail`].
 
-use crate::cli::{Command, DemoArgs, RunArgs};
-use crate::exit::{Fail, INTERRUPTED, UNREACHABLE};
-use crate::resolve::resolve;
+use crate::cli::{Command, DemoArgs, RunArgs, ValidateArgs};
+use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
+use crate::resolve::jobs;
 use clap::Parser;
-use engine::{RunOutput, RunSpec, Second};
-use report::{Progress, RunResult};
-use stats::Totals;
+use report::RunResult;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// Writes to stdout, ignoring a closed pipe (`brink demo | head`): the run still writes its
 /// result file and returns its verdict.
-fn emit(text: &str) {
+pub fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
@@ -30,6 +28,7 @@ macro_rules! emitln {
 pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
     match cmd {
         Command::Run(a) => run_cmd(&a),
+        Command::Validate(a) => validate_cmd(&a),
         Command::Demo(a) => demo_cmd(&a),
     }
 }
@@ -65,23 +64,6 @@ fn write_json(out: Option<(PathBuf, File)>, result: &RunResult) -> Result<(), Fa
     Ok(())
 }
 
-/// Runs `spec` with a progress line (unless quiet) and returns the output and its result.
-fn execute(spec: &RunSpec, quiet: bool) -> Result<(RunOutput, RunResult), Fail> {
-    let stop = install_signals()?;
-    let started = report::rfc3339_utc(SystemTime::now());
-    let out = if quiet {
-        engine::run(spec, stop, &mut |_: &Second, _: &Totals| {})
-    } else {
-        let mut progress = Progress::new(spec.load.end());
-        let r = engine::run(spec, stop, &mut progress);
-        progress.finish();
-        r
-    }
-    .map_err(|e| Fail::input(e.to_string()))?;
-    let result = RunResult::new(spec, &out, started);
-    Ok((out, result))
-}
-
 /// The exit code a finished run earns.
 fn verdict(result: &RunResult) -> Result<i32, Fail> {
     let s = &result.summary;
@@ -106,18 +88,41 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
             message: format!("no request succeeded ({} attempts: {detail})", s.requests),
         });
     }
+    if result.slo_passed == Some(false) {
+        return Ok(SLO_FAILED);
+    }
     Ok(0)
 }
 
 fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
-    let spec = resolve(a)?;
+    let jobs = jobs(a)?;
     let json = open_json(a.json.as_ref())?;
-    let (_, result) = execute(&spec, a.quiet)?;
+    let interrupt = install_signals()?;
+    let result = crate::suite::run_jobs(jobs, &interrupt, a.quiet, crate::resolve::seed(a))?;
     if !a.quiet {
-        emit(&report::render(&result));
+        emit(&report::suite_table(&result));
     }
     write_json(json, &result)?;
     verdict(&result)
+}
+
+fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
+    let plan = plan::load_file(&a.plan, 0).map_err(|e| Fail::input(e.to_string()))?;
+    emitln!("{}: ok, {} scenario(s)", plan.file, plan.scenarios.len());
+    for s in &plan.scenarios {
+        let kind = if s.workload.flow { "flow" } else { "mix" };
+        let steps: Vec<&str> = s.workload.steps.iter().map(|x| x.name.as_str()).collect();
+        emitln!(
+            "  {}: {} {} of {} ({}), {} SLO(s)",
+            s.name,
+            s.target.url(),
+            kind,
+            steps.len(),
+            steps.join(", "),
+            s.slos.len()
+        );
+    }
+    Ok(0)
 }
 
 fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
@@ -150,10 +155,10 @@ fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         }
         Err(e) => return Err(Fail::input(format!("demo: {e}"))),
     };
-    let spec = resolve(&args)?;
+    let jobs = jobs(&args)?;
     let json = open_json(a.json.as_ref())?;
-    let (_, result) = execute(&spec, false)?;
-    emit(&report::render(&result));
+    let interrupt = install_signals()?;
+    let result = crate::suite::run_jobs(jobs, &interrupt, false, 0)?;
     explain_demo(&result, demo.slots, 32);
     write_json(json, &result)?;
     verdict(&result)

@@ -10,6 +10,8 @@ pub struct Fail {
     pub message: String,
 }
 
+/// An SLO failed.
+pub const SLO_FAILED: i32 = 1;
 pub const INPUT: i32 = 2;
 pub const UNREACHABLE: i32 = 3;
 pub const INTERRUPTED: i32 = 130;

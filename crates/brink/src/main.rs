@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod exit;
 mod resolve;
+mod suite;
 
 use clap::Parser;
 use std::io::Write;

@@ -1,16 +1,35 @@
-//! Raw command-line values -> a validated [`RunSpec`]. Every rule about which flags combine
-//! lives here, and every error names the flag and the value at fault.
+//! Raw command line (and plan file) -> the jobs to run, each a validated [`RunSpec`] with its
+//! SLOs. A URL gives one job built from the flags; a plan gives one job per scenario, where any
+//! flag the user typed overrides the plan's value (`-d 10s` shortens every scenario). Every
+//! error names the flag, or the plan's file:line:column, at fault.
 
 use crate::cli::RunArgs;
 use crate::exit::Fail;
-use engine::{Curve, Load, RequestSpec, RunSpec, StatusSet, Target};
-use plan::{parse_duration, parse_rate, parse_stages, Stages};
+use engine::{RequestSpec, RunSpec, StatusSet, Target, Workload};
+use plan::load::{self, LoadInput, FLAGS};
+use plan::{parse_duration, Settings};
+use stats::slo::Slo;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Default run length when neither `-d`, `-n` nor `--stages` bounds the run.
-pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
-/// Default connections (closed model) or pool size (open model).
-pub const DEFAULT_CONNECTIONS: usize = 50;
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+
+/// One scenario, ready to run.
+pub struct Job {
+    pub name: String,
+    pub spec: RunSpec,
+    pub slos: Vec<Slo>,
+    /// Wait after it before the next job.
+    pub pause: Duration,
+}
+
+/// Whether the positional argument names a plan file rather than a URL.
+pub fn is_plan(arg: &str) -> bool {
+    !arg.contains("://")
+        && (arg.ends_with(".yaml") || arg.ends_with(".yml") || std::path::Path::new(arg).is_file())
+}
 
 fn read_body(inline: Option<&str>, file: Option<&std::path::Path>) -> Result<Vec<u8>, Fail> {
     match (inline, file) {
@@ -22,103 +41,121 @@ fn read_body(inline: Option<&str>, file: Option<&std::path::Path>) -> Result<Vec
     }
 }
 
-fn positive_count(flag: &str, v: &str) -> Result<u64, Fail> {
-    match v.trim().parse::<u64>() {
-        Ok(0) => Err(Fail::input(format!("{flag} must be at least 1, got '{v}'"))),
-        Ok(n) => Ok(n),
-        Err(_) => Err(Fail::input(format!(
-            "{flag} expects a whole number, got '{v}'"
-        ))),
+fn flag_duration(flag: &str, v: Option<&str>) -> Result<Option<Duration>, Fail> {
+    v.map(|v| load::positive_duration(flag, v).map_err(Fail::input))
+        .transpose()
+}
+
+/// The seed for template random values: `--seed`, else one taken from the clock.
+pub fn seed(a: &RunArgs) -> u64 {
+    a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    })
+}
+
+fn flag_load(a: &RunArgs) -> LoadInput {
+    LoadInput {
+        connections: a.connections.clone(),
+        rate: a.rate.clone(),
+        stages: a.stages.clone(),
+        duration: a.duration.clone(),
+        requests: a.requests.clone(),
     }
 }
 
-fn duration(flag: &str, v: &str) -> Result<Duration, Fail> {
-    let d = parse_duration(v).map_err(|e| Fail::input(format!("{flag}: {e}")))?;
-    if d.is_zero() {
-        return Err(Fail::input(format!(
-            "{flag} must be longer than zero, got '{v}'"
-        )));
-    }
-    Ok(d)
+fn flag_slos(a: &RunArgs) -> Result<Vec<Slo>, Fail> {
+    a.slo
+        .iter()
+        .map(|t| {
+            Slo::parse(t, |d| parse_duration(d).map_err(|e| e.to_string()))
+                .map_err(|e| Fail::input(format!("--slo: {e}")))
+        })
+        .collect()
 }
 
-/// Builds the engine's run from the flags.
-pub fn resolve(a: &RunArgs) -> Result<RunSpec, Fail> {
+/// Builds the jobs for `brink run`.
+pub fn jobs(a: &RunArgs) -> Result<Vec<Job>, Fail> {
+    if is_plan(&a.url) {
+        return plan_jobs(a);
+    }
+    if !a.only.is_empty() {
+        return Err(Fail::input(
+            "--only selects scenarios of a plan file; this is a URL",
+        ));
+    }
     let target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
     let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
-    let request = RequestSpec::new(target, &a.method, &a.headers, body.into())
+    let method = a.method.as_deref().unwrap_or("GET");
+    let request = RequestSpec::new(target.clone(), method, &a.headers, body.into())
         .map_err(|e| Fail::input(e.to_string()))?;
-    let conns = a
-        .connections
-        .as_deref()
-        .map(|c| positive_count("-c/--connections", c))
-        .transpose()?
-        .map(|c| c as usize);
-    let max_requests = a
-        .requests
-        .as_deref()
-        .map(|n| positive_count("-n/--requests", n))
-        .transpose()?;
-    let dur = a
-        .duration
-        .as_deref()
-        .map(|d| duration("-d/--duration", d))
-        .transpose()?;
-    let bounded = |d: Option<Duration>| {
-        d.or(if max_requests.is_some() {
-            None
-        } else {
-            Some(DEFAULT_DURATION)
+    let workload = Workload::new(vec![request.step()], false, Vec::new(), Vec::new(), seed(a));
+    let spec = spec(
+        a,
+        target,
+        workload,
+        &LoadInput::default(),
+        &Settings::default(),
+    )?;
+    Ok(vec![Job {
+        name: "run".to_string(),
+        spec,
+        slos: flag_slos(a)?,
+        pause: Duration::ZERO,
+    }])
+}
+
+fn plan_jobs(a: &RunArgs) -> Result<Vec<Job>, Fail> {
+    if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
+        return Err(Fail::input(
+            "-m, -H, -b and --body-file apply to a URL; a plan sets requests in its file",
+        ));
+    }
+    let path = std::path::Path::new(&a.url);
+    let plan = plan::load_file(path, seed(a)).map_err(|e| Fail::input(e.to_string()))?;
+    for name in &a.only {
+        if !plan.scenarios.iter().any(|s| &s.name == name) {
+            let known: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();
+            return Err(Fail::input(format!(
+                "--only {name}: {} has no such scenario (scenarios: {})",
+                plan.file,
+                known.join(", ")
+            )));
+        }
+    }
+    let extra = flag_slos(a)?;
+    plan.scenarios
+        .into_iter()
+        .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
+        .map(|s| {
+            let spec = spec(a, s.target, s.workload, &s.load, &s.settings)
+                .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
+            let mut slos = s.slos;
+            slos.extend(extra.iter().cloned());
+            Ok(Job {
+                name: s.name,
+                spec,
+                slos,
+                pause: s.pause,
+            })
         })
-    };
-    let load = match (a.rate.as_deref(), a.stages.as_deref()) {
-        (Some(_), Some(_)) => {
-            return Err(Fail::input(
-                "--rate and --stages cannot be combined: put the rate in the stages",
-            ))
-        }
-        (Some(r), None) => {
-            let rate = parse_rate(r).map_err(|e| Fail::input(format!("--rate: {e}")))?;
-            if rate <= 0.0 {
-                return Err(Fail::input(format!("--rate must be above zero, got '{r}'")));
-            }
-            Load::Open {
-                rate: Curve::flat(rate, bounded(dur)),
-                pool: conns.unwrap_or(DEFAULT_CONNECTIONS),
-            }
-        }
-        (None, Some(s)) => {
-            if dur.is_some() {
-                return Err(Fail::input(
-                    "-d cannot be combined with --stages: the stages set the duration",
-                ));
-            }
-            match parse_stages(s).map_err(|e| Fail::input(format!("--stages: {e}")))? {
-                Stages::Rate(st) => Load::Open {
-                    rate: Curve::stages(&st),
-                    pool: conns.unwrap_or(DEFAULT_CONNECTIONS),
-                },
-                Stages::Connections(st) => {
-                    if conns.is_some() {
-                        return Err(Fail::input("-c cannot be combined with connection --stages: the stages set the connections"));
-                    }
-                    let curve = Curve::stages(&st);
-                    if curve.peak() < 1.0 {
-                        return Err(Fail::input(format!(
-                            "--stages '{s}' never opens a connection"
-                        )));
-                    }
-                    Load::Closed { connections: curve }
-                }
-            }
-        }
-        (None, None) => Load::Closed {
-            connections: Curve::flat(conns.unwrap_or(DEFAULT_CONNECTIONS) as f64, bounded(dur)),
-        },
-    };
+        .collect()
+}
+
+/// One run: the plan's (or built-in) settings with every typed flag on top.
+fn spec(
+    a: &RunArgs,
+    target: Target,
+    workload: Workload,
+    plan_load: &LoadInput,
+    plan: &Settings,
+) -> Result<RunSpec, Fail> {
+    let (load, max_requests) =
+        load::build(&plan_load.overridden_by(&flag_load(a)), &FLAGS).map_err(Fail::input)?;
     let ok_status = match &a.ok_status {
         Some(s) => StatusSet::parse(s).map_err(|e| Fail::input(format!("--ok-status: {e}")))?,
-        None => StatusSet::default(),
+        None => plan.ok_status.clone().unwrap_or_default(),
     };
     if let Some(p) = &a.cacert {
         if !p.is_file() {
@@ -131,20 +168,29 @@ pub fn resolve(a: &RunArgs) -> Result<RunSpec, Fail> {
     if a.threads == Some(0) {
         return Err(Fail::input("--threads must be at least 1"));
     }
+    let timeout = flag_duration("--timeout", a.timeout.as_deref())?;
+    let connect_timeout = flag_duration("--connect-timeout", a.connect_timeout.as_deref())?;
+    let grace = match &a.grace {
+        Some(g) => parse_duration(g).map_err(|e| Fail::input(format!("--grace: {e}")))?,
+        None => DEFAULT_GRACE,
+    };
     Ok(RunSpec {
-        request,
+        target,
+        workload: Arc::new(workload),
         load,
         max_requests,
-        timeout: duration("--timeout", &a.timeout)?,
-        connect_timeout: duration("--connect-timeout", &a.connect_timeout)?,
-        keepalive: !a.no_keepalive,
-        http2: a.http2,
-        insecure: a.insecure,
+        timeout: timeout.or(plan.timeout).unwrap_or(DEFAULT_TIMEOUT),
+        connect_timeout: connect_timeout
+            .or(plan.connect_timeout)
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+        keepalive: !a.no_keepalive && plan.keepalive.unwrap_or(true),
+        http2: a.http2 || plan.http2.unwrap_or(false),
+        insecure: a.insecure || plan.insecure.unwrap_or(false),
         cacert: a.cacert.clone(),
         ok_status,
         threads: a
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        grace: parse_duration(&a.grace).map_err(|e| Fail::input(format!("--grace: {e}")))?,
+        grace,
     })
 }

@@ -3,8 +3,9 @@
 
 use crate::h1::{H1Conn, Reply};
 use crate::h2::H2Conn;
-use crate::target::RequestSpec;
+use crate::workload::{Captured, Vu, Workload};
 use bytes::Bytes;
+use http_body_util::Full;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use stats::ErrorKind;
@@ -33,12 +34,18 @@ pub struct Connector {
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
     pub http2: bool,
     pub connect_timeout: Duration,
-    /// HTTP/1.1 request bytes, serialised once.
-    pub h1_request: Bytes,
-    pub spec: RequestSpec,
-    /// Absolute URI for HTTP/2 (`:scheme`, `:authority`, `:path`).
-    pub uri: http::Uri,
+    pub keepalive: bool,
+    /// `http` or `https`, for HTTP/2's `:scheme`.
+    pub scheme: &'static str,
+    /// `host[:port]`, for `Host` and `:authority`.
+    pub authority: String,
+    pub workload: Arc<Workload>,
+    /// Per step: its HTTP/1.1 bytes when they never change (serialised once), else `None`.
+    pub h1_static: Vec<Option<Bytes>>,
 }
+
+/// A response and, when the step extracts from it, its kept headers and body.
+pub type Outcome = Result<(Reply, Option<Captured>), ErrorKind>;
 
 /// An open connection of whichever protocol was negotiated. Plain-TCP HTTP/1.1 never gets
 /// here: it runs on the epoll worker.
@@ -75,12 +82,70 @@ impl Connector {
         }
     }
 
-    /// One request on `conn`.
-    pub async fn send(&self, conn: &mut Conn) -> Result<Reply, ErrorKind> {
-        let head = self.spec.is_head();
+    /// Serialises every step whose bytes never change.
+    pub fn static_requests(
+        workload: &Workload,
+        authority: &str,
+        keepalive: bool,
+    ) -> Vec<Option<Bytes>> {
+        let mut vu = Vu::new(workload, 0);
+        (0..workload.steps.len())
+            .map(|i| {
+                workload.steps[i].is_static().then(|| {
+                    vu.current = i;
+                    vu.render_h1(workload, authority, keepalive);
+                    Bytes::copy_from_slice(&vu.buf)
+                })
+            })
+            .collect()
+    }
+
+    /// Makes the HTTP/1.1 bytes of `vu`'s current request available: a static request needs
+    /// nothing; a templated one is rendered into `vu.buf`. Returns the bytes' length.
+    pub fn prepare_h1(&self, vu: &mut Vu) -> usize {
+        match &self.h1_static[vu.current] {
+            Some(b) => b.len(),
+            None => {
+                vu.render_h1(&self.workload, &self.authority, self.keepalive);
+                vu.buf.len()
+            }
+        }
+    }
+
+    /// The HTTP/1.1 bytes prepared by [`Connector::prepare_h1`].
+    pub fn h1_bytes<'a>(&'a self, vu: &'a Vu) -> &'a [u8] {
+        match &self.h1_static[vu.current] {
+            Some(b) => b,
+            None => &vu.buf,
+        }
+    }
+
+    /// One request (`vu`'s next) on `conn`; returns the outcome and the bytes sent.
+    pub async fn send(&self, conn: &mut Conn, vu: &mut Vu) -> (Outcome, u64) {
+        let step = &self.workload.steps[vu.current];
+        let capture = !step.extract.is_empty();
         match conn {
-            Conn::Tls(c) => c.roundtrip(&self.h1_request, head).await,
-            Conn::H2(c) => c.roundtrip(&self.spec, &self.uri).await,
+            Conn::Tls(c) => {
+                let len = self.prepare_h1(vu);
+                let r = c
+                    .roundtrip(self.h1_bytes(vu), step.is_head(), capture)
+                    .await;
+                (r, len as u64)
+            }
+            Conn::H2(c) => {
+                let (path, values, body) = vu.render_parts(&self.workload);
+                let len = body.len() as u64;
+                let mut req = http::Request::builder()
+                    .method(step.method.as_str())
+                    .uri(format!("{}://{}{}", self.scheme, self.authority, path));
+                for ((name, _), value) in step.headers.iter().zip(values) {
+                    req = req.header(name.as_str(), value);
+                }
+                match req.body(Full::new(Bytes::from(body))) {
+                    Ok(req) => (c.roundtrip(req, capture).await, len),
+                    Err(_) => (Err(ErrorKind::Protocol), 0),
+                }
+            }
         }
     }
 }

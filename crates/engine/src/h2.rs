@@ -3,8 +3,9 @@
 //! so `-c` means the same concurrency for both protocols.
 
 use crate::conn::io_kind;
+use crate::h1::reader::MAX_CAPTURE;
 use crate::h1::Reply;
-use crate::target::RequestSpec;
+use crate::workload::Captured;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::{self, SendRequest};
@@ -33,41 +34,50 @@ impl H2Conn {
         Ok(H2Conn { send })
     }
 
-    /// Sends one request and reads the whole response body.
+    /// Sends one request and reads the whole response body, keeping it when `capture` is set.
     pub async fn roundtrip(
         &mut self,
-        spec: &RequestSpec,
-        uri: &http::Uri,
-    ) -> Result<Reply, ErrorKind> {
+        req: http::Request<Full<Bytes>>,
+        capture: bool,
+    ) -> Result<(Reply, Option<Captured>), ErrorKind> {
         self.send.ready().await.map_err(|e| hyper_kind(&e))?;
-        let mut req = http::Request::builder()
-            .method(spec.method.as_str())
-            .uri(uri.clone());
-        for (n, v) in &spec.headers {
-            req = req.header(n.as_str(), v.as_str());
-        }
-        let req = req
-            .body(Full::new(spec.body.clone()))
-            .map_err(|_| ErrorKind::Protocol)?;
         let resp = self
             .send
             .send_request(req)
             .await
             .map_err(|e| hyper_kind(&e))?;
         let status = resp.status().as_u16();
+        let mut kept = capture.then(|| Captured {
+            headers: resp
+                .headers()
+                .iter()
+                .map(|(n, v)| {
+                    (
+                        n.to_string(),
+                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+            body: Vec::new(),
+        });
         let mut body = resp.into_body();
         let mut bytes_in = 0u64;
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| hyper_kind(&e))?;
             if let Some(d) = frame.data_ref() {
                 bytes_in += d.len() as u64;
+                if let Some(k) = kept.as_mut() {
+                    let room = MAX_CAPTURE.saturating_sub(k.body.len());
+                    k.body.extend_from_slice(&d[..d.len().min(room)]);
+                }
             }
         }
-        Ok(Reply {
+        let reply = Reply {
             status,
             bytes_in,
             keep_alive: true,
-        })
+        };
+        Ok((reply, kept))
     }
 }
 

@@ -5,12 +5,16 @@
 pub mod conn;
 pub mod h1;
 pub mod h2;
+pub mod rng;
 pub mod run;
 pub mod schedule;
 pub mod target;
+pub mod template;
 pub mod tls;
 pub mod worker;
+pub mod workload;
 
-pub use run::{run, Load, Observer, RunError, RunOutput, RunSpec, Second};
+pub use run::{run, Load, Observer, RunError, RunOutput, RunSpec, Second, SecondView};
 pub use schedule::Curve;
 pub use target::{RequestSpec, StatusSet, Target, TargetError};
+pub use workload::{Step, Workload};

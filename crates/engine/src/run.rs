@@ -4,9 +4,10 @@
 
 use crate::conn::Connector;
 use crate::schedule::Curve;
-use crate::target::{RequestSpec, StatusSet, TargetError};
+use crate::target::{StatusSet, Target, TargetError};
 use crate::tls::{client_config, server_name, TlsError};
 use crate::worker;
+use crate::workload::Workload;
 use stats::{Bucket, LatencySummary, Totals};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -54,7 +55,9 @@ impl Load {
 /// A fully resolved run.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
-    pub request: RequestSpec,
+    pub target: Target,
+    /// What each attempt sends (one request, a mix, or a flow).
+    pub workload: Arc<Workload>,
     pub load: Load,
     /// `-n`: exactly this many attempts in total.
     pub max_requests: Option<u64>,
@@ -90,12 +93,12 @@ pub struct Shared {
     pub timeout: Duration,
     pub keepalive: bool,
     pub ok_status: StatusSet,
-    pub request_len: u64,
     pub start: Instant,
     pub end: Option<Instant>,
     pub grace: Duration,
     pub workers: usize,
-    pub stop: Arc<AtomicBool>,
+    /// Set when the run must end now (an interrupt, or an observer's abort).
+    pub stop: AtomicBool,
     tickets: AtomicU64,
 }
 
@@ -117,7 +120,8 @@ impl Shared {
 
 /// What workers send to the aggregator.
 pub enum Msg {
-    Bucket(usize, Box<Bucket>),
+    /// One second of one worker: a bucket per request of the workload.
+    Buckets(usize, Vec<Bucket>),
     /// A worker finished; the number is its requests still in flight when it stopped.
     Done(usize, u64),
     Failed(String),
@@ -139,6 +143,10 @@ pub struct Second {
 #[derive(Clone, Debug)]
 pub struct RunOutput {
     pub totals: Totals,
+    /// Per request of the workload: (name, totals).
+    pub by_request: Vec<(String, Totals)>,
+    /// An observer stopped the run (an SLO with `abort` broke).
+    pub aborted: bool,
     pub seconds: Vec<Second>,
     pub duration: Duration,
     pub interrupted: bool,
@@ -147,19 +155,30 @@ pub struct RunOutput {
     pub workers: usize,
 }
 
-/// Sees each second as soon as every worker has reported it.
-pub trait Observer {
-    fn second(&mut self, second: &Second, totals: &Totals);
+/// One finished second with everything behind it, for observers.
+pub struct SecondView<'a> {
+    pub second: &'a Second,
+    /// The whole second, all requests.
+    pub all: &'a Bucket,
+    /// The same second per request of the workload.
+    pub by_request: &'a [Bucket],
+    pub totals: &'a Totals,
+    pub totals_by_request: &'a [Totals],
 }
 
-impl<F: FnMut(&Second, &Totals)> Observer for F {
-    fn second(&mut self, second: &Second, totals: &Totals) {
-        self(second, totals)
+/// Sees each second as soon as every worker has reported it; returns true to stop the run.
+pub trait Observer {
+    fn second(&mut self, view: &SecondView) -> bool;
+}
+
+impl<F: FnMut(&SecondView) -> bool> Observer for F {
+    fn second(&mut self, view: &SecondView) -> bool {
+        self(view)
     }
 }
 
-fn prepare(spec: &RunSpec, stop: Arc<AtomicBool>) -> Result<Shared, RunError> {
-    let target = &spec.request.target;
+fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
+    let target = &spec.target;
     let addr = target.resolve()?;
     let tls = if target.tls {
         Some((
@@ -169,25 +188,16 @@ fn prepare(spec: &RunSpec, stop: Arc<AtomicBool>) -> Result<Shared, RunError> {
     } else {
         None
     };
-    let uri: http::Uri = target
-        .url()
-        .parse()
-        .map_err(|e: http::uri::InvalidUri| TargetError::Url(target.url(), e.to_string()))?;
-    let h1_request = spec.request.http1_bytes(spec.keepalive);
-    // With HTTP/2 only the body is counted (headers are HPACK-compressed frames).
-    let request_len = if spec.http2 {
-        spec.request.body.len()
-    } else {
-        h1_request.len()
-    } as u64;
     let connector = Connector {
         addr,
         tls,
         http2: spec.http2,
         connect_timeout: spec.connect_timeout,
-        h1_request,
-        spec: spec.request.clone(),
-        uri,
+        keepalive: spec.keepalive,
+        scheme: target.scheme(),
+        authority: target.authority.clone(),
+        workload: spec.workload.clone(),
+        h1_static: Connector::static_requests(&spec.workload, &target.authority, spec.keepalive),
     };
     let workers = spec.threads.clamp(1, spec.load.max_connections().max(1));
     let start = Instant::now();
@@ -198,23 +208,23 @@ fn prepare(spec: &RunSpec, stop: Arc<AtomicBool>) -> Result<Shared, RunError> {
         timeout: spec.timeout,
         keepalive: spec.keepalive,
         ok_status: spec.ok_status.clone(),
-        request_len,
         start,
         end: spec.load.end().map(|d| start + d),
         grace: spec.grace,
         workers,
-        stop,
+        stop: AtomicBool::new(false),
         tickets: AtomicU64::new(0),
     })
 }
 
-/// Runs `spec` until its schedule ends, `-n` is reached, or `stop` is set.
+/// Runs `spec` until its schedule ends, `-n` is reached, `interrupt` is set, or the observer
+/// asks to stop.
 pub fn run(
     spec: &RunSpec,
-    stop: Arc<AtomicBool>,
+    interrupt: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<RunOutput, RunError> {
-    let shared = Arc::new(prepare(spec, stop.clone())?);
+    let shared = Arc::new(prepare(spec)?);
     let (tx, rx) = mpsc::channel();
     let handles: Vec<_> = (0..shared.workers)
         .map(|id| {
@@ -226,15 +236,20 @@ pub fn run(
         })
         .collect::<Result<_, _>>()?;
     drop(tx);
-    let mut agg = Aggregator::new(shared.workers, &spec.load);
+    let mut agg = Aggregator::new(shared.workers, &spec.load, spec.workload.steps.len());
     let mut failure = None;
     let mut handle_msg = |agg: &mut Aggregator, msg: Msg| match msg {
-        Msg::Bucket(w, b) => agg.bucket(w, *b),
+        Msg::Buckets(w, b) => agg.bucket(w, b),
         Msg::Done(w, unfinished) => agg.done(w, unfinished),
         Msg::Failed(e) => failure = Some(e),
     };
+    let mut interrupted = false;
     while !agg.all_done() {
-        match rx.recv_timeout(Duration::from_millis(200)) {
+        if interrupt.load(Ordering::Relaxed) {
+            interrupted = true;
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+        match rx.recv_timeout(Duration::from_millis(50)) {
             Ok(msg) => handle_msg(&mut agg, msg),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
@@ -249,7 +264,9 @@ pub fn run(
                 agg.done(w, 0);
             }
         }
-        agg.emit_ready(observer);
+        if agg.emit_ready(observer) {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
     }
     let duration = shared.start.elapsed();
     for h in handles {
@@ -261,11 +278,19 @@ pub fn run(
     if let Some(e) = failure {
         return Err(RunError::Worker(e));
     }
+    let by_request = spec
+        .workload
+        .names()
+        .into_iter()
+        .zip(agg.by_request)
+        .collect();
     Ok(RunOutput {
         totals: agg.totals,
+        by_request,
+        aborted: agg.aborted,
         seconds: agg.seconds,
         duration,
-        interrupted: stop.load(Ordering::Relaxed),
+        interrupted,
         unfinished: agg.unfinished,
         workers: shared.workers,
     })
@@ -274,18 +299,22 @@ pub fn run(
 /// Merges per-worker buckets into whole seconds, in order.
 struct Aggregator<'a> {
     load: &'a Load,
-    pending: BTreeMap<u64, Bucket>,
+    /// Per second: one bucket per request, merged across workers.
+    pending: BTreeMap<u64, Vec<Bucket>>,
     /// Highest second received from each worker.
     seen: Vec<Option<u64>>,
     done: Vec<bool>,
     next: u64,
     totals: Totals,
+    by_request: Vec<Totals>,
     seconds: Vec<Second>,
     unfinished: u64,
+    /// The observer asked to stop.
+    aborted: bool,
 }
 
 impl<'a> Aggregator<'a> {
-    fn new(workers: usize, load: &'a Load) -> Self {
+    fn new(workers: usize, load: &'a Load, requests: usize) -> Self {
         Aggregator {
             load,
             pending: BTreeMap::new(),
@@ -293,17 +322,22 @@ impl<'a> Aggregator<'a> {
             done: vec![false; workers],
             next: 0,
             totals: Totals::default(),
+            by_request: vec![Totals::default(); requests.max(1)],
             seconds: Vec::new(),
             unfinished: 0,
+            aborted: false,
         }
     }
 
-    fn bucket(&mut self, w: usize, b: Bucket) {
-        self.seen[w] = Some(self.seen[w].map_or(b.second, |s| s.max(b.second)));
-        match self.pending.get_mut(&b.second) {
-            Some(p) => p.merge(&b),
+    fn bucket(&mut self, w: usize, b: Vec<Bucket>) {
+        let Some(second) = b.first().map(|b| b.second) else {
+            return;
+        };
+        self.seen[w] = Some(self.seen[w].map_or(second, |s| s.max(second)));
+        match self.pending.get_mut(&second) {
+            Some(p) => p.iter_mut().zip(&b).for_each(|(p, b)| p.merge(b)),
             None => {
-                self.pending.insert(b.second, b);
+                self.pending.insert(second, b);
             }
         }
     }
@@ -319,14 +353,15 @@ impl<'a> Aggregator<'a> {
         self.done.iter().all(|&d| d)
     }
 
-    /// Emits every second that all still-running workers have reported.
-    fn emit_ready(&mut self, observer: &mut dyn Observer) {
+    /// Emits every second that all still-running workers have reported; true once the
+    /// observer has asked to stop.
+    fn emit_ready(&mut self, observer: &mut dyn Observer) -> bool {
         loop {
             let s = self.next;
             let ready =
                 (0..self.done.len()).all(|w| self.done[w] || self.seen[w].is_some_and(|x| x >= s));
             if !ready || !self.pending.contains_key(&s) && !self.pending.keys().any(|&k| k > s) {
-                return;
+                return self.aborted;
             }
             self.emit(s, observer);
         }
@@ -343,7 +378,15 @@ impl<'a> Aggregator<'a> {
     }
 
     fn emit(&mut self, s: u64, observer: &mut dyn Observer) {
-        let b = self.pending.remove(&s).unwrap_or_else(|| Bucket::new(s));
+        let parts = self
+            .pending
+            .remove(&s)
+            .unwrap_or_else(|| vec![Bucket::new(s); self.by_request.len()]);
+        let mut b = Bucket::new(s);
+        for (part, totals) in parts.iter().zip(&mut self.by_request) {
+            b.merge(part);
+            totals.add(part);
+        }
         self.totals.add(&b);
         let second = Second {
             t: s,
@@ -353,7 +396,16 @@ impl<'a> Aggregator<'a> {
             latency: LatencySummary::of(&b.corrected),
             target: self.load.level_at(Duration::from_secs(s)),
         };
-        observer.second(&second, &self.totals);
+        let view = SecondView {
+            second: &second,
+            all: &b,
+            by_request: &parts,
+            totals: &self.totals,
+            totals_by_request: &self.by_request,
+        };
+        if observer.second(&view) {
+            self.aborted = true;
+        }
         self.seconds.push(second);
         self.next = s + 1;
     }

@@ -1,6 +1,8 @@
-//! What to send and where: a parsed target URL, the request to send (method, headers, body),
-//! its HTTP/1.1 bytes serialised once before the run, and which statuses count as success.
+//! What to send and where: a parsed target URL, the request given on the command line
+//! (method, headers, body; it becomes the workload's single step), and which statuses count
+//! as success.
 
+use crate::workload::Step;
 use bytes::Bytes;
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -153,45 +155,16 @@ impl RequestSpec {
         })
     }
 
-    /// Whether a response to this request has no body (HEAD).
-    pub fn is_head(&self) -> bool {
-        self.method == "HEAD"
-    }
-
-    fn has_header(&self, name: &str) -> bool {
-        self.headers
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case(name))
-    }
-
-    /// The HTTP/1.1 request bytes, built once and written as-is for every request.
-    pub fn http1_bytes(&self, keepalive: bool) -> Bytes {
-        let mut out = Vec::with_capacity(128 + self.body.len());
-        let mut line = |s: &str| {
-            out.extend_from_slice(s.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        };
-        line(&format!("{} {} HTTP/1.1", self.method, self.target.path));
-        if !self.has_header("host") {
-            line(&format!("Host: {}", self.target.authority));
-        }
-        if !self.has_header("user-agent") {
-            line(concat!("User-Agent: brink/", env!("CARGO_PKG_VERSION")));
-        }
-        if !keepalive && !self.has_header("connection") {
-            line("Connection: close");
-        }
-        for (n, v) in &self.headers {
-            line(&format!("{n}: {v}"));
-        }
-        let wants_length =
-            !self.body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
-        if wants_length && !self.has_header("content-length") {
-            line(&format!("Content-Length: {}", self.body.len()));
-        }
-        line("");
-        out.extend_from_slice(&self.body);
-        Bytes::from(out)
+    /// The request as the workload's single step, named `METHOD /path`.
+    pub fn step(&self) -> Step {
+        let name = format!("{} {}", self.method, self.target.path);
+        Step::fixed(
+            &name,
+            &self.method,
+            &self.target.path,
+            &self.headers,
+            &self.body,
+        )
     }
 }
 
@@ -295,7 +268,11 @@ mod tests {
             Bytes::from("{}"),
         )
         .unwrap();
-        let s = String::from_utf8(r.http1_bytes(false).to_vec()).unwrap();
+        let w = crate::workload::Workload::single(r.step());
+        let mut vu = crate::workload::Vu::new(&w, 0);
+        vu.next(&w);
+        vu.render_h1(&w, "127.0.0.1:8080", false);
+        let s = String::from_utf8(vu.buf.clone()).unwrap();
         assert!(
             s.starts_with("POST /register HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),
             "{s}"

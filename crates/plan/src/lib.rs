@@ -1,7 +1,16 @@
-//! From what the user typed to what the engine runs. For now this is the units grammar shared by
-//! the command line and (later) plan files: durations (`500ms`, `30s`, `1m30s`), rates (`5000`,
-//! `5000/s`, `300/m`) and stages (`1m:100/s,30s:1000/s` or `30s:50,1m:50`).
+//! From what the user typed to what the engine runs: the units grammar shared by flags and plans
+//! (durations, rates, stages), the load rules ([`load`]), and plan files: YAML with realistic
+//! data, request mixes and flows, and SLOs ([`file`] as written, [`compile`] checked and
+//! runnable, errors at `file:line:column`).
 
+pub mod compile;
+mod csv;
+pub mod error;
+pub mod file;
+pub mod load;
 mod units;
 
+pub use compile::{load_file, parse, Plan, Scenario, Settings};
+pub use error::PlanError;
+pub use load::{LoadInput, DEFAULT_CONNECTIONS, DEFAULT_DURATION};
 pub use units::{parse_duration, parse_rate, parse_stages, Stages, UnitError};

@@ -4,13 +4,15 @@
 
 mod progress;
 mod result;
+mod sla;
 mod terminal;
 mod time;
 
 pub use progress::Progress;
 pub use result::{
-    ErrorsByKind, HistBin, LoadInfo, RunResult, ScheduleInfo, SecondRow, SummaryJson, TargetInfo,
-    SCHEMA,
+    ErrorsByKind, HistBin, LoadInfo, RequestResult, RunResult, ScenarioResult, ScheduleInfo,
+    SecondRow, SloResult, SummaryJson, TargetInfo, SCHEMA,
 };
+pub use sla::suite_table;
 pub use terminal::{fmt_count, fmt_ms, fmt_rate, render};
 pub use time::rfc3339_utc;

@@ -2,8 +2,7 @@
 //! elapsed/total, req/s in the last second, p99 so far and errors so far.
 
 use crate::terminal::{fmt_count, fmt_ms};
-use engine::{Observer, Second};
-use stats::Totals;
+use engine::{Observer, SecondView};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
@@ -33,8 +32,10 @@ impl Progress {
     }
 }
 
-impl Observer for Progress {
-    fn second(&mut self, s: &Second, totals: &Totals) {
+impl Progress {
+    /// Draws the line for one finished second.
+    pub fn draw(&mut self, view: &SecondView) {
+        let (s, totals) = (view.second, view.totals);
         if !self.enabled {
             return;
         }
@@ -57,5 +58,12 @@ impl Observer for Progress {
         );
         let _ = std::io::stderr().flush();
         self.drawn = true;
+    }
+}
+
+impl Observer for Progress {
+    fn second(&mut self, view: &SecondView) -> bool {
+        self.draw(view);
+        false
     }
 }

@@ -5,7 +5,8 @@
 
 use engine::{Load, RunOutput, RunSpec};
 use serde::{Deserialize, Serialize};
-use stats::{ErrorKind, Histogram, LatencySummary};
+use stats::slo::{Tracker, Verdict};
+use stats::{ErrorKind, Histogram, LatencySummary, Totals};
 use std::collections::BTreeMap;
 
 /// The schema identifier written in every result.
@@ -16,11 +17,86 @@ pub struct RunResult {
     pub schema: String,
     pub brink_version: String,
     pub started_at: String,
+    /// Seed of the template random values (`--seed` reproduces them).
+    pub seed: u64,
     pub interrupted: bool,
+    /// The first scenario's target and load (each scenario has its own in `scenarios`).
+    pub target: TargetInfo,
+    pub load: LoadInfo,
+    /// All scenarios together (for a single URL run: that run).
+    pub summary: SummaryJson,
+    /// All scenarios' seconds, one after the other (`t` counts from the first scenario's start).
+    pub timeseries: Vec<SecondRow>,
+    /// Whether every SLO of every scenario passed; `null` when there were none.
+    pub slo_passed: Option<bool>,
+    pub scenarios: Vec<ScenarioResult>,
+}
+
+/// One scenario of a plan (or the single run of `brink run URL`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub name: String,
+    pub interrupted: bool,
+    /// The SLO (with `abort`) that stopped this scenario early.
+    pub aborted_by: Option<String>,
     pub target: TargetInfo,
     pub load: LoadInfo,
     pub summary: SummaryJson,
+    /// Per request name of a mix or flow.
+    pub requests: Vec<RequestResult>,
+    pub slo: Vec<SloResult>,
+    pub slo_passed: Option<bool>,
     pub timeseries: Vec<SecondRow>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RequestResult {
+    pub name: String,
+    pub summary: SummaryJson,
+}
+
+/// The verdict of one SLO.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SloResult {
+    /// As written: `list.p95 < 100ms over 10s`.
+    pub slo: String,
+    /// `list.p95 over 10s`
+    pub metric: String,
+    /// `< 100ms`
+    pub target: String,
+    /// Measured: whole run, or the worst window; ms, a fraction, or req/s by metric.
+    pub value: Option<f64>,
+    /// The value as shown (`59.4ms`, `0.02%`).
+    pub result: String,
+    /// Headroom as a fraction of the target (negative when failing).
+    pub margin: Option<f64>,
+    pub pass: bool,
+    pub window_s: Option<u64>,
+    pub windows: u64,
+    pub failed_windows: u64,
+    /// Second (from the scenario start) at which the worst window ended.
+    pub worst_window_end_s: Option<u64>,
+    pub abort: bool,
+}
+
+impl SloResult {
+    pub fn new(t: &Tracker, v: &Verdict) -> SloResult {
+        let slo = &t.slo;
+        SloResult {
+            slo: slo.text.clone(),
+            metric: slo.label(),
+            target: slo.target_text(),
+            value: v.value,
+            result: v.value.map_or("no data".to_string(), |x| slo.fmt_value(x)),
+            margin: v.value.map(|x| slo.margin(x)),
+            pass: v.pass,
+            window_s: slo.window,
+            windows: v.windows,
+            failed_windows: v.failed_windows,
+            worst_window_end_s: v.worst_window_end,
+            abort: slo.abort,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -113,71 +189,52 @@ pub struct SecondRow {
     pub target: Option<f64>,
 }
 
-impl RunResult {
-    /// Builds the result of a finished run.
-    pub fn new(spec: &RunSpec, out: &RunOutput, started_at: String) -> RunResult {
-        let s = out.totals.summary(out.duration.as_secs_f64());
-        let status = s
-            .status
-            .sorted()
-            .into_iter()
-            .map(|(c, n)| (c.to_string(), n))
-            .collect();
-        let errors_by_kind = ErrorKind::ALL
-            .iter()
-            .map(|k| (k.name().to_string(), s.errors_by_kind[k.index()]))
-            .collect();
-        let schedule = match &spec.load {
-            Load::Open { rate, .. } => {
-                let ran = rate.truncated(out.duration);
-                let mut intended = ran.total().ceil() as u64;
-                if let Some(n) = spec.max_requests {
-                    intended = intended.min(n);
-                }
-                let sent = s.requests + out.unfinished;
-                Some(ScheduleInfo {
-                    intended,
-                    intended_rps: if out.duration.is_zero() {
-                        0.0
-                    } else {
-                        ran.total() / out.duration.as_secs_f64()
-                    },
-                    late: s.late,
-                    max_lag_ms: s.max_lag_us as f64 / 1000.0,
-                    not_sent: intended.saturating_sub(sent),
+impl ScenarioResult {
+    /// The result of one finished scenario run.
+    pub fn new(
+        name: &str,
+        spec: &RunSpec,
+        out: &RunOutput,
+        slo: Vec<SloResult>,
+        aborted_by: Option<String>,
+    ) -> ScenarioResult {
+        let schedule = schedule_info(spec, out);
+        let summary = summary_json(
+            &out.totals,
+            out.duration.as_secs_f64(),
+            out.unfinished,
+            schedule,
+        );
+        let requests = if out.by_request.len() > 1 {
+            out.by_request
+                .iter()
+                .map(|(n, t)| RequestResult {
+                    name: n.clone(),
+                    summary: summary_json(t, out.duration.as_secs_f64(), 0, None),
                 })
-            }
-            Load::Closed { .. } => None,
+                .collect()
+        } else {
+            Vec::new()
         };
-        RunResult {
-            schema: SCHEMA.to_string(),
-            brink_version: env!("CARGO_PKG_VERSION").to_string(),
-            started_at,
+        let first = &spec.workload.steps[0];
+        ScenarioResult {
+            name: name.to_string(),
             interrupted: out.interrupted,
+            aborted_by,
             target: TargetInfo {
-                url: spec.request.target.url(),
-                method: spec.request.method.clone(),
+                url: spec.target.url(),
+                method: if spec.workload.steps.len() == 1 {
+                    first.method.clone()
+                } else {
+                    "mixed".to_string()
+                },
                 protocol: if spec.http2 { "h2" } else { "http/1.1" }.to_string(),
             },
             load: load_info(spec, out.workers),
-            summary: SummaryJson {
-                requests: s.requests,
-                ok: s.ok,
-                errors: s.errors,
-                duration_s: s.duration_s,
-                rps: s.rps,
-                ok_rps: s.ok_rps,
-                success_rate: s.success_rate,
-                unfinished: out.unfinished,
-                latency_ms: s.latency,
-                service_time_ms: s.service,
-                status,
-                errors_by_kind,
-                bytes_in: s.bytes_in,
-                bytes_out: s.bytes_out,
-                schedule,
-                latency_histogram: bins(&out.totals.all.corrected),
-            },
+            summary,
+            requests,
+            slo_passed: (!slo.is_empty()).then(|| slo.iter().all(|s| s.pass)),
+            slo,
             timeseries: out
                 .seconds
                 .iter()
@@ -194,6 +251,109 @@ impl RunResult {
                 })
                 .collect(),
         }
+    }
+}
+
+impl RunResult {
+    /// The file for a whole run: `runs` are the scenarios in order, each with its totals.
+    pub fn new(
+        started_at: String,
+        seed: u64,
+        runs: Vec<(ScenarioResult, Totals)>,
+    ) -> Option<RunResult> {
+        let (first, _) = runs.first()?;
+        let mut totals = Totals::default();
+        let (mut duration, mut unfinished, mut offset) = (0.0, 0, 0);
+        let mut timeseries = Vec::new();
+        for (sc, t) in &runs {
+            totals.add(&t.all);
+            duration += sc.summary.duration_s;
+            unfinished += sc.summary.unfinished;
+            timeseries.extend(sc.timeseries.iter().map(|row| SecondRow {
+                t: row.t + offset,
+                ..row.clone()
+            }));
+            offset += sc.timeseries.len() as u64;
+        }
+        let summary = if runs.len() == 1 {
+            first.summary.clone()
+        } else {
+            summary_json(&totals, duration, unfinished, None)
+        };
+        let verdicts: Vec<bool> = runs.iter().filter_map(|(s, _)| s.slo_passed).collect();
+        Some(RunResult {
+            schema: SCHEMA.to_string(),
+            brink_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_at,
+            seed,
+            interrupted: runs.iter().any(|(s, _)| s.interrupted),
+            target: first.target.clone(),
+            load: first.load.clone(),
+            summary,
+            timeseries,
+            slo_passed: (!verdicts.is_empty()).then(|| verdicts.iter().all(|&p| p)),
+            scenarios: runs.into_iter().map(|(s, _)| s).collect(),
+        })
+    }
+}
+
+fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
+    let Load::Open { rate, .. } = &spec.load else {
+        return None;
+    };
+    let ran = rate.truncated(out.duration);
+    let mut intended = ran.total().ceil() as u64;
+    if let Some(n) = spec.max_requests {
+        intended = intended.min(n);
+    }
+    let all = &out.totals.all;
+    let sent = all.requests + out.unfinished;
+    Some(ScheduleInfo {
+        intended,
+        intended_rps: if out.duration.is_zero() {
+            0.0
+        } else {
+            ran.total() / out.duration.as_secs_f64()
+        },
+        late: all.late,
+        max_lag_ms: all.max_lag_us as f64 / 1000.0,
+        not_sent: intended.saturating_sub(sent),
+    })
+}
+
+/// The summary of `totals` over `duration_s` seconds.
+fn summary_json(
+    totals: &Totals,
+    duration_s: f64,
+    unfinished: u64,
+    schedule: Option<ScheduleInfo>,
+) -> SummaryJson {
+    let s = totals.summary(duration_s);
+    SummaryJson {
+        requests: s.requests,
+        ok: s.ok,
+        errors: s.errors,
+        duration_s: s.duration_s,
+        rps: s.rps,
+        ok_rps: s.ok_rps,
+        success_rate: s.success_rate,
+        unfinished,
+        latency_ms: s.latency,
+        service_time_ms: s.service,
+        status: s
+            .status
+            .sorted()
+            .into_iter()
+            .map(|(c, n)| (c.to_string(), n))
+            .collect(),
+        errors_by_kind: ErrorKind::ALL
+            .iter()
+            .map(|k| (k.name().to_string(), s.errors_by_kind[k.index()]))
+            .collect(),
+        bytes_in: s.bytes_in,
+        bytes_out: s.bytes_out,
+        schedule,
+        latency_histogram: bins(&totals.all.corrected),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The terminal summary, in the shape of the tables users paste into reports (seed 001): counts,
 //! success rate, a percentile table and a latency distribution.
 
-use crate::result::RunResult;
+use crate::result::ScenarioResult;
 use std::fmt::Write;
 
 /// Milliseconds with a precision that suits the magnitude: `0.57ms`, `117ms`, `1.25s`.
@@ -52,7 +52,7 @@ fn fmt_bytes(n: u64) -> String {
 }
 
 /// The whole summary as printed at the end of `brink run`.
-pub fn render(r: &RunResult) -> String {
+pub fn render(r: &ScenarioResult) -> String {
     let mut o = String::new();
     let s = &r.summary;
     let _ = writeln!(
@@ -67,6 +67,13 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(
             o,
             "  interrupted: figures cover the {:.1}s that ran",
+            s.duration_s
+        );
+    }
+    if let Some(slo) = &r.aborted_by {
+        let _ = writeln!(
+            o,
+            "  aborted: SLO '{slo}' broke; figures cover the {:.1}s that ran",
             s.duration_s
         );
     }
@@ -154,10 +161,12 @@ pub fn render(r: &RunResult) -> String {
         latency_table(&mut o, r);
         distribution(&mut o, r);
     }
+    o.push_str(&crate::sla::requests_table(r));
+    o.push_str(&crate::sla::sla_table(r));
     o
 }
 
-fn describe_load(r: &RunResult) -> String {
+fn describe_load(r: &ScenarioResult) -> String {
     let l = &r.load;
     let mut d = match (l.model.as_str(), l.rate) {
         ("open", Some(rate)) => format!(
@@ -189,7 +198,7 @@ fn describe_load(r: &RunResult) -> String {
     d
 }
 
-fn latency_table(o: &mut String, r: &RunResult) {
+fn latency_table(o: &mut String, r: &ScenarioResult) {
     let s = &r.summary;
     let labels = s.latency_ms.labelled();
     let _ = write!(o, "\n  {:<13}", "latency");
@@ -212,7 +221,7 @@ fn latency_table(o: &mut String, r: &RunResult) {
     }
 }
 
-fn distribution(o: &mut String, r: &RunResult) {
+fn distribution(o: &mut String, r: &ScenarioResult) {
     let bins = &r.summary.latency_histogram;
     let total: u64 = bins.iter().map(|b| b.count).sum();
     let peak = bins.iter().map(|b| b.count).max().unwrap_or(0);

@@ -21,11 +21,13 @@ pub enum ErrorKind {
     Closed,
     /// The response could not be parsed.
     Protocol,
+    /// A flow step's `extract:` found nothing in the response (or the body was not JSON).
+    Extract,
 }
 
 impl ErrorKind {
     /// Every kind, in the order used for arrays and reports.
-    pub const ALL: [ErrorKind; 7] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Tls,
@@ -33,6 +35,7 @@ impl ErrorKind {
         ErrorKind::Reset,
         ErrorKind::Closed,
         ErrorKind::Protocol,
+        ErrorKind::Extract,
     ];
     /// Number of kinds (length of per-kind counter arrays).
     pub const COUNT: usize = Self::ALL.len();
@@ -47,6 +50,7 @@ impl ErrorKind {
             ErrorKind::Reset => "reset",
             ErrorKind::Closed => "closed",
             ErrorKind::Protocol => "protocol",
+            ErrorKind::Extract => "extract",
         }
     }
 

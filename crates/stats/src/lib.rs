@@ -6,6 +6,7 @@
 mod bucket;
 mod hist;
 mod kind;
+pub mod slo;
 mod summary;
 
 pub use bucket::{Bucket, StatusCounts};

@@ -36,7 +36,7 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (
             vec!["run", &url, "--stages", "10s:5", "-d", "3s"],
-            "-d cannot be combined with --stages",
+            "-d/--duration cannot be combined with --stages",
         ),
         (
             vec!["run", &url, "-H", "NoColon"],

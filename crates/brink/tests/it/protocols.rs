@@ -1,8 +1,8 @@
 //! Client protocol paths against real servers: HTTP/1.1 framings (length, chunked,
 //! close-delimited, HEAD), TLS with a verified or skipped certificate, HTTP/2 via h2c and ALPN.
 
-use crate::support::{closed, run, spec};
-use engine::{RequestSpec, RunSpec, Target};
+use crate::support::{closed, run, spec, with_request};
+use engine::RunSpec;
 use stats::ErrorKind;
 use std::io::Write;
 use std::time::Duration;
@@ -47,14 +47,7 @@ fn close_delimited_bodies_end_at_eof_and_reconnect() {
 #[test]
 fn head_responses_have_no_body() {
     let srv = testkit::serve(handlers::fixed(Duration::ZERO)).unwrap();
-    let mut s = n_requests(&srv.url("/"), 50);
-    s.request = RequestSpec::new(
-        Target::parse(&srv.url("/")).unwrap(),
-        "HEAD",
-        &[],
-        Default::default(),
-    )
-    .unwrap();
+    let s = with_request(n_requests(&srv.url("/"), 50), "HEAD", &[], "");
     let out = run(&s);
     assert_eq!(
         out.totals.all.ok, 50,
@@ -88,15 +81,12 @@ fn post_bodies_arrive() {
         testkit::Reply::status(201)
     }))
     .unwrap();
-    let mut s = n_requests(&srv.url("/register"), 10);
-    let target = Target::parse(&srv.url("/register")).unwrap();
-    s.request = RequestSpec::new(
-        target,
+    let s = with_request(
+        n_requests(&srv.url("/register"), 10),
         "POST",
-        &["Content-Type: application/json".into()],
-        r#"{"a":1}"#.into(),
-    )
-    .unwrap();
+        &[("Content-Type", "application/json")],
+        r#"{"a":1}"#,
+    );
     assert_eq!(run(&s).totals.all.status.get(201), 10);
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 10);

@@ -1,6 +1,7 @@
 //! Helpers shared by the topics: building a run for a URL and running it in-process.
 
-use engine::{Curve, Load, RequestSpec, RunOutput, RunSpec, StatusSet, Target};
+use engine::workload::Step;
+use engine::{Curve, Load, RunOutput, RunSpec, StatusSet, Target, Workload};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +9,10 @@ use std::time::Duration;
 /// A closed-model GET run against `url` with `conns` connections.
 pub fn spec(url: &str, load: Load) -> RunSpec {
     let target = Target::parse(url).expect("test URL parses");
+    let step = Step::fixed("GET", "GET", &target.path, &[], b"");
     RunSpec {
-        request: RequestSpec::new(target, "GET", &[], Default::default()).expect("request"),
+        target,
+        workload: Arc::new(Workload::single(step)),
         load,
         max_requests: None,
         timeout: Duration::from_secs(5),
@@ -22,6 +25,22 @@ pub fn spec(url: &str, load: Load) -> RunSpec {
         threads: 2,
         grace: Duration::from_secs(2),
     }
+}
+
+/// `spec` sending `method` with `headers` and `body` instead of a GET.
+pub fn with_request(
+    mut spec: RunSpec,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> RunSpec {
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    let step = Step::fixed(method, method, &spec.target.path, &headers, body.as_bytes());
+    spec.workload = Arc::new(Workload::single(step));
+    spec
 }
 
 pub fn closed(conns: usize, secs: Option<f64>) -> Load {
@@ -40,8 +59,8 @@ pub fn open(rate: f64, secs: f64, pool: usize) -> Load {
 pub fn run(spec: &RunSpec) -> RunOutput {
     engine::run(
         spec,
-        Arc::new(AtomicBool::new(false)),
-        &mut |_: &engine::Second, _: &stats::Totals| {},
+        &AtomicBool::new(false),
+        &mut |_: &engine::SecondView| false,
     )
     .expect("run starts")
 }

@@ -8,6 +8,7 @@ pub mod parse;
 pub mod reader;
 
 use crate::conn::io_kind;
+use crate::workload::Captured;
 pub use reader::Reply;
 use reader::{ReadBuf, Reader};
 use stats::ErrorKind;
@@ -27,10 +28,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         }
     }
 
-    /// Writes `req` and reads one full response.
-    pub async fn roundtrip(&mut self, req: &[u8], head_request: bool) -> Result<Reply, ErrorKind> {
+    /// Writes `req` and reads one full response, keeping it when `capture` is set.
+    pub async fn roundtrip(
+        &mut self,
+        req: &[u8],
+        head_request: bool,
+        capture: bool,
+    ) -> Result<(Reply, Option<Captured>), ErrorKind> {
         self.io.write_all(req).await.map_err(|e| io_kind(&e))?;
-        let mut reader = Reader::new(head_request);
+        let mut reader = if capture {
+            Reader::capturing(head_request)
+        } else {
+            Reader::new(head_request)
+        };
         self.buf.filled = 0;
         loop {
             let n = self
@@ -38,11 +48,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
                 .read(self.buf.spare())
                 .await
                 .map_err(|e| io_kind(&e))?;
-            if n == 0 {
-                return reader.eof();
-            }
-            if let Some(reply) = reader.advance(&mut self.buf, n)? {
-                return Ok(reply);
+            let reply = if n == 0 {
+                Some(reader.eof()?)
+            } else {
+                reader.advance(&mut self.buf, n)?
+            };
+            if let Some(reply) = reply {
+                return Ok((reply, reader.take_capture()));
             }
         }
     }

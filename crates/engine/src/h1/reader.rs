@@ -4,7 +4,11 @@
 //! so framing rules live in one place.
 
 use super::parse::{parse_head, Chunked, Framing};
+use crate::workload::Captured;
 use stats::ErrorKind;
+
+/// Most body bytes kept for extraction; a longer body is cut (and its JSON will not parse).
+pub const MAX_CAPTURE: usize = 4 << 20;
 
 /// Initial read buffer: large enough for common heads; grows up to [`MAX_HEAD`].
 pub const INITIAL_BUF: usize = 8 * 1024;
@@ -38,6 +42,8 @@ pub struct Reader {
     status: u16,
     keep_alive: bool,
     bytes_in: u64,
+    /// Kept head and body, only when a flow step extracts from this response.
+    capture: Option<Box<Captured>>,
 }
 
 /// A per-connection read buffer: `data[..filled]` holds unconsumed bytes.
@@ -72,7 +78,25 @@ impl Reader {
             status: 0,
             keep_alive: false,
             bytes_in: 0,
+            capture: None,
         }
+    }
+
+    /// A reader that also keeps the response's headers and body (for extraction).
+    pub fn capturing(head_request: bool) -> Reader {
+        Reader {
+            capture: Some(Box::default()),
+            ..Reader::new(head_request)
+        }
+    }
+
+    /// The kept response once it is complete (body de-chunked).
+    pub fn take_capture(&mut self) -> Option<Captured> {
+        let mut c = *self.capture.take()?;
+        if matches!(self.phase, Phase::Chunked(_)) {
+            c.body = dechunk(&c.body);
+        }
+        Some(c)
     }
 
     /// Takes `n` new bytes at `buf.data[buf.filled..]`; `Some` once the response is complete.
@@ -85,6 +109,10 @@ impl Reader {
             }
         }
         let body = &buf.data[..buf.filled];
+        if let Some(c) = self.capture.as_mut() {
+            let room = MAX_CAPTURE.saturating_sub(c.body.len());
+            c.body.extend_from_slice(&body[..body.len().min(room)]);
+        }
         let done = match &mut self.phase {
             Phase::Head => false,
             Phase::Length(left) => {
@@ -129,6 +157,9 @@ impl Reader {
                 }
                 return Ok(false);
             };
+            if let Some(c) = self.capture.as_mut() {
+                c.headers = header_list(&buf.data[..head.len]);
+            }
             buf.data.copy_within(head.len..buf.filled, 0);
             buf.filled -= head.len;
             if (100..200).contains(&head.status) && head.status != 101 {
@@ -150,6 +181,44 @@ impl Reader {
             return Ok(true);
         }
     }
+}
+
+/// The headers of a response head, as text.
+fn header_list(head: &[u8]) -> Vec<(String, String)> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut resp = httparse::Response::new(&mut headers);
+    if resp.parse(head).is_err() {
+        return Vec::new();
+    }
+    resp.headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_string(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The data of a complete chunked body (framing already validated by [`Chunked`]).
+fn dechunk(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(eol) = rest.iter().position(|&b| b == b'\n') {
+        let line = String::from_utf8_lossy(&rest[..eol]);
+        let size = line.split(';').next().map(str::trim).unwrap_or("");
+        let Ok(n) = usize::from_str_radix(size, 16) else {
+            break;
+        };
+        rest = &rest[eol + 1..];
+        if n == 0 || n > rest.len() {
+            break;
+        }
+        out.extend_from_slice(&rest[..n]);
+        rest = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -197,6 +266,30 @@ mod tests {
         let resp = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
         assert_eq!(read(&resp[..resp.len() - 1], 4, false), Ok(None));
         assert!(read(resp, 4, false).unwrap().is_some());
+    }
+
+    #[test]
+    fn capture_keeps_headers_and_dechunked_body() {
+        let resp = b"HTTP/1.1 200 OK\r\nX-Token: abc\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4;x=1\r\n\":1}\r\n0\r\n\r\n";
+        for step in [1, 5, resp.len()] {
+            let mut buf = ReadBuf::default();
+            let mut r = Reader::capturing(false);
+            let mut rest = &resp[..];
+            let mut done = false;
+            while !rest.is_empty() && !done {
+                let n = step.min(rest.len());
+                buf.spare()[..n].copy_from_slice(&rest[..n]);
+                rest = &rest[n..];
+                done = r.advance(&mut buf, n).unwrap().is_some();
+            }
+            assert!(done);
+            let c = r.take_capture().unwrap();
+            assert_eq!(c.body, b"{\"a\":1}", "step {step}");
+            assert!(c
+                .headers
+                .contains(&("X-Token".to_string(), "abc".to_string())));
+        }
+        assert!(Reader::new(false).take_capture().is_none());
     }
 
     #[test]

@@ -10,10 +10,13 @@
 //! slots after a connect backoff.
 
 use super::alarm::Alarm;
-use super::{backoff_delay, closed_may_send, open_due, pace, record, share};
+use super::{
+    backoff_delay, buckets, closed_may_send, open_due, pace, record, record_connect_error, share,
+};
 use crate::conn::io_kind;
 use crate::h1::reader::{ReadBuf, Reader, Reply};
 use crate::run::{Load, Msg, Shared};
+use crate::workload::Vu;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use stats::{Bucket, ErrorKind};
@@ -56,6 +59,7 @@ struct Conn {
     written: usize,
     failures: u32,
     retry_at: Instant,
+    vu: Vu,
 }
 
 impl Conn {
@@ -75,7 +79,8 @@ struct Worker<'a> {
     tx: &'a Sender<Msg>,
     poll: Poll,
     conns: Vec<Conn>,
-    rec: Bucket,
+    /// This second's buckets, one per request of the workload.
+    rec: Vec<Bucket>,
     second: u64,
     in_flight: u64,
     /// Closed model: slots `>= target` retire.
@@ -86,11 +91,14 @@ struct Worker<'a> {
     idle: Vec<usize>,
     /// Open model: wakes the loop when the next request is due.
     alarm: Option<Alarm>,
-    head_request: bool,
 }
 
-/// Runs the worker; returns its last partial bucket and the requests still in flight.
-pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket, u64), String> {
+/// Runs the worker; returns its last partial buckets and the requests still in flight.
+pub fn run(
+    shared: &Arc<Shared>,
+    id: usize,
+    tx: &Sender<Msg>,
+) -> Result<(Vec<Bucket>, u64), String> {
     let poll = Poll::new().map_err(|e| format!("cannot create epoll: {e}"))?;
     let now = Instant::now();
     let slots = match &shared.load {
@@ -100,7 +108,7 @@ pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket,
         Load::Open { pool, .. } => share(*pool, id, shared.workers),
     };
     let conns = (0..slots)
-        .map(|_| Conn {
+        .map(|k| Conn {
             sock: None,
             state: State::Idle,
             buf: ReadBuf::default(),
@@ -111,6 +119,7 @@ pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket,
             written: 0,
             failures: 0,
             retry_at: now,
+            vu: Vu::new(&shared.connector.workload, (k * shared.workers + id) as u64),
         })
         .collect();
     let open = matches!(shared.load, Load::Open { .. });
@@ -125,7 +134,7 @@ pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket,
         tx,
         poll,
         conns,
-        rec: Bucket::new(0),
+        rec: buckets(shared, 0),
         second: 0,
         in_flight: 0,
         target: 0,
@@ -140,10 +149,9 @@ pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket,
             Vec::new()
         },
         alarm,
-        head_request: shared.connector.spec.is_head(),
     };
     w.run_loop();
-    Ok((std::mem::replace(&mut w.rec, Bucket::new(0)), w.in_flight))
+    Ok((std::mem::take(&mut w.rec), w.in_flight))
 }
 
 impl Worker<'_> {
@@ -205,8 +213,8 @@ impl Worker<'_> {
     fn flush(&mut self, now: Instant) {
         while now >= self.shared.start + Duration::from_secs(self.second + 1) {
             self.second += 1;
-            let full = std::mem::replace(&mut self.rec, Bucket::new(self.second));
-            let _ = self.tx.send(Msg::Bucket(self.id, Box::new(full)));
+            let full = std::mem::replace(&mut self.rec, buckets(self.shared, self.second));
+            let _ = self.tx.send(Msg::Buckets(self.id, full));
         }
     }
 
@@ -245,7 +253,7 @@ impl Worker<'_> {
             let Some(k) = self.take_idle(now) else { return };
             let next = i + self.shared.workers as u64;
             self.pending = open_due(self.shared, next).map(|d| (next, d));
-            let base = pace(&mut self.rec, due, now);
+            let base = pace(&mut self.rec[0], due, now);
             self.start(k, base, now);
         }
     }
@@ -261,12 +269,20 @@ impl Worker<'_> {
         Some(k)
     }
 
-    /// Starts an attempt on slot `k`: connects if needed, else writes the request.
+    /// Starts an attempt on slot `k`: picks and prepares its request, connects if needed,
+    /// else writes the request.
     fn start(&mut self, k: usize, base: Instant, now: Instant) {
         self.in_flight += 1;
+        let connector = &self.shared.connector;
         let c = &mut self.conns[k];
+        let step = &connector.workload.steps[c.vu.next(&connector.workload)];
+        connector.prepare_h1(&mut c.vu);
         c.base = base;
-        c.reader = Reader::new(self.head_request);
+        c.reader = if step.extract.is_empty() {
+            Reader::new(step.is_head())
+        } else {
+            Reader::capturing(step.is_head())
+        };
         c.buf.filled = 0;
         if c.sock.is_some() {
             c.sent = now;
@@ -296,8 +312,8 @@ impl Worker<'_> {
 
     /// Writes (the rest of) the request; moves to Reading when it is all out.
     fn write(&mut self, k: usize, now: Instant) {
-        let req = &self.shared.connector.h1_request;
         let c = &mut self.conns[k];
+        let req = self.shared.connector.h1_bytes(&c.vu);
         let Some(sock) = c.sock.as_mut() else { return };
         if c.state != State::Writing {
             c.written = 0;
@@ -389,7 +405,12 @@ impl Worker<'_> {
     fn finish(&mut self, k: usize, result: Result<Reply, ErrorKind>, done: Instant) {
         self.in_flight -= 1;
         let c = &mut self.conns[k];
-        let keep = record(&mut self.rec, self.shared, result, c.base, c.sent, done);
+        let outcome = result.map(|reply| (reply, c.reader.take_capture()));
+        let sent_len = self.shared.connector.h1_bytes(&c.vu).len() as u64;
+        let (shared, rec) = (self.shared, &mut self.rec);
+        let keep = record(
+            rec, shared, &mut c.vu, outcome, sent_len, c.base, c.sent, done,
+        );
         c.state = State::Idle;
         if !keep {
             c.sock = None;
@@ -403,16 +424,23 @@ impl Worker<'_> {
                 }
             }
             Load::Open { .. } => {
-                self.idle.push(k);
-                self.start_due(done);
+                // A flow iteration goes on at once; only its first step waits for the schedule.
+                let running = !self.shared.stop.load(Ordering::Relaxed)
+                    && self.shared.end.is_none_or(|end| done < end);
+                if self.conns[k].vu.in_iteration() && running {
+                    self.start(k, done, done);
+                } else {
+                    self.idle.push(k);
+                    self.start_due(done);
+                }
             }
         }
     }
 
     fn connect_failed(&mut self, k: usize, kind: ErrorKind, now: Instant) {
         self.in_flight -= 1;
-        self.rec.record_error(kind);
         let c = &mut self.conns[k];
+        record_connect_error(&mut self.rec, self.shared, &mut c.vu, kind);
         c.sock = None;
         c.state = State::Backoff;
         c.retry_at = now + backoff_delay(c.failures);

@@ -14,8 +14,9 @@ mod alarm;
 mod epoll;
 mod tasks;
 
-use crate::h1::Reply;
+use crate::conn::Outcome;
 use crate::run::{Msg, Shared};
+use crate::workload::Vu;
 use stats::{Bucket, ErrorKind};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -35,7 +36,7 @@ pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
     };
     match outcome {
         Ok((last, unfinished)) => {
-            let _ = tx.send(Msg::Bucket(id, Box::new(last)));
+            let _ = tx.send(Msg::Buckets(id, last));
             let _ = tx.send(Msg::Done(id, unfinished));
         }
         Err(e) => {
@@ -80,28 +81,57 @@ fn pace(rec: &mut Bucket, due: Instant, now: Instant) -> Instant {
     }
 }
 
-/// Records one finished attempt; returns whether its connection may be reused.
+/// A fresh set of per-request buckets for `second`.
+fn buckets(shared: &Shared, second: u64) -> Vec<Bucket> {
+    vec![Bucket::new(second); shared.connector.workload.steps.len().max(1)]
+}
+
+/// Records one finished attempt of `vu`'s current request (after its extractions, which may
+/// turn a response into [`ErrorKind::Extract`]); returns whether the connection may be reused.
+#[allow(clippy::too_many_arguments)]
 fn record(
-    rec: &mut Bucket,
+    rec: &mut [Bucket],
     shared: &Shared,
-    result: Result<Reply, ErrorKind>,
+    vu: &mut Vu,
+    outcome: Outcome,
+    bytes_out: u64,
     base: Instant,
     sent: Instant,
     done: Instant,
 ) -> bool {
-    rec.bytes_out += shared.request_len;
-    match result {
-        Ok(reply) => {
+    let (result, captured) = match outcome {
+        Ok((reply, captured)) => (Ok(reply), captured),
+        Err(kind) => (Err(kind), None),
+    };
+    let workload = &shared.connector.workload;
+    let status = result.map(|r| r.status);
+    let extracted = vu.complete(workload, status, &shared.ok_status, captured.as_ref());
+    let rec = &mut rec[vu.current];
+    rec.bytes_out += bytes_out;
+    match (result, extracted) {
+        (Ok(reply), Ok(())) => {
             let ok = shared.ok_status.contains(reply.status);
             rec.record_response(reply.status, ok, micros(done - base), micros(done - sent));
             rec.bytes_in += reply.bytes_in;
             reply.keep_alive && shared.keepalive
         }
-        Err(kind) => {
+        (Ok(reply), Err(kind)) => {
+            rec.record_error(kind);
+            rec.bytes_in += reply.bytes_in;
+            reply.keep_alive && shared.keepalive
+        }
+        (Err(kind), _) => {
             rec.record_error(kind);
             false
         }
     }
+}
+
+/// Records a connect failure for `vu`'s current request (its flow iteration ends).
+fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, kind: ErrorKind) {
+    let workload = &shared.connector.workload;
+    let _ = vu.complete(workload, Err(kind), &shared.ok_status, None);
+    rec[vu.current].record_error(kind);
 }
 
 /// Delay before connect attempt number `failures + 1`: 10 ms doubling to 1 s, so an

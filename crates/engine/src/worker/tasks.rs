@@ -3,10 +3,13 @@
 //! `ticket -> exchange` in a loop; only the ticket differs between load models (see the parent
 //! module for the rules).
 
-use super::{backoff_delay, closed_may_send, open_due, pace, record, share};
+use super::{
+    backoff_delay, buckets, closed_may_send, open_due, pace, record, record_connect_error, share,
+};
 use crate::conn::Conn;
 use crate::run::{Load, Msg, Shared};
 use crate::schedule::Curve;
+use crate::workload::Vu;
 use stats::{Bucket, ErrorKind};
 use std::cell::{Cell, RefCell};
 use std::pin::Pin;
@@ -25,7 +28,8 @@ const POLL: Duration = Duration::from_millis(50);
 struct Local {
     shared: Arc<Shared>,
     id: usize,
-    rec: RefCell<Bucket>,
+    /// This second's buckets, one per request of the workload.
+    rec: RefCell<Vec<Bucket>>,
     /// Open model: next request index this worker will take.
     next: Cell<u64>,
     /// Closed model: slots `>= target` retire after their current request.
@@ -34,8 +38,12 @@ struct Local {
     in_flight: Cell<u64>,
 }
 
-/// Runs the worker; returns its last partial bucket and the requests still in flight.
-pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket, u64), String> {
+/// Runs the worker; returns its last partial buckets and the requests still in flight.
+pub fn run(
+    shared: &Arc<Shared>,
+    id: usize,
+    tx: &Sender<Msg>,
+) -> Result<(Vec<Bucket>, u64), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -43,7 +51,7 @@ pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket,
     let ctx = Rc::new(Local {
         shared: shared.clone(),
         id,
-        rec: RefCell::new(Bucket::new(0)),
+        rec: RefCell::new(buckets(shared, 0)),
         next: Cell::new(id as u64),
         target: Cell::new(0),
         alive: RefCell::new(Vec::new()),
@@ -58,7 +66,7 @@ pub fn run(shared: &Arc<Shared>, id: usize, tx: &Sender<Msg>) -> Result<(Bucket,
         }
         flusher.abort();
     });
-    let last = ctx.rec.replace(Bucket::new(0));
+    let last = ctx.rec.take();
     Ok((last, ctx.in_flight.get()))
 }
 
@@ -85,8 +93,8 @@ async fn flush_loop(ctx: Rc<Local>, tx: Sender<Msg>) {
     loop {
         tokio::time::sleep_until((ctx.shared.start + Duration::from_secs(second + 1)).into()).await;
         second += 1;
-        let full = ctx.rec.replace(Bucket::new(second));
-        if tx.send(Msg::Bucket(ctx.id, Box::new(full))).is_err() {
+        let full = ctx.rec.replace(buckets(&ctx.shared, second));
+        if tx.send(Msg::Buckets(ctx.id, full)).is_err() {
             return;
         }
     }
@@ -96,8 +104,8 @@ async fn drive(ctx: Rc<Local>) {
     match &ctx.shared.load {
         Load::Open { pool, .. } => {
             let mut tasks = JoinSet::new();
-            for _ in 0..share(*pool, ctx.id, ctx.shared.workers) {
-                tasks.spawn_local(open_task(ctx.clone()));
+            for slot in 0..share(*pool, ctx.id, ctx.shared.workers) {
+                tasks.spawn_local(open_task(ctx.clone(), slot));
             }
             while tasks.join_next().await.is_some() {}
         }
@@ -143,7 +151,7 @@ async fn closed_driver(ctx: Rc<Local>, curve: Curve) {
 }
 
 async fn closed_task(ctx: Rc<Local>, slot: usize) {
-    let mut conn = Slot::new(&ctx.shared);
+    let mut conn = Slot::new(&ctx, slot);
     loop {
         let now = Instant::now();
         if !closed_may_send(&ctx.shared, slot, ctx.target.get(), now) {
@@ -156,9 +164,16 @@ async fn closed_task(ctx: Rc<Local>, slot: usize) {
     }
 }
 
-async fn open_task(ctx: Rc<Local>) {
-    let mut conn = Slot::new(&ctx.shared);
+async fn open_task(ctx: Rc<Local>, slot: usize) {
+    let mut conn = Slot::new(&ctx, slot);
     loop {
+        // A flow iteration goes on at once; only its first step waits for the schedule.
+        let running = ctx.shared.end.is_none_or(|end| Instant::now() < end);
+        if conn.vu.in_iteration() && running {
+            let now = Instant::now();
+            conn.exchange(&ctx, now, now).await;
+            continue;
+        }
         let i = ctx.next.get();
         ctx.next.set(i + ctx.shared.workers as u64);
         let Some(due) = open_due(&ctx.shared, i) else {
@@ -168,14 +183,15 @@ async fn open_task(ctx: Rc<Local>) {
             tokio::time::sleep_until(due.into()).await;
         }
         let now = Instant::now();
-        let base = pace(&mut ctx.rec.borrow_mut(), due, now);
+        let base = pace(&mut ctx.rec.borrow_mut()[0], due, now);
         conn.exchange(&ctx, base, now).await;
     }
 }
 
-/// One connection slot: its connection (opened lazily, reopened after errors), its connect
-/// failures, and its request-timeout timer.
+/// One connection slot: its virtual user, its connection (opened lazily, reopened after
+/// errors), its connect failures, and its request-timeout timer.
 struct Slot {
+    vu: Vu,
     conn: Option<Conn>,
     failures: u32,
     /// Lazy deadline: armed for some earlier request's deadline, which is never later than the
@@ -185,8 +201,13 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(shared: &Shared) -> Slot {
+    fn new(ctx: &Local, slot: usize) -> Slot {
+        let shared = &ctx.shared;
         Slot {
+            vu: Vu::new(
+                &shared.connector.workload,
+                (slot * shared.workers + ctx.id) as u64,
+            ),
             conn: None,
             failures: 0,
             timer: Box::pin(tokio::time::sleep(shared.timeout)),
@@ -199,6 +220,7 @@ impl Slot {
         let shared = &ctx.shared;
         let connector = &shared.connector;
         ctx.in_flight.set(ctx.in_flight.get() + 1);
+        self.vu.next(&connector.workload);
         let (c, sent) = match &mut self.conn {
             Some(c) => (c, now),
             None => {
@@ -212,7 +234,10 @@ impl Slot {
                     }
                     Err(kind) => {
                         ctx.in_flight.set(ctx.in_flight.get() - 1);
-                        ctx.rec.borrow_mut().record_error(kind);
+                        {
+                            let mut rec = ctx.rec.borrow_mut();
+                            record_connect_error(&mut rec, shared, &mut self.vu, kind);
+                        }
                         let mut until = Instant::now() + backoff_delay(self.failures);
                         self.failures += 1;
                         if let Some(end) = shared.end {
@@ -225,15 +250,15 @@ impl Slot {
             }
         };
         let deadline = sent + shared.timeout;
-        let result = {
-            let mut send = std::pin::pin!(connector.send(c));
+        let (result, bytes_out) = {
+            let mut send = std::pin::pin!(connector.send(c, &mut self.vu));
             loop {
                 tokio::select! {
                     biased;
                     r = &mut send => break r,
                     _ = self.timer.as_mut() => {
                         if Instant::now() >= deadline {
-                            break Err(ErrorKind::Timeout);
+                            break (Err(ErrorKind::Timeout), 0);
                         }
                         self.timer.as_mut().reset(deadline.into());
                     }
@@ -242,7 +267,18 @@ impl Slot {
         };
         let done = Instant::now();
         ctx.in_flight.set(ctx.in_flight.get() - 1);
-        if !record(&mut ctx.rec.borrow_mut(), shared, result, base, sent, done) {
+        let mut rec = ctx.rec.borrow_mut();
+        let keep = record(
+            &mut rec,
+            shared,
+            &mut self.vu,
+            result,
+            bytes_out,
+            base,
+            sent,
+            done,
+        );
+        if !keep {
             self.conn = None;
         }
     }

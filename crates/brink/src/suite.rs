@@ -1,0 +1,129 @@
+//! Running jobs in order: each scenario's run with its live progress and its SLOs followed
+//! second by second (an `abort` SLO stops the scenario at the first broken window), then its
+//! summary and SLA table, the pause, the next scenario. An interrupt stops the current
+//! scenario, keeps what it measured, and skips the rest.
+
+use crate::commands::emit;
+use crate::exit::Fail;
+use crate::resolve::Job;
+use engine::{Observer, SecondView};
+use report::{Progress, RunResult, ScenarioResult, SloResult};
+use stats::slo::Tracker;
+use stats::Bucket;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Follows one scenario: progress line and SLO trackers.
+struct Watch {
+    progress: Option<Progress>,
+    /// Each tracker with the index of the request it watches (`None`: all requests).
+    trackers: Vec<(Tracker, Option<usize>)>,
+    aborted_by: Option<String>,
+}
+
+impl Observer for Watch {
+    fn second(&mut self, view: &SecondView) -> bool {
+        if let Some(p) = self.progress.as_mut() {
+            p.draw(view);
+        }
+        for (t, idx) in &mut self.trackers {
+            let (b, so_far): (&Bucket, &Bucket) = match idx {
+                Some(i) => (&view.by_request[*i], &view.totals_by_request[*i].all),
+                None => (view.all, &view.totals.all),
+            };
+            if t.second(b, so_far) && self.aborted_by.is_none() {
+                self.aborted_by = Some(t.slo.text.clone());
+            }
+        }
+        self.aborted_by.is_some()
+    }
+}
+
+/// Runs `jobs` in order and returns the whole result.
+pub fn run_jobs(
+    jobs: Vec<Job>,
+    interrupt: &AtomicBool,
+    quiet: bool,
+    seed: u64,
+) -> Result<RunResult, Fail> {
+    let started = report::rfc3339_utc(SystemTime::now());
+    let count = jobs.len();
+    let mut runs = Vec::new();
+    for (i, job) in jobs.into_iter().enumerate() {
+        if count > 1 && !quiet {
+            emit(&format!(
+                "\n== scenario {} ({}/{count}) ==\n",
+                job.name,
+                i + 1
+            ));
+        }
+        let (scenario, totals) = run_one(&job, interrupt, quiet)?;
+        let stop = scenario.interrupted;
+        if !quiet {
+            emit(&report::render(&scenario));
+        }
+        runs.push((scenario, totals));
+        if stop {
+            break;
+        }
+        if i + 1 < count && !pause(job.pause, interrupt) {
+            break;
+        }
+    }
+    RunResult::new(started, seed, runs).ok_or_else(|| Fail::input("no scenario ran"))
+}
+
+fn run_one(
+    job: &Job,
+    interrupt: &AtomicBool,
+    quiet: bool,
+) -> Result<(ScenarioResult, stats::Totals), Fail> {
+    let names = job.spec.workload.names();
+    let trackers = job
+        .slos
+        .iter()
+        .map(|s| {
+            let idx = s
+                .request
+                .as_ref()
+                .and_then(|r| names.iter().position(|n| n == r));
+            (Tracker::new(s.clone()), idx)
+        })
+        .collect();
+    let mut watch = Watch {
+        progress: (!quiet).then(|| Progress::new(job.spec.load.end())),
+        trackers,
+        aborted_by: None,
+    };
+    let out = engine::run(&job.spec, interrupt, &mut watch).map_err(|e| Fail::input(e.to_string()));
+    if let Some(p) = watch.progress.as_mut() {
+        p.finish();
+    }
+    let out = out?;
+    let secs = out.duration.as_secs_f64();
+    let slo = watch
+        .trackers
+        .iter()
+        .map(|(t, idx)| {
+            let total = match idx {
+                Some(i) => &out.by_request[*i].1.all,
+                None => &out.totals.all,
+            };
+            SloResult::new(t, &t.verdict(total, secs))
+        })
+        .collect();
+    let scenario = ScenarioResult::new(&job.name, &job.spec, &out, slo, watch.aborted_by);
+    Ok((scenario, out.totals))
+}
+
+/// Waits `d` unless interrupted; false when interrupted.
+fn pause(d: Duration, interrupt: &AtomicBool) -> bool {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if interrupt.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50).min(end - Instant::now()));
+    }
+    !interrupt.load(Ordering::Relaxed)
+}

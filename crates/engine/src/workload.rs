@@ -1,0 +1,551 @@
+//! What each attempt sends: one request, a weighted mix of requests, or a flow (a sequence of
+//! steps per iteration whose responses feed later steps through extracted variables), plus the
+//! data sets templates read. A [`Vu`] (virtual user: one connection slot) walks the workload:
+//! it picks the next request, renders it into its own buffer, and takes the response back to
+//! extract variables and move the flow on. Requests without placeholders are serialised once
+//! before the run and never rendered again.
+//!
+//! Flow rules (where the plan format is silent, these are the choices):
+//! * an iteration runs the steps in order; a step's `weight` is how many times it runs in a row;
+//! * a step that fails (transport error, failing status, or an extraction that finds nothing)
+//!   ends the iteration: the next attempt starts a new iteration at the first step, because
+//!   later steps usually depend on what the failed one should have returned;
+//! * variables and data rows are per iteration: a new iteration clears the variables and takes
+//!   the next row of each data set (or keeps the virtual user's own row with `per: vu`).
+//!
+//! In a mix, every attempt is its own iteration: it picks a request by weight and takes fresh
+//! data rows.
+
+use crate::rng::Rng;
+use crate::target::StatusSet;
+use crate::template::{Scope, Template};
+use stats::ErrorKind;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A data set: CSV rows handed out in order (wrapping around at the end).
+#[derive(Debug)]
+pub struct Table {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// One fixed row per virtual user instead of the next row per iteration.
+    pub per_vu: bool,
+    next: AtomicU64,
+}
+
+impl Table {
+    pub fn new(name: String, columns: Vec<String>, rows: Vec<Vec<String>>, per_vu: bool) -> Table {
+        Table {
+            name,
+            columns,
+            rows,
+            per_vu,
+            next: AtomicU64::new(0),
+        }
+    }
+
+    fn row_for(&self, vu: u64) -> usize {
+        let n = self.rows.len().max(1) as u64;
+        let i = if self.per_vu {
+            vu
+        } else {
+            self.next.fetch_add(1, Ordering::Relaxed)
+        };
+        (i % n) as usize
+    }
+}
+
+/// Where an extracted variable comes from.
+#[derive(Debug)]
+pub enum Extractor {
+    /// RFC 9535 JSONPath on a JSON body; the first match (strings unquoted).
+    Json(serde_json_path::JsonPath),
+    /// A response header (case-insensitive).
+    Header(String),
+    /// A regex on the body: capture group 1, or the whole match without groups.
+    Regex(regex::Regex),
+}
+
+/// A response kept for extraction: headers and the (de-chunked) body.
+#[derive(Clone, Debug, Default)]
+pub struct Captured {
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Extractor {
+    fn apply(&self, r: &Captured) -> Option<String> {
+        match self {
+            Extractor::Json(path) => {
+                let v: serde_json::Value = serde_json::from_slice(&r.body).ok()?;
+                let found = path.query(&v).first()?;
+                Some(match found {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            }
+            Extractor::Header(name) => r
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone()),
+            Extractor::Regex(re) => {
+                let text = String::from_utf8_lossy(&r.body);
+                let caps = re.captures(&text)?;
+                caps.get(1)
+                    .or_else(|| caps.get(0))
+                    .map(|m| m.as_str().to_string())
+            }
+        }
+    }
+}
+
+/// One request of a mix or step of a flow.
+#[derive(Debug)]
+pub struct Step {
+    pub name: String,
+    pub method: String,
+    /// Path and query (`/items?page=2`).
+    pub path: Template,
+    pub headers: Vec<(String, Template)>,
+    pub body: Template,
+    /// (variable index, where it comes from)
+    pub extract: Vec<(usize, Extractor)>,
+    /// Mix: relative weight. Flow: times the step runs in a row per iteration.
+    pub weight: u32,
+}
+
+impl Step {
+    /// A request without placeholders.
+    pub fn fixed(
+        name: &str,
+        method: &str,
+        path: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Step {
+        Step {
+            name: name.to_string(),
+            method: method.to_string(),
+            path: Template::literal(path.as_bytes()),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.clone(), Template::literal(v.as_bytes())))
+                .collect(),
+            body: Template::literal(body),
+            extract: Vec::new(),
+            weight: 1,
+        }
+    }
+
+    pub fn is_head(&self) -> bool {
+        self.method.eq_ignore_ascii_case("HEAD")
+    }
+
+    /// Whether the request is the same bytes every time.
+    pub fn is_static(&self) -> bool {
+        self.path.is_static()
+            && self.body.is_static()
+            && self.headers.iter().all(|(_, v)| v.is_static())
+    }
+
+    fn has_header(&self, name: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
+
+    /// Renders the HTTP/1.1 request into `out` (cleared first); `body` is scratch space.
+    pub fn render_h1(
+        &self,
+        scope: &mut Scope,
+        authority: &str,
+        keepalive: bool,
+        out: &mut Vec<u8>,
+        body: &mut Vec<u8>,
+    ) {
+        out.clear();
+        body.clear();
+        self.body.render(scope, body);
+        out.extend_from_slice(self.method.as_bytes());
+        out.push(b' ');
+        self.path.render(scope, out);
+        out.extend_from_slice(b" HTTP/1.1\r\n");
+        let line = |out: &mut Vec<u8>, parts: &[&[u8]]| {
+            for p in parts {
+                out.extend_from_slice(p);
+            }
+            out.extend_from_slice(b"\r\n");
+        };
+        if !self.has_header("host") {
+            line(out, &[b"Host: ", authority.as_bytes()]);
+        }
+        if !self.has_header("user-agent") {
+            line(
+                out,
+                &[concat!("User-Agent: brink/", env!("CARGO_PKG_VERSION")).as_bytes()],
+            );
+        }
+        if !keepalive && !self.has_header("connection") {
+            line(out, &[b"Connection: close"]);
+        }
+        for (n, v) in &self.headers {
+            out.extend_from_slice(n.as_bytes());
+            out.extend_from_slice(b": ");
+            v.render(scope, out);
+            out.extend_from_slice(b"\r\n");
+        }
+        let wants_length =
+            !body.is_empty() || matches!(self.method.as_str(), "POST" | "PUT" | "PATCH");
+        if wants_length && !self.has_header("content-length") {
+            line(
+                out,
+                &[b"Content-Length: ", body.len().to_string().as_bytes()],
+            );
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(body);
+    }
+}
+
+/// Everything the virtual users share.
+#[derive(Debug)]
+pub struct Workload {
+    pub steps: Vec<Step>,
+    /// A flow (sequence per iteration) rather than a weighted mix.
+    pub flow: bool,
+    pub tables: Vec<Table>,
+    /// Flow variable names, by index.
+    pub vars: Vec<String>,
+    pub seed: u64,
+    /// `{{seq}}`: the next global request number.
+    pub seq: AtomicU64,
+    /// Mix: running sums of the weights.
+    cumulative: Vec<u64>,
+}
+
+impl Workload {
+    pub fn new(
+        steps: Vec<Step>,
+        flow: bool,
+        tables: Vec<Table>,
+        vars: Vec<String>,
+        seed: u64,
+    ) -> Workload {
+        let mut sum = 0;
+        let cumulative = steps
+            .iter()
+            .map(|s| {
+                sum += u64::from(s.weight.max(1));
+                sum
+            })
+            .collect();
+        Workload {
+            steps,
+            flow,
+            tables,
+            vars,
+            seed,
+            seq: AtomicU64::new(0),
+            cumulative,
+        }
+    }
+
+    /// One fixed request (the `brink run URL` case).
+    pub fn single(step: Step) -> Workload {
+        Workload::new(vec![step], false, Vec::new(), Vec::new(), 0)
+    }
+
+    /// Request names, by index.
+    pub fn names(&self) -> Vec<String> {
+        self.steps.iter().map(|s| s.name.clone()).collect()
+    }
+
+    /// Whether any step extracts variables (responses must then be kept).
+    pub fn captures(&self, step: usize) -> bool {
+        self.steps.get(step).is_some_and(|s| !s.extract.is_empty())
+    }
+}
+
+/// One virtual user: a connection slot's position in the workload and its private state.
+pub struct Vu {
+    pub id: u64,
+    rng: Rng,
+    vars: Vec<Option<String>>,
+    rows: Vec<usize>,
+    step: usize,
+    rep: u32,
+    in_iteration: bool,
+    /// The request of the attempt in flight.
+    pub current: usize,
+    /// Rendered request bytes (dynamic requests only).
+    pub buf: Vec<u8>,
+    body: Vec<u8>,
+}
+
+impl Vu {
+    pub fn new(w: &Workload, id: u64) -> Vu {
+        Vu {
+            id,
+            rng: Rng::stream(w.seed, id),
+            vars: vec![None; w.vars.len()],
+            rows: vec![0; w.tables.len()],
+            step: 0,
+            rep: 0,
+            in_iteration: false,
+            current: 0,
+            buf: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// Whether a flow iteration is under way (its next step should follow at once).
+    pub fn in_iteration(&self) -> bool {
+        self.in_iteration
+    }
+
+    /// Chooses the request of the next attempt and returns its index.
+    pub fn next(&mut self, w: &Workload) -> usize {
+        if w.flow {
+            if !self.in_iteration {
+                self.begin_iteration(w);
+            }
+            self.in_iteration = true;
+            self.current = self.step;
+        } else {
+            self.take_rows(w);
+            self.current = match w.cumulative.last() {
+                Some(&total) if w.steps.len() > 1 => {
+                    let x = self.rng.below(total);
+                    w.cumulative.partition_point(|&c| c <= x)
+                }
+                _ => 0,
+            };
+        }
+        self.current
+    }
+
+    fn begin_iteration(&mut self, w: &Workload) {
+        self.step = 0;
+        self.rep = 0;
+        self.vars.iter_mut().for_each(|v| *v = None);
+        self.take_rows(w);
+    }
+
+    fn take_rows(&mut self, w: &Workload) {
+        for (r, t) in self.rows.iter_mut().zip(&w.tables) {
+            *r = t.row_for(self.id);
+        }
+    }
+
+    /// Renders the current request's HTTP/1.1 bytes into [`Vu::buf`].
+    pub fn render_h1(&mut self, w: &Workload, authority: &str, keepalive: bool) {
+        let step = &w.steps[self.current];
+        let mut scope = Scope {
+            seq: &w.seq,
+            seq_value: None,
+            vu: self.id,
+            rng: &mut self.rng,
+            vars: &self.vars,
+            tables: &w.tables,
+            rows: &self.rows,
+        };
+        step.render_h1(
+            &mut scope,
+            authority,
+            keepalive,
+            &mut self.buf,
+            &mut self.body,
+        );
+    }
+
+    /// Renders the current request's parts for HTTP/2: (path, header values, body).
+    pub fn render_parts(&mut self, w: &Workload) -> (String, Vec<Vec<u8>>, Vec<u8>) {
+        let step = &w.steps[self.current];
+        let mut scope = Scope {
+            seq: &w.seq,
+            seq_value: None,
+            vu: self.id,
+            rng: &mut self.rng,
+            vars: &self.vars,
+            tables: &w.tables,
+            rows: &self.rows,
+        };
+        let mut path = Vec::new();
+        step.path.render(&mut scope, &mut path);
+        let headers = step
+            .headers
+            .iter()
+            .map(|(_, v)| {
+                let mut out = Vec::new();
+                v.render(&mut scope, &mut out);
+                out
+            })
+            .collect();
+        let mut body = Vec::new();
+        step.body.render(&mut scope, &mut body);
+        (String::from_utf8_lossy(&path).into_owned(), headers, body)
+    }
+
+    /// Takes the outcome of the current request: extracts its variables and moves the flow
+    /// on. An extraction that finds nothing turns a success into [`ErrorKind::Extract`].
+    pub fn complete(
+        &mut self,
+        w: &Workload,
+        status: Result<u16, ErrorKind>,
+        ok_status: &StatusSet,
+        captured: Option<&Captured>,
+    ) -> Result<(), ErrorKind> {
+        let step = &w.steps[self.current];
+        let ok = matches!(status, Ok(s) if ok_status.contains(s));
+        let mut result = status.map(|_| ());
+        if ok && !step.extract.is_empty() {
+            for (var, ex) in &step.extract {
+                match captured.and_then(|c| ex.apply(c)) {
+                    Some(v) => self.vars[*var] = Some(v),
+                    None => {
+                        result = Err(ErrorKind::Extract);
+                        break;
+                    }
+                }
+            }
+        }
+        if w.flow {
+            if ok && result.is_ok() {
+                self.rep += 1;
+                if self.rep >= step.weight.max(1) {
+                    self.rep = 0;
+                    self.step += 1;
+                }
+                self.in_iteration = self.step < w.steps.len();
+            } else {
+                self.in_iteration = false;
+            }
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::Names;
+
+    fn step(name: &str, path: &str, vars: &[String], weight: u32) -> Step {
+        let names = Names {
+            data: &[],
+            vars,
+            env: &|_| None,
+        };
+        let mut s = Step::fixed(name, "GET", "/", &[], b"");
+        s.path = Template::compile(path, &names).unwrap();
+        s.weight = weight;
+        s
+    }
+
+    #[test]
+    fn mix_follows_weights() {
+        let w = Workload::new(
+            vec![step("a", "/a", &[], 1), step("b", "/b", &[], 3)],
+            false,
+            Vec::new(),
+            Vec::new(),
+            7,
+        );
+        let mut vu = Vu::new(&w, 0);
+        let mut counts = [0u32; 2];
+        for _ in 0..40_000 {
+            counts[vu.next(&w)] += 1;
+        }
+        let share_b = f64::from(counts[1]) / 40_000.0;
+        assert!((share_b - 0.75).abs() < 0.01, "{counts:?}");
+    }
+
+    #[test]
+    fn flow_extracts_repeats_and_restarts_after_a_failure() {
+        let vars = vec!["token".to_string()];
+        let mut login = step("login", "/login", &vars, 1);
+        login.extract = vec![(
+            0,
+            Extractor::Json(serde_json_path::JsonPath::parse("$.access_token").unwrap()),
+        )];
+        let list = step("list", "/items?t={{token}}", &vars, 2);
+        let w = Workload::new(vec![login, list], true, Vec::new(), vars, 1);
+        let ok = StatusSet::parse("200-399").unwrap();
+        let mut vu = Vu::new(&w, 3);
+        let token = Captured {
+            headers: Vec::new(),
+            body: br#"{"access_token":"t-1"}"#.to_vec(),
+        };
+        assert_eq!(vu.next(&w), 0);
+        assert_eq!(vu.complete(&w, Ok(200), &ok, Some(&token)), Ok(()));
+        assert_eq!(vu.next(&w), 1);
+        vu.render_h1(&w, "h", true);
+        assert!(vu.buf.starts_with(b"GET /items?t=t-1 HTTP/1.1\r\n"));
+        assert_eq!(vu.complete(&w, Ok(200), &ok, None), Ok(()));
+        assert_eq!(vu.next(&w), 1, "weight 2: the step runs twice");
+        assert_eq!(vu.complete(&w, Ok(200), &ok, None), Ok(()));
+        assert!(!vu.in_iteration(), "iteration over after the last step");
+        // A login whose body lacks the token is an extraction error and restarts the flow.
+        assert_eq!(vu.next(&w), 0);
+        let empty = Captured::default();
+        assert_eq!(
+            vu.complete(&w, Ok(200), &ok, Some(&empty)),
+            Err(ErrorKind::Extract)
+        );
+        assert_eq!(vu.next(&w), 0);
+        // A failing status ends the iteration too, and is not an extraction error.
+        assert_eq!(vu.complete(&w, Ok(503), &ok, Some(&token)), Ok(()));
+        assert_eq!(vu.next(&w), 0);
+    }
+
+    #[test]
+    fn extractors() {
+        let r = Captured {
+            headers: vec![("X-Request-Id".into(), "abc".into())],
+            body: br#"{"items":[{"id":42}],"next":"p2"} id=77"#.to_vec(),
+        };
+        let json = |p: &str| Extractor::Json(serde_json_path::JsonPath::parse(p).unwrap());
+        assert_eq!(
+            json("$.items[0].id").apply(&r),
+            None,
+            "body is not pure JSON"
+        );
+        let body_json = Captured {
+            headers: Vec::new(),
+            body: br#"{"items":[{"id":42}],"next":"p2"}"#.to_vec(),
+        };
+        assert_eq!(
+            json("$.items[0].id").apply(&body_json).as_deref(),
+            Some("42")
+        );
+        assert_eq!(json("$.next").apply(&body_json).as_deref(), Some("p2"));
+        assert_eq!(json("$.missing").apply(&body_json), None);
+        assert_eq!(
+            Extractor::Header("x-request-id".into())
+                .apply(&r)
+                .as_deref(),
+            Some("abc")
+        );
+        let re = Extractor::Regex(regex::Regex::new(r"id=(\d+)").unwrap());
+        assert_eq!(re.apply(&r).as_deref(), Some("77"));
+    }
+
+    #[test]
+    fn data_rows_in_order_or_per_vu() {
+        let t = Table::new(
+            "u".into(),
+            vec!["e".into()],
+            vec![vec!["a".into()], vec!["b".into()]],
+            false,
+        );
+        assert_eq!((t.row_for(5), t.row_for(5), t.row_for(5)), (0, 1, 0));
+        let t = Table::new(
+            "u".into(),
+            vec!["e".into()],
+            vec![vec!["a".into()], vec!["b".into()]],
+            true,
+        );
+        assert_eq!((t.row_for(5), t.row_for(5), t.row_for(4)), (1, 1, 0));
+    }
+}

@@ -1,0 +1,573 @@
+//! A parsed plan file -> runnable scenarios. Everything is checked here, before any load is
+//! sent: URLs, durations, rates, stages, counts, templates (names and arguments), JSONPaths and
+//! regexes, SLO expressions, data files. Each error points at the value at fault.
+
+use crate::error::{PlanError, Pos};
+use crate::file::{RawData, RawExtract, RawLoad, RawPlan, RawRequest, RawScenario, Scalar, S};
+use crate::load::{self, LoadInput, KEYS};
+use crate::units::parse_duration;
+use engine::template::{did_you_mean, Names, Template};
+use engine::workload::{Extractor, Step, Table, Workload};
+use engine::{StatusSet, Target};
+use stats::slo::Slo;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Per-scenario settings; `None` leaves the command line's (or the built-in) default.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    pub timeout: Option<Duration>,
+    pub connect_timeout: Option<Duration>,
+    pub ok_status: Option<StatusSet>,
+    pub http2: Option<bool>,
+    pub insecure: Option<bool>,
+    pub keepalive: Option<bool>,
+}
+
+/// One runnable scenario.
+#[derive(Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub target: Target,
+    pub load: LoadInput,
+    pub workload: Workload,
+    pub slos: Vec<Slo>,
+    /// Wait after this scenario before the next one.
+    pub pause: Duration,
+    pub settings: Settings,
+}
+
+/// A whole plan.
+#[derive(Debug)]
+pub struct Plan {
+    pub file: String,
+    pub scenarios: Vec<Scenario>,
+}
+
+/// Reads and checks the plan at `path`; random template values are seeded with `seed`.
+pub fn load_file(path: &Path, seed: u64) -> Result<Plan, PlanError> {
+    let file = path.display().to_string();
+    let source = std::fs::read_to_string(path)
+        .map_err(|e| PlanError::at(&file, "", None, format!("cannot read plan: {e}")))?;
+    let dir = path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let env = |k: &str| std::env::var(k).ok();
+    parse(&file, &source, &dir, seed, &env)
+}
+
+/// Checks a plan given as text; `dir` is where relative data and body files are looked up.
+pub fn parse(
+    file: &str,
+    source: &str,
+    dir: &Path,
+    seed: u64,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Plan, PlanError> {
+    let cx = Cx {
+        file,
+        source,
+        dir,
+        env,
+    };
+    let raw: RawPlan = serde_saphyr::from_str(source).map_err(|e| cx.yaml_error(&e))?;
+    let mut tables = Vec::new();
+    for (name, d) in &raw.data {
+        tables.push(cx.table(name, d)?);
+    }
+    if raw.scenarios.value.is_empty() {
+        return Err(cx.err(&raw.scenarios, "a plan needs at least one scenario"));
+    }
+    let mut scenarios: Vec<Scenario> = Vec::new();
+    for s in &raw.scenarios.value {
+        let sc = cx.scenario(&raw, s, &tables, seed)?;
+        if scenarios.iter().any(|o| o.name == sc.name) {
+            return Err(cx.err(
+                &s.value.name,
+                format!("duplicate scenario name '{}'", sc.name),
+            ));
+        }
+        scenarios.push(sc);
+    }
+    Ok(Plan {
+        file: file.to_string(),
+        scenarios,
+    })
+}
+
+struct Cx<'a> {
+    file: &'a str,
+    source: &'a str,
+    dir: &'a Path,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Cx<'_> {
+    fn err<T>(&self, at: &S<T>, message: impl Into<String>) -> PlanError {
+        PlanError::at(self.file, self.source, Some(at.referenced.into()), message)
+    }
+
+    /// An error `offset` bytes into the string value at `at` (skipping an opening quote).
+    fn err_in<T>(&self, at: &S<T>, offset: usize, message: impl Into<String>) -> PlanError {
+        let mut pos: Pos = at.referenced.into();
+        let line = self
+            .source
+            .lines()
+            .nth((pos.line as usize).saturating_sub(1));
+        let quoted = line
+            .and_then(|l| l.chars().nth((pos.column as usize).saturating_sub(1)))
+            .is_some_and(|c| c == '"' || c == '\'');
+        pos.column += offset as u64 + u64::from(quoted);
+        PlanError::at(self.file, self.source, Some(pos), message)
+    }
+
+    fn yaml_error(&self, e: &serde_saphyr::Error) -> PlanError {
+        let pos = e.location().map(Pos::from);
+        let text = e.to_string();
+        let first = strip_location(text.lines().next().unwrap_or("invalid YAML"));
+        PlanError::at(
+            self.file,
+            self.source,
+            pos,
+            unknown_key_hint(&first).unwrap_or(first),
+        )
+    }
+
+    fn duration<T>(&self, at: &S<T>, text: &str, key: &str) -> Result<Duration, PlanError> {
+        parse_duration(text).map_err(|e| self.err(at, format!("{key}: {e}")))
+    }
+
+    fn table(&self, name: &str, d: &S<RawData>) -> Result<Table, PlanError> {
+        let per_vu = match d.value.per.as_ref().map(|p| (p, p.value.as_str())) {
+            None | Some((_, "iteration")) => false,
+            Some((_, "vu")) => true,
+            Some((p, other)) => {
+                return Err(self.err(p, format!("per: '{other}' is not 'iteration' or 'vu'")))
+            }
+        };
+        let csv = &d.value.csv;
+        let path = self.dir.join(&csv.value);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            self.err(
+                csv,
+                format!("data '{name}': cannot read {}: {e}", path.display()),
+            )
+        })?;
+        let mut rows = crate::csv::parse(&text)
+            .map_err(|e| self.err(csv, format!("data '{name}': {}: {e}", path.display())))?;
+        if rows.is_empty() {
+            return Err(self.err(
+                csv,
+                format!("data '{name}': {} has no header row", path.display()),
+            ));
+        }
+        let columns = rows.remove(0);
+        if rows.is_empty() {
+            return Err(self.err(
+                csv,
+                format!("data '{name}': {} has no data rows", path.display()),
+            ));
+        }
+        Ok(Table::new(name.to_string(), columns, rows, per_vu))
+    }
+
+    fn scenario(
+        &self,
+        plan: &RawPlan,
+        s: &S<RawScenario>,
+        tables: &[Table],
+        seed: u64,
+    ) -> Result<Scenario, PlanError> {
+        let r = &s.value;
+        let name = r.name.value.clone();
+        let url = r.target.as_ref().or(plan.target.as_ref()).ok_or_else(|| {
+            self.err(
+                s,
+                format!(
+                    "scenario '{name}' has no target (set 'target:' at the top or in the scenario)"
+                ),
+            )
+        })?;
+        let target = Target::parse(&url.value).map_err(|e| self.err(url, e.to_string()))?;
+        let load = match &r.load {
+            Some(l) => self.load(l)?,
+            None => LoadInput::default(),
+        };
+        let (requests, flow) =
+            match (&r.requests, &r.flow) {
+                (Some(_), Some(f)) => return Err(self.err(
+                    f,
+                    "a scenario has either 'requests:' (a mix) or 'flow:' (a sequence), not both",
+                )),
+                (Some(q), None) => (Some(q), false),
+                (None, Some(f)) => (Some(f), true),
+                (None, None) => (None, false),
+            };
+        let mut headers: Vec<(String, S<String>)> = Vec::new();
+        for (k, v) in plan.defaults.headers.iter().chain(&r.headers) {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(k));
+            headers.push((k.clone(), v.clone()));
+        }
+        let raw_steps: Vec<&S<RawRequest>> = requests
+            .map(|q| q.value.iter().collect())
+            .unwrap_or_default();
+        if let Some(q) = requests {
+            if q.value.is_empty() {
+                return Err(self.err(q, "the list of requests is empty"));
+            }
+        }
+        let vars: Vec<String> = if flow {
+            let mut v: Vec<String> = Vec::new();
+            for st in &raw_steps {
+                for k in st.value.extract.keys() {
+                    if !v.contains(k) {
+                        v.push(k.clone());
+                    }
+                }
+            }
+            v
+        } else {
+            raw_steps
+                .iter()
+                .flat_map(|st| st.value.extract.keys().cloned())
+                .collect()
+        };
+        let data: Vec<(String, Vec<String>)> = tables
+            .iter()
+            .map(|t| (t.name.clone(), t.columns.clone()))
+            .collect();
+        let names = Names {
+            data: &data,
+            vars: &vars,
+            env: self.env,
+        };
+        let mut steps: Vec<Step> = Vec::new();
+        if raw_steps.is_empty() {
+            let mut st = Step::fixed("", "GET", &target.path, &[], b"");
+            st.name = format!("GET {}", target.path);
+            st.headers = self.headers(&headers, &names)?;
+            steps.push(st);
+        }
+        for st in &raw_steps {
+            let step = self.step(st, &target, &headers, &names, &vars)?;
+            if steps.iter().any(|o| o.name == step.name) {
+                let at = st
+                    .value
+                    .name
+                    .as_ref()
+                    .map_or_else(|| self.err(*st, ""), |n| self.err(n, ""));
+                return Err(PlanError {
+                    message: format!(
+                        "duplicate request name '{}' (give each request a distinct 'name:')",
+                        step.name
+                    ),
+                    ..at
+                });
+            }
+            steps.push(step);
+        }
+        let step_names: Vec<String> = steps.iter().map(|s| s.name.clone()).collect();
+        let slos = r
+            .slo
+            .iter()
+            .map(|t| self.slo(t, &step_names))
+            .collect::<Result<_, _>>()?;
+        let pause = match &r.pause {
+            Some(p) => self.duration(p, &p.value, "pause")?,
+            None => Duration::ZERO,
+        };
+        let settings = self.settings(plan, r)?;
+        let owned: Vec<Table> = tables
+            .iter()
+            .map(|t| Table::new(t.name.clone(), t.columns.clone(), t.rows.clone(), t.per_vu))
+            .collect();
+        Ok(Scenario {
+            name,
+            target,
+            load,
+            workload: Workload::new(steps, flow, owned, vars, seed),
+            slos,
+            pause,
+            settings,
+        })
+    }
+
+    fn load(&self, l: &S<RawLoad>) -> Result<LoadInput, PlanError> {
+        let v = &l.value;
+        let text = |x: &Option<S<Scalar>>| x.as_ref().map(|s| s.value.text());
+        let input = LoadInput {
+            connections: text(&v.connections),
+            rate: text(&v.rate),
+            stages: v.stages.as_ref().map(|s| s.value.clone()),
+            duration: text(&v.duration),
+            requests: text(&v.requests),
+        };
+        // Each value is checked alone first, so the error points at it ...
+        let single = |field: &Option<S<Scalar>>,
+                      make: &dyn Fn(String) -> LoadInput|
+         -> Result<(), PlanError> {
+            if let Some(f) = field {
+                load::build(&make(f.value.text()), &KEYS).map_err(|e| self.err(f, e))?;
+            }
+            Ok(())
+        };
+        single(&v.connections, &|t| LoadInput {
+            connections: Some(t),
+            ..Default::default()
+        })?;
+        single(&v.rate, &|t| LoadInput {
+            rate: Some(t),
+            ..Default::default()
+        })?;
+        single(&v.duration, &|t| LoadInput {
+            duration: Some(t),
+            ..Default::default()
+        })?;
+        single(&v.requests, &|t| LoadInput {
+            requests: Some(t),
+            ..Default::default()
+        })?;
+        if let Some(st) = &v.stages {
+            load::build(
+                &LoadInput {
+                    stages: Some(st.value.clone()),
+                    ..Default::default()
+                },
+                &KEYS,
+            )
+            .map_err(|e| self.err(st, e))?;
+        }
+        // ... then how they combine, pointing at the load mapping.
+        load::build(&input, &KEYS).map_err(|e| self.err(l, e))?;
+        Ok(input)
+    }
+
+    fn template(&self, at: &S<String>, names: &Names) -> Result<Template, PlanError> {
+        Template::compile(&at.value, names).map_err(|e| self.err_in(at, e.at, e.message))
+    }
+
+    fn headers(
+        &self,
+        headers: &[(String, S<String>)],
+        names: &Names,
+    ) -> Result<Vec<(String, Template)>, PlanError> {
+        headers
+            .iter()
+            .map(|(k, v)| {
+                if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+                    return Err(self.err(v, format!("invalid header name '{k}'")));
+                }
+                Ok((k.clone(), self.template(v, names)?))
+            })
+            .collect()
+    }
+
+    fn step(
+        &self,
+        st: &S<RawRequest>,
+        target: &Target,
+        scenario_headers: &[(String, S<String>)],
+        names: &Names,
+        vars: &[String],
+    ) -> Result<Step, PlanError> {
+        let r = &st.value;
+        let method = match &r.method {
+            Some(m) => {
+                let up = m.value.to_ascii_uppercase();
+                if up.is_empty() || !up.bytes().all(|b| b.is_ascii_alphabetic()) {
+                    return Err(self.err(m, format!("invalid method '{}'", m.value)));
+                }
+                up
+            }
+            None => "GET".to_string(),
+        };
+        let base = target.path.trim_end_matches('/');
+        let path = match &r.path {
+            Some(p) => {
+                if !p.value.starts_with('/') && !p.value.starts_with("{{") {
+                    return Err(self.err(p, format!("path '{}' must start with '/'", p.value)));
+                }
+                let t = self.template(p, names)?;
+                let mut prefixed = Template::literal(base.as_bytes());
+                prefixed.append(t);
+                prefixed
+            }
+            None => Template::literal(target.path.as_bytes()),
+        };
+        let mut headers: Vec<(String, S<String>)> = scenario_headers.to_vec();
+        for (k, v) in &r.headers {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(k));
+            headers.push((k.clone(), v.clone()));
+        }
+        let body = match (&r.body, &r.body_file) {
+            (Some(_), Some(f)) => {
+                return Err(self.err(f, "'body' and 'body_file' cannot both be set"))
+            }
+            (Some(b), None) => self.template(b, names)?,
+            (None, Some(f)) => {
+                let p = self.dir.join(&f.value);
+                let text = std::fs::read_to_string(&p)
+                    .map_err(|e| self.err(f, format!("body_file {}: {e}", p.display())))?;
+                Template::compile(&text, names)
+                    .map_err(|e| self.err(f, format!("{}: {}", p.display(), e.message)))?
+            }
+            (None, None) => Template::default(),
+        };
+        let weight = match &r.weight {
+            Some(w) if w.value == 0 => return Err(self.err(w, "weight must be at least 1")),
+            Some(w) => w.value,
+            None => 1,
+        };
+        let mut extract = Vec::new();
+        for (var, ex) in &r.extract {
+            let idx = vars.iter().position(|v| v == var).unwrap_or(0);
+            extract.push((idx, self.extractor(ex)?));
+        }
+        let name = match &r.name {
+            Some(n) => n.value.clone(),
+            None => format!(
+                "{method} {}",
+                r.path
+                    .as_ref()
+                    .map_or(target.path.as_str(), |p| p.value.as_str())
+            ),
+        };
+        Ok(Step {
+            name,
+            method,
+            path,
+            headers: self.headers(&headers, names)?,
+            body,
+            extract,
+            weight,
+        })
+    }
+
+    fn extractor(&self, ex: &S<RawExtract>) -> Result<Extractor, PlanError> {
+        let json = |p: &str| {
+            serde_json_path::JsonPath::parse(p)
+                .map(Extractor::Json)
+                .map_err(|e| self.err(ex, format!("invalid JSONPath '{p}': {e}")))
+        };
+        match &ex.value {
+            RawExtract::Path(p) => {
+                if let Some(h) = p.strip_prefix("header:") {
+                    Ok(Extractor::Header(h.trim().to_string()))
+                } else if let Some(re) = p.strip_prefix("regex:") {
+                    self.regex(ex, re)
+                } else {
+                    json(p)
+                }
+            }
+            RawExtract::Map(m) => match (&m.json, &m.header, &m.regex) {
+                (Some(p), None, None) => json(p),
+                (None, Some(h), None) => Ok(Extractor::Header(h.clone())),
+                (None, None, Some(re)) => self.regex(ex, re),
+                _ => Err(self.err(ex, "extract: give exactly one of json, header, regex")),
+            },
+        }
+    }
+
+    fn regex(&self, at: &S<RawExtract>, re: &str) -> Result<Extractor, PlanError> {
+        regex::Regex::new(re).map(Extractor::Regex).map_err(|e| {
+            let first = e
+                .to_string()
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            self.err(at, format!("invalid regex '{re}': {first}"))
+        })
+    }
+
+    fn slo(&self, t: &S<String>, steps: &[String]) -> Result<Slo, PlanError> {
+        let slo = Slo::parse(&t.value, |d| parse_duration(d).map_err(|e| e.to_string()))
+            .map_err(|e| self.err(t, e.0))?;
+        if let Some(req) = &slo.request {
+            if !steps.contains(req) {
+                return Err(self.err(
+                    t,
+                    format!(
+                        "SLO '{}' names request '{req}', which this scenario does not have{}",
+                        t.value,
+                        did_you_mean(req, steps.iter().map(String::as_str))
+                    ),
+                ));
+            }
+        }
+        Ok(slo)
+    }
+
+    fn settings(&self, plan: &RawPlan, r: &RawScenario) -> Result<Settings, PlanError> {
+        let d = &plan.defaults;
+        let dur = |v: Option<&S<String>>, key: &str| -> Result<Option<Duration>, PlanError> {
+            v.map(|s| {
+                let d = self.duration(s, &s.value, key)?;
+                if d.is_zero() {
+                    return Err(self.err(s, format!("{key} must be longer than zero")));
+                }
+                Ok(d)
+            })
+            .transpose()
+        };
+        let ok_status = r
+            .ok_status
+            .as_ref()
+            .or(d.ok_status.as_ref())
+            .map(|s| {
+                StatusSet::parse(&s.value.text())
+                    .map_err(|e| self.err(s, format!("ok_status: {e}")))
+            })
+            .transpose()?;
+        Ok(Settings {
+            timeout: dur(r.timeout.as_ref().or(d.timeout.as_ref()), "timeout")?,
+            connect_timeout: dur(
+                r.connect_timeout.as_ref().or(d.connect_timeout.as_ref()),
+                "connect_timeout",
+            )?,
+            ok_status,
+            http2: r.http2.or(d.http2),
+            insecure: r.insecure.or(d.insecure),
+            keepalive: r.keepalive.or(d.keepalive),
+        })
+    }
+}
+
+/// Removes the YAML library's own "error: line N column M: " prefix (ours replaces it).
+fn strip_location(msg: &str) -> String {
+    let mut m = msg.trim();
+    m = m.strip_prefix("error:").unwrap_or(m).trim_start();
+    if let Some(rest) = m.strip_prefix("line ") {
+        if let Some(i) = rest.find(": ") {
+            if rest[..i].contains("column") {
+                return rest[i + 2..].to_string();
+            }
+        }
+    }
+    m.to_string()
+}
+
+/// "unknown field `x`, expected one of a, b" -> "unknown key 'x' (did you mean 'a'?) ...".
+fn unknown_key_hint(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest
+        .split_once("expected ")
+        .map(|(_, e)| {
+            e.trim_start_matches("one of ")
+                .split(", ")
+                .map(|k| k.trim_matches('`'))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(format!(
+        "unknown key '{field}'{} (expected one of: {})",
+        did_you_mean(field, expected.iter().copied()),
+        expected.join(", ")
+    ))
+}
+
+#[cfg(test)]
+#[path = "compile_tests.rs"]
+mod tests;

@@ -1,0 +1,250 @@
+//! Plan checks: what a valid plan compiles to, and one test per kind of error, each pointing
+//! at the right line and column.
+
+use super::*;
+
+const PLAN: &str = r#"target: http://127.0.0.1:8080/api
+defaults: { timeout: 30s, headers: { Content-Type: application/json } }
+data:
+  users: { csv: users.csv }
+scenarios:
+  - name: register
+    load: { connections: 50, requests: 300 }
+    requests:
+      - name: register
+        method: post
+        path: /user/auth/register
+        body: '{"email":"user{{seq}}-{{uuid}}@example.test","password":"{{rand_str 16}}"}'
+    slo: [ "errors < 1%", "p95 < 20s" ]
+    pause: 1s
+  - name: browse-and-buy
+    load: { rate: 200/s, duration: 2m }
+    flow:
+      - { name: login, method: POST, path: /login, body: '{"user":"{{data.users.email}}"}',
+          extract: { token: "$.access_token" } }
+      - { name: list, path: "/items?page={{rand_int 1 50}}", headers: { Authorization: "Bearer {{token}}" }, weight: 3 }
+    slo: [ "p99 < 200ms", "list.p95 < 100ms", "rps >= 190", "errors < 0.1% over 10s abort" ]
+"#;
+
+fn dir() -> tempdir::Dir {
+    tempdir::Dir::with(
+        "users.csv",
+        "email,password\nann@x.test,pw1\nbob@x.test,pw2\n",
+    )
+}
+
+/// A scratch directory removed on drop (no extra dependency for two files).
+mod tempdir {
+    pub struct Dir(pub std::path::PathBuf);
+    impl Dir {
+        pub fn with(name: &str, content: &str) -> Dir {
+            use std::sync::atomic::{AtomicU64, Ordering};
+            static N: AtomicU64 = AtomicU64::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "brink-plan-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join(name), content).unwrap();
+            Dir(p)
+        }
+    }
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn check(source: &str) -> Result<Plan, PlanError> {
+    let d = dir();
+    parse("p.yaml", source, &d.0, 1, &|k| {
+        (k == "TOKEN").then(|| "t0k".to_string())
+    })
+}
+
+#[test]
+fn the_issue_example_compiles() {
+    let plan = check(PLAN).unwrap();
+    assert_eq!(plan.scenarios.len(), 2);
+    let reg = &plan.scenarios[0];
+    assert_eq!(reg.name, "register");
+    assert_eq!(reg.load.connections.as_deref(), Some("50"));
+    assert_eq!(reg.load.requests.as_deref(), Some("300"));
+    assert_eq!(reg.pause, Duration::from_secs(1));
+    assert_eq!(reg.settings.timeout, Some(Duration::from_secs(30)));
+    assert_eq!(reg.slos.len(), 2);
+    let step = &reg.workload.steps[0];
+    assert_eq!(
+        (step.method.as_str(), step.name.as_str()),
+        ("POST", "register")
+    );
+    assert!(!step.is_static());
+    let flow = &plan.scenarios[1];
+    assert!(flow.workload.flow);
+    assert_eq!(flow.workload.vars, vec!["token".to_string()]);
+    assert_eq!(flow.workload.steps[1].weight, 3);
+    assert_eq!(flow.slos[1].request.as_deref(), Some("list"));
+    assert_eq!(flow.slos[3].window, Some(10));
+    assert!(flow.slos[3].abort);
+    // The target's path prefixes every request path.
+    let mut vu = engine::workload::Vu::new(&reg.workload, 0);
+    vu.next(&reg.workload);
+    vu.render_h1(&reg.workload, "h", true);
+    let text = String::from_utf8(vu.buf.clone()).unwrap();
+    assert!(
+        text.starts_with("POST /api/user/auth/register HTTP/1.1\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Content-Type: application/json\r\n"),
+        "{text}"
+    );
+    assert!(text.contains("\"email\":\"user0-"), "{text}");
+}
+
+/// (plan text, expected "line:column", expected message fragment)
+fn expect_error(source: &str, at: &str, want: &str) {
+    let e = check(source).unwrap_err();
+    let pos = e
+        .pos
+        .map(|p| format!("{}:{}", p.line, p.column))
+        .unwrap_or_default();
+    let shown = e.to_string();
+    assert!(shown.contains(want), "wanted '{want}' in:\n{shown}");
+    assert_eq!(pos, at, "{shown}");
+    assert!(shown.starts_with(&format!("p.yaml:{at}: ")), "{shown}");
+}
+
+const HEAD: &str = "target: http://127.0.0.1:8080\nscenarios:\n  - name: a\n";
+
+#[test]
+fn syntax_errors() {
+    expect_error("target: [unclosed\n", "1:9", "");
+}
+
+#[test]
+fn unknown_keys_suggest_the_right_one() {
+    expect_error(
+        &format!("{HEAD}    load: {{ durration: 1m }}\n"),
+        "4:13",
+        "unknown key 'durration' (did you mean 'duration'?)",
+    );
+    expect_error(
+        &format!("{HEAD}    slos: []\n"),
+        "4:5",
+        "did you mean 'slo'?",
+    );
+}
+
+#[test]
+fn bad_values_point_at_the_value() {
+    expect_error(
+        &format!("{HEAD}    load: {{ duration: 10 parsecs }}\n"),
+        "4:23",
+        "duration",
+    );
+    expect_error(
+        &format!("{HEAD}    load: {{ rate: fast }}\n"),
+        "4:19",
+        "rate",
+    );
+    expect_error(
+        &format!("{HEAD}    load: {{ connections: 0 }}\n"),
+        "4:26",
+        "connections must be at least 1",
+    );
+    expect_error(
+        &format!("{HEAD}    load: {{ rate: 5/s, stages: \"1s:5/s\" }}\n"),
+        "4:11",
+        "rate and stages cannot be combined",
+    );
+    expect_error(&format!("{HEAD}    pause: soon\n"), "4:12", "pause");
+}
+
+#[test]
+fn bad_templates_point_into_the_string() {
+    // Column of the '{{' inside the quoted value.
+    expect_error(
+        &format!("{HEAD}    requests:\n      - path: \"/u/{{{{sqe}}}}\"\n"),
+        "5:19",
+        "unknown template name 'sqe' (did you mean 'seq'?)",
+    );
+    expect_error(
+        &format!("{HEAD}    requests:\n      - body: x{{{{rand_int 9 1}}}}\n"),
+        "5:16",
+        "MIN 9 is greater than MAX 1",
+    );
+    expect_error(
+        &format!("{HEAD}    requests:\n      - headers: {{ A: \"{{{{env NOPE}}}}\" }}\n"),
+        "5:24",
+        "'NOPE' is not set",
+    );
+    let data = "target: http://127.0.0.1:8080\ndata:\n  users: { csv: users.csv }\nscenarios:\n  - name: a\n";
+    expect_error(
+        &format!("{data}    requests:\n      - body: \"{{{{data.usr.email}}}}\"\n"),
+        "7:16",
+        "did you mean 'users'?",
+    );
+    expect_error(
+        &format!("{data}    requests:\n      - body: \"{{{{data.users.mail}}}}\"\n"),
+        "7:16",
+        "no column 'mail' (columns: email, password)",
+    );
+}
+
+#[test]
+fn bad_extractions_and_slos() {
+    expect_error(
+        &format!("{HEAD}    flow:\n      - extract: {{ t: \"$.[\" }}\n"),
+        "5:23",
+        "invalid JSONPath",
+    );
+    expect_error(
+        &format!("{HEAD}    flow:\n      - extract: {{ t: \"regex:(\" }}\n"),
+        "5:23",
+        "invalid regex",
+    );
+    expect_error(
+        &format!("{HEAD}    slo: [ \"p95 < soon\" ]\n"),
+        "4:12",
+        "'soon' is not a duration",
+    );
+    expect_error(
+        &format!("{HEAD}    slo: [ \"p42 < 1s\" ]\n"),
+        "4:12",
+        "unknown metric 'p42'",
+    );
+    expect_error(
+        &format!("{HEAD}    requests: [ {{ name: list }} ]\n    slo: [ \"lst.p95 < 1s\" ]\n"),
+        "5:12",
+        "does not have (did you mean 'list'?)",
+    );
+}
+
+#[test]
+fn structural_errors() {
+    expect_error("scenarios:\n  - name: a\n", "2:5", "has no target");
+    expect_error(
+        &format!("{HEAD}  - name: a\n"),
+        "4:11",
+        "duplicate scenario name 'a'",
+    );
+    expect_error(
+        &format!("{HEAD}    requests: [ {{ path: /a }} ]\n    flow: [ {{ path: /b }} ]\n"),
+        "5:11",
+        "not both",
+    );
+    expect_error(
+        &format!("{HEAD}    requests: [ {{ path: nope }} ]\n"),
+        "4:25",
+        "must start with '/'",
+    );
+    expect_error("target: http://127.0.0.1:8080\ndata:\n  u: { csv: missing.csv }\nscenarios:\n  - name: a\n", "3:13", "cannot read");
+    expect_error(
+        "target: http://127.0.0.1:99999\nscenarios:\n  - name: a\n",
+        "1:9",
+        "out of range",
+    );
+}

@@ -1,0 +1,149 @@
+//! The plan file as written: YAML read into raw structs that keep every value's position, so a
+//! later check (a bad duration, an unknown template name, an invalid JSONPath) can point at
+//! `file:line:column` just like a syntax error does. Nothing here is interpreted; `compile`
+//! turns these into runnable scenarios.
+//!
+//! ```yaml
+//! target: http://127.0.0.1:8080          # base URL; a scenario may set its own
+//! defaults:                              # apply to every scenario (a scenario may override)
+//!   timeout: 30s
+//!   connect_timeout: 5s
+//!   headers: { Content-Type: application/json }
+//!   ok_status: 200-399
+//!   http2: false
+//!   insecure: false
+//!   keepalive: true
+//! data:
+//!   users: { csv: users.csv, per: iteration }   # per: iteration (next row each time) | vu
+//! scenarios:
+//!   - name: register
+//!     load: { connections: 50, requests: 300 }  # connections, rate, stages, duration, requests
+//!     requests:                                 # a weighted mix ...
+//!       - { name: register, method: POST, path: /register, body: '...', weight: 1 }
+//!     flow:                                     # ... or a sequence per iteration
+//!       - { name: login, path: /login, extract: { token: "$.access_token" } }
+//!     slo: [ "errors < 1%", "p95 < 20s" ]
+//!     pause: 10s                                # wait after this scenario
+//! ```
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+use std::collections::BTreeMap;
+
+/// A string, number or boolean scalar kept as the text the user wrote (`connections: 50`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Scalar {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(String),
+}
+
+impl Scalar {
+    pub fn text(&self) -> String {
+        match self {
+            Scalar::Int(n) => n.to_string(),
+            Scalar::Float(f) => f.to_string(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Text(s) => s.clone(),
+        }
+    }
+}
+
+pub type S<T> = Spanned<T>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlan {
+    pub target: Option<S<String>>,
+    #[serde(default)]
+    pub defaults: RawSettings,
+    #[serde(default)]
+    pub data: BTreeMap<String, S<RawData>>,
+    pub scenarios: S<Vec<S<RawScenario>>>,
+}
+
+/// Settings a plan's `defaults:` and each scenario may set.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSettings {
+    pub timeout: Option<S<String>>,
+    pub connect_timeout: Option<S<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, S<String>>,
+    pub ok_status: Option<S<Scalar>>,
+    pub http2: Option<bool>,
+    pub insecure: Option<bool>,
+    pub keepalive: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawData {
+    pub csv: S<String>,
+    pub per: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    pub name: S<String>,
+    pub target: Option<S<String>>,
+    #[serde(default)]
+    pub load: Option<S<RawLoad>>,
+    pub requests: Option<S<Vec<S<RawRequest>>>>,
+    pub flow: Option<S<Vec<S<RawRequest>>>>,
+    #[serde(default)]
+    pub slo: Vec<S<String>>,
+    pub pause: Option<S<String>>,
+    pub timeout: Option<S<String>>,
+    pub connect_timeout: Option<S<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, S<String>>,
+    pub ok_status: Option<S<Scalar>>,
+    pub http2: Option<bool>,
+    pub insecure: Option<bool>,
+    pub keepalive: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoad {
+    pub connections: Option<S<Scalar>>,
+    pub rate: Option<S<Scalar>>,
+    pub stages: Option<S<String>>,
+    pub duration: Option<S<Scalar>>,
+    pub requests: Option<S<Scalar>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRequest {
+    pub name: Option<S<String>>,
+    pub method: Option<S<String>>,
+    pub path: Option<S<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, S<String>>,
+    pub body: Option<S<String>>,
+    pub body_file: Option<S<String>>,
+    pub weight: Option<S<u32>>,
+    #[serde(default)]
+    pub extract: BTreeMap<String, S<RawExtract>>,
+}
+
+/// `token: "$.access_token"` (JSONPath), or `{ json: ... }`, `{ header: ... }`, `{ regex: ... }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawExtract {
+    Path(String),
+    Map(ExtractMap),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractMap {
+    pub json: Option<String>,
+    pub header: Option<String>,
+    pub regex: Option<String>,
+}

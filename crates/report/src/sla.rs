@@ -1,0 +1,150 @@
+//! The tables a plan run adds to the summary: per request of a mix or flow, the SLA table of
+//! each scenario (metric, target, result, margin, PASS/FAIL, in the style of seed 001's
+//! report), and the verdict of a whole suite.
+
+use crate::result::{RunResult, ScenarioResult};
+use crate::terminal::{fmt_count, fmt_ms, fmt_rate};
+use std::fmt::Write;
+
+/// Requests, rate, errors and latency per request name (empty for a single request).
+pub fn requests_table(r: &ScenarioResult) -> String {
+    let mut o = String::new();
+    if r.requests.is_empty() {
+        return o;
+    }
+    let w = r
+        .requests
+        .iter()
+        .map(|q| q.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let _ = writeln!(
+        o,
+        "\n  {:<w$} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9}",
+        "request", "requests", "req/s", "errors", "p50", "p95", "p99"
+    );
+    for q in &r.requests {
+        let s = &q.summary;
+        let _ = writeln!(
+            o,
+            "  {:<w$} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9}",
+            q.name,
+            fmt_count(s.requests),
+            fmt_rate(s.rps),
+            fmt_count(s.errors),
+            fmt_ms(s.latency_ms.p50),
+            fmt_ms(s.latency_ms.p95),
+            fmt_ms(s.latency_ms.p99)
+        );
+    }
+    o
+}
+
+/// The SLA table of one scenario (empty without SLOs).
+pub fn sla_table(r: &ScenarioResult) -> String {
+    let mut o = String::new();
+    if r.slo.is_empty() {
+        return o;
+    }
+    let w = r
+        .slo
+        .iter()
+        .map(|s| s.metric.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let _ = writeln!(
+        o,
+        "\n  {:<w$}  {:<12} {:<12} {:>8}  status",
+        "SLO", "target", "result", "margin"
+    );
+    for s in &r.slo {
+        let margin = s
+            .margin
+            .map_or("-".to_string(), |m| format!("{:+.0}%", m * 100.0));
+        let mut status = if s.pass { "PASS" } else { "FAIL" }.to_string();
+        if let (Some(end), Some(win)) = (s.worst_window_end_s, s.window_s) {
+            if !s.pass {
+                let _ = write!(
+                    status,
+                    "  {} of {} windows; worst {}s-{}s",
+                    s.failed_windows,
+                    s.windows,
+                    end.saturating_sub(win),
+                    end
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "  {:<w$}  {:<12} {:<12} {:>8}  {status}",
+            s.metric, s.target, s.result, margin
+        );
+    }
+    let passed = r.slo.iter().filter(|s| s.pass).count();
+    let _ = writeln!(
+        o,
+        "  SLA: {} ({passed}/{} met)",
+        if passed == r.slo.len() {
+            "PASS"
+        } else {
+            "FAIL"
+        },
+        r.slo.len()
+    );
+    o
+}
+
+/// One line per scenario and the overall verdict, for runs of more than one scenario.
+pub fn suite_table(r: &RunResult) -> String {
+    let mut o = String::new();
+    if r.scenarios.len() < 2 {
+        return o;
+    }
+    let w = r
+        .scenarios
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let _ = writeln!(
+        o,
+        "\n  {:<w$} {:>10} {:>9} {:>8} {:>9}  SLA",
+        "scenario", "requests", "req/s", "errors", "p99"
+    );
+    for s in &r.scenarios {
+        let sla = match (s.slo_passed, s.interrupted, &s.aborted_by) {
+            (_, true, _) => "interrupted".to_string(),
+            (Some(false), _, Some(a)) => format!("FAIL (aborted: {a})"),
+            (Some(false), _, None) => {
+                let failed: Vec<&str> = s
+                    .slo
+                    .iter()
+                    .filter(|x| !x.pass)
+                    .map(|x| x.slo.as_str())
+                    .collect();
+                format!("FAIL ({})", failed.join("; "))
+            }
+            (Some(true), _, _) => "PASS".to_string(),
+            (None, _, _) => "-".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "  {:<w$} {:>10} {:>9} {:>8} {:>9}  {sla}",
+            s.name,
+            fmt_count(s.summary.requests),
+            fmt_rate(s.summary.rps),
+            fmt_count(s.summary.errors),
+            fmt_ms(s.summary.latency_ms.p99)
+        );
+    }
+    let verdict = match r.slo_passed {
+        Some(true) => "PASS: every SLO met",
+        Some(false) => "FAIL: at least one SLO missed",
+        None => "no SLOs set",
+    };
+    let _ = writeln!(o, "  overall: {verdict}");
+    o
+}

@@ -1,0 +1,561 @@
+//! Service-level objectives: one small grammar, parsed once, evaluated on the whole run and on
+//! every sliding window of it. The grammar (whitespace between tokens is free):
+//!
+//! ```text
+//! slo       := [request "."] metric op value ["over" duration] ["abort"]
+//! metric    := "p50" | "p75" | "p90" | "p95" | "p99" | "p99.9" | "mean" | "max"   (latency)
+//!            | "errors"                                                           (share failed)
+//!            | "rps"                                                              (attempts/s)
+//! op        := "<" | "<=" | ">" | ">="
+//! value     := duration for latency ("200ms", "1.5s", "20s")
+//!            | percentage for errors ("0.1%", "1%"; a bare number is a percentage too)
+//!            | number for rps ("190", "1.5k")
+//! ```
+//!
+//! * `request.` limits the objective to one named request of a mix or flow (`list.p95 < 100ms`).
+//! * `over WINDOW` evaluates it on every window of that many whole seconds that ends at each
+//!   second of the run (a sliding window), not only on the totals: an error burst in the last
+//!   10 s of a 10 min run fails `errors < 1% over 10s` even though the run-wide rate is tiny
+//!   (k6 issue 2379). A run shorter than the window is evaluated once, on the whole run.
+//! * `abort` stops the scenario as soon as the objective breaks: at the end of the first window
+//!   that fails, or, without `over`, as soon as the totals so far fail.
+//!
+//! Latency objectives use the corrected latency (from the intended start). A window without a
+//! response has no latency and passes latency objectives; its attempts still count for errors.
+
+use crate::bucket::Bucket;
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+/// What an objective measures.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Metric {
+    /// A latency quantile in 0..=1, or `None` for the mean; `Some(1.0)` is the max.
+    Latency(Option<f64>),
+    /// Failed attempts over all attempts.
+    Errors,
+    /// Attempts per second.
+    Rps,
+}
+
+/// Comparison that must hold for the objective to pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Op {
+    fn holds(self, value: f64, threshold: f64) -> bool {
+        match self {
+            Op::Lt => value < threshold,
+            Op::Le => value <= threshold,
+            Op::Gt => value > threshold,
+            Op::Ge => value >= threshold,
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+        }
+    }
+}
+
+/// One parsed objective.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Slo {
+    /// The text as written.
+    pub text: String,
+    /// Request name it applies to; `None` for all requests.
+    pub request: Option<String>,
+    pub metric: Metric,
+    /// Canonical metric name (`p99.9`, `errors`, ...).
+    pub metric_name: &'static str,
+    pub op: Op,
+    /// Milliseconds for latency, a fraction (0.001 = 0.1%) for errors, req/s for rps.
+    pub threshold: f64,
+    /// Whole seconds of the sliding window.
+    pub window: Option<u64>,
+    pub abort: bool,
+}
+
+/// Why an objective could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SloError(pub String);
+
+impl fmt::Display for SloError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SloError {}
+
+const METRICS: [(&str, Metric); 10] = [
+    ("p99.9", Metric::Latency(Some(0.999))),
+    ("p50", Metric::Latency(Some(0.50))),
+    ("p75", Metric::Latency(Some(0.75))),
+    ("p90", Metric::Latency(Some(0.90))),
+    ("p95", Metric::Latency(Some(0.95))),
+    ("p99", Metric::Latency(Some(0.99))),
+    ("mean", Metric::Latency(None)),
+    ("max", Metric::Latency(Some(1.0))),
+    ("errors", Metric::Errors),
+    ("rps", Metric::Rps),
+];
+
+impl Slo {
+    /// Parses one objective; `parse_duration` is the project's duration parser (plan units).
+    pub fn parse(
+        text: &str,
+        parse_duration: impl Fn(&str) -> Result<Duration, String>,
+    ) -> Result<Slo, SloError> {
+        let bad = |why: String| SloError(format!("invalid SLO '{text}': {why}"));
+        let at = text.find(['<', '>']).ok_or_else(|| {
+            bad("expected a comparison such as 'p99 < 200ms' or 'errors < 1%'".into())
+        })?;
+        let (left, rest) = (text[..at].trim(), &text[at..]);
+        let (op, rest) = match (rest.as_bytes()[0], rest.as_bytes().get(1)) {
+            (b'<', Some(b'=')) => (Op::Le, &rest[2..]),
+            (b'>', Some(b'=')) => (Op::Ge, &rest[2..]),
+            (b'<', _) => (Op::Lt, &rest[1..]),
+            _ => (Op::Gt, &rest[1..]),
+        };
+        let (request, metric_name, metric) = split_metric(left).ok_or_else(|| {
+            bad(format!(
+                "unknown metric '{left}' (expected [request.]p50|p75|p90|p95|p99|p99.9|mean|max|errors|rps)"
+            ))
+        })?;
+        let mut words = rest.split_whitespace();
+        let value = words
+            .next()
+            .ok_or_else(|| bad("missing the value after the comparison".into()))?;
+        let threshold = match metric {
+            Metric::Latency(_) => {
+                parse_duration(value)
+                    .map_err(|e| bad(format!("'{value}' is not a duration: {e}")))?
+                    .as_secs_f64()
+                    * 1000.0
+            }
+            Metric::Errors => parse_percent(value)
+                .ok_or_else(|| bad(format!("'{value}' is not a percentage (e.g. 0.1%)")))?,
+            Metric::Rps => parse_number(value)
+                .ok_or_else(|| bad(format!("'{value}' is not a number of requests per second")))?,
+        };
+        let (mut window, mut abort) = (None, false);
+        while let Some(w) = words.next() {
+            match w {
+                "over" if window.is_none() => {
+                    let d = words
+                        .next()
+                        .ok_or_else(|| bad("'over' needs a window such as 10s".into()))?;
+                    let d = parse_duration(d)
+                        .map_err(|e| bad(format!("'{d}' is not a window duration: {e}")))?;
+                    if d < Duration::from_secs(1) || d.subsec_nanos() != 0 {
+                        return Err(bad(format!(
+                            "window '{}' must be whole seconds, at least 1s",
+                            fmt_secs(d)
+                        )));
+                    }
+                    window = Some(d.as_secs());
+                }
+                "abort" if !abort => abort = true,
+                other => {
+                    return Err(bad(format!(
+                        "unexpected '{other}' (expected 'over DURATION' and/or 'abort')"
+                    )))
+                }
+            }
+        }
+        Ok(Slo {
+            text: text.trim().to_string(),
+            request,
+            metric,
+            metric_name,
+            op,
+            threshold,
+            window,
+            abort,
+        })
+    }
+
+    /// The target as written back: `< 200ms`, `< 0.1%`, `>= 190 req/s`.
+    pub fn target_text(&self) -> String {
+        format!("{} {}", self.op.symbol(), self.fmt_value(self.threshold))
+    }
+
+    /// A measured value in this objective's unit.
+    pub fn fmt_value(&self, v: f64) -> String {
+        match self.metric {
+            Metric::Latency(_) => fmt_ms(v),
+            Metric::Errors => format!("{}%", trim_float(v * 100.0)),
+            Metric::Rps => format!("{} req/s", trim_float(v)),
+        }
+    }
+
+    /// The metric label for tables: `list.p95`, `errors over 10s`.
+    pub fn label(&self) -> String {
+        let mut s = match &self.request {
+            Some(r) => format!("{r}.{}", self.metric_name),
+            None => self.metric_name.to_string(),
+        };
+        if let Some(w) = self.window {
+            s.push_str(&format!(" over {w}s"));
+        }
+        s
+    }
+
+    /// The measured value on `w`, `None` when there is nothing to measure (no response for a
+    /// latency objective, no attempt at all for the others).
+    pub fn measure(&self, w: &Bucket, seconds: f64) -> Option<f64> {
+        match self.metric {
+            Metric::Latency(q) => {
+                let h = &w.corrected;
+                if h.is_empty() {
+                    return None;
+                }
+                Some(match q {
+                    None => h.mean() / 1000.0,
+                    Some(q) if q >= 1.0 => h.max() as f64 / 1000.0,
+                    Some(q) => h.value_at_quantile(q) as f64 / 1000.0,
+                })
+            }
+            Metric::Errors => (w.requests > 0).then(|| w.errors() as f64 / w.requests as f64),
+            Metric::Rps => (seconds > 0.0).then(|| w.requests as f64 / seconds),
+        }
+    }
+
+    /// Whether `value` meets the objective.
+    pub fn holds(&self, value: f64) -> bool {
+        self.op.holds(value, self.threshold)
+    }
+
+    /// Headroom as a fraction of the target: positive when passing (0.61 = 61% margin),
+    /// negative when failing.
+    pub fn margin(&self, value: f64) -> f64 {
+        if self.threshold == 0.0 {
+            return if self.holds(value) { 0.0 } else { -1.0 };
+        }
+        match self.op {
+            Op::Lt | Op::Le => (self.threshold - value) / self.threshold,
+            Op::Gt | Op::Ge => (value - self.threshold) / self.threshold,
+        }
+    }
+}
+
+fn split_metric(left: &str) -> Option<(Option<String>, &'static str, Metric)> {
+    for (name, metric) in METRICS {
+        if left == name {
+            return Some((None, name, metric));
+        }
+        if let Some(req) = left.strip_suffix(name).and_then(|r| r.strip_suffix('.')) {
+            if !req.is_empty() && !req.contains(char::is_whitespace) {
+                return Some((Some(req.to_string()), name, metric));
+            }
+        }
+    }
+    None
+}
+
+fn parse_percent(s: &str) -> Option<f64> {
+    let n: f64 = s.strip_suffix('%').unwrap_or(s).parse().ok()?;
+    (n.is_finite() && (0.0..=100.0).contains(&n)).then_some(n / 100.0)
+}
+
+fn parse_number(s: &str) -> Option<f64> {
+    let s = s.strip_suffix("/s").unwrap_or(s);
+    let (num, mult) = match s.strip_suffix(['k', 'K']) {
+        Some(n) => (n, 1000.0),
+        None => (s, 1.0),
+    };
+    let n: f64 = num.parse().ok()?;
+    (n.is_finite() && n >= 0.0).then_some(n * mult)
+}
+
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{}s", trim_float(ms / 1000.0))
+    } else {
+        format!("{}ms", trim_float(ms))
+    }
+}
+
+fn fmt_secs(d: Duration) -> String {
+    trim_float(d.as_secs_f64()) + "s"
+}
+
+/// The verdict of one objective on a finished run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub pass: bool,
+    /// Whole-run value, or the worst window's for `over`; `None` when nothing was measured.
+    pub value: Option<f64>,
+    /// For `over`: the second (from the start) at which the worst window ended.
+    pub worst_window_end: Option<u64>,
+    /// Windows evaluated and how many failed.
+    pub windows: u64,
+    pub failed_windows: u64,
+}
+
+/// Follows one objective through a run, one second at a time: keeps the last `window` seconds
+/// of its request's buckets, evaluates each full window, and remembers the worst.
+pub struct Tracker {
+    pub slo: Slo,
+    recent: VecDeque<Bucket>,
+    seconds: u64,
+    worst: Option<(f64, u64)>,
+    windows: u64,
+    failed_windows: u64,
+}
+
+impl Tracker {
+    pub fn new(slo: Slo) -> Tracker {
+        Tracker {
+            slo,
+            recent: VecDeque::new(),
+            seconds: 0,
+            worst: None,
+            windows: 0,
+            failed_windows: 0,
+        }
+    }
+
+    /// Takes the next second (`b`: this objective's requests in it) and the run's totals so far
+    /// (same requests). Returns true when the objective has just broken in a way that should
+    /// abort the run.
+    pub fn second(&mut self, b: &Bucket, so_far: &Bucket) -> bool {
+        self.seconds += 1;
+        let Some(w) = self.slo.window else {
+            let broken = self
+                .slo
+                .measure(so_far, self.seconds as f64)
+                .is_some_and(|v| !self.slo.holds(v));
+            return self.slo.abort && broken;
+        };
+        self.recent.push_back(b.clone());
+        if self.recent.len() as u64 > w {
+            self.recent.pop_front();
+        }
+        if (self.recent.len() as u64) < w {
+            return false;
+        }
+        let mut merged = Bucket::new(0);
+        for r in &self.recent {
+            merged.merge(r);
+        }
+        let Some(v) = self.slo.measure(&merged, w as f64) else {
+            return false;
+        };
+        self.windows += 1;
+        let pass = self.slo.holds(v);
+        if !pass {
+            self.failed_windows += 1;
+        }
+        if self
+            .worst
+            .is_none_or(|(worst, _)| self.slo.margin(v) < self.slo.margin(worst))
+        {
+            self.worst = Some((v, self.seconds));
+        }
+        self.slo.abort && !pass
+    }
+
+    /// The verdict once the run is over; `total` is this objective's requests for the run,
+    /// `duration_s` its length.
+    pub fn verdict(&self, total: &Bucket, duration_s: f64) -> Verdict {
+        if self.slo.window.is_some() && self.windows > 0 {
+            return Verdict {
+                pass: self.failed_windows == 0,
+                value: self.worst.map(|(v, _)| v),
+                worst_window_end: self.worst.map(|(_, t)| t),
+                windows: self.windows,
+                failed_windows: self.failed_windows,
+            };
+        }
+        let value = self.slo.measure(total, duration_s);
+        // Nothing measured (no response at all) cannot meet an objective.
+        let pass = value.is_some_and(|v| self.slo.holds(v));
+        Verdict {
+            pass,
+            value,
+            worst_window_end: None,
+            windows: 0,
+            failed_windows: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dur(s: &str) -> Result<Duration, String> {
+        let (n, unit) = s
+            .find(|c: char| c.is_ascii_alphabetic())
+            .map_or((s, "s"), |i| (&s[..i], &s[i..]));
+        let n: f64 = n.parse().map_err(|_| format!("bad number in '{s}'"))?;
+        let mult = match unit {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            _ => return Err(format!("bad unit in '{s}'")),
+        };
+        Ok(Duration::from_secs_f64(n * mult))
+    }
+
+    fn parse(s: &str) -> Result<Slo, SloError> {
+        Slo::parse(s, dur)
+    }
+
+    #[test]
+    fn grammar_cases() {
+        // Plain latency objective.
+        let s = parse("p95<100ms").unwrap();
+        assert_eq!(
+            (s.request.as_deref(), s.metric_name, s.op),
+            (None, "p95", Op::Lt)
+        );
+        assert_eq!(s.threshold, 100.0);
+        // Request prefix, p99.9 (contains a dot), window and abort.
+        let s = parse("list.p99.9 <= 1.5s over 10s abort").unwrap();
+        assert_eq!(s.request.as_deref(), Some("list"));
+        assert_eq!(s.metric, Metric::Latency(Some(0.999)));
+        assert_eq!(
+            (s.op, s.threshold, s.window, s.abort),
+            (Op::Le, 1500.0, Some(10), true)
+        );
+        // Errors as a percentage, with or without '%'.
+        assert_eq!(parse("errors < 0.1%").unwrap().threshold, 0.001);
+        assert_eq!(parse("errors<1").unwrap().threshold, 0.01);
+        // Throughput floor.
+        let s = parse("rps >= 190").unwrap();
+        assert_eq!((s.metric, s.op, s.threshold), (Metric::Rps, Op::Ge, 190.0));
+        assert_eq!(parse("rps > 1.5k").unwrap().threshold, 1500.0);
+        // Dotted request names keep everything before the metric.
+        assert_eq!(
+            parse("api.v2.mean < 5ms").unwrap().request.as_deref(),
+            Some("api.v2")
+        );
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let cases = [
+            ("p95 100ms", "expected a comparison"),
+            ("p96 < 100ms", "unknown metric 'p96'"),
+            ("p95 < fast", "'fast' is not a duration"),
+            ("errors < 2x", "'2x' is not a percentage"),
+            ("errors < 150%", "not a percentage"),
+            ("p99 < 1s over", "'over' needs a window"),
+            ("p99 < 1s over 1.5s", "whole seconds"),
+            ("p99 < 1s please", "unexpected 'please'"),
+            ("p99 <", "missing the value"),
+        ];
+        for (text, want) in cases {
+            let e = parse(text).unwrap_err().0;
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn margins_match_seed_001() {
+        // p50 19.49ms against < 50ms: 61% margin.
+        let s = parse("p50 < 50ms").unwrap();
+        assert!((s.margin(19.49) - 0.61).abs() < 0.005);
+        assert!(s.holds(19.49) && !s.holds(50.0));
+        let r = parse("rps >= 100").unwrap();
+        assert!((r.margin(76.0) + 0.24).abs() < 1e-9 && !r.holds(76.0));
+    }
+
+    fn second(ok: u64, failed: u64, ms: u64) -> Bucket {
+        let mut b = Bucket::new(0);
+        for _ in 0..ok {
+            b.record_response(200, true, ms * 1000, ms * 1000);
+        }
+        for _ in 0..failed {
+            b.record_response(503, false, ms * 1000, ms * 1000);
+        }
+        b
+    }
+
+    fn run(t: &mut Tracker, seconds: &[Bucket]) -> (Bucket, Vec<bool>) {
+        let mut total = Bucket::new(0);
+        let mut aborts = Vec::new();
+        for b in seconds {
+            total.merge(b);
+            aborts.push(t.second(b, &total));
+        }
+        (total, aborts)
+    }
+
+    #[test]
+    fn a_burst_at_the_end_fails_a_window_but_not_the_totals() {
+        // 60 clean seconds, then 5 s at 50% errors: 2.3% overall, 25% in the last 10 s.
+        let mut secs: Vec<Bucket> = (0..60).map(|_| second(100, 0, 5)).collect();
+        secs.extend((0..5).map(|_| second(50, 50, 5)));
+        let mut whole = Tracker::new(parse("errors < 5%").unwrap());
+        let (total, _) = run(&mut whole, &secs);
+        assert!(whole.verdict(&total, 65.0).pass);
+        let mut windowed = Tracker::new(parse("errors < 5% over 10s").unwrap());
+        let (total, aborts) = run(&mut windowed, &secs);
+        let v = windowed.verdict(&total, 65.0);
+        assert!(!v.pass);
+        assert_eq!(v.worst_window_end, Some(65));
+        assert_eq!(v.value, Some(0.25));
+        assert_eq!(v.windows, 56);
+        assert_eq!(
+            v.failed_windows, 5,
+            "windows ending at 61..=65 hold the burst"
+        );
+        assert!(aborts.iter().all(|a| !a), "no abort without 'abort'");
+    }
+
+    #[test]
+    fn abort_fires_at_the_first_failing_window() {
+        let mut secs: Vec<Bucket> = (0..20).map(|_| second(100, 0, 5)).collect();
+        secs.extend((0..20).map(|_| second(100, 0, 500)));
+        let mut t = Tracker::new(parse("p99 < 100ms over 5s abort").unwrap());
+        let (_, aborts) = run(&mut t, &secs);
+        // Second 21 is the first slow one; the window ending there has 1% slow responses,
+        // which moves p99 above 100 ms.
+        assert_eq!(aborts.iter().position(|&a| a), Some(20));
+    }
+
+    #[test]
+    fn whole_run_abort_uses_totals_so_far() {
+        let secs: Vec<Bucket> = (0..3).map(|_| second(90, 10, 5)).collect();
+        let mut t = Tracker::new(parse("errors < 1% abort").unwrap());
+        let (_, aborts) = run(&mut t, &secs);
+        assert_eq!(aborts, vec![true, true, true]);
+    }
+
+    #[test]
+    fn short_runs_and_empty_runs() {
+        // Shorter than the window: judged on the whole run.
+        let secs = [second(10, 0, 5), second(10, 0, 5)];
+        let mut t = Tracker::new(parse("p99 < 10ms over 30s").unwrap());
+        let (total, _) = run(&mut t, &secs);
+        let v = t.verdict(&total, 2.0);
+        assert!(v.pass && v.windows == 0);
+        assert!(
+            v.value.is_some_and(|ms| (ms - 5.0).abs() < 0.01),
+            "{:?}",
+            v.value
+        );
+        // No response at all cannot meet a latency objective.
+        let t = Tracker::new(parse("p99 < 10ms").unwrap());
+        assert!(!t.verdict(&Bucket::new(0), 1.0).pass);
+    }
+}
