@@ -88,6 +88,9 @@ pub struct RunArgs {
     /// (repeatable; with a plan, added to every scenario).
     #[arg(long = "slo")]
     pub slo: Vec<String>,
+    /// With a plan: send to this scheme://host:port instead of the plan's target.
+    #[arg(long = "target")]
+    pub target: Option<String>,
     /// Run only these scenarios of the plan (repeatable or comma-separated).
     #[arg(long = "only", value_delimiter = ',')]
     pub only: Vec<String>,
@@ -110,6 +113,10 @@ pub struct ValidateArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct DemoArgs {
+    /// Only serve the demo service on 127.0.0.1:PORT until Ctrl-C (a target for the plans in
+    /// examples/: /api/items, /user/auth/register, /login, /items, /health, /metrics).
+    #[arg(long, value_name = "PORT")]
+    pub serve: Option<u16>,
     /// How long to load the demo service.
     #[arg(short = 'd', long = "duration", default_value = "8s")]
     pub duration: String,

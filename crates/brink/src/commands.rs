@@ -125,7 +125,30 @@ fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
     Ok(0)
 }
 
+/// `brink demo --serve PORT`: the demo service in the foreground until interrupted.
+fn serve_demo(port: u16) -> Result<i32, Fail> {
+    let demo = testkit::demo::spawn_on(port, 8, Duration::from_millis(4)).map_err(|e| {
+        Fail::input(format!(
+            "--serve {port}: cannot listen on 127.0.0.1:{port}: {e}"
+        ))
+    })?;
+    emitln!(
+        "demo service on http://{} ({} service slots, median {:?}); Ctrl-C stops it",
+        demo.server.addr,
+        demo.slots,
+        demo.median
+    );
+    let interrupt = install_signals()?;
+    while !interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(0)
+}
+
 fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
+    if let Some(port) = a.serve {
+        return serve_demo(port);
+    }
     let d = plan::parse_duration(&a.duration)
         .map_err(|e| Fail::input(format!("-d/--duration: {e}")))?;
     let demo = testkit::demo::spawn(8, Duration::from_millis(4))

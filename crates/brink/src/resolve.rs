@@ -125,11 +125,24 @@ fn plan_jobs(a: &RunArgs) -> Result<Vec<Job>, Fail> {
         }
     }
     let extra = flag_slos(a)?;
+    let over = a
+        .target
+        .as_deref()
+        .map(|t| Target::parse(t).map_err(|e| Fail::input(format!("--target: {e}"))))
+        .transpose()?;
     plan.scenarios
         .into_iter()
         .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
         .map(|s| {
-            let spec = spec(a, s.target, s.workload, &s.load, &s.settings)
+            // --target replaces scheme, host and port; the plan's path prefix stays in the steps.
+            let target = match &over {
+                Some(o) => Target {
+                    path: s.target.path.clone(),
+                    ..o.clone()
+                },
+                None => s.target,
+            };
+            let spec = spec(a, target, s.workload, &s.load, &s.settings)
                 .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             let mut slos = s.slos;
             slos.extend(extra.iter().cloned());

@@ -57,11 +57,17 @@ impl LoadInput {
             (None, None) => (self.rate.clone(), self.stages.clone()),
             _ => (over.rate.clone(), over.stages.clone()),
         };
+        // Stages given on top also set the duration.
+        let duration = if over.stages.is_some() {
+            over.duration.clone()
+        } else {
+            pick(&self.duration, &over.duration)
+        };
         LoadInput {
             connections: pick(&self.connections, &over.connections),
             rate,
             stages,
-            duration: pick(&self.duration, &over.duration),
+            duration,
             requests: pick(&self.requests, &over.requests),
         }
     }
@@ -184,9 +190,9 @@ mod tests {
         // -d only: keeps the plan's rate and connections.
         let merged = plan.overridden_by(&input(None, None, None, Some("10s")));
         assert_eq!(merged, input(Some("50"), Some("200/s"), None, Some("10s")));
-        // --stages replaces the plan's rate rather than clashing with it.
+        // --stages replaces the plan's rate and duration rather than clashing with them.
         let merged = plan.overridden_by(&input(None, None, Some("10s:5/s"), None));
-        assert_eq!(merged.rate, None);
+        assert_eq!((merged.rate, merged.duration), (None, None));
         assert_eq!(merged.stages.as_deref(), Some("10s:5/s"));
     }
 

@@ -196,7 +196,7 @@ impl Slo {
         match self.metric {
             Metric::Latency(_) => fmt_ms(v),
             Metric::Errors => format!("{}%", trim_float(v * 100.0)),
-            Metric::Rps => format!("{} req/s", trim_float(v)),
+            Metric::Rps => format!("{} req/s", trim_float_to(v, 1)),
         }
     }
 
@@ -280,15 +280,34 @@ fn parse_number(s: &str) -> Option<f64> {
 }
 
 fn trim_float(v: f64) -> String {
-    let s = format!("{v:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+    trim_float_to(v, 3)
 }
 
+/// Three significant figures, like the rest of the report (`43.2ms`, `1.25s`).
 fn fmt_ms(ms: f64) -> String {
+    let sig3 = |v: f64| {
+        let decimals = if v >= 100.0 {
+            0
+        } else if v >= 10.0 {
+            1
+        } else {
+            2
+        };
+        trim_float_to(v, decimals)
+    };
     if ms >= 1000.0 {
-        format!("{}s", trim_float(ms / 1000.0))
+        format!("{}s", sig3(ms / 1000.0))
     } else {
-        format!("{}ms", trim_float(ms))
+        format!("{}ms", sig3(ms))
+    }
+}
+
+fn trim_float_to(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
     }
 }
 

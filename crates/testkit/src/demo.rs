@@ -25,12 +25,18 @@ impl Demo {
 
 /// Starts the demo service on 127.0.0.1 with `slots` slots and the given median service time.
 pub fn spawn(slots: usize, median: Duration) -> std::io::Result<Demo> {
+    spawn_on(0, slots, median)
+}
+
+/// The demo service on 127.0.0.1:`port` (0: any free port).
+pub fn spawn_on(port: u16, slots: usize, median: Duration) -> std::io::Result<Demo> {
     let sigma = 0.5;
     let server = serve_with(
         Options {
             threads: 1,
             slots: Some(slots),
             tls: false,
+            port,
         },
         handler(slots, median, sigma),
     )?;
@@ -45,7 +51,14 @@ pub fn spawn(slots: usize, median: Duration) -> std::io::Result<Demo> {
 fn handler(slots: usize, median: Duration, sigma: f64) -> Handler {
     let rng = Arc::new(AtomicU64::new(0x9E37_79B9_7F4A_7C15));
     let served = Arc::new(AtomicU64::new(0));
+    // The shop's endpoints (registration, login, items) for the example plans.
+    let (shop, _) = crate::shop::shop(Duration::ZERO);
     Arc::new(move |r: &Req| {
+        let path = r.path.split('?').next().unwrap_or("");
+        if path == "/health" {
+            return shop(r);
+        }
+        let shop_reply = matches!(path, "/user/auth/register" | "/login" | "/items");
         if r.path == "/metrics" {
             let body = metrics(slots, served.load(Ordering::Relaxed));
             return Reply::Full {
@@ -59,6 +72,24 @@ fn handler(slots: usize, median: Duration, sigma: f64) -> Handler {
         served.fetch_add(1, Ordering::Relaxed);
         let z = standard_normal(&rng);
         let delay = median.mul_f64((sigma * z).exp()).min(median * 50);
+        if shop_reply {
+            // Shop answers also wait for a slot and take the service time.
+            if let Reply::Full {
+                status,
+                body,
+                close,
+                ..
+            } = shop(r)
+            {
+                return Reply::Full {
+                    status,
+                    body,
+                    delay,
+                    slot: true,
+                    close,
+                };
+            }
+        }
         Reply::Full {
             status: 200,
             body: b"{\"ok\":true}\n".to_vec(),

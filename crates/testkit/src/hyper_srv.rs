@@ -16,6 +16,7 @@ use std::sync::Arc;
 pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
     spawn_server(
         opts.threads,
+        opts.port,
         opts.tls,
         true,
         move |listener, counters, acceptor, mut stop| async move {
@@ -43,6 +44,16 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
                             .uri()
                             .path_and_query()
                             .map_or("/".to_string(), |p| p.to_string());
+                        let headers: Vec<(String, String)> = req
+                            .headers()
+                            .iter()
+                            .map(|(n, v)| {
+                                (
+                                    n.to_string(),
+                                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                                )
+                            })
+                            .collect();
                         let body = req
                             .into_body()
                             .collect()
@@ -55,6 +66,7 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
                             method: &method,
                             path: &path,
                             seq: n,
+                            headers: &headers,
                             body: &body,
                         });
                         let (status, body) = match reply {

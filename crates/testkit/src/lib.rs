@@ -8,6 +8,7 @@ pub mod demo;
 pub mod handlers;
 mod hyper_srv;
 mod raw;
+pub mod shop;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -23,7 +24,18 @@ pub struct Req<'a> {
     pub path: &'a str,
     /// Arrival order, from 0, over the server's lifetime.
     pub seq: u64,
+    pub headers: &'a [(String, String)],
     pub body: &'a [u8],
+}
+
+impl Req<'_> {
+    /// A request header's value (case-insensitive name).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// How to answer one request.
@@ -86,6 +98,8 @@ pub struct Options {
     pub slots: Option<usize>,
     /// Serve TLS with a fresh self-signed certificate for 127.0.0.1 and localhost.
     pub tls: bool,
+    /// Port on 127.0.0.1; 0 (the default) picks a free one.
+    pub port: u16,
 }
 
 impl Default for Options {
@@ -94,6 +108,7 @@ impl Default for Options {
             threads: 2,
             slots: None,
             tls: false,
+            port: 0,
         }
     }
 }
@@ -165,6 +180,7 @@ pub fn serve_with(opts: Options, handler: Handler) -> std::io::Result<Server> {
 /// Starts a runtime thread running `main(listener, stop)`; shared by both server kinds.
 pub(crate) fn spawn_server<F, Fut>(
     threads: usize,
+    port: u16,
     tls: bool,
     h2: bool,
     main: F,
@@ -184,7 +200,7 @@ where
         .worker_threads(threads.max(1))
         .enable_all()
         .build()?;
-    let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
     let (acceptor, cert_pem) = if tls {

@@ -12,6 +12,7 @@ pub fn serve(opts: Options, handler: Handler) -> std::io::Result<Server> {
     let slots = opts.slots.map(|k| Arc::new(Semaphore::new(k)));
     spawn_server(
         opts.threads,
+        opts.port,
         opts.tls,
         false,
         move |listener, counters, acceptor, mut stop| async move {
@@ -61,6 +62,7 @@ struct Parsed {
     head_len: usize,
     body_len: usize,
     close: bool,
+    headers: Vec<(String, String)>,
 }
 
 fn parse(buf: &[u8]) -> Result<Option<Parsed>, ()> {
@@ -73,8 +75,10 @@ fn parse(buf: &[u8]) -> Result<Option<Parsed>, ()> {
     };
     let mut body_len = 0;
     let mut close = req.version == Some(0);
+    let mut kept = Vec::with_capacity(req.headers.len());
     for h in req.headers.iter() {
         let v = String::from_utf8_lossy(h.value);
+        kept.push((h.name.to_string(), v.to_string()));
         if h.name.eq_ignore_ascii_case("content-length") {
             body_len = v.trim().parse().map_err(|_| ())?;
         } else if h.name.eq_ignore_ascii_case("connection") {
@@ -87,6 +91,7 @@ fn parse(buf: &[u8]) -> Result<Option<Parsed>, ()> {
         head_len,
         body_len,
         close,
+        headers: kept,
     }))
 }
 
@@ -114,6 +119,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, ctx: Ctx) {
             method: &p.method,
             path: &p.path,
             seq,
+            headers: &p.headers,
             body,
         });
         buf.drain(..p.head_len + p.body_len);

@@ -4,6 +4,8 @@
 mod accuracy;
 mod cli;
 mod engine_runs;
+mod examples;
+mod plans;
 mod protocols;
 mod schema;
 mod support;

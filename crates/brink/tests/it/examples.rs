@@ -1,0 +1,86 @@
+//! The example plans in `examples/`: every one validates, and every one runs end to end (each
+//! scenario shortened to a one-second ramp to 20 req/s with flags) against the demo service, whose
+//! endpoints they were written for, and meets its latency and error SLOs at that light load.
+
+use assert_cmd::Command;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn examples() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut plans: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("examples/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    plans.sort();
+    plans
+}
+
+#[test]
+fn every_example_validates() {
+    let plans = examples();
+    assert!(plans.len() >= 5, "{plans:?}");
+    for p in plans {
+        Command::cargo_bin("brink")
+            .unwrap()
+            .arg("validate")
+            .arg(&p)
+            .assert()
+            .code(0);
+    }
+}
+
+#[test]
+fn every_example_runs_against_the_demo_service() {
+    let demo = testkit::demo::spawn(8, Duration::from_millis(2)).unwrap();
+    let target = demo.server.url("");
+    for p in examples() {
+        let out = Command::cargo_bin("brink")
+            .unwrap()
+            .arg("run")
+            .arg(&p)
+            .args([
+                "--target",
+                &target,
+                "--stages",
+                "1s:20/s",
+                "-q",
+                "--json",
+                "/dev/stdout",
+            ])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0 | 1)),
+            "{}: {code:?} {}",
+            p.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("result JSON");
+        assert_eq!(code == Some(0), r["slo_passed"] == true, "{}", p.display());
+        for s in r["scenarios"].as_array().unwrap() {
+            // Latency and error objectives hold at this light load; only the throughput floors
+            // (`rps >= N`, written for the plan's own rates) may miss under the shortened load.
+            for slo in s["slo"].as_array().unwrap() {
+                let metric = slo["metric"].as_str().unwrap();
+                assert!(
+                    slo["pass"] == true || metric.starts_with("rps"),
+                    "{}: {slo}",
+                    p.display()
+                );
+            }
+            let n = s["summary"]["requests"].as_u64().unwrap();
+            // A 0 -> 20/s ramp over 1 s starts 10 iterations: 10 requests, or 40 for a flow of
+            // four steps (login, list x3).
+            assert!(
+                (9..=11).contains(&n) || (36..=44).contains(&n),
+                "{} {}: {n} requests",
+                p.display(),
+                s["name"]
+            );
+        }
+    }
+}
