@@ -1,8 +1,11 @@
-//! Hot-path micro-benchmarks: parsing a typical response head, skipping a chunked body, and
-//! computing an open-model intended time. `cargo bench -p engine`.
+//! Hot-path micro-benchmarks: parsing a typical response head, skipping a chunked body,
+//! computing an open-model intended time, and rendering a templated request (the per-request
+//! cost a plan with placeholders adds). `cargo bench -p engine`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use engine::h1::parse::{parse_head, Chunked};
+use engine::template::{Names, Template};
+use engine::workload::{Step, Vu, Workload};
 use engine::Curve;
 use std::hint::black_box;
 use std::time::Duration;
@@ -43,5 +46,29 @@ fn benches(c: &mut Criterion) {
     });
 }
 
-criterion_group!(hot_path, benches);
+fn templates(c: &mut Criterion) {
+    let names = Names {
+        data: &[],
+        vars: &[],
+        env: &|_| None,
+    };
+    let t = |s: &str| Template::compile(s, &names).expect("bench template compiles");
+    let mut step = Step::fixed("t", "GET", "/", &[], b"");
+    step.path = t("/?id={{seq}}&page={{rand_int 1 1000}}");
+    step.headers = vec![
+        ("X-Request-Id".into(), t("{{uuid}}")),
+        ("X-User".into(), t("user-{{vu}}")),
+    ];
+    let w = Workload::single(step);
+    let mut vu = Vu::new(&w, 3);
+    c.bench_function("template/render_h1", |b| {
+        b.iter(|| {
+            vu.next(&w);
+            vu.render_h1(black_box(&w), "127.0.0.1:8080", true);
+            vu.buf.len()
+        })
+    });
+}
+
+criterion_group!(hot_path, benches, templates);
 criterion_main!(hot_path);

@@ -342,3 +342,38 @@ fn plan_errors_name_file_line_and_column_and_exit_2() {
             "no/such/plan.yaml: cannot read plan",
         ));
 }
+
+#[test]
+fn flows_work_over_http2_and_in_the_open_model() {
+    let (handler, state) = shop(Duration::ZERO);
+    let srv = testkit::serve_hyper(testkit::Options::default(), handler).unwrap();
+    // Open model: 40 iterations/s for 1 s over h2c; each iteration is a login and three reads.
+    let text = format!("target: {}\n{FLOW}", srv.url("")).replace(
+        "{ connections: 4, requests: 400 }",
+        "{ rate: 40/s, duration: 1s, connections: 8 }",
+    );
+    let (dir, p) = plan(&text);
+    let out = dir.path().join("r.json");
+    brink()
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "--http2",
+            "-q",
+            "--json",
+            out.to_str().unwrap(),
+        ])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(0);
+    let logins = state.logins.load(Ordering::Relaxed);
+    let reads = state.authorized_reads.load(Ordering::Relaxed);
+    assert_eq!(state.unauthorized_reads.load(Ordering::Relaxed), 0);
+    assert!((38..=41).contains(&logins), "{logins} iterations started");
+    assert!(
+        reads + 8 >= 3 * logins && reads <= 3 * logins,
+        "{logins} logins, {reads} reads"
+    );
+    let r = json_of(&out);
+    assert_eq!(r["target"]["protocol"], "h2");
+}
