@@ -19,6 +19,9 @@ pub enum Command {
     /// Run a load test: a URL (closed -c, open --rate or staged --stages load) or a plan file
     /// (every scenario in order, with its SLA table; exit 1 if an SLO fails).
     Run(Box<RunArgs>),
+    /// Find the most load a service sustains within its SLOs: step the load up (connections or
+    /// rate) until an SLO breaks, bisect, and report the steps, the knee, a USL fit and a diagnosis.
+    Find(Box<FindArgs>),
     /// Check a plan file (syntax, keys, durations, rates, templates, JSONPaths, SLOs); run nothing.
     Validate(ValidateArgs),
     /// Start a built-in service with a real bottleneck on 127.0.0.1 and load it.
@@ -103,6 +106,44 @@ pub struct RunArgs {
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct FindArgs {
+    /// Target, request, SLO and output options, as for `run` (the load flags -c, -d, -n,
+    /// --rate, --stages are set by the search; -c is the pool with --by rate).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// With a plan: the scenario whose requests and SLOs the search uses (default: the first).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// What to step: connections (closed model) or rate (open model, req/s).
+    #[arg(long, default_value = "connections", value_parser = ["connections", "rate"])]
+    pub by: String,
+    /// First level (default 1 connection, or 10/s).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Highest level tried (default 1000 connections, or 100000/s).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Length of each step, warm-up included.
+    #[arg(long, default_value = "10s")]
+    pub step: String,
+    /// Start of each step measured but left out of its verdict.
+    #[arg(long, default_value = "2s")]
+    pub warmup: String,
+    /// Pause between steps.
+    #[arg(long, default_value = "1s")]
+    pub cooldown: String,
+    /// Bisect until the last pass and the first fail are this close (e.g. 5%).
+    #[arg(long, default_value = "5%")]
+    pub precision: String,
+    /// Probed after a failing step to tell "overloaded" from "stuck" (default: the target).
+    #[arg(long)]
+    pub health: Option<String>,
+    /// How long a stuck service may take to answer the health probe again.
+    #[arg(long, default_value = "60s")]
+    pub recovery: String,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -28,13 +28,14 @@ macro_rules! emitln {
 pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
     match cmd {
         Command::Run(a) => run_cmd(&a),
+        Command::Find(a) => crate::find::find_cmd(&a),
         Command::Validate(a) => validate_cmd(&a),
         Command::Demo(a) => demo_cmd(&a),
     }
 }
 
 /// Sets a flag on SIGINT/SIGTERM; a second signal exits at once with 130.
-fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
+pub fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
@@ -46,7 +47,7 @@ fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
 }
 
 /// Opens the result file before the run, so an unwritable path fails before any load is sent.
-fn open_json(path: Option<&PathBuf>) -> Result<Option<(PathBuf, File)>, Fail> {
+pub fn open_json(path: Option<&PathBuf>) -> Result<Option<(PathBuf, File)>, Fail> {
     path.map(|p| {
         File::create(p)
             .map(|f| (p.clone(), f))
@@ -55,7 +56,7 @@ fn open_json(path: Option<&PathBuf>) -> Result<Option<(PathBuf, File)>, Fail> {
     .transpose()
 }
 
-fn write_json(out: Option<(PathBuf, File)>, result: &RunResult) -> Result<(), Fail> {
+pub fn write_json(out: Option<(PathBuf, File)>, result: &RunResult) -> Result<(), Fail> {
     if let Some((path, file)) = out {
         let w = std::io::BufWriter::new(file);
         serde_json::to_writer_pretty(w, result)

@@ -2,7 +2,10 @@
 
 mod cli;
 mod commands;
+mod diagnose;
 mod exit;
+mod find;
+mod probe;
 mod resolve;
 mod suite;
 

@@ -2,6 +2,7 @@
 //! summary and the live progress line. A result is built once from a run and every output is
 //! rendered from it, so the terminal and the JSON can never disagree.
 
+pub mod find;
 mod progress;
 mod result;
 mod sla;

@@ -30,6 +30,9 @@ pub struct RunResult {
     /// Whether every SLO of every scenario passed; `null` when there were none.
     pub slo_passed: Option<bool>,
     pub scenarios: Vec<ScenarioResult>,
+    /// `brink find`: the capacity search (its steps are the scenarios).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find: Option<crate::find::FindResult>,
 }
 
 /// One scenario of a plan (or the single run of `brink run URL`).
@@ -293,6 +296,7 @@ impl RunResult {
             timeseries,
             slo_passed: (!verdicts.is_empty()).then(|| verdicts.iter().all(|&p| p)),
             scenarios: runs.into_iter().map(|(s, _)| s).collect(),
+            find: None,
         })
     }
 }

@@ -4,6 +4,7 @@
 //! across threads (and later steps and machines) without losing a single count.
 
 mod bucket;
+pub mod capacity;
 mod hist;
 mod kind;
 pub mod slo;

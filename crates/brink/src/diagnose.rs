@@ -1,0 +1,108 @@
+//! Turning a search's figures into short hints, each quoting the numbers behind it. The rules,
+//! in the order they are reported:
+//!
+//! * **stuck**: a failing step after which the health probe got no answer within `--recovery`
+//!   (seed 000: the service needed a restart);
+//! * **generator-bound**: brink's own worker threads were >= 90% busy during a step, so that
+//!   step measured brink, not the service;
+//! * **rate-limited**: >= 1% of the first failing step's responses were 429 (seed 001);
+//! * **overload errors**: 5xx responses or timeouts in the first failing step;
+//! * **CPU-bound** / **not CPU-bound** (needs server CPU from `--observe`): at the knee, server
+//!   CPU near its peak of the search and high (>= 80% of one core per ... as observed) versus
+//!   latency exploding while CPU stays under 60% (seed 004: the cause was elsewhere: pools, locks,
+//!   connection handling or the network path);
+//! * **queueing**: throughput flat while latency grows, without server metrics to say why.
+
+use crate::find::{fmt_level, Step};
+use report::find::FindResult;
+use stats::ErrorKind;
+
+const SERVER_CPU: &str = "srv cpu";
+
+pub fn diagnose(f: &FindResult, steps: &[Step]) -> Vec<String> {
+    let by_rate = f.by == "rate";
+    let lvl = |l: f64| fmt_level(by_rate, l);
+    let mut out = Vec::new();
+    if let Some(s) = steps.iter().find(|s| s.stuck) {
+        out.push(format!(
+            "stuck: after {} the service stopped answering its health probe ({} ok of {} attempts in the step's steady part); it needs a restart: look for deadlocks, exhausted pools or a hung dependency",
+            lvl(s.row.level),
+            s.steady.ok,
+            s.steady.requests
+        ));
+    }
+    if let Some(s) = steps.iter().find(|s| s.row.generator_cpu >= 0.9) {
+        out.push(format!(
+            "generator-bound: brink's workers were {:.0}% busy at {}: from there on the limit measured is brink's, not the service's (give brink more --threads or CPU)",
+            s.row.generator_cpu * 100.0,
+            lvl(s.row.level)
+        ));
+    }
+    let first_fail = steps
+        .iter()
+        .filter(|s| !s.row.pass)
+        .min_by(|a, b| a.row.level.total_cmp(&b.row.level));
+    if let Some(s) = first_fail {
+        let b = &s.steady;
+        let total = b.requests.max(1) as f64;
+        let n429 = b.status.get(429);
+        if n429 as f64 / total >= 0.01 {
+            out.push(format!(
+                "rate-limited: {:.1}% of responses at {} were 429 ({} of {}): the service (or a proxy) is throttling, not failing",
+                n429 as f64 / total * 100.0,
+                lvl(s.row.level),
+                n429,
+                b.requests
+            ));
+        }
+        let n5xx: u64 = b
+            .status
+            .sorted()
+            .iter()
+            .filter(|(c, _)| *c >= 500)
+            .map(|(_, n)| n)
+            .sum();
+        let timeouts = b.errors_by_kind[ErrorKind::Timeout.index()];
+        if n5xx + timeouts > 0 {
+            out.push(format!(
+                "overload errors at {}: {} 5xx responses and {} timeouts out of {} attempts ({:.1}%)",
+                lvl(s.row.level),
+                n5xx,
+                timeouts,
+                b.requests,
+                (n5xx + timeouts) as f64 / total * 100.0
+            ));
+        }
+    }
+    if let Some(k) = &f.knee {
+        let at = steps.iter().find(|s| s.row.level == k.level);
+        let cpu = at
+            .and_then(|s| s.row.observed.get(SERVER_CPU))
+            .map(|o| o.peak);
+        let peak_cpu = steps
+            .iter()
+            .filter_map(|s| s.row.observed.get(SERVER_CPU).map(|o| o.peak))
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+        match (cpu, peak_cpu) {
+            (Some(c), Some(p)) if c >= 80.0 && c >= 0.9 * p => out.push(format!(
+                "CPU-bound: at the knee ({}, {}) the server used {c:.0}% CPU, its highest of the search: more CPU (or less work per request) moves the limit (seed 003)",
+                lvl(k.level),
+                k.reason
+            )),
+            (Some(c), _) if c < 60.0 => out.push(format!(
+                "not CPU-bound: latency exploded at {} ({}) while server CPU stayed at {c:.0}%: look at connection handling, pools, locks or the network path (seed 004)",
+                lvl(k.level),
+                k.reason
+            )),
+            _ => {
+                let x = at.map_or(0.0, |s| s.row.ok_rps);
+                out.push(format!(
+                    "queueing at ~{x:.0} req/s: the knee is at {} ({}); requests wait for something the service has a fixed amount of (workers, pool slots, CPU). Add --observe to see which",
+                    lvl(k.level),
+                    k.reason
+                ));
+            }
+        }
+    }
+    out
+}

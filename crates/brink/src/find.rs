@@ -1,0 +1,578 @@
+//! `brink find`: the capacity search. Every step is an ordinary run of the chosen scenario at
+//! one level (connections or rate) for `--step`; its first `--warmup` is measured but left out
+//! of the verdict. Levels grow geometrically (x2) from `--from` until a step fails (an SLO, no
+//! response at all, the generator's own limit) or `--to` passes; then the gap between the last
+//! pass and the first fail is bisected until they are within `--precision`. After a failing
+//! step the health URL is probed: a service that does not answer within `--recovery` is stuck,
+//! and the search stops there (bounded: every step and probe has a deadline).
+
+use crate::cli::FindArgs;
+use crate::commands::emit;
+use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
+use crate::resolve::{jobs, Job};
+use crate::{diagnose, probe};
+use engine::{Curve, Load, Observer, SecondView, Target};
+use report::find::{FindResult, KneeInfo, StepRow, Sustained, UslInfo};
+use report::{Progress, RunResult, ScenarioResult};
+use stats::capacity::{knee, Point, Usl};
+use stats::slo::{Slo, Tracker};
+use stats::{Bucket, ErrorKind, LatencySummary, Totals};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Objectives used when neither the plan nor `--slo` gives any.
+const DEFAULT_SLOS: [&str; 2] = ["p99 < 1s", "errors < 1%"];
+/// A step whose workers were this busy was limited by brink, not by the service.
+const GENERATOR_BUSY: f64 = 0.9;
+
+/// The search's settings, checked.
+pub struct Search {
+    pub by_rate: bool,
+    pub from: f64,
+    pub to: f64,
+    pub step: Duration,
+    pub warmup: Duration,
+    pub cooldown: Duration,
+    pub precision: f64,
+    pub health: Target,
+    pub recovery: Duration,
+    pub pool: usize,
+}
+
+/// One finished step.
+pub struct Step {
+    pub row: StepRow,
+    pub scenario: ScenarioResult,
+    pub totals: Totals,
+    /// The service stopped answering during it and did not recover.
+    pub stuck: bool,
+    /// Status counts of the steady part, for the diagnosis.
+    pub steady: Bucket,
+}
+
+fn level_arg(by_rate: bool, name: &str, v: &str) -> Result<f64, Fail> {
+    let n = if by_rate {
+        plan::parse_rate(v).map_err(|e| Fail::input(format!("{name}: {e}")))?
+    } else {
+        plan::load::positive_count(name, v).map_err(Fail::input)? as f64
+    };
+    if n <= 0.0 {
+        return Err(Fail::input(format!("{name} must be above zero, got '{v}'")));
+    }
+    Ok(n)
+}
+
+fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
+    let by_rate = a.by == "rate";
+    let r = &a.run;
+    if r.duration.is_some() || r.requests.is_some() || r.rate.is_some() || r.stages.is_some() {
+        return Err(Fail::input(
+            "find sets the load itself: use --by, --from, --to and --step instead of -d, -n, --rate, --stages",
+        ));
+    }
+    if r.connections.is_some() && !by_rate {
+        return Err(Fail::input(
+            "-c is the connection pool of --by rate; with --by connections use --from/--to",
+        ));
+    }
+    let from = level_arg(
+        by_rate,
+        "--from",
+        a.from
+            .as_deref()
+            .unwrap_or(if by_rate { "10" } else { "1" }),
+    )?;
+    let to = level_arg(
+        by_rate,
+        "--to",
+        a.to.as_deref()
+            .unwrap_or(if by_rate { "100000" } else { "1000" }),
+    )?;
+    if to < from {
+        return Err(Fail::input(format!("--to ({to}) is below --from ({from})")));
+    }
+    let dur = |flag: &str, v: &str| {
+        plan::parse_duration(v).map_err(|e| Fail::input(format!("{flag}: {e}")))
+    };
+    let step = dur("--step", &a.step)?;
+    let warmup = dur("--warmup", &a.warmup)?;
+    if step < Duration::from_secs(2) || warmup + Duration::from_secs(1) > step {
+        return Err(Fail::input(format!(
+            "--step ({}) must be at least 2s and at least 1s longer than --warmup ({})",
+            a.step, a.warmup
+        )));
+    }
+    let precision = a
+        .precision
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|p| *p > 0.0 && *p < 100.0);
+    let precision = precision.ok_or_else(|| {
+        Fail::input(format!(
+            "--precision: '{}' is not a percentage between 0 and 100",
+            a.precision
+        ))
+    })? / 100.0;
+    let health = match &a.health {
+        Some(h) => Target::parse(h).map_err(|e| Fail::input(format!("--health: {e}")))?,
+        None => job.spec.target.clone(),
+    };
+    let pool = match &r.connections {
+        Some(c) => plan::load::positive_count("-c", c).map_err(Fail::input)? as usize,
+        None => 1000,
+    };
+    Ok(Search {
+        by_rate,
+        from,
+        to,
+        step,
+        warmup,
+        cooldown: dur("--cooldown", &a.cooldown)?,
+        precision,
+        health,
+        recovery: dur("--recovery", &a.recovery)?,
+        pool,
+    })
+}
+
+/// The job the search steps: the URL's, or the chosen scenario of the plan.
+fn base_job(a: &FindArgs) -> Result<Job, Fail> {
+    let mut all = jobs(&a.run)?;
+    let idx = match &a.scenario {
+        Some(name) => all.iter().position(|j| &j.name == name).ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|j| j.name.as_str()).collect();
+            Fail::input(format!(
+                "--scenario {name}: no such scenario (scenarios: {})",
+                names.join(", ")
+            ))
+        })?,
+        None => 0,
+    };
+    let mut job = all.swap_remove(idx);
+    if job.slos.is_empty() {
+        job.slos = DEFAULT_SLOS
+            .iter()
+            .map(|t| Slo::parse(t, |d| plan::parse_duration(d).map_err(|e| e.to_string())))
+            .collect::<Result<_, _>>()
+            .map_err(|e| Fail::input(e.0))?;
+    }
+    Ok(job)
+}
+
+pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
+    let job = base_job(a)?;
+    let search = settings(a, &job)?;
+    let json = crate::commands::open_json(a.run.json.as_ref())?;
+    let interrupt = crate::commands::install_signals()?;
+    let started = report::rfc3339_utc(SystemTime::now());
+    let quiet = a.run.quiet;
+    let by = if search.by_rate {
+        "rate"
+    } else {
+        "connections"
+    };
+    if !quiet {
+        let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
+        emit(&format!(
+            "find: {} {} by {by} from {} to {}, {}s steps ({}s warm-up), objectives: {}\n",
+            job.spec.workload.steps[0].method,
+            job.spec.target.url(),
+            search.from,
+            search.to,
+            search.step.as_secs_f64(),
+            search.warmup.as_secs_f64(),
+            slos.join(", ")
+        ));
+        emit(&report::find::step_header(by, &[]));
+    }
+    let mut ctl = Controller {
+        job: &job,
+        search: &search,
+        interrupt: &interrupt,
+        quiet,
+        steps: Vec::new(),
+    };
+    let stopped = ctl.search();
+    let steps = ctl.steps;
+    let find = summarise(&job, &search, &steps, stopped.clone());
+    if !quiet {
+        emit(&report::find::render_summary(&find));
+    }
+    let stuck = steps.iter().any(|s| s.stuck);
+    let passed_any = find.max_sustainable.is_some();
+    let runs = steps.into_iter().map(|s| (s.scenario, s.totals)).collect();
+    let mut result = RunResult::new(started, crate::resolve::seed(&a.run), runs)
+        .ok_or_else(|| Fail::input("the search ran no step"))?;
+    result.find = Some(find);
+    crate::commands::write_json(json, &result)?;
+    if interrupt.load(Ordering::Relaxed) {
+        return Ok(INTERRUPTED);
+    }
+    Ok(if stuck || !passed_any { SLO_FAILED } else { 0 })
+}
+
+struct Controller<'a> {
+    job: &'a Job,
+    search: &'a Search,
+    interrupt: &'a AtomicBool,
+    quiet: bool,
+    steps: Vec<Step>,
+}
+
+impl Controller<'_> {
+    /// Runs the search; returns why it ended.
+    fn search(&mut self) -> String {
+        let s = self.search;
+        let mut level = s.from;
+        let mut last_pass: Option<f64> = None;
+        let first_fail;
+        loop {
+            match self.step(level) {
+                Err(why) => return why,
+                Ok(true) => {
+                    last_pass = Some(level);
+                    if level >= s.to {
+                        return format!(
+                            "every level up to --to {} passed",
+                            fmt_level(s.by_rate, s.to)
+                        );
+                    }
+                    level = self.round(f64::min(level * 2.0, s.to));
+                }
+                Ok(false) => {
+                    first_fail = level;
+                    break;
+                }
+            }
+        }
+        let Some(mut lo) = last_pass else {
+            return format!(
+                "the first level ({}) already failed",
+                fmt_level(s.by_rate, s.from)
+            );
+        };
+        let mut hi = first_fail;
+        while hi / lo - 1.0 > s.precision {
+            let mid = self.round((lo + hi) / 2.0);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            match self.step(mid) {
+                Err(why) => return why,
+                Ok(true) => lo = mid,
+                Ok(false) => hi = mid,
+            }
+        }
+        format!(
+            "bisected between {} (pass) and {} (fail)",
+            fmt_level(s.by_rate, lo),
+            fmt_level(s.by_rate, hi)
+        )
+    }
+
+    fn round(&self, level: f64) -> f64 {
+        if self.search.by_rate {
+            level.round().max(1.0)
+        } else {
+            level.round().max(1.0)
+        }
+    }
+
+    /// Runs one step; `Ok(pass)`, or `Err(why the search must stop)`.
+    fn step(&mut self, level: f64) -> Result<bool, String> {
+        if self.interrupt.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
+        if !self.steps.is_empty() {
+            std::thread::sleep(self.search.cooldown);
+        }
+        let step = run_step(self.job, self.search, level, self.interrupt, self.quiet)
+            .map_err(|f| f.message)?;
+        let pass = step.row.pass;
+        let generator = step.row.generator_cpu >= GENERATOR_BUSY;
+        let interrupted = step.scenario.interrupted;
+        if !self.quiet {
+            emit(&report::find::step_line(
+                if self.search.by_rate {
+                    "rate"
+                } else {
+                    "connections"
+                },
+                &step.row,
+                &[],
+                None,
+            ));
+        }
+        let mut step = step;
+        if !pass && !interrupted {
+            let stop = || self.interrupt.load(Ordering::Relaxed);
+            if probe::wait_for_recovery(&self.search.health, self.search.recovery, &stop).is_none()
+            {
+                step.stuck = true;
+            }
+        }
+        let stuck = step.stuck;
+        self.steps.push(step);
+        if interrupted {
+            return Err("interrupted".into());
+        }
+        if stuck {
+            return Err(format!(
+                "service stopped responding at {} and did not recover within {}s",
+                fmt_level(self.search.by_rate, level),
+                self.search.recovery.as_secs_f64()
+            ));
+        }
+        if generator && !pass {
+            return Err(format!(
+                "the generator, not the service, was the limit at {} (brink's workers {:.0}% busy)",
+                fmt_level(self.search.by_rate, level),
+                self.steps
+                    .last()
+                    .map_or(0.0, |s| s.row.generator_cpu * 100.0)
+            ));
+        }
+        if generator {
+            return Err(format!(
+                "the generator reached its own limit at {} (workers {:.0}% busy): higher levels would measure brink, not the service",
+                fmt_level(self.search.by_rate, level),
+                self.steps.last().map_or(0.0, |s| s.row.generator_cpu * 100.0)
+            ));
+        }
+        Ok(pass)
+    }
+}
+
+pub fn fmt_level(by_rate: bool, level: f64) -> String {
+    if by_rate {
+        format!("{}/s", report::fmt_rate(level))
+    } else {
+        format!("{} connections", level.round())
+    }
+}
+
+/// Keeps the seconds after the warm-up and follows the SLOs on them.
+struct StepWatch {
+    progress: Option<Progress>,
+    warmup_s: u64,
+    steady: Bucket,
+    trackers: Vec<(Tracker, Option<usize>)>,
+    steady_by_request: Vec<Bucket>,
+}
+
+impl Observer for StepWatch {
+    fn second(&mut self, view: &SecondView) -> bool {
+        if let Some(p) = self.progress.as_mut() {
+            p.draw(view);
+        }
+        if view.second.t < self.warmup_s {
+            return false;
+        }
+        self.steady.merge(view.all);
+        for (acc, b) in self.steady_by_request.iter_mut().zip(view.by_request) {
+            acc.merge(b);
+        }
+        for (t, idx) in &mut self.trackers {
+            let (b, so_far) = match idx {
+                Some(i) => (&view.by_request[*i], &self.steady_by_request[*i]),
+                None => (view.all, &self.steady),
+            };
+            t.second(b, so_far);
+        }
+        false
+    }
+}
+
+/// CPU seconds this process has used so far.
+fn own_cpu() -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct; RUSAGE_SELF is always valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) };
+    if rc != 0 {
+        return 0.0;
+    }
+    // SAFETY: initialised by the successful call above.
+    let u = unsafe { u.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+fn run_step(
+    job: &Job,
+    s: &Search,
+    level: f64,
+    interrupt: &AtomicBool,
+    quiet: bool,
+) -> Result<Step, crate::exit::Fail> {
+    let mut spec = job.spec.clone();
+    spec.max_requests = None;
+    spec.load = if s.by_rate {
+        Load::Open {
+            rate: Curve::flat(level, Some(s.step)),
+            pool: s.pool,
+        }
+    } else {
+        Load::Closed {
+            connections: Curve::flat(level, Some(s.step)),
+        }
+    };
+    let names = spec.workload.names();
+    let trackers = job
+        .slos
+        .iter()
+        .map(|x| {
+            (
+                Tracker::new(x.clone()),
+                x.request
+                    .as_ref()
+                    .and_then(|r| names.iter().position(|n| n == r)),
+            )
+        })
+        .collect();
+    let mut watch = StepWatch {
+        progress: (!quiet).then(|| Progress::new(spec.load.end())),
+        warmup_s: s.warmup.as_secs(),
+        steady: Bucket::new(0),
+        trackers,
+        steady_by_request: vec![Bucket::new(0); names.len()],
+    };
+    let (cpu0, t0) = (own_cpu(), Instant::now());
+    let out = engine::run(&spec, interrupt, &mut watch);
+    let (cpu, wall) = (own_cpu() - cpu0, t0.elapsed().as_secs_f64());
+    if let Some(p) = watch.progress.as_mut() {
+        p.finish();
+    }
+    let out = out.map_err(|e| crate::exit::Fail::input(e.to_string()))?;
+    let steady_s = (out.seconds.len() as f64 - s.warmup.as_secs_f64()).max(1.0);
+    let verdicts: Vec<(String, bool)> = watch
+        .trackers
+        .iter()
+        .map(|(t, idx)| {
+            let total = match idx {
+                Some(i) => &watch.steady_by_request[*i],
+                None => &watch.steady,
+            };
+            (t.slo.text.clone(), t.verdict(total, steady_s).pass)
+        })
+        .collect();
+    let b = &watch.steady;
+    let lat = LatencySummary::of(&b.corrected);
+    let mut reasons: Vec<String> = verdicts
+        .iter()
+        .filter(|(_, p)| !p)
+        .map(|(t, _)| t.clone())
+        .collect();
+    if b.ok == 0 {
+        reasons.insert(0, "no successful response".into());
+    }
+    let slo_results = watch
+        .trackers
+        .iter()
+        .map(|(t, idx)| {
+            let total = match idx {
+                Some(i) => &watch.steady_by_request[*i],
+                None => &watch.steady,
+            };
+            report::SloResult::new(t, &t.verdict(total, steady_s))
+        })
+        .collect();
+    let name = format!("step {}", fmt_level(s.by_rate, level));
+    let scenario = ScenarioResult::new(&name, &spec, &out, slo_results, None);
+    let row = StepRow {
+        level,
+        p50: lat.p50,
+        p75: lat.p75,
+        p90: lat.p90,
+        p99: lat.p99,
+        mean: lat.mean,
+        rps: b.requests as f64 / steady_s,
+        ok_rps: b.ok as f64 / steady_s,
+        requests: out.totals.all.requests,
+        errors: out.totals.all.errors(),
+        timeouts: out.totals.all.errors_by_kind[ErrorKind::Timeout.index()],
+        generator_cpu: if wall > 0.0 {
+            cpu / (wall * out.workers.max(1) as f64)
+        } else {
+            0.0
+        },
+        observed: BTreeMap::new(),
+        pass: reasons.is_empty(),
+        reason: reasons.join(", "),
+    };
+    Ok(Step {
+        row,
+        scenario,
+        totals: out.totals,
+        stuck: false,
+        steady: watch.steady,
+    })
+}
+
+fn summarise(job: &Job, s: &Search, steps: &[Step], stopped: String) -> FindResult {
+    let by_rate = s.by_rate;
+    let best = steps
+        .iter()
+        .filter(|x| x.row.pass)
+        .max_by(|a, b| a.row.level.total_cmp(&b.row.level));
+    let first_fail_above = |lvl: f64| {
+        steps
+            .iter()
+            .filter(|x| !x.row.pass && x.row.level > lvl)
+            .map(|x| x.row.level)
+            .min_by(f64::total_cmp)
+    };
+    let max_sustainable = best.map(|b| Sustained {
+        level: b.row.level,
+        rps: b.row.ok_rps,
+        slo: job.slos.iter().map(|x| x.text.clone()).collect(),
+        resolution: first_fail_above(b.row.level).map(|f| f / b.row.level - 1.0),
+    });
+    let points: Vec<Point> = steps
+        .iter()
+        .map(|x| Point {
+            level: x.row.level,
+            throughput: x.row.ok_rps,
+            p90_ms: x.row.p90,
+        })
+        .collect();
+    let knee = knee(&points).map(|k| KneeInfo {
+        level: k.level,
+        reason: k.reason,
+    });
+    // USL is about concurrency: for rate steps, the concurrency actually in the system is
+    // throughput x mean latency (Little's law).
+    let usl_points: Vec<(f64, f64)> = steps
+        .iter()
+        .filter(|x| x.row.ok_rps > 0.0)
+        .map(|x| {
+            let n = if by_rate {
+                x.row.ok_rps * x.row.mean / 1000.0
+            } else {
+                x.row.level
+            };
+            (n, x.row.ok_rps)
+        })
+        .collect();
+    let usl = Usl::fit(&usl_points).map(|u| UslInfo {
+        lambda: u.lambda,
+        sigma: u.sigma,
+        kappa: u.kappa,
+        peak_concurrency: u.peak_n,
+        peak_rps: u.peak_x,
+        r2: u.r2,
+        poor_fit: u.r2 < 0.8,
+    });
+    let mut find = FindResult {
+        by: if by_rate { "rate" } else { "connections" }.to_string(),
+        steps: steps.iter().map(|x| x.row.clone()).collect(),
+        max_sustainable,
+        knee,
+        usl,
+        diagnosis: Vec::new(),
+        stopped,
+    };
+    find.diagnosis = diagnose::diagnose(&find, steps);
+    find
+}

@@ -1,0 +1,214 @@
+//! The `find` section of a result and its terminal form: one row per step (in the spirit of seed
+//! 004's sweep table), the maximum sustainable level, the knee, the USL fit and the diagnosis.
+
+use crate::terminal::{fmt_count, fmt_ms, fmt_rate};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FindResult {
+    /// `connections` or `rate`.
+    pub by: String,
+    /// Steps in the order they ran.
+    pub steps: Vec<StepRow>,
+    pub max_sustainable: Option<Sustained>,
+    pub knee: Option<KneeInfo>,
+    pub usl: Option<UslInfo>,
+    pub diagnosis: Vec<String>,
+    /// Why the search ended.
+    pub stopped: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepRow {
+    pub level: f64,
+    /// Latency after the warm-up (ms).
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub mean: f64,
+    /// Attempts per second after the warm-up.
+    pub rps: f64,
+    pub ok_rps: f64,
+    pub requests: u64,
+    pub errors: u64,
+    pub timeouts: u64,
+    /// Share of brink's worker threads' CPU used during the step (1.0 = all busy).
+    pub generator_cpu: f64,
+    /// Observed server figures: name -> (peak, mean) over the step.
+    pub observed: BTreeMap<String, Observed>,
+    pub pass: bool,
+    /// Why it failed (empty when it passed).
+    pub reason: String,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Observed {
+    pub peak: f64,
+    pub mean: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Sustained {
+    pub level: f64,
+    pub rps: f64,
+    /// The objectives it met.
+    pub slo: Vec<String>,
+    /// Relative distance to the first failing level (the bisection's resolution), if one failed.
+    pub resolution: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KneeInfo {
+    pub level: f64,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UslInfo {
+    pub lambda: f64,
+    pub sigma: f64,
+    pub kappa: f64,
+    pub peak_concurrency: Option<f64>,
+    pub peak_rps: Option<f64>,
+    pub r2: f64,
+    /// R² below 0.8: the curve does not describe these points well.
+    pub poor_fit: bool,
+}
+
+fn level_text(by: &str, level: f64) -> String {
+    if by == "rate" {
+        format!("{}/s", fmt_rate(level))
+    } else {
+        fmt_count(level.round() as u64)
+    }
+}
+
+/// The table header, printed before the first step.
+pub fn step_header(by: &str, observed: &[String]) -> String {
+    let mut o = format!(
+        "\n {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>5}",
+        if by == "rate" { "rate" } else { "conns" },
+        "p50",
+        "p75",
+        "p90",
+        "p99",
+        "req/s",
+        "errors",
+        "gen"
+    );
+    for name in observed {
+        let _ = write!(o, " {:>9}", short(name));
+    }
+    o.push_str("  verdict\n");
+    o
+}
+
+fn short(name: &str) -> String {
+    name.chars().take(9).collect()
+}
+
+/// One table row, printed as soon as the step ends.
+pub fn step_line(by: &str, s: &StepRow, observed: &[String], knee: Option<&str>) -> String {
+    let mut o = format!(
+        " {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4.0}%",
+        level_text(by, s.level),
+        fmt_ms(s.p50),
+        fmt_ms(s.p75),
+        fmt_ms(s.p90),
+        fmt_ms(s.p99),
+        fmt_rate(s.rps),
+        fmt_count(s.errors),
+        s.generator_cpu * 100.0
+    );
+    for name in observed {
+        let v = s
+            .observed
+            .get(name)
+            .map_or("-".to_string(), |v| fmt_value(name, v.peak));
+        let _ = write!(o, " {v:>9}");
+    }
+    let verdict = if s.pass {
+        "pass".to_string()
+    } else {
+        format!("FAIL {}", s.reason)
+    };
+    let _ = write!(o, "  {verdict}");
+    if let Some(k) = knee {
+        let _ = write!(o, "  <- knee: {k}");
+    }
+    o.push('\n');
+    o
+}
+
+fn fmt_value(name: &str, v: f64) -> String {
+    if name.ends_with("cpu") {
+        format!("{v:.0}%")
+    } else if name.ends_with("rss") {
+        format!("{:.0}MB", v / 1e6)
+    } else if v.fract() == 0.0 && v.abs() < 1e9 {
+        fmt_count(v as u64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Everything after the table: the maximum, the knee, the USL fit and the diagnosis.
+pub fn render_summary(f: &FindResult) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o);
+    match &f.max_sustainable {
+        Some(m) => {
+            let res = m.resolution.map_or(String::new(), |r| {
+                format!(" (bisected to +-{:.0}%)", r * 100.0)
+            });
+            let _ = writeln!(
+                o,
+                " Maximum sustainable: {}, {} req/s with {}{res}",
+                match f.by.as_str() {
+                    "rate" => format!("{}/s", fmt_rate(m.level)),
+                    _ => format!("{} connections", fmt_count(m.level.round() as u64)),
+                },
+                fmt_rate(m.rps),
+                m.slo.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                " Maximum sustainable: none (no level met the objectives)"
+            );
+        }
+    }
+    let _ = writeln!(o, " Search ended: {}", f.stopped);
+    if let Some(k) = &f.knee {
+        let _ = writeln!(o, " Knee: at {} ({})", level_text(&f.by, k.level), k.reason);
+    }
+    if let Some(u) = &f.usl {
+        let peak = match (u.peak_concurrency, u.peak_rps) {
+            (Some(n), Some(x)) => format!("predicted peak N* = {n:.1} at {} req/s", fmt_rate(x)),
+            _ => "no predicted peak (no coherency cost measured)".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            " USL fit: sigma {:.4}, kappa {:.6}, {peak}, R^2 {:.3}{}",
+            u.sigma,
+            u.kappa,
+            u.r2,
+            if u.poor_fit {
+                " (poor fit: read it with care)"
+            } else {
+                ""
+            }
+        );
+    }
+    if !f.diagnosis.is_empty() {
+        let _ = writeln!(o, " Diagnosis:");
+        for d in &f.diagnosis {
+            let _ = writeln!(o, "   - {d}");
+        }
+    }
+    o
+}

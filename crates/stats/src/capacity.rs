@@ -1,0 +1,270 @@
+//! The maths of a capacity search: the Universal Scalability Law fitted to throughput against
+//! concurrency, and the knee of a latency/throughput curve.
+//!
+//! **USL** (Gunther): throughput at concurrency N is
+//!
+//! ```text
+//! X(N) = λ N / (1 + σ (N - 1) + κ N (N - 1))
+//! ```
+//!
+//! with λ the throughput of one unit of concurrency, σ contention (queueing on a shared
+//! resource) and κ coherency (crosstalk; it makes throughput fall past a peak). Dividing N by X
+//! makes it linear in three unknowns:
+//!
+//! ```text
+//! N / X = a + b (N - 1) + c N (N - 1),    a = 1/λ,  b = σ/λ,  c = κ/λ
+//! ```
+//!
+//! so ordinary least squares on (1, N-1, N(N-1)) gives a, b, c, hence λ = 1/a, σ = b/a,
+//! κ = c/a. The peak is at N* = sqrt((1 - σ) / κ) when κ > 0. R² is computed on X itself (not on
+//! the linearised form), so it says how well the curve follows the measured throughput.
+//!
+//! **Knee**: going up the steps, the first step where latency grows much faster than load
+//! (p90 ratio at least 3x the load ratio), or throughput stops growing (it gained less than a
+//! fifth of the load's relative increase).
+
+/// A fitted USL curve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Usl {
+    pub lambda: f64,
+    pub sigma: f64,
+    pub kappa: f64,
+    /// Concurrency of peak throughput (`None` when κ <= 0: no peak within the model).
+    pub peak_n: Option<f64>,
+    pub peak_x: Option<f64>,
+    pub r2: f64,
+}
+
+impl Usl {
+    pub fn throughput(&self, n: f64) -> f64 {
+        self.lambda * n / (1.0 + self.sigma * (n - 1.0) + self.kappa * n * (n - 1.0))
+    }
+
+    /// Fits `(concurrency, throughput)` points; `None` with fewer than three distinct
+    /// concurrencies or a degenerate fit.
+    pub fn fit(points: &[(f64, f64)]) -> Option<Usl> {
+        let pts: Vec<(f64, f64)> = points
+            .iter()
+            .copied()
+            .filter(|&(n, x)| n >= 1.0 && x > 0.0 && n.is_finite() && x.is_finite())
+            .collect();
+        let mut distinct: Vec<f64> = pts.iter().map(|p| p.0).collect();
+        distinct.sort_by(f64::total_cmp);
+        distinct.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+        if distinct.len() < 3 {
+            return None;
+        }
+        // Normal equations for y = a + b u + c v, u = N-1, v = N(N-1).
+        let mut m = [[0.0f64; 4]; 3];
+        for &(n, x) in &pts {
+            let row = [1.0, n - 1.0, n * (n - 1.0)];
+            let y = n / x;
+            for i in 0..3 {
+                for j in 0..3 {
+                    m[i][j] += row[i] * row[j];
+                }
+                m[i][3] += row[i] * y;
+            }
+        }
+        let [a, b, c] = solve3(m)?;
+        if a <= 0.0 {
+            return None;
+        }
+        let (lambda, sigma, kappa) = (1.0 / a, b / a, c / a);
+        let mut usl = Usl {
+            lambda,
+            sigma,
+            kappa,
+            peak_n: None,
+            peak_x: None,
+            r2: 0.0,
+        };
+        if kappa > 0.0 && sigma < 1.0 {
+            let n = ((1.0 - sigma) / kappa).sqrt();
+            usl.peak_n = Some(n);
+            usl.peak_x = Some(usl.throughput(n));
+        }
+        let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
+        let ss_tot: f64 = pts.iter().map(|p| (p.1 - mean).powi(2)).sum();
+        let ss_res: f64 = pts
+            .iter()
+            .map(|p| (p.1 - usl.throughput(p.0)).powi(2))
+            .sum();
+        usl.r2 = if ss_tot > 0.0 {
+            1.0 - ss_res / ss_tot
+        } else {
+            0.0
+        };
+        Some(usl)
+    }
+}
+
+/// Gaussian elimination with partial pivoting on an augmented 3x4 matrix.
+fn solve3(mut m: [[f64; 4]; 3]) -> Option<[f64; 3]> {
+    for col in 0..3 {
+        let pivot = (col..3).max_by(|&i, &j| m[i][col].abs().total_cmp(&m[j][col].abs()))?;
+        if m[pivot][col].abs() < 1e-12 {
+            return None;
+        }
+        m.swap(col, pivot);
+        for row in 0..3 {
+            if row != col {
+                let f = m[row][col] / m[col][col];
+                for k in col..4 {
+                    m[row][k] -= f * m[col][k];
+                }
+            }
+        }
+    }
+    Some([m[0][3] / m[0][0], m[1][3] / m[1][1], m[2][3] / m[2][2]])
+}
+
+/// One measured step for knee detection.
+#[derive(Clone, Copy, Debug)]
+pub struct Point {
+    pub level: f64,
+    pub throughput: f64,
+    pub p90_ms: f64,
+}
+
+/// Where the curve bends, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Knee {
+    /// Index of the step at the knee (in level order).
+    pub index: usize,
+    pub level: f64,
+    pub reason: String,
+}
+
+/// The first step (sorted by level) where latency grows much faster than load or throughput
+/// stops growing.
+pub fn knee(points: &[Point]) -> Option<Knee> {
+    let mut sorted: Vec<(usize, Point)> = points.iter().copied().enumerate().collect();
+    sorted.sort_by(|a, b| a.1.level.total_cmp(&b.1.level));
+    for w in sorted.windows(2) {
+        let ((_, prev), (i, cur)) = (w[0], w[1]);
+        if prev.level <= 0.0 || prev.throughput <= 0.0 || prev.p90_ms <= 0.0 {
+            continue;
+        }
+        let load = cur.level / prev.level;
+        if load <= 1.0 {
+            continue;
+        }
+        let lat = cur.p90_ms / prev.p90_ms;
+        let gain = cur.throughput / prev.throughput;
+        if lat >= 3.0 * load {
+            return Some(Knee {
+                index: i,
+                level: cur.level,
+                reason: format!("p90 x{} for {}x load", fmt_ratio(lat), fmt_ratio(load)),
+            });
+        }
+        if gain - 1.0 < 0.2 * (load - 1.0) {
+            return Some(Knee {
+                index: i,
+                level: cur.level,
+                reason: format!(
+                    "throughput x{} for {}x load (flat at ~{:.0}/s)",
+                    fmt_ratio(gain),
+                    fmt_ratio(load),
+                    cur.throughput
+                ),
+            });
+        }
+    }
+    None
+}
+
+fn fmt_ratio(r: f64) -> String {
+    if r >= 10.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.2}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recovers_known_usl_parameters() {
+        let truth = Usl {
+            lambda: 1000.0,
+            sigma: 0.05,
+            kappa: 0.0005,
+            peak_n: None,
+            peak_x: None,
+            r2: 1.0,
+        };
+        let pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]
+            .iter()
+            .map(|&n| (n, truth.throughput(n)))
+            .collect();
+        let fit = Usl::fit(&pts).unwrap();
+        assert!((fit.lambda - 1000.0).abs() < 1e-6, "{fit:?}");
+        assert!((fit.sigma - 0.05).abs() < 1e-9 && (fit.kappa - 0.0005).abs() < 1e-9);
+        // N* = sqrt(0.95 / 0.0005) = 43.6
+        assert!((fit.peak_n.unwrap() - 43.59).abs() < 0.01);
+        assert!(fit.r2 > 0.999_999);
+    }
+
+    #[test]
+    fn a_fixed_capacity_server_is_pure_contention() {
+        // K = 8 slots of 10 ms: X = min(N, 8) * 100, a hard ceiling the smooth USL curve can
+        // only approximate: its peak lands near 800/s and the fit is still good.
+        let pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+            .iter()
+            .map(|&n| (n, f64::min(n, 8.0) * 100.0))
+            .collect();
+        let fit = Usl::fit(&pts).unwrap();
+        let peak = fit.peak_x.unwrap();
+        assert!((peak - 800.0).abs() / 800.0 < 0.15, "{fit:?}");
+        assert!(fit.r2 > 0.9, "{fit:?}");
+    }
+
+    #[test]
+    fn too_few_points_give_no_fit() {
+        assert!(Usl::fit(&[(1.0, 10.0), (2.0, 20.0)]).is_none());
+        assert!(Usl::fit(&[(4.0, 10.0), (4.0, 11.0), (4.0, 12.0)]).is_none());
+    }
+
+    fn p(level: f64, throughput: f64, p90_ms: f64) -> Point {
+        Point {
+            level,
+            throughput,
+            p90_ms,
+        }
+    }
+
+    #[test]
+    fn knee_cases() {
+        // Seed 004: 25 -> 50 connections, p90 1.68 ms -> 117 ms (x70 for 2x load).
+        let k = knee(&[
+            p(10.0, 15400.0, 0.94),
+            p(25.0, 24400.0, 1.68),
+            p(50.0, 27100.0, 117.0),
+        ])
+        .unwrap();
+        assert_eq!((k.index, k.level), (2, 50.0));
+        assert_eq!(k.reason, "p90 x70 for 2x load");
+        // Throughput flat while latency grows in proportion (a saturated pool).
+        let k = knee(&[
+            p(4.0, 400.0, 10.0),
+            p(8.0, 800.0, 10.0),
+            p(16.0, 820.0, 19.5),
+        ])
+        .unwrap();
+        assert_eq!(k.index, 2);
+        assert!(
+            k.reason.starts_with("throughput x1.02 for 2x load"),
+            "{}",
+            k.reason
+        );
+        // Linear scaling: no knee.
+        assert!(knee(&[p(1.0, 100.0, 5.0), p(2.0, 200.0, 5.1), p(4.0, 400.0, 5.2)]).is_none());
+    }
+}
