@@ -272,12 +272,9 @@ impl Controller<'_> {
         )
     }
 
+    /// Levels are whole connections, or whole requests per second.
     fn round(&self, level: f64) -> f64 {
-        if self.search.by_rate {
-            level.round().max(1.0)
-        } else {
-            level.round().max(1.0)
-        }
+        level.round().max(1.0)
     }
 
     /// Runs one step; `Ok(pass)`, or `Err(why the search must stop)`.
@@ -445,7 +442,8 @@ fn run_step(
         p.finish();
     }
     let out = out.map_err(|e| crate::exit::Fail::input(e.to_string()))?;
-    let steady_s = (out.seconds.len() as f64 - s.warmup.as_secs_f64()).max(1.0);
+    // The steady part: from the end of the warm-up to the end of the step.
+    let steady_s = (out.duration.as_secs_f64() - s.warmup.as_secs() as f64).max(0.5);
     let verdicts: Vec<(String, bool)> = watch
         .trackers
         .iter()

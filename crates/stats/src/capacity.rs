@@ -59,11 +59,11 @@ impl Usl {
         for &(n, x) in &pts {
             let row = [1.0, n - 1.0, n * (n - 1.0)];
             let y = n / x;
-            for i in 0..3 {
-                for j in 0..3 {
-                    m[i][j] += row[i] * row[j];
+            for (mi, ri) in m.iter_mut().zip(row) {
+                for (mij, rj) in mi.iter_mut().zip(row) {
+                    *mij += ri * rj;
                 }
-                m[i][3] += row[i] * y;
+                mi[3] += ri * y;
             }
         }
         let [a, b, c] = solve3(m)?;
@@ -107,11 +107,12 @@ fn solve3(mut m: [[f64; 4]; 3]) -> Option<[f64; 3]> {
             return None;
         }
         m.swap(col, pivot);
-        for row in 0..3 {
+        let pivot_row = m[col];
+        for (row, r) in m.iter_mut().enumerate() {
             if row != col {
-                let f = m[row][col] / m[col][col];
-                for k in col..4 {
-                    m[row][k] -= f * m[col][k];
+                let f = r[col] / pivot_row[col];
+                for (x, p) in r.iter_mut().zip(pivot_row).skip(col) {
+                    *x -= f * p;
                 }
             }
         }

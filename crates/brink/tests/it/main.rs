@@ -5,6 +5,7 @@ mod accuracy;
 mod cli;
 mod engine_runs;
 mod examples;
+mod find;
 mod plans;
 mod protocols;
 mod schema;

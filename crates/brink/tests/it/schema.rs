@@ -1,5 +1,5 @@
 //! The committed JSON Schema describes real output: a result from an open-model run (which has
-//! the `schedule` section) and from a closed-model run both validate.
+//! the `schedule` section), from a closed-model run and from a capacity search all validate.
 
 use assert_cmd::Command;
 use std::time::Duration;
@@ -39,6 +39,18 @@ fn results_validate_against_the_committed_schema() {
     for args in [
         vec!["run", url.as_str(), "-c", "2", "-n", "100"],
         vec!["run", url.as_str(), "--rate", "200", "-d", "1s"],
+        vec![
+            "find",
+            url.as_str(),
+            "--to",
+            "2",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+        ],
     ] {
         let v = result_of(&args);
         let errors: Vec<String> = validator

@@ -1,0 +1,212 @@
+//! `brink find` against services whose limits are known: K service slots of fixed time S (at
+//! most K/S req/s, latency N/K x S past K connections), a service that deadlocks past a
+//! concurrency limit, and a generator made to be the bottleneck.
+
+use assert_cmd::Command;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use testkit::{Options, Reply, Req};
+
+fn brink() -> Command {
+    Command::cargo_bin("brink").expect("binary built")
+}
+
+fn find(args: &[&str], limit: Duration) -> (Option<i32>, serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("find.json");
+    let run = brink()
+        .arg("find")
+        .args(args)
+        .args(["--json", out.to_str().unwrap()])
+        .timeout(limit)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&run.stdout).to_string() + &String::from_utf8_lossy(&run.stderr);
+    let json = std::fs::read(&out)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (run.status.code(), json, text)
+}
+
+#[test]
+fn finds_a_known_capacity() {
+    // 4 slots of 20 ms: at most 200 req/s; with N > 4 connections latency is about N/4 x 20 ms,
+    // so p99 < 50 ms holds up to 9 connections (45 ms) and breaks at 10 (50 ms).
+    let srv = testkit::serve_with(
+        Options {
+            threads: 2,
+            slots: Some(4),
+            ..Options::default()
+        },
+        Arc::new(|_: &Req| Reply::Full {
+            status: 200,
+            body: b"ok".to_vec(),
+            delay: Duration::from_millis(20),
+            slot: true,
+            close: false,
+        }),
+    )
+    .unwrap();
+    let t0 = Instant::now();
+    let (code, r, text) = find(
+        &[
+            &srv.url("/"),
+            "--slo",
+            "p99<50ms",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--to",
+            "64",
+        ],
+        Duration::from_secs(180),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(t0.elapsed() < Duration::from_secs(180));
+    let f = &r["find"];
+    let max = &f["max_sustainable"];
+    let level = max["level"].as_f64().unwrap();
+    assert!(
+        (8.0..=10.0).contains(&level),
+        "max sustainable {level} connections, truth 9:\n{text}"
+    );
+    let best_rps = f["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["ok_rps"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        (best_rps - 200.0).abs() / 200.0 < 0.10,
+        "max throughput {best_rps}, truth 200:\n{text}"
+    );
+    // Throughput stops growing past 4 slots: that is the knee.
+    let knee = f["knee"]["level"].as_f64().unwrap();
+    assert!((8.0..=16.0).contains(&knee), "knee at {knee}:\n{text}");
+    assert!(text.contains("Maximum sustainable:"), "{text}");
+    assert!(f["usl"]["r2"].as_f64().is_some(), "{f}");
+    assert!(
+        f["diagnosis"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d.as_str().unwrap().starts_with("queueing")),
+        "{f}"
+    );
+}
+
+#[test]
+fn a_deadlocking_service_is_reported_stuck() {
+    // Answers in 50 ms, but once more than 5 requests arrive within 45 ms (about 6
+    // concurrent), it stops answering anything, for good.
+    let dead = Arc::new(AtomicBool::new(false));
+    let arrivals = Arc::new(Mutex::new(VecDeque::new()));
+    let d = dead.clone();
+    let srv = testkit::serve(Arc::new(move |_: &Req| {
+        if d.load(Ordering::Relaxed) {
+            return Reply::Hang;
+        }
+        let now = Instant::now();
+        let mut a = arrivals.lock().unwrap();
+        a.push_back(now);
+        while a
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_millis(45))
+        {
+            a.pop_front();
+        }
+        if a.len() > 5 {
+            d.store(true, Ordering::Relaxed);
+            return Reply::Hang;
+        }
+        Reply::ok("ok", Duration::from_millis(50))
+    }))
+    .unwrap();
+    let t0 = Instant::now();
+    let (code, r, text) = find(
+        &[
+            &srv.url("/"),
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--timeout",
+            "1s",
+            "--recovery",
+            "3s",
+        ],
+        Duration::from_secs(60),
+    );
+    let took = t0.elapsed();
+    assert_eq!(code, Some(1), "{text}");
+    assert!(dead.load(Ordering::Relaxed));
+    let f = &r["find"];
+    let stopped = f["stopped"].as_str().unwrap();
+    assert!(
+        stopped.starts_with(
+            "service stopped responding at 8 connections and did not recover within 3s"
+        ),
+        "{stopped}"
+    );
+    assert_eq!(f["max_sustainable"]["level"], 4.0, "{text}");
+    assert!(
+        f["diagnosis"][0].as_str().unwrap().starts_with("stuck:"),
+        "{f}"
+    );
+    // Four steps of 2 s (+ at most the 1 s timeout each) and one recovery wait of 3 s.
+    assert!(took < Duration::from_secs(25), "{took:?}");
+}
+
+#[test]
+fn a_busy_generator_is_blamed_not_the_service() {
+    // Each request carries 64 KiB of freshly generated random text: brink's single worker
+    // spends its time rendering, while the server only reads and discards it.
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("heavy.yaml");
+    let body = "{{rand_str 4096}}".repeat(16);
+    std::fs::write(
+        &plan,
+        format!("target: {}\nscenarios:\n  - name: heavy\n    requests: [ {{ method: POST, path: /, body: \"{body}\" }} ]\n", srv.url("")),
+    )
+    .unwrap();
+    let (code, r, text) = find(
+        &[
+            plan.to_str().unwrap(),
+            "--threads",
+            "1",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--to",
+            "64",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    let f = &r["find"];
+    let stopped = f["stopped"].as_str().unwrap();
+    assert!(stopped.contains("generator"), "{stopped}\n{text}");
+    let diag: Vec<&str> = f["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        diag.iter().any(|d| d.starts_with("generator-bound")),
+        "{diag:?}"
+    );
+}
