@@ -91,6 +91,14 @@ pub struct RunArgs {
     /// (repeatable; with a plan, added to every scenario).
     #[arg(long = "slo")]
     pub slo: Vec<String>,
+    /// Watch the server on the load's timeline: prometheus=URL (scraped every second) or
+    /// pid=N (a local process from /proc). Repeatable. A failed scrape is a gap, not an error.
+    #[arg(long = "observe")]
+    pub observe: Vec<String>,
+    /// With prometheus=: also record SERIES as NAME (gauges as values, counters as rates),
+    /// e.g. db_conns=pgxpool_acquired_conns. Repeatable.
+    #[arg(long = "metric")]
+    pub metric: Vec<String>,
     /// With a plan: send to this scheme://host:port instead of the plan's target.
     #[arg(long = "target")]
     pub target: Option<String>,

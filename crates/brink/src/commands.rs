@@ -99,7 +99,14 @@ fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     let jobs = jobs(a)?;
     let json = open_json(a.json.as_ref())?;
     let interrupt = install_signals()?;
-    let result = crate::suite::run_jobs(jobs, &interrupt, a.quiet, crate::resolve::seed(a))?;
+    let observing = crate::suite::start_observing(a)?;
+    let sampler = observing.as_ref().map(|(s, _)| s);
+    let result =
+        crate::suite::run_jobs(jobs, &interrupt, a.quiet, crate::resolve::seed(a), sampler);
+    if let Some((s, _)) = observing {
+        s.stop();
+    }
+    let result = result?;
     if !a.quiet {
         emit(&report::suite_table(&result));
     }
@@ -182,7 +189,7 @@ fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     let jobs = jobs(&args)?;
     let json = open_json(a.json.as_ref())?;
     let interrupt = install_signals()?;
-    let result = crate::suite::run_jobs(jobs, &interrupt, false, 0)?;
+    let result = crate::suite::run_jobs(jobs, &interrupt, false, 0, None)?;
     explain_demo(&result, demo.slots, 32);
     write_json(json, &result)?;
     verdict(&result)

@@ -17,7 +17,7 @@ use crate::find::{fmt_level, Step};
 use report::find::FindResult;
 use stats::ErrorKind;
 
-const SERVER_CPU: &str = "srv cpu";
+const SERVER_CPU: &str = observe::CPU;
 
 pub fn diagnose(f: &FindResult, steps: &[Step]) -> Vec<String> {
     let by_rate = f.by == "rate";

@@ -8,10 +8,11 @@
 
 use crate::cli::FindArgs;
 use crate::commands::emit;
+use crate::diagnose;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
 use crate::resolve::{jobs, Job};
-use crate::{diagnose, probe};
 use engine::{Curve, Load, Observer, SecondView, Target};
+use observe::health as probe;
 use report::find::{FindResult, KneeInfo, StepRow, Sustained, UslInfo};
 use report::{Progress, RunResult, ScenarioResult};
 use stats::capacity::{knee, Point, Usl};
@@ -166,6 +167,8 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     let search = settings(a, &job)?;
     let json = crate::commands::open_json(a.run.json.as_ref())?;
     let interrupt = crate::commands::install_signals()?;
+    let observing = crate::suite::start_observing(&a.run)?;
+    let columns = observing.as_ref().map_or_else(Vec::new, |(_, c)| c.clone());
     let started = report::rfc3339_utc(SystemTime::now());
     let quiet = a.run.quiet;
     let by = if search.by_rate {
@@ -185,7 +188,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
             search.warmup.as_secs_f64(),
             slos.join(", ")
         ));
-        emit(&report::find::step_header(by, &[]));
+        emit(&report::find::step_header(by, &columns));
     }
     let mut ctl = Controller {
         job: &job,
@@ -193,9 +196,14 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
         interrupt: &interrupt,
         quiet,
         steps: Vec::new(),
+        sampler: observing.as_ref().map(|(s, _)| s),
+        columns: &columns,
     };
     let stopped = ctl.search();
     let steps = ctl.steps;
+    if let Some((s, _)) = observing {
+        s.stop();
+    }
     let find = summarise(&job, &search, &steps, stopped.clone());
     if !quiet {
         emit(&report::find::render_summary(&find));
@@ -219,6 +227,8 @@ struct Controller<'a> {
     interrupt: &'a AtomicBool,
     quiet: bool,
     steps: Vec<Step>,
+    sampler: Option<&'a observe::Sampler>,
+    columns: &'a [String],
 }
 
 impl Controller<'_> {
@@ -285,8 +295,12 @@ impl Controller<'_> {
         if !self.steps.is_empty() {
             std::thread::sleep(self.search.cooldown);
         }
-        let step = run_step(self.job, self.search, level, self.interrupt, self.quiet)
+        let from = Instant::now();
+        let mut step = run_step(self.job, self.search, level, self.interrupt, self.quiet)
             .map_err(|f| f.message)?;
+        let observed = crate::suite::observed_between(self.sampler, from, Instant::now());
+        step.row.observed = observed.clone();
+        step.scenario.observed = observed;
         let pass = step.row.pass;
         let generator = step.row.generator_cpu >= GENERATOR_BUSY;
         let interrupted = step.scenario.interrupted;
@@ -298,11 +312,10 @@ impl Controller<'_> {
                     "connections"
                 },
                 &step.row,
-                &[],
+                self.columns,
                 None,
             ));
         }
-        let mut step = step;
         if !pass && !interrupted {
             let stop = || self.interrupt.load(Ordering::Relaxed);
             if probe::wait_for_recovery(&self.search.health, self.search.recovery, &stop).is_none()

@@ -5,7 +5,6 @@ mod commands;
 mod diagnose;
 mod exit;
 mod find;
-mod probe;
 mod resolve;
 mod suite;
 

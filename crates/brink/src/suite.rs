@@ -7,9 +7,12 @@ use crate::commands::emit;
 use crate::exit::Fail;
 use crate::resolve::Job;
 use engine::{Observer, SecondView};
+use observe::Sampler;
+use report::find::Observed;
 use report::{Progress, RunResult, ScenarioResult, SloResult};
 use stats::slo::Tracker;
 use stats::Bucket;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -39,12 +42,54 @@ impl Observer for Watch {
     }
 }
 
+/// Starts the `--observe` sources, if any, and names the figures they give (table columns).
+pub fn start_observing(a: &crate::cli::RunArgs) -> Result<Option<(Sampler, Vec<String>)>, Fail> {
+    if a.observe.is_empty() {
+        if !a.metric.is_empty() {
+            return Err(Fail::input("--metric needs --observe prometheus=URL"));
+        }
+        return Ok(None);
+    }
+    let sources = a
+        .observe
+        .iter()
+        .map(|s| observe::parse(s, &a.metric))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Fail::input)?;
+    let mut columns = vec![observe::CPU.to_string(), observe::THREADS.to_string()];
+    columns.extend(
+        a.metric
+            .iter()
+            .filter_map(|m| m.split_once('=').map(|(n, _)| n.to_string())),
+    );
+    Ok(Some((
+        Sampler::start(sources, Duration::from_secs(1)),
+        columns,
+    )))
+}
+
+/// Peak and mean of every observed figure between `from` and `to`.
+pub fn observed_between(
+    sampler: Option<&Sampler>,
+    from: Instant,
+    to: Instant,
+) -> BTreeMap<String, Observed> {
+    let Some(s) = sampler else {
+        return BTreeMap::new();
+    };
+    observe::summarise(&s.snapshot(), from, to)
+        .into_iter()
+        .map(|(k, (peak, mean))| (k, Observed { peak, mean }))
+        .collect()
+}
+
 /// Runs `jobs` in order and returns the whole result.
 pub fn run_jobs(
     jobs: Vec<Job>,
     interrupt: &AtomicBool,
     quiet: bool,
     seed: u64,
+    sampler: Option<&Sampler>,
 ) -> Result<RunResult, Fail> {
     let started = report::rfc3339_utc(SystemTime::now());
     let count = jobs.len();
@@ -57,7 +102,9 @@ pub fn run_jobs(
                 i + 1
             ));
         }
-        let (scenario, totals) = run_one(&job, interrupt, quiet)?;
+        let from = Instant::now();
+        let (mut scenario, totals) = run_one(&job, interrupt, quiet)?;
+        scenario.observed = observed_between(sampler, from, Instant::now());
         let stop = scenario.interrupted;
         if !quiet {
             emit(&report::render(&scenario));

@@ -50,6 +50,8 @@ pub struct ScenarioResult {
     pub slo: Vec<SloResult>,
     pub slo_passed: Option<bool>,
     pub timeseries: Vec<SecondRow>,
+    /// Server figures observed during the scenario (`--observe`): name -> peak and mean.
+    pub observed: BTreeMap<String, crate::find::Observed>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -253,6 +255,7 @@ impl ScenarioResult {
                     target: x.target,
                 })
                 .collect(),
+            observed: BTreeMap::new(),
         }
     }
 }

@@ -133,6 +133,20 @@ pub fn render(r: &ScenarioResult) -> String {
             fmt_bytes(s.bytes_out)
         ),
     );
+    if !r.observed.is_empty() {
+        let figures: Vec<String> = r
+            .observed
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{k} {} (mean {})",
+                    observed_value(k, v.peak),
+                    observed_value(k, v.mean)
+                )
+            })
+            .collect();
+        row(&mut o, "server", figures.join(", "));
+    }
     if let Some(sc) = &s.schedule {
         row(
             &mut o,
@@ -164,6 +178,17 @@ pub fn render(r: &ScenarioResult) -> String {
     o.push_str(&crate::sla::requests_table(r));
     o.push_str(&crate::sla::sla_table(r));
     o
+}
+
+/// An observed figure in its unit: CPU as a percentage, memory in MB, counts as numbers.
+fn observed_value(name: &str, v: f64) -> String {
+    if name.ends_with("cpu") {
+        format!("{v:.0}%")
+    } else if name.ends_with("rss") {
+        format!("{:.1} MB", v / 1e6)
+    } else {
+        format!("{}", (v * 10.0).round() / 10.0)
+    }
 }
 
 fn describe_load(r: &ScenarioResult) -> String {

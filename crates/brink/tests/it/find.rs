@@ -210,3 +210,59 @@ fn a_busy_generator_is_blamed_not_the_service() {
         "{diag:?}"
     );
 }
+
+#[test]
+fn observation_follows_the_server_and_a_failed_scrape_is_a_gap() {
+    let demo = testkit::demo::spawn(4, Duration::from_millis(2)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let metrics = demo.server.url("/metrics");
+    brink()
+        .args([
+            "run",
+            &demo.server.url("/api/items"),
+            "-c",
+            "4",
+            "-d",
+            "3s",
+            "-q",
+        ])
+        .args([
+            "--observe",
+            &format!("prometheus={metrics}"),
+            "--metric",
+            "fds=process_open_fds",
+        ])
+        .args(["--observe", &format!("pid={}", std::process::id())])
+        .args(["--json", out.to_str().unwrap()])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(0);
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let obs = &r["scenarios"][0]["observed"];
+    for k in ["srv cpu", "srv threads", "srv rss", "srv sockets", "fds"] {
+        assert!(obs[k]["peak"].as_f64().is_some(), "{k} missing: {obs}");
+    }
+    // This test process serves the demo, so its sockets include the 4 load connections.
+    assert!(obs["srv sockets"]["peak"].as_f64().unwrap() >= 4.0, "{obs}");
+    // A scrape target that is down: the run still succeeds, with no figures.
+    brink()
+        .args([
+            "run",
+            &demo.server.url("/api/items"),
+            "-c",
+            "2",
+            "-d",
+            "2s",
+            "-q",
+        ])
+        .args(["--observe", "prometheus=http://127.0.0.1:1/metrics"])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(0);
+    brink()
+        .args(["run", &demo.server.url("/"), "--observe", "pid=abc"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("'abc' is not a process id"));
+}

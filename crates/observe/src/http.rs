@@ -1,0 +1,86 @@
+//! One bounded HTTP/1.1 `GET` over a blocking socket: enough for scrapes and health probes,
+//! which must never hang (every step has a deadline) and never need more than a status and a
+//! body of a few hundred kilobytes.
+
+use engine::Target;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+const MAX_BODY: usize = 8 << 20;
+
+/// `GET target` within `timeout`: the status and the body (read until the connection closes).
+pub fn get(target: &Target, timeout: Duration) -> Result<(u16, Vec<u8>), String> {
+    let deadline = Instant::now() + timeout;
+    let addr = target.resolve().map_err(|e| e.to_string())?;
+    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
+    let left = || {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1))
+    };
+    s.set_write_timeout(Some(left()))
+        .map_err(|e| e.to_string())?;
+    let req = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: brink-observe\r\nAccept: text/plain\r\nConnection: close\r\n\r\n",
+        target.path, target.authority
+    );
+    s.write_all(req.as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        if Instant::now() >= deadline {
+            return Err("timed out".into());
+        }
+        s.set_read_timeout(Some(left()))
+            .map_err(|e| e.to_string())?;
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() > MAX_BODY {
+                    return Err("response too large".into());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("read: {e}")),
+        }
+    }
+    let head_end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("no complete response head")?;
+    let head = String::from_utf8_lossy(&buf[..head_end]);
+    let status: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or("no status code")?;
+    let mut body = buf[head_end + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body);
+    }
+    Ok((status, body))
+}
+
+fn dechunk(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut rest = raw;
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
+        let size = String::from_utf8_lossy(&rest[..eol]);
+        let Ok(n) = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16) else {
+            break;
+        };
+        rest = &rest[eol + 2..];
+        if n == 0 || n > rest.len() {
+            break;
+        }
+        out.extend_from_slice(&rest[..n]);
+        rest = rest.get(n + 2..).unwrap_or(&[]);
+    }
+    out
+}
