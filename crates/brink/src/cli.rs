@@ -24,7 +24,7 @@ pub enum Command {
     Find(Box<FindArgs>),
     /// Check a plan file (syntax, keys, durations, rates, templates, JSONPaths, SLOs); run nothing.
     Validate(ValidateArgs),
-    /// Start a built-in service with a real bottleneck on 127.0.0.1 and load it.
+    /// Start a built-in service with a real bottleneck on 127.0.0.1 and find its capacity.
     Demo(DemoArgs),
 }
 
@@ -166,9 +166,9 @@ pub struct DemoArgs {
     /// examples/: /api/items, /user/auth/register, /login, /items, /health, /metrics).
     #[arg(long, value_name = "PORT")]
     pub serve: Option<u16>,
-    /// How long to load the demo service.
-    #[arg(short = 'd', long = "duration", default_value = "8s")]
-    pub duration: String,
+    /// Length of each step of the demo's capacity search (the first second is warm-up).
+    #[arg(long, default_value = "3s")]
+    pub step: String,
     /// Write the result to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,

@@ -157,65 +157,65 @@ fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     if let Some(port) = a.serve {
         return serve_demo(port);
     }
-    let d = plan::parse_duration(&a.duration)
-        .map_err(|e| Fail::input(format!("-d/--duration: {e}")))?;
     let demo = testkit::demo::spawn(8, Duration::from_millis(4))
         .map_err(|e| Fail::input(format!("cannot start the demo service: {e}")))?;
     let url = demo.server.url("/api/items");
-    emitln!("demo service on {} ({} service slots, log-normal service time, median {:?}, mean {:.2} ms)", demo.server.addr, demo.slots, demo.median, demo.mean_service().as_secs_f64() * 1000.0);
-    emitln!("32 connections is more than its slots, so requests queue for a slot.");
-    emitln!("running: brink run {url} -c 32 -d {}s", d.as_secs_f64());
-    // The demo is an ordinary `run`: parse its command line so every default is run's own.
-    let d_arg = a.duration.as_str();
-    let args = match crate::cli::Cli::try_parse_from([
+    let metrics = format!("prometheus={}", demo.server.url("/metrics"));
+    emitln!(
+        "demo service on {} ({} service slots, log-normal service time: median {:?}, mean {:.2} ms)",
+        demo.server.addr,
+        demo.slots,
+        demo.median,
+        demo.mean_service().as_secs_f64() * 1000.0
+    );
+    // The demo is an ordinary `find`: parse its command line so every default is find's own.
+    let mut argv = vec![
         "brink",
-        "run",
+        "find",
         url.as_str(),
-        "-c",
-        "32",
-        "-d",
-        d_arg,
-    ]) {
+        "--slo",
+        "p99<25ms",
+        "--slo",
+        "errors<0.1%",
+        "--to",
+        "256",
+        "--step",
+        a.step.as_str(),
+        "--warmup",
+        "1s",
+        "--cooldown",
+        "0s",
+        "--observe",
+        metrics.as_str(),
+    ];
+    let json = a.json.as_ref().map(|p| p.display().to_string());
+    if let Some(j) = &json {
+        argv.extend(["--json", j.as_str()]);
+    }
+    emitln!(
+        "running: {}",
+        argv[..argv.len() - 2 * usize::from(json.is_some())].join(" ")
+    );
+    let args = match crate::cli::Cli::try_parse_from(&argv) {
         Ok(crate::cli::Cli {
-            command: Command::Run(args),
+            command: Command::Find(args),
         }) => *args,
         Ok(_) => {
             return Err(Fail::input(
-                "demo: internal command line did not parse as run",
+                "demo: internal command line did not parse as find",
             ))
         }
         Err(e) => return Err(Fail::input(format!("demo: {e}"))),
     };
-    let jobs = jobs(&args)?;
-    let json = open_json(a.json.as_ref())?;
-    let interrupt = install_signals()?;
-    let result = crate::suite::run_jobs(jobs, &interrupt, false, 0, None)?;
-    explain_demo(&result, demo.slots, 32);
-    write_json(json, &result)?;
-    verdict(&result)
-}
-
-/// What the demo's figures mean, derived only from what was measured (Little's law: the
-/// requests in the system equal throughput times time in the system).
-fn explain_demo(result: &RunResult, slots: usize, conns: usize) {
-    let s = &result.summary;
-    if s.ok_rps <= 0.0 {
-        return;
-    }
-    let little_ms = conns as f64 / s.rps * 1000.0;
-    let held_ms = slots as f64 / s.rps * 1000.0;
-    emitln!("\nreading it:");
+    let code = crate::find::find_cmd(&args)?;
     emitln!(
-        "  {conns} connections / {:.0} req/s = {} per request by Little's law; measured mean {} (the numbers agree).",
-        s.rps,
-        report::fmt_ms(little_ms),
-        report::fmt_ms(s.latency_ms.mean)
+        "\nreading it: the service holds {} requests at a time, so past ~{} connections extra requests only queue.",
+        demo.slots,
+        demo.slots
     );
     emitln!(
-        "  {slots} slots / {:.0} req/s = {} each request held a slot; the other {} of the mean was queueing for one.",
-        s.rps,
-        report::fmt_ms(held_ms),
-        report::fmt_ms((s.latency_ms.mean - held_ms).max(0.0))
+        "Throughput stops growing once every slot is busy (the knee), and latency then grows with the queue"
     );
-    emitln!("  more connections would only add queueing: this service is at its capacity of ~{:.0} req/s.", s.rps);
+    emitln!("(Little's law: latency = connections / throughput): the largest queue that keeps p99 under 25 ms is the maximum above.");
+    Ok(code)
 }

@@ -7,10 +7,10 @@
 //!   step measured brink, not the service;
 //! * **rate-limited**: >= 1% of the first failing step's responses were 429 (seed 001);
 //! * **overload errors**: 5xx responses or timeouts in the first failing step;
-//! * **CPU-bound** / **not CPU-bound** (needs server CPU from `--observe`): at the knee, server
-//!   CPU near its peak of the search and high (>= 80% of one core per ... as observed) versus
-//!   latency exploding while CPU stays under 60% (seed 004: the cause was elsewhere: pools, locks,
-//!   connection handling or the network path);
+//! * **CPU-bound** / **not CPU-bound** (needs server CPU from `--observe`, in % of one core):
+//!   at the knee, CPU at least 80% and at least 90% of the search's peak (seed 003) versus CPU
+//!   under 60% (seed 004: the cause was elsewhere: pools, locks, connection handling or the
+//!   network path);
 //! * **queueing**: throughput flat while latency grows, without server metrics to say why.
 
 use crate::find::{fmt_level, Step};
@@ -90,7 +90,7 @@ pub fn diagnose(f: &FindResult, steps: &[Step]) -> Vec<String> {
                 k.reason
             )),
             (Some(c), _) if c < 60.0 => out.push(format!(
-                "not CPU-bound: latency exploded at {} ({}) while server CPU stayed at {c:.0}%: look at connection handling, pools, locks or the network path (seed 004)",
+                "not CPU-bound: at the knee ({}: {}) server CPU was only {c:.0}%: the limit is elsewhere: pools, locks, connection handling or the network path (seed 004)",
                 lvl(k.level),
                 k.reason
             )),

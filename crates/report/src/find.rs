@@ -106,8 +106,9 @@ pub fn step_header(by: &str, observed: &[String]) -> String {
     o
 }
 
+/// Column label: without the `srv ` prefix, at most 9 characters.
 fn short(name: &str) -> String {
-    name.chars().take(9).collect()
+    name.trim_start_matches("srv ").chars().take(9).collect()
 }
 
 /// One table row, printed as soon as the step ends.
@@ -184,7 +185,13 @@ pub fn render_summary(f: &FindResult) -> String {
     }
     let _ = writeln!(o, " Search ended: {}", f.stopped);
     if let Some(k) = &f.knee {
-        let _ = writeln!(o, " Knee: at {} ({})", level_text(&f.by, k.level), k.reason);
+        let unit = if f.by == "rate" { "" } else { " connections" };
+        let _ = writeln!(
+            o,
+            " Knee: at {}{unit} ({})",
+            level_text(&f.by, k.level),
+            k.reason
+        );
     }
     if let Some(u) = &f.usl {
         let peak = match (u.peak_concurrency, u.peak_rps) {

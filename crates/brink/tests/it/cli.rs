@@ -276,8 +276,8 @@ extern "C" {
 #[test]
 fn demo_runs_on_loopback() {
     let out = brink()
-        .args(["demo", "-d", "2s"])
-        .timeout(Duration::from_secs(30))
+        .args(["demo", "--step", "2s"])
+        .timeout(Duration::from_secs(90))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -288,5 +288,7 @@ fn demo_runs_on_loopback() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("demo service on 127.0.0.1:"), "{stdout}");
-    assert!(stdout.contains("success rate 100.00%"), "{stdout}");
+    assert!(stdout.contains("Maximum sustainable: "), "{stdout}");
+    assert!(stdout.contains("Knee: at "), "{stdout}");
+    assert!(stdout.contains("Diagnosis:"), "{stdout}");
 }

@@ -266,3 +266,53 @@ fn observation_follows_the_server_and_a_failed_scrape_is_a_gap() {
         .code(2)
         .stderr(predicates::str::contains("'abc' is not a process id"));
 }
+
+#[test]
+fn a_cpu_bound_service_is_diagnosed_cpu_bound() {
+    // One server thread that spins 1 ms of CPU per request: CPU-bound by construction.
+    let srv = testkit::serve_with(
+        Options {
+            threads: 1,
+            ..Options::default()
+        },
+        Arc::new(|_: &Req| {
+            let t = Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < Duration::from_millis(1) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            Reply::ok("ok", Duration::ZERO)
+        }),
+    )
+    .unwrap();
+    let pid = format!("pid={}", std::process::id());
+    let (code, r, text) = find(
+        &[
+            &srv.url("/"),
+            "--slo",
+            "p99<20ms",
+            "--to",
+            "16",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--observe",
+            &pid,
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    let diag: Vec<&str> = r["find"]["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        diag.iter().any(|d| d.starts_with("CPU-bound")),
+        "{diag:?}\n{text}"
+    );
+}
