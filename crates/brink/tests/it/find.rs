@@ -316,3 +316,121 @@ fn a_cpu_bound_service_is_diagnosed_cpu_bound() {
         "{diag:?}\n{text}"
     );
 }
+
+fn slot_server(slots: usize, service: Duration) -> testkit::Server {
+    testkit::serve_with(
+        Options {
+            threads: 2,
+            slots: Some(slots),
+            ..Options::default()
+        },
+        Arc::new(move |_: &Req| Reply::Full {
+            status: 200,
+            body: b"ok".to_vec(),
+            delay: service,
+            slot: true,
+            close: false,
+        }),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_rate_search_finds_the_throughput_ceiling() {
+    // 4 slots of 20 ms: 200 req/s at most. Offered rates above it queue without bound.
+    let srv = slot_server(4, Duration::from_millis(20));
+    let (code, r, text) = find(
+        &[
+            &srv.url("/"),
+            "--by",
+            "rate",
+            "--from",
+            "50",
+            "--to",
+            "800",
+            "--slo",
+            "p99<100ms",
+        ]
+        .into_iter()
+        .chain([
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--grace",
+            "1s",
+        ])
+        .collect::<Vec<_>>(),
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let f = &r["find"];
+    assert_eq!(f["by"], "rate");
+    let level = f["max_sustainable"]["level"].as_f64().unwrap();
+    assert!(
+        (130.0..=210.0).contains(&level),
+        "max sustainable {level}/s, ceiling 200/s:\n{text}"
+    );
+    let best = f["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["ok_rps"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        (best - 200.0).abs() / 200.0 < 0.10,
+        "max throughput {best}:\n{text}"
+    );
+}
+
+#[test]
+fn throttling_and_overload_are_told_apart() {
+    // Past about 4 concurrent requests the service answers 429 to the excess.
+    let arrivals = Arc::new(Mutex::new(VecDeque::new()));
+    let srv = testkit::serve(Arc::new(move |_: &Req| {
+        let now = Instant::now();
+        let mut a = arrivals.lock().unwrap();
+        a.push_back(now);
+        while a
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > Duration::from_millis(20))
+        {
+            a.pop_front();
+        }
+        if a.len() > 4 {
+            return Reply::status(429);
+        }
+        Reply::ok("ok", Duration::from_millis(20))
+    }))
+    .unwrap();
+    let (_, r, text) = find(
+        &[
+            &srv.url("/"),
+            "--to",
+            "32",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+        ],
+        Duration::from_secs(90),
+    );
+    let diag: Vec<&str> = r["find"]["diagnosis"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        diag.iter().any(|d| d.starts_with("rate-limited")),
+        "{diag:?}\n{text}"
+    );
+    assert!(
+        !diag.iter().any(|d| d.starts_with("overload errors")),
+        "429s are not 5xx: {diag:?}"
+    );
+}
