@@ -6,6 +6,8 @@
 //! * **generator-bound**: brink's own worker threads were >= 90% busy during a step, so that
 //!   step measured brink, not the service;
 //! * **rate-limited**: >= 1% of the first failing step's responses were 429 (seed 001);
+//! * **connections not opening**: connect failures in the first failing step while the service
+//!   still answers its probe (listen backlog, accept rate, or brink's open-file limit);
 //! * **overload errors**: 5xx responses or timeouts in the first failing step;
 //! * **CPU-bound** / **not CPU-bound** (needs server CPU from `--observe`, in % of one core):
 //!   at the knee, CPU at least 80% and at least 90% of the search's peak (seed 003) versus CPU
@@ -53,6 +55,14 @@ pub fn diagnose(f: &FindResult, steps: &[Step]) -> Vec<String> {
                 lvl(s.row.level),
                 n429,
                 b.requests
+            ));
+        }
+        let connect = b.errors_by_kind[ErrorKind::Connect.index()]
+            + b.errors_by_kind[ErrorKind::ConnectTimeout.index()];
+        if connect > 0 && !s.stuck {
+            out.push(format!(
+                "connections did not open at {}: {connect} failed connects while the service still answered its health probe: check the server's listen backlog and accept rate, and brink's open-file limit (ulimit -n)",
+                lvl(s.row.level)
             ));
         }
         let n5xx: u64 = b

@@ -206,6 +206,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     }
     let find = summarise(&job, &search, &steps, stopped.clone());
     if !quiet {
+        emit(&report::find::by_level(&find, &columns));
         emit(&report::find::render_summary(&find));
     }
     let stuck = steps.iter().any(|s| s.stuck);
@@ -298,9 +299,8 @@ impl Controller<'_> {
         let from = Instant::now();
         let mut step = run_step(self.job, self.search, level, self.interrupt, self.quiet)
             .map_err(|f| f.message)?;
-        let observed = crate::suite::observed_between(self.sampler, from, Instant::now());
-        step.row.observed = observed.clone();
-        step.scenario.observed = observed;
+        crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
+        step.row.observed = step.scenario.observed.clone();
         let pass = step.row.pass;
         let generator = step.row.generator_cpu >= GENERATOR_BUSY;
         let interrupted = step.scenario.interrupted;

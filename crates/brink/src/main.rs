@@ -11,7 +11,24 @@ mod suite;
 use clap::Parser;
 use std::io::Write;
 
+/// Raises the open-file soft limit to the hard limit: a thousand connections need a thousand
+/// descriptors, and the common default soft limit is 1024.
+fn raise_fd_limit() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}
+
 fn main() {
+    raise_fd_limit();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(),

@@ -12,7 +12,6 @@ use report::find::Observed;
 use report::{Progress, RunResult, ScenarioResult, SloResult};
 use stats::slo::Tracker;
 use stats::Bucket;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -68,19 +67,29 @@ pub fn start_observing(a: &crate::cli::RunArgs) -> Result<Option<(Sampler, Vec<S
     )))
 }
 
-/// Peak and mean of every observed figure between `from` and `to`.
-pub fn observed_between(
+/// Puts the samples taken during a scenario that started at `from` on its timeline: peak and
+/// mean over the scenario, and each sample in the second it was taken.
+pub fn attach_samples(
+    sc: &mut ScenarioResult,
     sampler: Option<&Sampler>,
     from: Instant,
     to: Instant,
-) -> BTreeMap<String, Observed> {
+) {
     let Some(s) = sampler else {
-        return BTreeMap::new();
+        return;
     };
-    observe::summarise(&s.snapshot(), from, to)
+    let samples = s.snapshot();
+    sc.observed = observe::summarise(&samples, from, to)
         .into_iter()
         .map(|(k, (peak, mean))| (k, Observed { peak, mean }))
-        .collect()
+        .collect();
+    for sample in samples.iter().filter(|x| x.at >= from && x.at <= to) {
+        let t = sample.at.duration_since(from).as_secs();
+        if let Some(row) = sc.timeseries.iter_mut().find(|r| r.t == t) {
+            row.observed
+                .extend(sample.values.iter().map(|(k, v)| (k.clone(), *v)));
+        }
+    }
 }
 
 /// Runs `jobs` in order and returns the whole result.
@@ -104,7 +113,7 @@ pub fn run_jobs(
         }
         let from = Instant::now();
         let (mut scenario, totals) = run_one(&job, interrupt, quiet)?;
-        scenario.observed = observed_between(sampler, from, Instant::now());
+        attach_samples(&mut scenario, sampler, from, Instant::now());
         let stop = scenario.interrupted;
         if !quiet {
             emit(&report::render(&scenario));

@@ -156,6 +156,22 @@ fn fmt_value(name: &str, v: f64) -> String {
     }
 }
 
+/// The steps again, by level, with the knee marked (the live table is in the order they ran).
+pub fn by_level(f: &FindResult, observed: &[String]) -> String {
+    let mut rows: Vec<&StepRow> = f.steps.iter().collect();
+    rows.sort_by(|a, b| a.level.total_cmp(&b.level));
+    let mut o = format!("\n by level:{}", step_header(&f.by, observed));
+    for r in rows {
+        let knee = f
+            .knee
+            .as_ref()
+            .filter(|k| k.level == r.level)
+            .map(|k| k.reason.as_str());
+        o.push_str(&step_line(&f.by, r, observed, knee));
+    }
+    o
+}
+
 /// Everything after the table: the maximum, the knee, the USL fit and the diagnosis.
 pub fn render_summary(f: &FindResult) -> String {
     let mut o = String::new();

@@ -192,6 +192,9 @@ pub struct SecondRow {
     pub max: f64,
     /// The schedule's target level (connections or req/s) in this second.
     pub target: Option<f64>,
+    /// Server figures sampled in this second (`--observe`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub observed: BTreeMap<String, f64>,
 }
 
 impl ScenarioResult {
@@ -253,6 +256,7 @@ impl ScenarioResult {
                     p99: x.latency.p99,
                     max: x.latency.max,
                     target: x.target,
+                    observed: BTreeMap::new(),
                 })
                 .collect(),
             observed: BTreeMap::new(),
