@@ -434,3 +434,95 @@ fn throttling_and_overload_are_told_apart() {
         "429s are not 5xx: {diag:?}"
     );
 }
+
+#[test]
+fn a_plan_scenario_can_be_searched() {
+    let (handler, state) = testkit::shop::shop(Duration::from_millis(2));
+    let srv = testkit::serve(handler).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            r#"target: {}
+scenarios:
+  - {{ name: health, requests: [ {{ path: /health }} ] }}
+  - name: register
+    load: {{ connections: 50, requests: 300 }}
+    requests: [ {{ method: POST, path: /user/auth/register, body: '{{"email":"u{{{{seq}}}}@x.test"}}' }} ]
+    slo: [ "p99 < 2s", "errors < 1%" ]
+"#,
+            srv.url("")
+        ),
+    )
+    .unwrap();
+    let health = srv.url("/health");
+    let (code, r, text) = find(
+        &[
+            plan.to_str().unwrap(),
+            "--scenario",
+            "register",
+            "--health",
+            &health,
+            "--to",
+            "4",
+        ]
+        .into_iter()
+        .chain(["--step", "2s", "--warmup", "1s", "--cooldown", "0s"])
+        .collect::<Vec<_>>(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let f = &r["find"];
+    assert_eq!(f["max_sustainable"]["level"], 4.0, "{text}");
+    assert_eq!(
+        f["max_sustainable"]["slo"],
+        serde_json::json!(["p99 < 2s", "errors < 1%"])
+    );
+    assert!(
+        state.registered.load(Ordering::Relaxed) > 100,
+        "the scenario's requests were sent"
+    );
+    assert_eq!(
+        state.duplicates.load(Ordering::Relaxed),
+        0,
+        "{{seq}} stays unique across steps"
+    );
+    brink()
+        .args(["find", plan.to_str().unwrap(), "--scenario", "nope"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "no such scenario (scenarios: health, register)",
+        ));
+}
+
+#[test]
+fn bad_search_settings_are_one_line_and_exit_2() {
+    let url = "http://127.0.0.1:9/";
+    let cases: [(&[&str], &str); 7] = [
+        (&["-d", "5s"], "find sets the load itself"),
+        (&["-c", "5"], "-c is the connection pool of --by rate"),
+        (&["--from", "0"], "--from must be at least 1"),
+        (
+            &["--from", "10", "--to", "5"],
+            "--to (5) is below --from (10)",
+        ),
+        (
+            &["--precision", "lots"],
+            "--precision: 'lots' is not a percentage",
+        ),
+        (&["--step", "1s"], "--step (1s) must be at least 2s"),
+        (
+            &["--by", "rate", "--from", "fast"],
+            "--from: invalid rate 'fast'",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = brink().arg("find").arg(url).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
