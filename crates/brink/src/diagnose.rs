@@ -21,7 +21,7 @@ use stats::ErrorKind;
 
 const SERVER_CPU: &str = observe::CPU;
 
-pub fn diagnose(f: &FindResult, steps: &[Step]) -> Vec<String> {
+pub fn diagnose(f: &FindResult, steps: &[&Step]) -> Vec<String> {
     let by_rate = f.by == "rate";
     let lvl = |l: f64| fmt_level(by_rate, l);
     let mut out = Vec::new();

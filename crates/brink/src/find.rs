@@ -359,7 +359,7 @@ pub fn fmt_level(by_rate: bool, level: f64) -> String {
     if by_rate {
         format!("{}/s", report::fmt_rate(level))
     } else {
-        format!("{} connections", level.round())
+        report::find::connections(level)
     }
 }
 
@@ -489,6 +489,10 @@ fn run_step(
             report::SloResult::new(t, &t.verdict(total, steady_s))
         })
         .collect();
+    if out.interrupted {
+        // A partial step proves nothing either way; it is kept in the table but judged by no one.
+        reasons = vec!["interrupted (partial step, not judged)".to_string()];
+    }
     let name = format!("step {}", fmt_level(s.by_rate, level));
     let scenario = ScenarioResult::new(&name, &spec, &out, slo_results, None);
     let row = StepRow {
@@ -521,8 +525,14 @@ fn run_step(
     })
 }
 
-fn summarise(job: &Job, s: &Search, steps: &[Step], stopped: String) -> FindResult {
+fn summarise(job: &Job, s: &Search, all_steps: &[Step], stopped: String) -> FindResult {
     let by_rate = s.by_rate;
+    // Only whole steps count; an interrupted one is listed but never judged.
+    let whole: Vec<&Step> = all_steps
+        .iter()
+        .filter(|x| !x.scenario.interrupted)
+        .collect();
+    let steps = &whole[..];
     let best = steps
         .iter()
         .filter(|x| x.row.pass)
@@ -577,7 +587,7 @@ fn summarise(job: &Job, s: &Search, steps: &[Step], stopped: String) -> FindResu
     });
     let mut find = FindResult {
         by: if by_rate { "rate" } else { "connections" }.to_string(),
-        steps: steps.iter().map(|x| x.row.clone()).collect(),
+        steps: all_steps.iter().map(|x| x.row.clone()).collect(),
         max_sustainable,
         knee,
         usl,

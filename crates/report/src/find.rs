@@ -86,6 +86,16 @@ fn level_text(by: &str, level: f64) -> String {
     }
 }
 
+/// `1 connection`, `16 connections`.
+pub fn connections(level: f64) -> String {
+    let n = level.round() as u64;
+    format!(
+        "{} connection{}",
+        fmt_count(n),
+        if n == 1 { "" } else { "s" }
+    )
+}
+
 /// The table header, printed before the first step.
 pub fn step_header(by: &str, observed: &[String]) -> String {
     let mut o = format!(
@@ -186,7 +196,7 @@ pub fn render_summary(f: &FindResult) -> String {
                 " Maximum sustainable: {}, {} req/s with {}{res}",
                 match f.by.as_str() {
                     "rate" => format!("{}/s", fmt_rate(m.level)),
-                    _ => format!("{} connections", fmt_count(m.level.round() as u64)),
+                    _ => connections(m.level),
                 },
                 fmt_rate(m.rps),
                 m.slo.join(", ")

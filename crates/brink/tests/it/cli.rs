@@ -268,6 +268,55 @@ fn interrupt_stops_within_a_second_and_keeps_the_result() {
     }
 }
 
+#[test]
+fn interrupting_a_search_keeps_the_whole_steps_and_judges_no_partial_one() {
+    let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.json");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args([
+            "find",
+            &srv.url("/"),
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--json",
+        ])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Two whole steps (1 and 2 connections), then the third is interrupted half-way.
+    std::thread::sleep(Duration::from_millis(5000));
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    let f = &v["find"];
+    assert_eq!(f["stopped"], "interrupted");
+    let steps = f["steps"].as_array().unwrap();
+    let last = steps.last().unwrap();
+    assert_eq!(last["pass"], false);
+    assert!(
+        last["reason"].as_str().unwrap().starts_with("interrupted"),
+        "{last}"
+    );
+    let judged = steps.len() - 1;
+    assert!(judged >= 1, "{f}");
+    assert_eq!(
+        f["max_sustainable"]["level"].as_f64(),
+        steps[judged - 1]["level"].as_f64(),
+        "{f}"
+    );
+}
+
 extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
