@@ -273,7 +273,7 @@ fn interrupting_a_search_keeps_the_whole_steps_and_judges_no_partial_one() {
     let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.json");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
         .args([
             "find",
             &srv.url("/"),
