@@ -507,6 +507,8 @@ fn run_step(
         requests: out.totals.all.requests,
         errors: out.totals.all.errors(),
         timeouts: out.totals.all.errors_by_kind[ErrorKind::Timeout.index()],
+        late_share: b.late as f64 / b.requests.max(1) as f64,
+        max_lag_ms: b.max_lag_us as f64 / 1000.0,
         generator_cpu: if wall > 0.0 {
             cpu / (wall * out.workers.max(1) as f64)
         } else {

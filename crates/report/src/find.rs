@@ -37,6 +37,11 @@ pub struct StepRow {
     pub timeouts: u64,
     /// Share of brink's worker threads' CPU used during the step (1.0 = all busy).
     pub generator_cpu: f64,
+    /// Open model: share of requests that started more than 1 ms late, and the worst lag (ms).
+    /// With brink's CPU free, lateness means no connection of the pool was free (the service
+    /// was slow), not that brink fell behind.
+    pub late_share: f64,
+    pub max_lag_ms: f64,
     /// Observed server figures: name -> (peak, mean) over the step.
     pub observed: BTreeMap<String, Observed>,
     pub pass: bool,
