@@ -328,11 +328,34 @@ pub struct Verdict {
     pub failed_windows: u64,
 }
 
+/// One second kept for a window: counts and the recorded latencies in compact form (value,
+/// count) pairs, a few hundred entries instead of a full histogram's ~190 KB, so a 5-minute
+/// window costs kilobytes, not 100 MB.
+struct Kept {
+    requests: u64,
+    ok: u64,
+    latencies: Vec<(u64, u64)>,
+}
+
+impl Kept {
+    fn of(b: &Bucket) -> Kept {
+        Kept {
+            requests: b.requests,
+            ok: b.ok,
+            latencies: b
+                .corrected
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
+    }
+}
+
 /// Follows one objective through a run, one second at a time: keeps the last `window` seconds
-/// of its request's buckets, evaluates each full window, and remembers the worst.
+/// of its request's figures, evaluates each full window, and remembers the worst.
 pub struct Tracker {
     pub slo: Slo,
-    recent: VecDeque<Bucket>,
+    recent: VecDeque<Kept>,
     seconds: u64,
     worst: Option<(f64, u64)>,
     windows: u64,
@@ -363,7 +386,7 @@ impl Tracker {
                 .is_some_and(|v| !self.slo.holds(v));
             return self.slo.abort && broken;
         };
-        self.recent.push_back(b.clone());
+        self.recent.push_back(Kept::of(b));
         if self.recent.len() as u64 > w {
             self.recent.pop_front();
         }
@@ -372,7 +395,11 @@ impl Tracker {
         }
         let mut merged = Bucket::new(0);
         for r in &self.recent {
-            merged.merge(r);
+            merged.requests += r.requests;
+            merged.ok += r.ok;
+            for &(v, n) in &r.latencies {
+                let _ = merged.corrected.record_n(v, n);
+            }
         }
         let Some(v) = self.slo.measure(&merged, w as f64) else {
             return false;
