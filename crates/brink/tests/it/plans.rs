@@ -377,3 +377,26 @@ fn flows_work_over_http2_and_in_the_open_model() {
     let r = json_of(&out);
     assert_eq!(r["target"]["protocol"], "h2");
 }
+
+#[test]
+fn flows_extract_over_tls_too() {
+    let (handler, state) = shop(Duration::ZERO);
+    let opts = testkit::Options {
+        tls: true,
+        ..testkit::Options::default()
+    };
+    let srv = testkit::serve_with(opts, handler).unwrap();
+    let (_dir, p) = plan(&format!("target: {}\n{FLOW}", srv.url("")));
+    brink()
+        .args(["run", p.to_str().unwrap(), "--insecure", "-q"])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(0);
+    let (logins, reads) = (
+        state.logins.load(Ordering::Relaxed),
+        state.authorized_reads.load(Ordering::Relaxed),
+    );
+    assert_eq!(state.unauthorized_reads.load(Ordering::Relaxed), 0);
+    assert_eq!(logins + reads, 400);
+    assert!(srv.url("").starts_with("https://"));
+}
