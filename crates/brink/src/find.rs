@@ -457,28 +457,7 @@ fn run_step(
     let out = out.map_err(|e| crate::exit::Fail::input(e.to_string()))?;
     // The steady part: from the end of the warm-up to the end of the step.
     let steady_s = (out.duration.as_secs_f64() - s.warmup.as_secs() as f64).max(0.5);
-    let verdicts: Vec<(String, bool)> = watch
-        .trackers
-        .iter()
-        .map(|(t, idx)| {
-            let total = match idx {
-                Some(i) => &watch.steady_by_request[*i],
-                None => &watch.steady,
-            };
-            (t.slo.text.clone(), t.verdict(total, steady_s).pass)
-        })
-        .collect();
-    let b = &watch.steady;
-    let lat = LatencySummary::of(&b.corrected);
-    let mut reasons: Vec<String> = verdicts
-        .iter()
-        .filter(|(_, p)| !p)
-        .map(|(t, _)| t.clone())
-        .collect();
-    if b.ok == 0 {
-        reasons.insert(0, "no successful response".into());
-    }
-    let slo_results = watch
+    let slo_results: Vec<report::SloResult> = watch
         .trackers
         .iter()
         .map(|(t, idx)| {
@@ -489,6 +468,16 @@ fn run_step(
             report::SloResult::new(t, &t.verdict(total, steady_s))
         })
         .collect();
+    let b = &watch.steady;
+    let lat = LatencySummary::of(&b.corrected);
+    let mut reasons: Vec<String> = slo_results
+        .iter()
+        .filter(|r| !r.pass)
+        .map(|r| r.slo.clone())
+        .collect();
+    if b.ok == 0 {
+        reasons.insert(0, "no successful response".into());
+    }
     if out.interrupted {
         // A partial step proves nothing either way; it is kept in the table but judged by no one.
         reasons = vec!["interrupted (partial step, not judged)".to_string()];

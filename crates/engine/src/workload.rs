@@ -338,10 +338,9 @@ impl Vu {
         }
     }
 
-    /// Renders the current request's HTTP/1.1 bytes into [`Vu::buf`].
-    pub fn render_h1(&mut self, w: &Workload, authority: &str, keepalive: bool) {
-        let step = &w.steps[self.current];
-        let mut scope = Scope {
+    /// The current step and the values its templates read.
+    fn scope<'a>(&'a mut self, w: &'a Workload) -> (&'a Step, Scope<'a>) {
+        let scope = Scope {
             seq: &w.seq,
             seq_value: None,
             vu: self.id,
@@ -350,27 +349,24 @@ impl Vu {
             tables: &w.tables,
             rows: &self.rows,
         };
-        step.render_h1(
-            &mut scope,
-            authority,
-            keepalive,
-            &mut self.buf,
-            &mut self.body,
+        (&w.steps[self.current], scope)
+    }
+
+    /// Renders the current request's HTTP/1.1 bytes into [`Vu::buf`].
+    pub fn render_h1(&mut self, w: &Workload, authority: &str, keepalive: bool) {
+        // The buffers move out and back (no allocation) so the scope can borrow the rest.
+        let (mut buf, mut body) = (
+            std::mem::take(&mut self.buf),
+            std::mem::take(&mut self.body),
         );
+        let (step, mut scope) = self.scope(w);
+        step.render_h1(&mut scope, authority, keepalive, &mut buf, &mut body);
+        (self.buf, self.body) = (buf, body);
     }
 
     /// Renders the current request's parts for HTTP/2: (path, header values, body).
     pub fn render_parts(&mut self, w: &Workload) -> (String, Vec<Vec<u8>>, Vec<u8>) {
-        let step = &w.steps[self.current];
-        let mut scope = Scope {
-            seq: &w.seq,
-            seq_value: None,
-            vu: self.id,
-            rng: &mut self.rng,
-            vars: &self.vars,
-            tables: &w.tables,
-            rows: &self.rows,
-        };
+        let (step, mut scope) = self.scope(w);
         let mut path = Vec::new();
         step.path.render(&mut scope, &mut path);
         let headers = step
