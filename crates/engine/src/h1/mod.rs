@@ -6,6 +6,7 @@
 
 pub mod parse;
 pub mod reader;
+mod scan;
 
 use crate::conn::io_kind;
 use crate::workload::Captured;

@@ -1,5 +1,5 @@
-//! HTTP/1.1 response framing, pure and allocation-free: parse a response head with `httparse`
-//! and decide how its body ends (RFC 9112 §6.3), and skip chunked bodies with a byte-level state
+//! HTTP/1.1 response framing, pure and allocation-free: parse a response head (the fast
+//! [`scan`](super::scan) path, else `httparse`) and decide how its body ends (RFC 9112 §6.3), and skip chunked bodies with a byte-level state
 //! machine that never buffers data.
 
 /// How the body of a response ends.
@@ -26,13 +26,28 @@ pub struct Head {
     pub keep_alive: bool,
 }
 
+use super::scan::scan;
+
 /// Why a response could not be parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Malformed;
 
-/// Parses a response head; `Ok(None)` when more bytes are needed.
+/// Most headers a response head may have.
+pub const MAX_HEADERS: usize = 64;
+
+/// Parses a response head; `Ok(None)` when more bytes are needed. The common plainly formatted
+/// head takes the fast scanner; anything else goes through `httparse`, and both feed the same
+/// [`Fields`], so they cannot disagree on framing.
 pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malformed> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
+    if let Some(s) = scan(buf) {
+        return Ok(Some(s.fields.head(s.status, s.len, head_request)));
+    }
+    parse_head_slow(buf, head_request)
+}
+
+/// The `httparse` path: every head, including the odd and the invalid.
+fn parse_head_slow(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malformed> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     let len = match resp.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
@@ -40,48 +55,76 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malfor
         Err(_) => return Err(Malformed),
     };
     let status = resp.code.ok_or(Malformed)?;
-    let http10 = resp.version == Some(0);
-    let mut length = None;
-    let mut chunked = false;
-    let mut close = http10;
+    let mut fields = Fields::new(resp.version == Some(0));
     for h in resp.headers.iter() {
-        if h.name.eq_ignore_ascii_case("content-length") {
-            let v = std::str::from_utf8(h.value).map_err(|_| Malformed)?.trim();
+        fields.header(h.name.as_bytes(), h.value)?;
+    }
+    Ok(Some(fields.head(status, len, head_request)))
+}
+
+/// What the framing decision needs from a head's header lines, gathered one line at a time.
+pub struct Fields {
+    length: Option<u64>,
+    chunked: bool,
+    close: bool,
+}
+
+impl Fields {
+    /// Before any header: HTTP/1.0 closes unless told to keep alive.
+    pub fn new(http10: bool) -> Fields {
+        Fields {
+            length: None,
+            chunked: false,
+            close: http10,
+        }
+    }
+
+    /// Takes one header line.
+    pub fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
+        if !matches!(name.len(), 10 | 14 | 17) {
+            return Ok(()); // not one of the three names below
+        }
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let v = std::str::from_utf8(value).map_err(|_| Malformed)?.trim();
             let n: u64 = v.parse().map_err(|_| Malformed)?;
-            if length.is_some_and(|l| l != n) {
+            if self.length.is_some_and(|l| l != n) {
                 return Err(Malformed);
             }
-            length = Some(n);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = last_token(h.value).eq_ignore_ascii_case(b"chunked");
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            for token in h.value.split(|&b| b == b',') {
+            self.length = Some(n);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            self.chunked = last_token(value).eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in value.split(|&b| b == b',') {
                 let t = token.trim_ascii();
                 if t.eq_ignore_ascii_case(b"close") {
-                    close = true;
+                    self.close = true;
                 } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                    close = false;
+                    self.close = false;
                 }
             }
         }
+        Ok(())
     }
-    let framing = if head_request || (100..200).contains(&status) || status == 204 || status == 304
-    {
-        Framing::Empty
-    } else if chunked {
-        Framing::Chunked
-    } else if let Some(n) = length {
-        Framing::Length(n)
-    } else {
-        Framing::Close
-    };
-    let keep_alive = !close && framing != Framing::Close;
-    Ok(Some(Head {
-        status,
-        len,
-        framing,
-        keep_alive,
-    }))
+
+    /// How the body ends and whether the connection survives (RFC 9112 §6.3).
+    pub fn head(self, status: u16, len: usize, head_request: bool) -> Head {
+        let framing =
+            if head_request || (100..200).contains(&status) || status == 204 || status == 304 {
+                Framing::Empty
+            } else if self.chunked {
+                Framing::Chunked
+            } else if let Some(n) = self.length {
+                Framing::Length(n)
+            } else {
+                Framing::Close
+            };
+        Head {
+            status,
+            len,
+            framing,
+            keep_alive: !self.close && framing != Framing::Close,
+        }
+    }
 }
 
 fn last_token(v: &[u8]) -> &[u8] {
@@ -257,6 +300,60 @@ mod tests {
             ),
             Err(Malformed)
         );
+    }
+
+    /// The fast scanner either gives up or agrees with `httparse`, on plain heads and on
+    /// thousands of mutations of them (bytes replaced by the ones that matter, truncations).
+    #[test]
+    fn fast_scan_agrees_with_httparse() {
+        let many: String = (0..MAX_HEADERS).map(|i| format!("X-{i}: v\r\n")).collect();
+        let exactly_max = format!("HTTP/1.1 200 OK\r\n{many}\r\n");
+        let over_max = format!("HTTP/1.1 200 OK\r\n{many}X-Last: v\r\n\r\n");
+        let corpus: [&[u8]; 8] = [
+            b"HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Length: 13\r\nConnection: keep-alive\r\n\r\nbody",
+            b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n",
+            b"HTTP/1.1 200 \r\nTransfer-Encoding: gzip, chunked\r\nX-Tab:\ta\tb \r\n\r\n",
+            b"HTTP/1.1 204 No Content\r\nConnection: close, Upgrade\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\nX-Obs: caf\xc3\xa9\r\n\r\n",
+            b"HTTP/1.1 404 Not Found\nContent-Length: 3\n\n",
+            exactly_max.as_bytes(),
+            over_max.as_bytes(),
+        ];
+        let agrees = |buf: &[u8]| -> bool {
+            let slow = parse_head_slow(buf, false);
+            let Some(s) = scan(buf) else { return false };
+            let fast = Ok(Some(s.fields.head(s.status, s.len, false)));
+            assert_eq!(fast, slow, "{:?}", String::from_utf8_lossy(buf));
+            true
+        };
+        let plain = corpus.iter().filter(|b| agrees(b)).count();
+        assert_eq!(plain, 6, "the plainly formatted heads take the fast path");
+        assert!(
+            scan(over_max.as_bytes()).is_none() && parse_head(over_max.as_bytes(), false).is_err()
+        );
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let bytes = b"\r\n\t :,\x7f\x00\x80\xffaZ09/-";
+        let mut fast = 0;
+        for base in corpus {
+            for _ in 0..3000 {
+                let mut m = base.to_vec();
+                for _ in 0..1 + next() % 2 {
+                    let pos = next() as usize % m.len();
+                    m[pos] = bytes[next() as usize % bytes.len()];
+                }
+                if next() % 4 == 0 {
+                    m.truncate(next() as usize % (m.len() + 1));
+                }
+                fast += usize::from(agrees(&m));
+            }
+        }
+        assert!(fast > 1000, "mutations kept on the fast path: {fast}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The plain-TCP HTTP/1.1 worker: one mio (epoll, edge-triggered) loop per thread and one
+//! The plain-TCP HTTP/1.1 worker: one epoll (edge-triggered) loop per thread and one
 //! small state machine per connection. An event on a connection reads what arrived, feeds the
 //! shared [`Reader`], and when a response completes records it and, in the closed model, writes
 //! the next request on the same socket before returning to epoll. Per request that is one
@@ -10,6 +10,7 @@
 //! slots after a connect backoff.
 
 use super::alarm::Alarm;
+use super::sys::{token_of, Connect, Epoll, Sock};
 use super::{
     backoff_delay, buckets, closed_may_send, open_due, pace, record, record_connect_error, share,
 };
@@ -17,10 +18,8 @@ use crate::conn::io_kind;
 use crate::h1::reader::{ReadBuf, Reader, Reply};
 use crate::run::{Load, Msg, Shared};
 use crate::workload::Vu;
-use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
 use stats::{Bucket, ErrorKind};
-use std::io::{self, Read, Write};
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -29,7 +28,7 @@ use std::time::{Duration, Instant};
 /// Housekeeping period: timeout checks, target updates, backoff restarts, stop checks.
 const TICK: Duration = Duration::from_millis(10);
 /// Token of the open model's precise wake-up timer (connection tokens are slot indices).
-const ALARM: Token = Token(usize::MAX);
+const ALARM: usize = usize::MAX;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -46,7 +45,7 @@ enum State {
 }
 
 struct Conn {
-    sock: Option<TcpStream>,
+    sock: Option<Sock>,
     state: State,
     buf: ReadBuf,
     reader: Reader,
@@ -77,7 +76,7 @@ struct Worker<'a> {
     shared: &'a Shared,
     id: usize,
     tx: &'a Sender<Msg>,
-    poll: Poll,
+    poll: Epoll,
     conns: Vec<Conn>,
     /// This second's buckets, one per request of the workload.
     rec: Vec<Bucket>,
@@ -99,7 +98,7 @@ pub fn run(
     id: usize,
     tx: &Sender<Msg>,
 ) -> Result<(Vec<Bucket>, u64), String> {
-    let poll = Poll::new().map_err(|e| format!("cannot create epoll: {e}"))?;
+    let poll = Epoll::new().map_err(|e| format!("cannot create epoll: {e}"))?;
     let now = Instant::now();
     let slots = match &shared.load {
         Load::Closed { connections } => {
@@ -124,7 +123,7 @@ pub fn run(
         .collect();
     let open = matches!(shared.load, Load::Open { .. });
     let alarm = if open {
-        Some(Alarm::new(poll.registry(), ALARM).map_err(|e| format!("cannot create timer: {e}"))?)
+        Some(Alarm::new(&poll, ALARM).map_err(|e| format!("cannot create timer: {e}"))?)
     } else {
         None
     };
@@ -156,7 +155,7 @@ pub fn run(
 
 impl Worker<'_> {
     fn run_loop(&mut self) {
-        let mut events = Events::with_capacity(1024);
+        let mut events = Vec::with_capacity(1024);
         let mut next_tick = Instant::now();
         let mut closed_over = false;
         loop {
@@ -195,15 +194,15 @@ impl Worker<'_> {
             }
             let wake = next_tick.min(self.shared.start + Duration::from_secs(self.second + 1));
             let timeout = wake.saturating_duration_since(now);
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+            if let Err(e) = self.poll.wait(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     return;
                 }
             }
-            for ev in events.iter() {
-                match (ev.token(), self.alarm.as_mut()) {
-                    (ALARM, Some(alarm)) => alarm.fired(),
-                    (t, _) => self.on_event(t.0, ev.is_writable()),
+            for ev in &events {
+                match (token_of(ev), self.alarm.as_mut()) {
+                    ((ALARM, _), Some(alarm)) => alarm.fired(),
+                    ((k, writable), _) => self.on_event(k, writable),
                 }
             }
         }
@@ -289,15 +288,9 @@ impl Worker<'_> {
             self.write(k, now);
             return;
         }
-        match TcpStream::connect(self.shared.connector.addr) {
-            Ok(mut s) => {
-                let _ = s.set_nodelay(true);
-                if self
-                    .poll
-                    .registry()
-                    .register(&mut s, Token(k), Interest::READABLE | Interest::WRITABLE)
-                    .is_err()
-                {
+        match Sock::connect(self.shared.connector.addr) {
+            Ok(s) => {
+                if self.poll.add(&s, k, true).is_err() {
                     self.connect_failed(k, ErrorKind::Connect, now);
                     return;
                 }
@@ -314,13 +307,13 @@ impl Worker<'_> {
     fn write(&mut self, k: usize, now: Instant) {
         let c = &mut self.conns[k];
         let req = self.shared.connector.h1_bytes(&c.vu);
-        let Some(sock) = c.sock.as_mut() else { return };
+        let Some(sock) = c.sock.as_ref() else { return };
         if c.state != State::Writing {
             c.written = 0;
             c.deadline = now + self.shared.timeout;
         }
         loop {
-            match sock.write(&req[c.written..]) {
+            match sock.send(&req[c.written..]) {
                 Ok(n) => {
                     c.written += n;
                     if c.written == req.len() {
@@ -357,15 +350,15 @@ impl Worker<'_> {
         let now = Instant::now();
         let c = &mut self.conns[k];
         let Some(sock) = c.sock.as_ref() else { return };
-        match (sock.take_error(), sock.peer_addr()) {
-            (Ok(None), Ok(_)) => {
+        match sock.connect_state() {
+            Connect::Done => {
                 c.failures = 0;
                 c.sent = now;
                 c.state = State::Idle;
                 self.write(k, now);
             }
-            (Ok(None), Err(e)) if e.kind() == io::ErrorKind::NotConnected => {} // not yet
-            _ => self.connect_failed(k, ErrorKind::Connect, now),
+            Connect::Pending => {}
+            Connect::Failed => self.connect_failed(k, ErrorKind::Connect, now),
         }
     }
 
@@ -373,8 +366,8 @@ impl Worker<'_> {
     fn read(&mut self, k: usize) {
         loop {
             let c = &mut self.conns[k];
-            let Some(sock) = c.sock.as_mut() else { return };
-            let result = match sock.read(c.buf.spare()) {
+            let Some(sock) = c.sock.as_ref() else { return };
+            let result = match sock.recv(c.buf.spare()) {
                 Ok(0) => Some(c.reader.eof()),
                 Ok(n) => c.reader.advance(&mut c.buf, n).transpose(),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -392,9 +385,9 @@ impl Worker<'_> {
     /// Drop it now, so the next request opens a fresh one instead of failing.
     fn check_idle(&mut self, k: usize) {
         let c = &mut self.conns[k];
-        if let Some(sock) = c.sock.as_mut() {
+        if let Some(sock) = c.sock.as_ref() {
             let mut probe = [0u8; 64];
-            match sock.read(&mut probe) {
+            match sock.recv(&mut probe) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 _ => c.sock = None,
             }

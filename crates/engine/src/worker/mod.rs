@@ -1,7 +1,7 @@
 //! One worker per core, each owning its connections and its recorder; the only thing that
 //! leaves a worker thread is one [`Bucket`] per second. Two loops implement it:
 //!
-//! * [`epoll`]: plain-TCP HTTP/1.1, a hand-written mio loop with one state machine per
+//! * [`epoll`]: plain-TCP HTTP/1.1, a hand-written epoll loop (raw system calls, [`sys`]) with one state machine per
 //!   connection. No futures, wakers or task queues on the hot path: this is what makes brink
 //!   cheaper per request than wrk.
 //! * [`tasks`]: TLS and HTTP/2, one tokio task per connection on a current-thread runtime.
@@ -12,6 +12,7 @@
 
 mod alarm;
 mod epoll;
+mod sys;
 mod tasks;
 
 use crate::conn::Outcome;
