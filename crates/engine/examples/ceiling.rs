@@ -123,7 +123,10 @@ fn epoll_loop(socks: &[TcpStream], request: &[u8], run: Duration) -> Res<u64> {
 
 fn uring_loop(socks: &[TcpStream], request: &[u8], run: Duration) -> Res<u64> {
     use io_uring::{opcode, types, IoUring};
+    use rustix::io::Errno;
     const SEND: u64 = 1 << 32;
+    // A wait that timed out or was interrupted is not an error.
+    let benign = [Errno::TIME, Errno::INTR].map(|e| Some(e.raw_os_error()));
     let mut ring: IoUring = IoUring::builder()
         .setup_single_issuer()
         .setup_defer_taskrun()
@@ -156,9 +159,7 @@ fn uring_loop(socks: &[TcpStream], request: &[u8], run: Duration) -> Res<u64> {
     let mut done = Vec::with_capacity(1024);
     while Instant::now() < end {
         match ring.submitter().submit_with_args(1, &wait) {
-            Err(e) if !matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {
-                return Err(e.into())
-            }
+            Err(e) if !benign.contains(&e.raw_os_error()) => return Err(e.into()),
             _ => {}
         }
         done.clear();

@@ -1,6 +1,8 @@
 //! HTTP/1.1 response framing, pure and allocation-free: parse a response head (the fast
-//! [`scan`](super::scan) path, else `httparse`) and decide how its body ends (RFC 9112 §6.3), and skip chunked bodies with a byte-level state
-//! machine that never buffers data.
+//! [`scan`](super::scan) path, else `httparse`) and decide how its body ends (RFC 9112 §6.3),
+//! and skip chunked bodies with a byte-level state machine that never buffers data.
+
+use super::scan::scan;
 
 /// How the body of a response ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,8 +27,6 @@ pub struct Head {
     /// Whether the connection can be reused afterwards.
     pub keep_alive: bool,
 }
-
-use super::scan::scan;
 
 /// Why a response could not be parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use super::parse::{Fields, MAX_HEADERS};
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
 
-/// A head scanned in full: status, whether the version is HTTP/1.0, its length, and its fields.
+/// A head scanned in full: its status, its length in bytes, and its framing fields.
 pub struct Scanned {
     pub status: u16,
     pub len: usize,

@@ -2,7 +2,7 @@
 //! milliseconds (rounded up), which would start open-model requests up to a millisecond or two
 //! late; a `timerfd` in the same epoll set wakes the loop when the next request is due.
 
-use super::sys::Epoll;
+use super::sys::{timespec, Epoll};
 use rustix::fd::OwnedFd;
 use rustix::time::{
     timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
@@ -40,10 +40,7 @@ impl Alarm {
                 tv_sec: 0,
                 tv_nsec: 0,
             },
-            it_value: Timespec {
-                tv_sec: d.as_secs().try_into().unwrap_or(i64::MAX),
-                tv_nsec: d.subsec_nanos().into(),
-            },
+            it_value: timespec(d),
         };
         if timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec).is_ok() {
             self.armed = Some(at);

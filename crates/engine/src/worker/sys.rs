@@ -86,12 +86,17 @@ impl Epoll {
     /// Waits up to `timeout` (rounded up to a millisecond) and fills `events`.
     pub fn wait(&self, events: &mut Vec<Event>, timeout: Duration) -> io::Result<()> {
         events.clear();
-        let ts = Timespec {
-            tv_sec: timeout.as_secs().try_into().unwrap_or(i64::MAX),
-            tv_nsec: timeout.subsec_nanos().into(),
-        };
+        let ts = timespec(timeout);
         epoll::wait(&self.0, rustix::buffer::spare_capacity(events), Some(&ts))?;
         Ok(())
+    }
+}
+
+/// A duration as the kernel's timespec (saturating at `i64::MAX` seconds).
+pub fn timespec(d: Duration) -> Timespec {
+    Timespec {
+        tv_sec: d.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_nsec: d.subsec_nanos().into(),
     }
 }
 
