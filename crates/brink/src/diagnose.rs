@@ -2,17 +2,17 @@
 //! in the order they are reported:
 //!
 //! * **stuck**: a failing step after which the health probe got no answer within `--recovery`
-//!   (seed 000: the service needed a restart);
+//!   (as when a service deadlocks under load and needs a restart);
 //! * **generator-bound**: brink's own worker threads were >= 90% busy during a step, so that
 //!   step measured brink, not the service;
-//! * **rate-limited**: >= 1% of the first failing step's responses were 429 (seed 001);
+//! * **rate-limited**: >= 1% of the first failing step's responses were 429 (a gateway or the service throttling);
 //! * **connections not opening**: connect failures in the first failing step while the service
 //!   still answers its probe (listen backlog, accept rate, or brink's open-file limit);
 //! * **overload errors**: 5xx responses or timeouts in the first failing step;
 //! * **CPU-bound** / **not CPU-bound** (needs server CPU from `--observe`, in % of one core):
-//!   at the knee, CPU at least 80% and at least 90% of the search's peak (seed 003) versus CPU
-//!   under 60% (seed 004: the cause was elsewhere: pools, locks, connection handling or the
-//!   network path);
+//!   at the knee, CPU at least 80% and at least 90% of the search's peak (as when a model server's pods
+//!   need more CPU) versus CPU under 60% (the cause is elsewhere: pools, locks, connection
+//!   handling or the network path, as when a container network bridge was the limit);
 //! * **queueing**: throughput flat while latency grows, without server metrics to say why.
 
 use crate::find::{fmt_level, Step};
@@ -95,12 +95,12 @@ pub fn diagnose(f: &FindResult, steps: &[&Step]) -> Vec<String> {
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
         match (cpu, peak_cpu) {
             (Some(c), Some(p)) if c >= 80.0 && c >= 0.9 * p => out.push(format!(
-                "CPU-bound: at the knee ({}, {}) the server used {c:.0}% CPU, its highest of the search: more CPU (or less work per request) moves the limit (seed 003)",
+                "CPU-bound: at the knee ({}, {}) the server used {c:.0}% CPU, its highest of the search: more CPU (or less work per request) moves the limit",
                 lvl(k.level),
                 k.reason
             )),
             (Some(c), _) if c < 60.0 => out.push(format!(
-                "not CPU-bound: at the knee ({}: {}) server CPU was only {c:.0}%: the limit is elsewhere: pools, locks, connection handling or the network path (seed 004)",
+                "not CPU-bound: at the knee ({}: {}) server CPU was only {c:.0}%: the limit is elsewhere: pools, locks, connection handling or the network path (a container network bridge or a proxy in front of the service can be the limit, not the service)",
                 lvl(k.level),
                 k.reason
             )),

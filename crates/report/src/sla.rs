@@ -1,6 +1,6 @@
 //! The tables a plan run adds to the summary: per request of a mix or flow, the SLA table of
-//! each scenario (metric, target, result, margin, PASS/FAIL, in the style of seed 001's
-//! report), and the verdict of a whole suite.
+//! each scenario (metric, target, result, margin, PASS/FAIL, in the style of the SLA tables
+//! teams write by hand), and the verdict of a whole suite.
 
 use crate::result::{RunResult, ScenarioResult};
 use crate::terminal::{fmt_count, fmt_ms, fmt_rate};

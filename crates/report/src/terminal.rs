@@ -1,4 +1,4 @@
-//! The terminal summary, in the shape of the tables users paste into reports (seed 001): counts,
+//! The terminal summary, in the shape of the tables users paste into reports: counts,
 //! success rate, a percentile table and a latency distribution.
 
 use crate::result::ScenarioResult;
