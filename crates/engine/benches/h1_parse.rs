@@ -64,7 +64,7 @@ fn templates(c: &mut Criterion) {
     c.bench_function("template/render_h1", |b| {
         b.iter(|| {
             vu.next(&w);
-            vu.render_h1(black_box(&w), "127.0.0.1:8080", true);
+            let _ = black_box(vu.render_h1(black_box(&w), "127.0.0.1:8080", true));
             vu.buf.len()
         })
     });

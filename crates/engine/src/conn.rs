@@ -82,33 +82,44 @@ impl Connector {
         }
     }
 
-    /// Serialises every step whose bytes never change.
+    /// Serialises every step whose bytes never change; a step that breaks the wire rules
+    /// even before templating (a literal value) is an error: nothing could ever be sent.
     pub fn static_requests(
         workload: &Workload,
         authority: &str,
         keepalive: bool,
-    ) -> Vec<Option<Bytes>> {
+    ) -> Result<Vec<Option<Bytes>>, String> {
         let mut vu = Vu::new(workload, 0);
         (0..workload.steps.len())
             .map(|i| {
-                workload.steps[i].is_static().then(|| {
-                    vu.current = i;
-                    vu.render_h1(workload, authority, keepalive);
-                    Bytes::copy_from_slice(&vu.buf)
-                })
+                let step = &workload.steps[i];
+                step.check_literals()
+                    .map_err(|e| format!("request '{}': {e}", step.name))?;
+                if !step.is_static() {
+                    return Ok(None);
+                }
+                vu.current = i;
+                vu.render_h1(workload, authority, keepalive).map_err(|r| {
+                    format!("request '{}': {} refused: {}", step.name, r.part, r.value)
+                })?;
+                Ok(Some(Bytes::copy_from_slice(&vu.buf)))
             })
             .collect()
     }
 
     /// Makes the HTTP/1.1 bytes of `vu`'s current request available: a static request needs
-    /// nothing; a templated one is rendered into `vu.buf`. Returns the bytes' length.
-    pub fn prepare_h1(&self, vu: &mut Vu) -> usize {
+    /// nothing; a templated one is rendered into `vu.buf`. Returns the bytes' length, or
+    /// `Err` when the rendered request was refused (the refusal is left in `vu.refused`).
+    pub fn prepare_h1(&self, vu: &mut Vu) -> Result<usize, ErrorKind> {
         match &self.h1_static[vu.current] {
-            Some(b) => b.len(),
-            None => {
-                vu.render_h1(&self.workload, &self.authority, self.keepalive);
-                vu.buf.len()
-            }
+            Some(b) => Ok(b.len()),
+            None => match vu.render_h1(&self.workload, &self.authority, self.keepalive) {
+                Ok(()) => Ok(vu.buf.len()),
+                Err(r) => {
+                    vu.refused = Some(r);
+                    Err(ErrorKind::InvalidRequest)
+                }
+            },
         }
     }
 
@@ -126,14 +137,23 @@ impl Connector {
         let capture = !step.extract.is_empty();
         match conn {
             Conn::Tls(c) => {
-                let len = self.prepare_h1(vu);
+                let len = match self.prepare_h1(vu) {
+                    Ok(len) => len,
+                    Err(kind) => return (Err(kind), 0),
+                };
                 let r = c
                     .roundtrip(self.h1_bytes(vu), step.is_head(), capture)
                     .await;
                 (r, len as u64)
             }
             Conn::H2(c) => {
-                let (path, values, body) = vu.render_parts(&self.workload);
+                let (path, values, body) = match vu.render_parts(&self.workload) {
+                    Ok(parts) => parts,
+                    Err(r) => {
+                        vu.refused = Some(r);
+                        return (Err(ErrorKind::InvalidRequest), 0);
+                    }
+                };
                 let len = body.len() as u64;
                 let mut req = http::Request::builder()
                     .method(step.method.as_str())

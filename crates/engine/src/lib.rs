@@ -3,6 +3,7 @@
 //! Callers build a [`RunSpec`] and call [`run()`]; nothing here prints.
 
 pub mod conn;
+pub mod guard;
 pub mod h1;
 pub mod h2;
 pub mod rng;

@@ -83,6 +83,9 @@ pub enum RunError {
     Tls(#[from] TlsError),
     #[error("{0}")]
     Worker(String),
+    /// A request that breaks the wire rules before any templating: it could never be sent.
+    #[error("{0}")]
+    Request(String),
 }
 
 /// State shared (read-only or atomic) by all workers.
@@ -197,7 +200,8 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         scheme: target.scheme(),
         authority: target.authority.clone(),
         workload: spec.workload.clone(),
-        h1_static: Connector::static_requests(&spec.workload, &target.authority, spec.keepalive),
+        h1_static: Connector::static_requests(&spec.workload, &target.authority, spec.keepalive)
+            .map_err(RunError::Request)?,
     };
     let workers = spec.threads.clamp(1, spec.load.max_connections().max(1));
     let start = Instant::now();

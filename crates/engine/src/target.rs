@@ -17,6 +17,8 @@ pub enum TargetError {
     Resolve(String, String),
     #[error("invalid header '{0}': expected 'Name: value'")]
     Header(String),
+    #[error("-H {0}: {1}")]
+    HeaderValue(String, &'static str),
     #[error("invalid method '{0}'")]
     Method(String),
 }
@@ -174,9 +176,11 @@ pub fn parse_header(h: &str) -> Result<(String, String), TargetError> {
         .split_once(':')
         .ok_or_else(|| TargetError::Header(h.to_string()))?;
     let n = n.trim();
-    let valid_name = !n.is_empty() && n.bytes().all(|b| b.is_ascii_graphic() && b != b':');
-    if !valid_name || v.contains(['\r', '\n']) {
-        return Err(TargetError::Header(h.to_string()));
+    if !crate::guard::is_token(n.as_bytes()) {
+        return Err(TargetError::Header(h.escape_debug().to_string()));
+    }
+    if let Some(why) = crate::guard::header_value_fault(v.as_bytes()) {
+        return Err(TargetError::HeaderValue(n.to_string(), why));
     }
     Ok((n.to_string(), v.trim().to_string()))
 }
@@ -271,7 +275,7 @@ mod tests {
         let w = crate::workload::Workload::single(r.step());
         let mut vu = crate::workload::Vu::new(&w, 0);
         vu.next(&w);
-        vu.render_h1(&w, "127.0.0.1:8080", false);
+        vu.render_h1(&w, "127.0.0.1:8080", false).unwrap();
         let s = String::from_utf8(vu.buf.clone()).unwrap();
         assert!(
             s.starts_with("POST /register HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),

@@ -144,6 +144,14 @@ impl Template {
             .then(|| self.parts.iter().flat_map(lit).copied().collect())
     }
 
+    /// The literal pieces (text written in the plan, and `{{env}}` values).
+    pub fn literals(&self) -> impl Iterator<Item = &[u8]> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Lit(b) => Some(b.as_slice()),
+            _ => None,
+        })
+    }
+
     /// Whether any part reads data set `set`.
     pub fn uses_data(&self, set: usize) -> bool {
         self.parts

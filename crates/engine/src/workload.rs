@@ -16,10 +16,11 @@
 //! In a mix, every attempt is its own iteration: it picks a request by weight and takes fresh
 //! data rows.
 
+use crate::guard;
 use crate::rng::Rng;
 use crate::target::StatusSet;
 use crate::template::{Scope, Template};
-use stats::ErrorKind;
+use stats::{ErrorKind, Refusal};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A data set: CSV rows handed out in order (wrapping around at the end).
@@ -156,6 +157,8 @@ impl Step {
     }
 
     /// Renders the HTTP/1.1 request into `out` (cleared first); `body` is scratch space.
+    /// A rendered path or header value that breaks the wire rules ([`guard`]) is refused: the
+    /// bytes in `out` must then not be sent.
     pub fn render_h1(
         &self,
         scope: &mut Scope,
@@ -163,13 +166,17 @@ impl Step {
         keepalive: bool,
         out: &mut Vec<u8>,
         body: &mut Vec<u8>,
-    ) {
+    ) -> Result<(), Refusal> {
         out.clear();
         body.clear();
         self.body.render(scope, body);
         out.extend_from_slice(self.method.as_bytes());
         out.push(b' ');
+        let at = out.len();
         self.path.render(scope, out);
+        if guard::path_fault(&out[at..]).is_some() {
+            return Err(guard::refusal("path", &out[at..]));
+        }
         out.extend_from_slice(b" HTTP/1.1\r\n");
         let line = |out: &mut Vec<u8>, parts: &[&[u8]]| {
             for p in parts {
@@ -192,7 +199,11 @@ impl Step {
         for (n, v) in &self.headers {
             out.extend_from_slice(n.as_bytes());
             out.extend_from_slice(b": ");
+            let at = out.len();
             v.render(scope, out);
+            if guard::header_value_fault(&out[at..]).is_some() {
+                return Err(guard::refusal(format!("header {n}"), &out[at..]));
+            }
             out.extend_from_slice(b"\r\n");
         }
         let wants_length =
@@ -205,6 +216,32 @@ impl Step {
         }
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(body);
+        Ok(())
+    }
+
+    /// Checks the parts that never change (method, header names, literal values), so a
+    /// request that could never be sent is refused before the run. `Err` says what and why.
+    pub fn check_literals(&self) -> Result<(), String> {
+        if !guard::is_token(self.method.as_bytes()) {
+            return Err(format!("invalid method '{}'", self.method.escape_debug()));
+        }
+        for (n, v) in &self.headers {
+            if !guard::is_token(n.as_bytes()) {
+                return Err(format!("invalid header name '{}'", n.escape_debug()));
+            }
+            if let Some(why) = v.literals().find_map(guard::header_value_fault) {
+                return Err(format!("header {n}: {why}"));
+            }
+        }
+        if let Some(why) = self.path.literals().find_map(guard::path_bytes_fault) {
+            return Err(format!("path: {why}"));
+        }
+        if let Some(p) = self.path.static_bytes() {
+            if let Some(why) = guard::path_fault(&p) {
+                return Err(format!("path: {why}"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -267,6 +304,9 @@ impl Workload {
     }
 }
 
+/// A request rendered for HTTP/2: path, header values (in the step's order), body.
+pub type H2Parts = (String, Vec<Vec<u8>>, Vec<u8>);
+
 /// One virtual user: a connection slot's position in the workload and its private state.
 pub struct Vu {
     pub id: u64,
@@ -280,6 +320,8 @@ pub struct Vu {
     pub current: usize,
     /// Rendered request bytes (dynamic requests only).
     pub buf: Vec<u8>,
+    /// Why the current request was refused before sending, until it is recorded.
+    pub refused: Option<Refusal>,
     body: Vec<u8>,
 }
 
@@ -295,6 +337,7 @@ impl Vu {
             in_iteration: false,
             current: 0,
             buf: Vec::new(),
+            refused: None,
             body: Vec::new(),
         }
     }
@@ -352,35 +395,49 @@ impl Vu {
         (&w.steps[self.current], scope)
     }
 
-    /// Renders the current request's HTTP/1.1 bytes into [`Vu::buf`].
-    pub fn render_h1(&mut self, w: &Workload, authority: &str, keepalive: bool) {
+    /// Renders the current request's HTTP/1.1 bytes into [`Vu::buf`]; a refused request
+    /// leaves nothing to send.
+    pub fn render_h1(
+        &mut self,
+        w: &Workload,
+        authority: &str,
+        keepalive: bool,
+    ) -> Result<(), Refusal> {
         // The buffers move out and back (no allocation) so the scope can borrow the rest.
         let (mut buf, mut body) = (
             std::mem::take(&mut self.buf),
             std::mem::take(&mut self.body),
         );
         let (step, mut scope) = self.scope(w);
-        step.render_h1(&mut scope, authority, keepalive, &mut buf, &mut body);
+        let r = step.render_h1(&mut scope, authority, keepalive, &mut buf, &mut body);
+        if r.is_err() {
+            buf.clear();
+        }
         (self.buf, self.body) = (buf, body);
+        r
     }
 
-    /// Renders the current request's parts for HTTP/2: (path, header values, body).
-    pub fn render_parts(&mut self, w: &Workload) -> (String, Vec<Vec<u8>>, Vec<u8>) {
+    /// Renders the current request's parts for HTTP/2: (path, header values, body), under the
+    /// same wire rules as HTTP/1.1.
+    pub fn render_parts(&mut self, w: &Workload) -> Result<H2Parts, Refusal> {
         let (step, mut scope) = self.scope(w);
         let mut path = Vec::new();
         step.path.render(&mut scope, &mut path);
-        let headers = step
-            .headers
-            .iter()
-            .map(|(_, v)| {
-                let mut out = Vec::new();
-                v.render(&mut scope, &mut out);
-                out
-            })
-            .collect();
+        if guard::path_fault(&path).is_some() {
+            return Err(guard::refusal("path", &path));
+        }
+        let mut headers = Vec::with_capacity(step.headers.len());
+        for (n, v) in &step.headers {
+            let mut out = Vec::new();
+            v.render(&mut scope, &mut out);
+            if guard::header_value_fault(&out).is_some() {
+                return Err(guard::refusal(format!("header {n}"), &out));
+            }
+            headers.push(out);
+        }
         let mut body = Vec::new();
         step.body.render(&mut scope, &mut body);
-        (String::from_utf8_lossy(&path).into_owned(), headers, body)
+        Ok((String::from_utf8_lossy(&path).into_owned(), headers, body))
     }
 
     /// Takes the outcome of the current request: extracts its variables and moves the flow
@@ -476,7 +533,7 @@ mod tests {
         assert_eq!(vu.next(&w), 0);
         assert_eq!(vu.complete(&w, Ok(200), &ok, Some(&token)), Ok(()));
         assert_eq!(vu.next(&w), 1);
-        vu.render_h1(&w, "h", true);
+        vu.render_h1(&w, "h", true).unwrap();
         assert!(vu.buf.starts_with(b"GET /items?t=t-1 HTTP/1.1\r\n"));
         assert_eq!(vu.complete(&w, Ok(200), &ok, None), Ok(()));
         assert_eq!(vu.next(&w), 1, "weight 2: the step runs twice");

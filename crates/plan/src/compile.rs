@@ -6,6 +6,7 @@ use crate::error::{PlanError, Pos};
 use crate::file::{RawData, RawExtract, RawLoad, RawPlan, RawRequest, RawScenario, Scalar, S};
 use crate::load::{self, LoadInput, KEYS};
 use crate::units::parse_duration;
+use engine::guard;
 use engine::template::{did_you_mean, Names, Template};
 use engine::workload::{Extractor, Step, Table, Workload};
 use engine::{StatusSet, Target};
@@ -354,10 +355,14 @@ impl Cx<'_> {
         headers
             .iter()
             .map(|(k, v)| {
-                if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
-                    return Err(self.err(v, format!("invalid header name '{k}'")));
+                if !guard::is_token(k.as_bytes()) {
+                    return Err(self.err(v, format!("invalid header name '{}'", k.escape_debug())));
                 }
-                Ok((k.clone(), self.template(v, names)?))
+                let t = self.template(v, names)?;
+                if let Some(why) = t.literals().find_map(guard::header_value_fault) {
+                    return Err(self.err(v, format!("header {k}: {why}")));
+                }
+                Ok((k.clone(), t))
             })
             .collect()
     }
@@ -388,6 +393,9 @@ impl Cx<'_> {
                     return Err(self.err(p, format!("path '{}' must start with '/'", p.value)));
                 }
                 let t = self.template(p, names)?;
+                if let Some(why) = t.literals().find_map(guard::path_bytes_fault) {
+                    return Err(self.err(p, format!("path '{}': {why}", p.value.escape_debug())));
+                }
                 let mut prefixed = Template::literal(base.as_bytes());
                 prefixed.append(t);
                 prefixed

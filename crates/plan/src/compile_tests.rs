@@ -59,8 +59,10 @@ mod tempdir {
 
 fn check(source: &str) -> Result<Plan, PlanError> {
     let d = dir();
-    parse("p.yaml", source, &d.0, 1, &|k| {
-        (k == "TOKEN").then(|| "t0k".to_string())
+    parse("p.yaml", source, &d.0, 1, &|k| match k {
+        "TOKEN" => Some("t0k".to_string()),
+        "EVIL" => Some("x\nX-Injected: yes".to_string()),
+        _ => None,
     })
 }
 
@@ -91,7 +93,7 @@ fn the_issue_example_compiles() {
     // The target's path prefixes every request path.
     let mut vu = engine::workload::Vu::new(&reg.workload, 0);
     vu.next(&reg.workload);
-    vu.render_h1(&reg.workload, "h", true);
+    vu.render_h1(&reg.workload, "h", true).unwrap();
     let text = String::from_utf8(vu.buf.clone()).unwrap();
     assert!(
         text.starts_with("POST /api/user/auth/register HTTP/1.1\r\n"),
@@ -246,5 +248,37 @@ fn structural_errors() {
         "target: http://127.0.0.1:99999\nscenarios:\n  - name: a\n",
         "1:9",
         "out of range",
+    );
+}
+
+/// Literal values that would break the request line or add a header are refused at load time,
+/// pointing at the value: nothing of such a plan is ever sent.
+#[test]
+fn literal_injection_is_refused_with_its_place() {
+    let req = "    requests:\n      - ";
+    expect_error(
+        &format!("{HEAD}{req}{{ path: /a, headers: {{ X-A: \"v\\r\\nX-Injected: yes\" }} }}\n"),
+        "5:37",
+        "header X-A: carriage return (CR) in a header value",
+    );
+    expect_error(
+        &format!("{HEAD}{req}{{ path: \"/a b\" }}\n"),
+        "5:17",
+        "space in the path",
+    );
+    expect_error(
+        &format!("{HEAD}{req}{{ path: \"/a\\r\\nHost: evil\" }}\n"),
+        "5:17",
+        "control byte in the path",
+    );
+    expect_error(
+        &format!("{HEAD}{req}{{ path: /a, headers: {{ \"X A\": v }} }}\n"),
+        "5:39",
+        "invalid header name 'X A'",
+    );
+    expect_error(
+        &format!("{HEAD}{req}{{ path: /a, headers: {{ X-A: \"{{{{env EVIL}}}}\" }} }}\n"),
+        "5:37",
+        "line feed (LF) in a header value",
     );
 }

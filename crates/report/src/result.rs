@@ -52,6 +52,22 @@ pub struct ScenarioResult {
     pub timeseries: Vec<SecondRow>,
     /// Server figures observed during the scenario (`--observe`): name -> peak and mean.
     pub observed: BTreeMap<String, crate::find::Observed>,
+    /// Requests refused before sending (`errors_by_kind.invalid_request`): per request name,
+    /// the first refused part and value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedJson>,
+}
+
+/// Attempts of one request that were never sent because a rendered value broke the wire rules.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RefusedJson {
+    pub request: String,
+    /// How many attempts were refused.
+    pub count: u64,
+    /// `path` or `header NAME` of the first refusal.
+    pub part: String,
+    /// The first refused value, escaped (`\r\n` as text) and shortened.
+    pub value: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -224,6 +240,19 @@ impl ScenarioResult {
         } else {
             Vec::new()
         };
+        let refused = out
+            .by_request
+            .iter()
+            .filter_map(|(n, t)| {
+                let r = t.all.refused.as_ref()?;
+                Some(RefusedJson {
+                    request: n.clone(),
+                    count: t.all.errors_by_kind[ErrorKind::InvalidRequest.index()],
+                    part: r.part.clone(),
+                    value: r.value.clone(),
+                })
+            })
+            .collect();
         let first = &spec.workload.steps[0];
         ScenarioResult {
             name: name.to_string(),
@@ -260,6 +289,7 @@ impl ScenarioResult {
                 })
                 .collect(),
             observed: BTreeMap::new(),
+            refused,
         }
     }
 }

@@ -161,6 +161,19 @@ pub fn render(r: &ScenarioResult) -> String {
             ),
         );
     }
+    for r in &r.refused {
+        row(
+            &mut o,
+            "refused",
+            format!(
+                "{} attempt(s) of '{}' never sent: {} would have been \"{}\"",
+                fmt_count(r.count),
+                r.request,
+                r.part,
+                r.value
+            ),
+        );
+    }
     if s.unfinished > 0 {
         row(
             &mut o,

@@ -41,6 +41,16 @@ impl StatusCounts {
     }
 }
 
+/// What was refused before sending and why: the first refused attempt of a request, kept so
+/// the summary can say which part held which value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// `path`, or `header NAME`.
+    pub part: String,
+    /// The offending rendered value, escaped (`\r\n` shown as such) and cut to a readable length.
+    pub value: String,
+}
+
 /// One second of measurements from one worker.
 #[derive(Clone, Debug)]
 pub struct Bucket {
@@ -66,6 +76,8 @@ pub struct Bucket {
     pub late: u64,
     /// Open model: the largest lag between intended and actual send, µs.
     pub max_lag_us: u64,
+    /// The first attempt refused before sending (see [`ErrorKind::InvalidRequest`]).
+    pub refused: Option<Box<Refusal>>,
 }
 
 impl Bucket {
@@ -83,6 +95,7 @@ impl Bucket {
             bytes_out: 0,
             late: 0,
             max_lag_us: 0,
+            refused: None,
         }
     }
 
@@ -101,6 +114,14 @@ impl Bucket {
     pub fn record_error(&mut self, kind: ErrorKind) {
         self.requests += 1;
         self.errors_by_kind[kind.index()] += 1;
+    }
+
+    /// Records an attempt refused before sending; the first refusal's details are kept.
+    pub fn record_refusal(&mut self, refusal: Refusal) {
+        self.record_error(ErrorKind::InvalidRequest);
+        if self.refused.is_none() {
+            self.refused = Some(Box::new(refusal));
+        }
     }
 
     /// Records a send that happened `lag_us` after its intended time.
@@ -129,6 +150,9 @@ impl Bucket {
         self.bytes_out += other.bytes_out;
         self.late += other.late;
         self.max_lag_us = self.max_lag_us.max(other.max_lag_us);
+        if self.refused.is_none() {
+            self.refused.clone_from(&other.refused);
+        }
     }
 }
 

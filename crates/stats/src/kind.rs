@@ -23,11 +23,14 @@ pub enum ErrorKind {
     Protocol,
     /// A flow step's `extract:` found nothing in the response (or the body was not JSON).
     Extract,
+    /// The rendered request was refused before sending: a templated value would have put a
+    /// CR, LF or NUL into a header, or a space or control byte into the path.
+    InvalidRequest,
 }
 
 impl ErrorKind {
     /// Every kind, in the order used for arrays and reports.
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Tls,
@@ -36,6 +39,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::Protocol,
         ErrorKind::Extract,
+        ErrorKind::InvalidRequest,
     ];
     /// Number of kinds (length of per-kind counter arrays).
     pub const COUNT: usize = Self::ALL.len();
@@ -51,6 +55,7 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Extract => "extract",
+            ErrorKind::InvalidRequest => "invalid_request",
         }
     }
 

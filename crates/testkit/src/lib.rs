@@ -60,6 +60,9 @@ pub enum Reply {
     Hang,
     /// Promise 100 body bytes, send 10, close.
     Partial,
+    /// Exactly these bytes, whatever they are (odd framing, stray bytes, bad status lines);
+    /// then close the connection when `close` is set.
+    Raw { bytes: Vec<u8>, close: bool },
 }
 
 impl Reply {

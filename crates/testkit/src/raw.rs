@@ -191,6 +191,7 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             let _ = s.write_all(&body).await;
             false
         }
+        Reply::Raw { bytes, close } => s.write_all(&bytes).await.is_ok() && !close && !client_close,
         Reply::Drop => false,
         Reply::Hang => {
             let mut sink = [0u8; 1024];

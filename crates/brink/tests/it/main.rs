@@ -6,6 +6,7 @@ mod cli;
 mod engine_runs;
 mod examples;
 mod find;
+mod hardening;
 mod plans;
 mod protocols;
 mod schema;

@@ -12,7 +12,8 @@
 use super::alarm::Alarm;
 use super::sys::{token_of, Connect, Epoll, Sock};
 use super::{
-    backoff_delay, buckets, closed_may_send, open_due, pace, record, record_connect_error, share,
+    backoff_delay, buckets, closed_may_send, open_due, pace, record, record_connect_error,
+    record_refusal, share, REFUSED_REST,
 };
 use crate::conn::io_kind;
 use crate::h1::reader::{ReadBuf, Reader, Reply};
@@ -40,7 +41,8 @@ enum State {
     Writing,
     /// Waiting for (the rest of) the response.
     Reading,
-    /// After a failed connect, not retried before `retry_at`.
+    /// After a failed connect (no socket) or a refused request (socket kept), not used again
+    /// before `retry_at`.
     Backoff,
 }
 
@@ -271,11 +273,19 @@ impl Worker<'_> {
     /// Starts an attempt on slot `k`: picks and prepares its request, connects if needed,
     /// else writes the request.
     fn start(&mut self, k: usize, base: Instant, now: Instant) {
-        self.in_flight += 1;
         let connector = &self.shared.connector;
         let c = &mut self.conns[k];
         let step = &connector.workload.steps[c.vu.next(&connector.workload)];
-        connector.prepare_h1(&mut c.vu);
+        if connector.prepare_h1(&mut c.vu).is_err() {
+            record_refusal(&mut self.rec, self.shared, &mut c.vu);
+            c.state = State::Backoff;
+            c.retry_at = now + REFUSED_REST;
+            if matches!(self.shared.load, Load::Open { .. }) {
+                self.idle.push(k);
+            }
+            return;
+        }
+        self.in_flight += 1;
         c.base = base;
         c.reader = if step.extract.is_empty() {
             Reader::new(step.is_head())
@@ -341,7 +351,7 @@ impl Worker<'_> {
             State::Connecting => self.connected(k),
             State::Writing if writable => self.write(k, Instant::now()),
             State::Reading => self.read(k),
-            State::Idle => self.check_idle(k),
+            State::Idle | State::Backoff => self.check_idle(k),
             _ => {}
         }
     }

@@ -18,7 +18,7 @@ mod tasks;
 use crate::conn::Outcome;
 use crate::run::{Msg, Shared};
 use crate::workload::Vu;
-use stats::{Bucket, ErrorKind};
+use stats::{Bucket, ErrorKind, Refusal};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -121,11 +121,38 @@ fn record(
             rec.bytes_in += reply.bytes_in;
             reply.keep_alive && shared.keepalive
         }
+        (Err(ErrorKind::InvalidRequest), _) => {
+            record_refused(rec, vu);
+            // Nothing was sent: the connection is as good as before.
+            true
+        }
         (Err(kind), _) => {
             rec.record_error(kind);
             false
         }
     }
+}
+
+/// Counts `vu`'s refused attempt once, keeping the first refusal's details.
+fn record_refused(rec: &mut Bucket, vu: &mut Vu) {
+    let refusal = vu.refused.take().unwrap_or_else(|| Refusal {
+        part: "request".into(),
+        value: String::new(),
+    });
+    rec.record_refusal(refusal);
+}
+
+/// Records an attempt refused before sending ([`ErrorKind::InvalidRequest`]): its flow
+/// iteration ends, as after any failed step.
+fn record_refusal(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu) {
+    let workload = &shared.connector.workload;
+    let _ = vu.complete(
+        workload,
+        Err(ErrorKind::InvalidRequest),
+        &shared.ok_status,
+        None,
+    );
+    record_refused(&mut rec[vu.current], vu);
 }
 
 /// Records a connect failure for `vu`'s current request (its flow iteration ends).
@@ -134,6 +161,10 @@ fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, kind: 
     let _ = vu.complete(workload, Err(kind), &shared.ok_status, None);
     rec[vu.current].record_error(kind);
 }
+
+/// How long a slot rests after a refused attempt: a data set full of bad values must not spin
+/// the generator (the refused attempts never reach the network, so they cost nothing else).
+const REFUSED_REST: Duration = Duration::from_millis(10);
 
 /// Delay before connect attempt number `failures + 1`: 10 ms doubling to 1 s, so an
 /// unreachable target is retried steadily without spinning.

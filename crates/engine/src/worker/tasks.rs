@@ -5,6 +5,7 @@
 
 use super::{
     backoff_delay, buckets, closed_may_send, open_due, pace, record, record_connect_error, share,
+    REFUSED_REST,
 };
 use crate::conn::Conn;
 use crate::run::{Load, Msg, Shared};
@@ -266,10 +267,10 @@ impl Slot {
             }
         };
         let done = Instant::now();
+        let refused = matches!(result, Err(ErrorKind::InvalidRequest));
         ctx.in_flight.set(ctx.in_flight.get() - 1);
-        let mut rec = ctx.rec.borrow_mut();
         let keep = record(
-            &mut rec,
+            &mut ctx.rec.borrow_mut(),
             shared,
             &mut self.vu,
             result,
@@ -280,6 +281,9 @@ impl Slot {
         );
         if !keep {
             self.conn = None;
+        }
+        if refused {
+            tokio::time::sleep(REFUSED_REST).await;
         }
     }
 }

@@ -1,0 +1,205 @@
+//! What a careful user found by trying hostile and odd servers on 127.0.0.1: request injection
+//! through templated values, answers that arrive while the request is still being written,
+//! result files, flag values, framing edge cases and connection setup. Each test runs against a
+//! real server and fails on the behaviour before its fix.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use testkit::{Handler, Reply, Req};
+
+fn brink() -> Command {
+    Command::cargo_bin("brink").expect("binary built")
+}
+
+fn plan(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("plan.yaml");
+    std::fs::write(&path, text).expect("write plan");
+    path
+}
+
+fn json_of(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).expect("result written")).expect("valid JSON")
+}
+
+/// Every request a server saw: method, path, headers.
+type Seen = Arc<Mutex<Vec<(String, String, Vec<(String, String)>)>>>;
+
+/// A login service whose token smuggles a header and a second request, and an API that
+/// accepts any bearer token. Returns the handler and what it saw.
+fn hostile_login() -> (Handler, Seen) {
+    let seen: Seen = Arc::default();
+    let s = seen.clone();
+    let handler: Handler = Arc::new(move |r: &Req| {
+        s.lock().unwrap_or_else(PoisonError::into_inner).push((
+            r.method.to_string(),
+            r.path.to_string(),
+            r.headers.to_vec(),
+        ));
+        if r.path.starts_with("/login") {
+            let token = r#"{"token":"abc\r\nX-Injected: yes\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"}"#;
+            Reply::ok(token, Duration::ZERO)
+        } else {
+            Reply::ok("{}", Duration::ZERO)
+        }
+    });
+    (handler, seen)
+}
+
+const FLOW: &str = r#"scenarios:
+  - name: smuggle
+    load: { connections: 2, requests: 40 }
+    flow:
+      - { name: login, method: POST, path: /login, body: '{}', extract: { token: "$.token" } }
+      - { name: api, path: /api, headers: { Authorization: "Bearer {{token}}" } }
+"#;
+
+/// A token from a response that would add a header and smuggle a request is refused on every
+/// protocol path: never sent, counted once per attempt as `invalid_request`, and the summary
+/// names the request, the header and the escaped value.
+#[test]
+fn a_hostile_token_never_adds_a_header_or_a_request() {
+    let cases: [(&str, bool, &[&str]); 3] = [
+        ("http/1.1", false, &[]),
+        ("tls", true, &["--insecure"]),
+        ("h2c", false, &["--http2"]),
+    ];
+    for (name, tls, flags) in cases {
+        let (handler, seen) = hostile_login();
+        let opts = testkit::Options {
+            tls,
+            ..testkit::Options::default()
+        };
+        let srv = if name == "h2c" {
+            testkit::serve_hyper(opts, handler)
+        } else {
+            testkit::serve_with(opts, handler)
+        }
+        .expect("server starts");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let p = plan(dir.path(), &format!("target: {}\n{FLOW}", srv.url("")));
+        let out = dir.path().join("r.json");
+        let run = brink()
+            .args(["run", p.to_str().unwrap(), "--json", out.to_str().unwrap()])
+            .args(flags)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("brink runs");
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        let seen = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        assert!(
+            seen.iter().all(|(_, path, _)| path == "/login"),
+            "{name}: only logins may reach the server: {:?}",
+            seen.iter().map(|s| &s.1).collect::<Vec<_>>()
+        );
+        assert!(
+            seen.iter()
+                .all(|(_, _, h)| h.iter().all(|(n, _)| !n.eq_ignore_ascii_case("x-injected"))),
+            "{name}: injected header arrived"
+        );
+        // 40 attempts alternate login and api on each of 2 connections; the last ticket may
+        // go to a login whose api step gets none.
+        let logins = seen.len() as u64;
+        assert!((20..=21).contains(&logins), "{name}: {logins} logins");
+        let refused_n = 40 - logins;
+        let r = json_of(&out);
+        let s = &r["summary"];
+        assert_eq!(s["requests"], 40, "{name}");
+        assert_eq!(s["errors_by_kind"]["invalid_request"], refused_n, "{name}");
+        assert_eq!(s["ok"], logins, "{name}");
+        let refused = &r["scenarios"][0]["refused"][0];
+        assert_eq!(refused["request"], "api", "{name}");
+        assert_eq!(refused["part"], "header Authorization", "{name}");
+        assert_eq!(refused["count"], refused_n, "{name}");
+        let value = refused["value"].as_str().unwrap_or("");
+        assert!(
+            value.starts_with("Bearer abc\\r\\nX-Injected: yes\\r\\n"),
+            "{name}: {value}"
+        );
+        assert!(
+            stdout.contains(&format!("invalid_request {refused_n}"))
+                && stdout.contains(&format!(
+                    "{refused_n} attempt(s) of 'api' never sent: header Authorization"
+                )),
+            "{name}: {stdout}"
+        );
+    }
+}
+
+/// A CSV cell that would split the request line is refused; the good rows are sent.
+#[test]
+fn a_data_cell_cannot_break_the_request_line() {
+    let (handler, seen) = hostile_login();
+    let srv = testkit::serve(handler).expect("server starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("ids.csv"),
+        "id\n7\n\"8 HTTP/1.1\r\nX-Injected: yes\r\n\r\nGET /smuggled\"\n",
+    )
+    .expect("write csv");
+    let text = format!(
+        "target: {}\ndata:\n  ids: {{ csv: ids.csv }}\nscenarios:\n  - name: items\n    load: {{ connections: 1, requests: 10 }}\n    requests:\n      - {{ name: item, path: \"/items/{{{{data.ids.id}}}}\" }}\n",
+        srv.url("")
+    );
+    let p = plan(dir.path(), &text);
+    let out = dir.path().join("r.json");
+    brink()
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-q",
+            "--json",
+            out.to_str().unwrap(),
+        ])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(0);
+    let seen = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    assert_eq!(seen.len(), 5, "every other row is good");
+    assert!(seen.iter().all(|(_, p, _)| p == "/items/7"), "{seen:?}");
+    let r = json_of(&out);
+    assert_eq!(r["summary"]["errors_by_kind"]["invalid_request"], 5);
+    assert_eq!(r["scenarios"][0]["refused"][0]["part"], "path");
+}
+
+/// Literal values that could never be sent are refused before any load: on the command line
+/// (one line, exit 2) and in a plan (file:line:column, by `validate` and `run`).
+#[test]
+fn literal_injection_is_refused_before_the_run() {
+    let (handler, seen) = hostile_login();
+    let srv = testkit::serve(handler).expect("server starts");
+    brink()
+        .args(["run", &srv.url("/api"), "-n", "1", "-H", "X-A: a\r\nX-B: b"])
+        .timeout(Duration::from_secs(10))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "-H X-A: carriage return (CR) in a header value",
+        ));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = plan(
+        dir.path(),
+        &format!(
+            "target: {}\nscenarios:\n  - name: a\n    requests:\n      - {{ path: /a, headers: {{ X-A: \"v\\r\\nX-Injected: yes\" }} }}\n",
+            srv.url("")
+        ),
+    );
+    for cmd in ["validate", "run"] {
+        let out = brink()
+            .args([cmd, p.to_str().unwrap()])
+            .timeout(Duration::from_secs(10))
+            .output()
+            .expect("brink runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains("plan.yaml:5:37: header X-A: carriage return (CR) in a header value"),
+            "{cmd}: {err}"
+        );
+    }
+    assert!(seen
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .is_empty());
+}
