@@ -35,8 +35,8 @@ pub fn spawn_on(port: u16, slots: usize, median: Duration) -> std::io::Result<De
         Options {
             threads: 1,
             slots: Some(slots),
-            tls: false,
             port,
+            ..Options::default()
         },
         handler(slots, median, sigma),
     )?;

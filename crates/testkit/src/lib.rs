@@ -103,6 +103,10 @@ pub struct Options {
     pub tls: bool,
     /// Port on 127.0.0.1; 0 (the default) picks a free one.
     pub port: u16,
+    /// Raw server only: answer as soon as the request head is read, as gateways answer 401 or
+    /// 413 before an upload ends; then drain the body slowly (16 KiB per 50 ms, for at most
+    /// 2 s) and close.
+    pub answer_before_body: bool,
 }
 
 impl Default for Options {
@@ -112,6 +116,7 @@ impl Default for Options {
             slots: None,
             tls: false,
             port: 0,
+            answer_before_body: false,
         }
     }
 }

@@ -28,6 +28,7 @@ pub fn serve(opts: Options, handler: Handler) -> std::io::Result<Server> {
                 counters.connections.fetch_add(1, Ordering::Relaxed);
                 let _ = sock.set_nodelay(true);
                 let ctx = Ctx {
+                    early: opts.answer_before_body,
                     handler: handler.clone(),
                     counters: counters.clone(),
                     slots: slots.clone(),
@@ -50,6 +51,7 @@ pub fn serve(opts: Options, handler: Handler) -> std::io::Result<Server> {
 }
 
 struct Ctx {
+    early: bool,
     handler: Handler,
     counters: Arc<Counters>,
     slots: Option<Arc<Semaphore>>,
@@ -101,6 +103,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, ctx: Ctx) {
     loop {
         let p = loop {
             match parse(&buf) {
+                Ok(Some(p)) if ctx.early => return answer_early(s, &ctx, p).await,
                 Ok(Some(p)) if buf.len() >= p.head_len + p.body_len => break p,
                 Ok(_) => match s.read(&mut chunk).await {
                     Ok(0) | Err(_) => return,
@@ -131,6 +134,29 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, ctx: Ctx) {
             return;
         }
     }
+}
+
+/// Answers from the head alone, then drains the body slowly for a while and closes.
+async fn answer_early<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, ctx: &Ctx, p: Parsed) {
+    ctx.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let seq = ctx.seq.fetch_add(1, Ordering::Relaxed);
+    let reply = (ctx.handler)(&Req {
+        method: &p.method,
+        path: &p.path,
+        seq,
+        headers: &p.headers,
+        body: &[],
+    });
+    answer(&mut s, ctx, reply, p.method == "HEAD", true).await;
+    let until = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut sink = vec![0u8; 16 * 1024];
+    while tokio::time::Instant::now() < until {
+        match tokio::time::timeout_at(until, s.read(&mut sink)).await {
+            Ok(Ok(n)) if n > 0 => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            _ => break,
+        }
+    }
+    let _ = s.shutdown().await;
 }
 
 /// Writes the answer; returns whether the connection stays open.

@@ -203,3 +203,60 @@ fn literal_injection_is_refused_before_the_run() {
         .unwrap_or_else(PoisonError::into_inner)
         .is_empty());
 }
+
+/// A server that answers 413 as soon as it has read the head of a 32 MiB upload and then drains
+/// slowly: the answer is timed when it arrives (about a millisecond), not at the end of the
+/// upload, and never reported as a timeout; over plain TCP and TLS.
+#[test]
+fn an_answer_during_the_upload_completes_the_attempt() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let body = dir.path().join("big.bin");
+    std::fs::write(&body, vec![b'x'; 32 << 20]).expect("write body");
+    for tls in [false, true] {
+        let opts = testkit::Options {
+            tls,
+            answer_before_body: true,
+            ..testkit::Options::default()
+        };
+        let srv = testkit::serve_with(opts, Arc::new(|_: &Req| Reply::status(413)))
+            .expect("server starts");
+        let out = dir.path().join(format!("r-{tls}.json"));
+        let started = std::time::Instant::now();
+        brink()
+            .args(["run", &srv.url("/upload"), "-m", "POST", "--body-file"])
+            .arg(&body)
+            .args([
+                "-n",
+                "3",
+                "-c",
+                "1",
+                "--timeout",
+                "5s",
+                "--ok-status",
+                "413",
+            ])
+            .args(["--insecure", "-q", "--json", out.to_str().unwrap()])
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .code(0);
+        let took = started.elapsed();
+        let r = json_of(&out);
+        let s = &r["summary"];
+        assert_eq!(s["ok"], 3, "tls={tls}: {s}");
+        assert_eq!(s["errors_by_kind"]["timeout"], 0, "tls={tls}");
+        let max = s["latency_ms"]["max"].as_f64().unwrap_or(f64::MAX);
+        assert!(
+            max < 1000.0,
+            "tls={tls}: answered at once, measured {max} ms"
+        );
+        assert!(
+            took < Duration::from_secs(15),
+            "tls={tls}: three 5 s timeouts would take 15 s, took {took:?}"
+        );
+        assert_eq!(
+            srv.counters.connections(),
+            3,
+            "tls={tls}: no reuse after a partial upload"
+        );
+    }
+}

@@ -13,7 +13,10 @@ use crate::workload::Captured;
 pub use reader::Reply;
 use reader::{ReadBuf, Reader};
 use stats::ErrorKind;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 /// One HTTP/1.1 connection over any async transport.
 pub struct H1Conn<S> {
@@ -29,34 +32,78 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         }
     }
 
-    /// Writes `req` and reads one full response, keeping it when `capture` is set.
+    /// Writes `req` and reads one full response, keeping it when `capture` is set. Reading
+    /// goes on while the request is written, so an answer that comes before the request is all
+    /// out (401/413 during an upload) completes the attempt at once; the rest is then never
+    /// sent and the connection is not reused.
     pub async fn roundtrip(
         &mut self,
         req: &[u8],
         head_request: bool,
         capture: bool,
     ) -> Result<(Reply, Option<Captured>), ErrorKind> {
-        self.io.write_all(req).await.map_err(|e| io_kind(&e))?;
         let mut reader = if capture {
             Reader::capturing(head_request)
         } else {
             Reader::new(head_request)
         };
         self.buf.filled = 0;
-        loop {
-            let n = self
-                .io
-                .read(self.buf.spare())
-                .await
-                .map_err(|e| io_kind(&e))?;
-            let reply = if n == 0 {
-                Some(reader.eof()?)
-            } else {
-                reader.advance(&mut self.buf, n)?
-            };
-            if let Some(reply) = reply {
-                return Ok((reply, reader.take_capture()));
+        let (io, buf) = (&mut self.io, &mut self.buf);
+        let mut written = 0;
+        let mut flushed = false;
+        poll_fn(|cx| {
+            if let Poll::Ready(r) = poll_response(io, cx, buf, &mut reader) {
+                return Poll::Ready(r.map(|mut reply| {
+                    reply.keep_alive &= written == req.len();
+                    (reply, reader.take_capture())
+                }));
             }
+            while written < req.len() {
+                match Pin::new(&mut *io).poll_write(cx, &req[written..]) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Err(ErrorKind::Closed)),
+                    Poll::Ready(Ok(n)) => written += n,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(io_kind(&e))),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            if !flushed {
+                match Pin::new(&mut *io).poll_flush(cx) {
+                    Poll::Ready(Ok(())) => flushed = true,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(io_kind(&e))),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            // Everything is out and the read side registered the waker.
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+/// Reads whatever is available into `buf` and feeds `reader`: `Ready` once the response is
+/// complete or the connection failed; `Pending` (waker registered) when nothing more is there.
+fn poll_response<S: AsyncRead + Unpin>(
+    io: &mut S,
+    cx: &mut Context<'_>,
+    buf: &mut ReadBuf,
+    reader: &mut Reader,
+) -> Poll<Result<Reply, ErrorKind>> {
+    loop {
+        let mut rb = tokio::io::ReadBuf::new(buf.spare());
+        match Pin::new(&mut *io).poll_read(cx, &mut rb) {
+            Poll::Ready(Ok(())) => {
+                let n = rb.filled().len();
+                let done = if n == 0 {
+                    Some(reader.eof())
+                } else {
+                    reader.advance(buf, n).transpose()
+                };
+                if let Some(r) = done {
+                    return Poll::Ready(r);
+                }
+            }
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(io_kind(&e))),
+            Poll::Pending => return Poll::Pending,
         }
     }
 }

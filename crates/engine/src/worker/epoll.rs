@@ -321,6 +321,7 @@ impl Worker<'_> {
         if c.state != State::Writing {
             c.written = 0;
             c.deadline = now + self.shared.timeout;
+            c.state = State::Writing;
         }
         loop {
             match sock.send(&req[c.written..]) {
@@ -331,13 +332,14 @@ impl Worker<'_> {
                         return;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    c.state = State::Writing;
-                    return;
-                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.finish(k, Err(io_kind(&e)), now);
+                    // The server may have answered and stopped reading (413 before the end of
+                    // an upload): its answer, if complete, is the outcome, not the send error.
+                    if !self.read(k) {
+                        self.finish(k, Err(io_kind(&e)), now);
+                    }
                     return;
                 }
             }
@@ -349,10 +351,17 @@ impl Worker<'_> {
         match c.state {
             // A refused connect may be reported as an error or hang-up rather than writable.
             State::Connecting => self.connected(k),
-            State::Writing if writable => self.write(k, Instant::now()),
-            State::Reading => self.read(k),
+            // An answer may arrive before the request is all out (401/413 during an upload):
+            // read on every event, and write only while no answer has completed the attempt.
+            State::Writing => {
+                if !self.read(k) && writable {
+                    self.write(k, Instant::now());
+                }
+            }
+            State::Reading => {
+                self.read(k);
+            }
             State::Idle | State::Backoff => self.check_idle(k),
-            _ => {}
         }
     }
 
@@ -372,21 +381,24 @@ impl Worker<'_> {
         }
     }
 
-    /// Reads what arrived; completes the attempt when the response is whole.
-    fn read(&mut self, k: usize) {
+    /// Reads what arrived; completes the attempt when the response is whole (or the
+    /// connection failed). Returns whether the attempt was completed.
+    fn read(&mut self, k: usize) -> bool {
         loop {
             let c = &mut self.conns[k];
-            let Some(sock) = c.sock.as_ref() else { return };
+            let Some(sock) = c.sock.as_ref() else {
+                return false;
+            };
             let result = match sock.recv(c.buf.spare()) {
                 Ok(0) => Some(c.reader.eof()),
                 Ok(n) => c.reader.advance(&mut c.buf, n).transpose(),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
                 Err(e) => Some(Err(io_kind(&e))),
             };
             if let Some(r) = result {
                 self.finish(k, r, Instant::now());
-                return;
+                return true;
             }
         }
     }
@@ -409,13 +421,27 @@ impl Worker<'_> {
         self.in_flight -= 1;
         let c = &mut self.conns[k];
         let outcome = result.map(|reply| (reply, c.reader.take_capture()));
-        let sent_len = self.shared.connector.h1_bytes(&c.vu).len() as u64;
+        // Answered before the request was all out: the rest is never sent, and the connection
+        // cannot carry another request.
+        let unsent = c.state == State::Writing;
+        let sent_len = if unsent {
+            c.written
+        } else {
+            self.shared.connector.h1_bytes(&c.vu).len()
+        };
         let (shared, rec) = (self.shared, &mut self.rec);
         let keep = record(
-            rec, shared, &mut c.vu, outcome, sent_len, c.base, c.sent, done,
+            rec,
+            shared,
+            &mut c.vu,
+            outcome,
+            sent_len as u64,
+            c.base,
+            c.sent,
+            done,
         );
         c.state = State::Idle;
-        if !keep {
+        if !keep || unsent {
             c.sock = None;
         }
         match self.shared.load {
