@@ -1,7 +1,7 @@
 //! Opening connections for the tokio worker and speaking the chosen protocol over them: TCP
 //! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
 
-use crate::h1::{H1Conn, Reply};
+use crate::h1::{H1Conn, Idle, Reply};
 use crate::h2::H2Conn;
 use crate::workload::{Captured, Vu, Workload};
 use bytes::Bytes;
@@ -53,6 +53,16 @@ pub enum Conn {
     /// Boxed: TLS state is large and allocated once per connection anyway.
     Tls(Box<H1Conn<TlsStream<TcpStream>>>),
     H2(H2Conn),
+}
+
+impl Conn {
+    /// Whether the connection can take the next request (HTTP/2 streams need no check).
+    pub async fn idle(&mut self) -> Idle {
+        match self {
+            Conn::Tls(c) => c.idle().await,
+            Conn::H2(_) => Idle::Open,
+        }
+    }
 }
 
 impl Connector {

@@ -76,6 +76,7 @@ impl H2Conn {
             status,
             bytes_in,
             keep_alive: true,
+            stray: false,
         };
         Ok((reply, kept))
     }

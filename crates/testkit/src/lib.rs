@@ -63,6 +63,13 @@ pub enum Reply {
     /// Exactly these bytes, whatever they are (odd framing, stray bytes, bad status lines);
     /// then close the connection when `close` is set.
     Raw { bytes: Vec<u8>, close: bool },
+    /// A `200` with `body`, then, `after` later and unasked, `stray` bytes on the same
+    /// connection (a server whose framing is wrong, or that misbehaves).
+    Stray {
+        body: Vec<u8>,
+        after: Duration,
+        stray: Vec<u8>,
+    },
 }
 
 impl Reply {

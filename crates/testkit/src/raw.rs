@@ -218,6 +218,12 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             false
         }
         Reply::Raw { bytes, close } => s.write_all(&bytes).await.is_ok() && !close && !client_close,
+        Reply::Stray { body, after, stray } => {
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            let ok = s.write_all(head.as_bytes()).await.is_ok() && s.write_all(&body).await.is_ok();
+            tokio::time::sleep(after).await;
+            ok && s.write_all(&stray).await.is_ok() && !client_close
+        }
         Reply::Drop => false,
         Reply::Hang => {
             let mut sink = [0u8; 1024];

@@ -260,3 +260,122 @@ fn an_answer_during_the_upload_completes_the_attempt() {
         );
     }
 }
+
+/// Runs `brink run URL args... --json` and returns (exit code, result).
+fn run_json(url: &str, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("r.json");
+    let run = brink()
+        .args(["run", url, "-q", "--json", out.to_str().unwrap()])
+        .args(args)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("brink runs");
+    (run.status.code(), json_of(&out))
+}
+
+fn raw(bytes: &[u8], close: bool) -> Reply {
+    Reply::Raw {
+        bytes: bytes.to_vec(),
+        close,
+    }
+}
+
+/// Framing edge cases, each once a miscount: Transfer-Encoding with Content-Length (chunked
+/// wins, the connection is closed after it), a final coding other than chunked (read until
+/// close), 101 and out-of-range statuses (protocol errors, never success, never a "999" key),
+/// and bytes after the end of a response (one protocol error, never the next answer).
+#[test]
+fn framing_edge_cases_are_counted_right() {
+    framing_cases(false);
+    framing_cases(true);
+}
+
+fn framing_cases(tls: bool) {
+    let handler: testkit::Handler = Arc::new(|r: &Req| {
+        match r.path {
+        "/te-cl" => raw(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 100\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            false,
+        ),
+        "/te-gzip" => raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabc", true),
+        "/101" => raw(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", false),
+        "/999" => raw(b"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", false),
+        "/stray" => raw(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n",
+            false,
+        ),
+        _ => Reply::Stray {
+            body: b"ok".to_vec(),
+            after: Duration::from_millis(30),
+            stray: b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n".to_vec(),
+        },
+    }
+    });
+    let opts = testkit::Options {
+        tls,
+        ..testkit::Options::default()
+    };
+    let srv = testkit::serve_with(opts, handler).expect("server starts");
+    let closed = ["-n", "6", "-c", "1", "--insecure"];
+    let conns = |before: u64| srv.counters.connections() - before;
+
+    let before = srv.counters.connections();
+    let (code, r) = run_json(&srv.url("/te-cl"), &closed);
+    assert_eq!(
+        (code, &r["summary"]["ok"]),
+        (Some(0), &6.into()),
+        "{}",
+        r["summary"]
+    );
+    assert_eq!(r["summary"]["bytes_in"].as_u64().map(|b| b > 0), Some(true));
+    assert_eq!(conns(before), 6, "closed after each ambiguous message");
+
+    let (code, r) = run_json(&srv.url("/te-gzip"), &closed);
+    assert_eq!(
+        (code, &r["summary"]["ok"]),
+        (Some(0), &6.into()),
+        "{}",
+        r["summary"]
+    );
+
+    for path in ["/101", "/999"] {
+        let (code, r) = run_json(&srv.url(path), &closed);
+        let s = &r["summary"];
+        assert_eq!(code, Some(3), "{path}: nothing succeeded");
+        assert_eq!(s["errors_by_kind"]["protocol"], 6, "{path}: {s}");
+        assert_eq!(s["status"], serde_json::json!({}), "{path}: {s}");
+    }
+
+    let before = srv.counters.connections();
+    let (code, r) = run_json(&srv.url("/stray"), &closed);
+    let s = &r["summary"];
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        (&s["ok"], &s["errors_by_kind"]["protocol"]),
+        (&6.into(), &6.into()),
+        "{s}"
+    );
+    assert_eq!(
+        s["status"],
+        serde_json::json!({"200": 6}),
+        "the stray 500 is no answer: {s}"
+    );
+    assert_eq!(conns(before), 6);
+
+    // Stray bytes on an idle connection (open model, 200 ms between requests): one protocol
+    // error each, the connection dropped, the next request answered on a fresh one.
+    let before = srv.counters.connections();
+    let (code, r) = run_json(
+        &srv.url("/late"),
+        &["--rate", "5", "-d", "1s", "-c", "1", "--insecure"],
+    );
+    let s = &r["summary"];
+    assert_eq!(code, Some(0));
+    assert_eq!(s["ok"], 5, "{s}");
+    // The last response's stray bytes may come after the run has ended.
+    let stray = s["errors_by_kind"]["protocol"].as_u64().unwrap_or(0);
+    assert!((4..=5).contains(&stray), "{s}");
+    assert_eq!(s["status"], serde_json::json!({"200": 5}), "{s}");
+    assert_eq!(conns(before), 5);
+}

@@ -18,6 +18,17 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+/// What an idle kept-alive connection holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idle {
+    /// Nothing: ready for the next request.
+    Open,
+    /// The server closed it.
+    Closed,
+    /// Bytes arrived with no request outstanding.
+    Stray,
+}
+
 /// One HTTP/1.1 connection over any async transport.
 pub struct H1Conn<S> {
     io: S,
@@ -30,6 +41,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             io,
             buf: ReadBuf::default(),
         }
+    }
+
+    /// Whether this kept-alive connection can take a request: polls the read side once,
+    /// without waiting. Bytes there were sent with no request outstanding.
+    pub async fn idle(&mut self) -> Idle {
+        let mut scratch = [0u8; 64];
+        let io = &mut self.io;
+        poll_fn(|cx| {
+            let mut rb = tokio::io::ReadBuf::new(&mut scratch);
+            Poll::Ready(match Pin::new(&mut *io).poll_read(cx, &mut rb) {
+                Poll::Pending => Idle::Open,
+                Poll::Ready(Ok(())) if rb.filled().is_empty() => Idle::Closed,
+                Poll::Ready(Ok(())) => Idle::Stray,
+                Poll::Ready(Err(_)) => Idle::Closed,
+            })
+        })
+        .await
     }
 
     /// Writes `req` and reads one full response, keeping it when `capture` is set. Reading

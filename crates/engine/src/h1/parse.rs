@@ -40,7 +40,7 @@ pub const MAX_HEADERS: usize = 64;
 /// [`Fields`], so they cannot disagree on framing.
 pub fn parse_head(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malformed> {
     if let Some(s) = scan(buf) {
-        return Ok(Some(s.fields.head(s.status, s.len, head_request)));
+        return s.fields.head(s.status, s.len, head_request).map(Some);
     }
     parse_head_slow(buf, head_request)
 }
@@ -59,12 +59,15 @@ fn parse_head_slow(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malfo
     for h in resp.headers.iter() {
         fields.header(h.name.as_bytes(), h.value)?;
     }
-    Ok(Some(fields.head(status, len, head_request)))
+    fields.head(status, len, head_request).map(Some)
 }
 
 /// What the framing decision needs from a head's header lines, gathered one line at a time.
 pub struct Fields {
     length: Option<u64>,
+    /// A `Transfer-Encoding` header was present.
+    coded: bool,
+    /// ... and its final coding is `chunked`.
     chunked: bool,
     close: bool,
 }
@@ -74,6 +77,7 @@ impl Fields {
     pub fn new(http10: bool) -> Fields {
         Fields {
             length: None,
+            coded: false,
             chunked: false,
             close: http10,
         }
@@ -92,6 +96,7 @@ impl Fields {
             }
             self.length = Some(n);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            self.coded = true;
             self.chunked = last_token(value).eq_ignore_ascii_case(b"chunked");
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in value.split(|&b| b == b',') {
@@ -106,24 +111,38 @@ impl Fields {
         Ok(())
     }
 
-    /// How the body ends and whether the connection survives (RFC 9112 §6.3).
-    pub fn head(self, status: u16, len: usize, head_request: bool) -> Head {
-        let framing =
-            if head_request || (100..200).contains(&status) || status == 204 || status == 304 {
-                Framing::Empty
-            } else if self.chunked {
+    /// How the body ends and whether the connection survives (RFC 9112 §6.1, §6.3):
+    /// * a status outside 100-599, or `101 Switching Protocols` (brink never asks to switch),
+    ///   is not an HTTP/1.1 answer brink can count: malformed;
+    /// * `Transfer-Encoding` wins over `Content-Length`; when both are present the message may
+    ///   be an attempt at request smuggling, so the connection is closed after it;
+    /// * a `Transfer-Encoding` whose final coding is not `chunked` is read until close.
+    pub fn head(self, status: u16, len: usize, head_request: bool) -> Result<Head, Malformed> {
+        if !(100..=599).contains(&status) || status == 101 {
+            return Err(Malformed);
+        }
+        let no_body =
+            head_request || (100..200).contains(&status) || status == 204 || status == 304;
+        let framing = if no_body {
+            Framing::Empty
+        } else if self.coded {
+            if self.chunked {
                 Framing::Chunked
-            } else if let Some(n) = self.length {
-                Framing::Length(n)
             } else {
                 Framing::Close
-            };
-        Head {
+            }
+        } else if let Some(n) = self.length {
+            Framing::Length(n)
+        } else {
+            Framing::Close
+        };
+        let ambiguous = self.coded && self.length.is_some();
+        Ok(Head {
             status,
             len,
             framing,
-            keep_alive: !self.close && framing != Framing::Close,
-        }
+            keep_alive: !self.close && !ambiguous && framing != Framing::Close,
+        })
     }
 }
 
@@ -166,6 +185,12 @@ impl Default for Chunked {
 impl Chunked {
     /// Consumes `data`; `Ok(true)` once the final chunk and trailers are complete.
     pub fn feed(&mut self, data: &[u8]) -> Result<bool, Malformed> {
+        self.feed_counted(data).map(|(done, _)| done)
+    }
+
+    /// As [`Chunked::feed`], also saying how many bytes of `data` belong to the body (the rest,
+    /// after the end, is not part of this response).
+    pub fn feed_counted(&mut self, data: &[u8]) -> Result<(bool, usize), Malformed> {
         let mut i = 0;
         while i < data.len() && self.state != State::Done {
             if self.state == State::Data {
@@ -180,7 +205,7 @@ impl Chunked {
             self.step(data[i])?;
             i += 1;
         }
-        Ok(self.state == State::Done)
+        Ok((self.state == State::Done, i))
     }
 
     fn step(&mut self, b: u8) -> Result<(), Malformed> {
@@ -245,7 +270,17 @@ mod tests {
             (
                 "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 3\r\n\r\n",
                 Framing::Chunked,
-                true,
+                false,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\nContent-Length: 3\r\n\r\n",
+                Framing::Close,
+                false,
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+                Framing::Close,
+                false,
             ),
             ("HTTP/1.1 200 OK\r\n\r\n", Framing::Close, false),
             ("HTTP/1.1 204 No Content\r\n\r\n", Framing::Empty, true),
@@ -280,6 +315,21 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(h.framing, Framing::Empty, "a response to HEAD has no body");
+    }
+
+    #[test]
+    fn statuses_brink_cannot_count_are_malformed() {
+        for line in [
+            "101 Switching Protocols",
+            "999 Nine",
+            "600 X",
+            "099 Low",
+            "000 Zero",
+        ] {
+            let text = format!("HTTP/1.1 {line}\r\nContent-Length: 0\r\n\r\n");
+            assert_eq!(parse_head(text.as_bytes(), false), Err(Malformed), "{line}");
+        }
+        assert!(parse_head(b"HTTP/1.1 599 Odd\r\nContent-Length: 0\r\n\r\n", false).is_ok());
     }
 
     #[test]
@@ -322,7 +372,7 @@ mod tests {
         let agrees = |buf: &[u8]| -> bool {
             let slow = parse_head_slow(buf, false);
             let Some(s) = scan(buf) else { return false };
-            let fast = Ok(Some(s.fields.head(s.status, s.len, false)));
+            let fast = s.fields.head(s.status, s.len, false).map(Some);
             assert_eq!(fast, slow, "{:?}", String::from_utf8_lossy(buf));
             true
         };

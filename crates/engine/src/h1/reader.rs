@@ -24,6 +24,10 @@ pub struct Reply {
     pub bytes_in: u64,
     /// Whether the connection may carry another request.
     pub keep_alive: bool,
+    /// Bytes came after the end of this response although no other request was outstanding:
+    /// the framing was wrong or the server misbehaves. The response still counts; the
+    /// connection is closed and one `protocol` error is counted for the stray bytes.
+    pub stray: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -113,18 +117,28 @@ impl Reader {
             let room = MAX_CAPTURE.saturating_sub(c.body.len());
             c.body.extend_from_slice(&body[..body.len().min(room)]);
         }
-        let done = match &mut self.phase {
-            Phase::Head => false,
+        let (done, used) = match &mut self.phase {
+            Phase::Head => (false, body.len()),
             Phase::Length(left) => {
-                *left = left.saturating_sub(body.len() as u64);
-                *left == 0
+                let used = (*left).min(body.len() as u64);
+                *left -= used;
+                (*left == 0, used as usize)
             }
-            Phase::Chunked(c) => c.feed(body).map_err(|_| ErrorKind::Protocol)?,
-            Phase::UntilClose => false,
+            Phase::Chunked(c) => c.feed_counted(body).map_err(|_| ErrorKind::Protocol)?,
+            Phase::UntilClose => (false, body.len()),
         };
+        let stray = body.len() - used;
         // Body bytes are counted, never kept.
         buf.filled = 0;
-        Ok(done.then(|| self.reply()))
+        Ok(done.then(|| {
+            let mut reply = self.reply();
+            if stray > 0 {
+                reply.bytes_in -= stray as u64;
+                reply.stray = true;
+                reply.keep_alive = false;
+            }
+            reply
+        }))
     }
 
     /// The peer closed the connection: completes a close-delimited body, else an error.
@@ -140,6 +154,7 @@ impl Reader {
             status: self.status,
             bytes_in: self.bytes_in,
             keep_alive: self.keep_alive,
+            stray: false,
         }
     }
 
@@ -162,7 +177,7 @@ impl Reader {
             }
             buf.data.copy_within(head.len..buf.filled, 0);
             buf.filled -= head.len;
-            if (100..200).contains(&head.status) && head.status != 101 {
+            if (100..200).contains(&head.status) {
                 continue; // interim response: the final one follows
             }
             self.status = head.status;
@@ -254,7 +269,8 @@ mod tests {
                 Reply {
                     status: 201,
                     bytes_in: resp.len() as u64,
-                    keep_alive: true
+                    keep_alive: true,
+                    stray: false,
                 },
                 "step {step}"
             );
@@ -290,6 +306,27 @@ mod tests {
                 .contains(&("X-Token".to_string(), "abc".to_string())));
         }
         assert!(Reader::new(false).take_capture().is_none());
+    }
+
+    #[test]
+    fn bytes_after_the_end_are_stray_not_the_next_answer() {
+        let cases: [&[u8]; 3] = [
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\njunk",
+            b"HTTP/1.1 204 No Content\r\n\r\nxyz",
+        ];
+        for resp in cases {
+            let reply = read(resp, resp.len(), false).unwrap().expect("complete");
+            assert!(
+                reply.stray && !reply.keep_alive,
+                "{:?}",
+                String::from_utf8_lossy(resp)
+            );
+            let exact = read(resp, resp.len(), false).unwrap().unwrap().bytes_in;
+            assert!(exact < resp.len() as u64);
+        }
+        let clean = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        assert!(!read(clean, 7, false).unwrap().unwrap().stray);
     }
 
     #[test]

@@ -114,11 +114,13 @@ fn record(
             let ok = shared.ok_status.contains(reply.status);
             rec.record_response(reply.status, ok, micros(done - base), micros(done - sent));
             rec.bytes_in += reply.bytes_in;
+            record_stray(rec, reply.stray);
             reply.keep_alive && shared.keepalive
         }
         (Ok(reply), Err(kind)) => {
             rec.record_error(kind);
             rec.bytes_in += reply.bytes_in;
+            record_stray(rec, reply.stray);
             reply.keep_alive && shared.keepalive
         }
         (Err(ErrorKind::InvalidRequest), _) => {
@@ -130,6 +132,14 @@ fn record(
             rec.record_error(kind);
             false
         }
+    }
+}
+
+/// Bytes a server sent with no request outstanding count as one `protocol` error of their
+/// own (the connection is closed), never as the next request's answer.
+fn record_stray(rec: &mut Bucket, stray: bool) {
+    if stray {
+        rec.record_error(ErrorKind::Protocol);
     }
 }
 

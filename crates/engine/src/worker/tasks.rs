@@ -8,6 +8,7 @@ use super::{
     REFUSED_REST,
 };
 use crate::conn::Conn;
+use crate::h1::Idle;
 use crate::run::{Load, Msg, Shared};
 use crate::schedule::Curve;
 use crate::workload::Vu;
@@ -220,6 +221,16 @@ impl Slot {
     async fn exchange(&mut self, ctx: &Local, base: Instant, now: Instant) {
         let shared = &ctx.shared;
         let connector = &shared.connector;
+        if let Some(c) = self.conn.as_mut() {
+            match c.idle().await {
+                Idle::Open => {}
+                Idle::Closed => self.conn = None,
+                Idle::Stray => {
+                    self.conn = None;
+                    super::record_stray(&mut ctx.rec.borrow_mut()[self.vu.current], true);
+                }
+            }
+        }
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         self.vu.next(&connector.workload);
         let (c, sent) = match &mut self.conn {
