@@ -2,7 +2,7 @@
 //! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
 
 use crate::h1::{H1Conn, Idle, Reply};
-use crate::h2::H2Conn;
+use crate::h2::{H2Conn, Unprocessed};
 use crate::workload::{Captured, Vu, Workload};
 use bytes::Bytes;
 use http_body_util::Full;
@@ -43,6 +43,10 @@ pub struct Connector {
     /// Per step: its HTTP/1.1 bytes when they never change (serialised once), else `None`.
     pub h1_static: Vec<Option<Bytes>>,
 }
+
+/// How many fresh connections an unprocessed HTTP/2 request is tried on before it counts as
+/// `closed`.
+const H2_RESENDS: usize = 3;
 
 /// A response and, when the step extracts from it, its kept headers and body.
 pub type Outcome = Result<(Reply, Option<Captured>), ErrorKind>;
@@ -156,7 +160,7 @@ impl Connector {
                     .await;
                 (r, len as u64)
             }
-            Conn::H2(c) => {
+            Conn::H2(_) => {
                 let (path, values, body) = match vu.render_parts(&self.workload) {
                     Ok(parts) => parts,
                     Err(r) => {
@@ -165,16 +169,33 @@ impl Connector {
                     }
                 };
                 let len = body.len() as u64;
-                let mut req = http::Request::builder()
-                    .method(step.method.as_str())
-                    .uri(format!("{}://{}{}", self.scheme, self.authority, path));
-                for ((name, _), value) in step.headers.iter().zip(values) {
-                    req = req.header(name.as_str(), value);
+                let uri = format!("{}://{}{}", self.scheme, self.authority, path);
+                let body = Bytes::from(body);
+                let build = || {
+                    let mut req = http::Request::builder()
+                        .method(step.method.as_str())
+                        .uri(uri.as_str());
+                    for ((name, _), value) in step.headers.iter().zip(&values) {
+                        req = req.header(name.as_str(), value.as_slice());
+                    }
+                    req.body(Full::new(body.clone()))
+                };
+                // A request the server never processed (it was rotating the connection: GOAWAY,
+                // REFUSED_STREAM) is sent again, once per fresh connection, and counted once.
+                for _ in 0..H2_RESENDS {
+                    let Ok(req) = build() else {
+                        return (Err(ErrorKind::Protocol), 0);
+                    };
+                    let Conn::H2(h2c) = &mut *conn else { break };
+                    match h2c.roundtrip(req, capture).await {
+                        Ok(outcome) => return (outcome, len),
+                        Err(Unprocessed) => match self.connect().await {
+                            Ok(fresh) => *conn = fresh,
+                            Err(kind) => return (Err(kind), 0),
+                        },
+                    }
                 }
-                match req.body(Full::new(Bytes::from(body))) {
-                    Ok(req) => (c.roundtrip(req, capture).await, len),
-                    Err(_) => (Err(ErrorKind::Protocol), 0),
-                }
+                (Err(ErrorKind::Closed), 0)
             }
         }
     }

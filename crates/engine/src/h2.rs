@@ -35,51 +35,86 @@ impl H2Conn {
     }
 
     /// Sends one request and reads the whole response body, keeping it when `capture` is set.
+    /// `Err(Unprocessed)` when the server never processed the request (the connection was
+    /// closing, a GOAWAY named a lower last stream, or REFUSED_STREAM): it may be sent again.
     pub async fn roundtrip(
         &mut self,
         req: http::Request<Full<Bytes>>,
         capture: bool,
-    ) -> Result<(Reply, Option<Captured>), ErrorKind> {
-        self.send.ready().await.map_err(|e| hyper_kind(&e))?;
-        let resp = self
-            .send
-            .send_request(req)
-            .await
-            .map_err(|e| hyper_kind(&e))?;
-        let status = resp.status().as_u16();
-        let mut kept = capture.then(|| Captured {
-            headers: resp
-                .headers()
-                .iter()
-                .map(|(n, v)| {
-                    (
-                        n.to_string(),
-                        String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                    )
-                })
-                .collect(),
-            body: Vec::new(),
-        });
-        let mut body = resp.into_body();
-        let mut bytes_in = 0u64;
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| hyper_kind(&e))?;
-            if let Some(d) = frame.data_ref() {
-                bytes_in += d.len() as u64;
-                if let Some(k) = kept.as_mut() {
-                    let room = MAX_CAPTURE.saturating_sub(k.body.len());
-                    k.body.extend_from_slice(&d[..d.len().min(room)]);
-                }
+    ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
+        // A connection that cannot take a request (closing or closed) never saw this one.
+        if self.send.ready().await.is_err() {
+            return Err(Unprocessed);
+        }
+        let sent = self.send.send_request(req).await;
+        let resp = match sent {
+            Ok(r) => r,
+            Err(e) if unprocessed(&e) => return Err(Unprocessed),
+            Err(e) => return Ok(Err(hyper_kind(&e))),
+        };
+        Ok(read_response(resp, capture).await)
+    }
+}
+
+/// The server never processed the request; sending it again is safe (RFC 9113 §8.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unprocessed;
+
+/// Whether `e` says the request never reached the server's processing: the connection was no
+/// longer accepting requests, the server's GOAWAY excluded the stream, or it refused it.
+fn unprocessed(e: &hyper::Error) -> bool {
+    if e.is_canceled() {
+        return true;
+    }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(h2e) = s.downcast_ref::<h2::Error>() {
+            return (h2e.is_go_away() && h2e.is_remote())
+                || h2e.reason() == Some(h2::Reason::REFUSED_STREAM);
+        }
+        src = s.source();
+    }
+    false
+}
+
+/// Reads a response's body, counting it and keeping it when `capture` is set.
+async fn read_response(
+    resp: http::Response<hyper::body::Incoming>,
+    capture: bool,
+) -> Result<(Reply, Option<Captured>), ErrorKind> {
+    let status = resp.status().as_u16();
+    let mut kept = capture.then(|| Captured {
+        headers: resp
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: Vec::new(),
+    });
+    let mut body = resp.into_body();
+    let mut bytes_in = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| hyper_kind(&e))?;
+        if let Some(d) = frame.data_ref() {
+            bytes_in += d.len() as u64;
+            if let Some(k) = kept.as_mut() {
+                let room = MAX_CAPTURE.saturating_sub(k.body.len());
+                k.body.extend_from_slice(&d[..d.len().min(room)]);
             }
         }
-        let reply = Reply {
-            status,
-            bytes_in,
-            keep_alive: true,
-            stray: false,
-        };
-        Ok((reply, kept))
     }
+    let reply = Reply {
+        status,
+        bytes_in,
+        keep_alive: true,
+        stray: false,
+    };
+    Ok((reply, kept))
 }
 
 fn hyper_kind(e: &hyper::Error) -> ErrorKind {

@@ -12,6 +12,42 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Per connection: graceful shutdown after `after` requests.
+struct Rotate {
+    after: Option<u64>,
+    served: AtomicU64,
+    due: tokio::sync::Notify,
+}
+
+impl Rotate {
+    fn served_one(&self) {
+        let n = self.served.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.after == Some(n) {
+            self.due.notify_one();
+        }
+    }
+
+    /// Drives `conn` to its end, shutting it down gracefully once it is due.
+    async fn serve<I, S>(&self, conn: auto::Connection<'_, I, S, TokioExecutor>)
+    where
+        S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = hyper::Response<Full<Bytes>>,
+        >,
+        S::Future: Send + 'static,
+        S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+    {
+        tokio::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = self.due.notified() => {}
+        }
+        conn.as_mut().graceful_shutdown();
+        let _ = conn.await;
+    }
+}
+
 /// Serves `handler` with hyper (HTTP/1.1 + HTTP/2).
 pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
     spawn_server(
@@ -20,6 +56,7 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
         opts.tls,
         true,
         move |listener, counters, acceptor, mut stop| async move {
+            let opts = opts;
             let seq = Arc::new(AtomicU64::new(0));
             loop {
                 let sock = tokio::select! {
@@ -36,8 +73,15 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
                     seq.clone(),
                     acceptor.clone(),
                 );
+                let rotate = Arc::new(Rotate {
+                    after: opts.rotate_after,
+                    served: AtomicU64::new(0),
+                    due: tokio::sync::Notify::new(),
+                });
+                let r = rotate.clone();
                 let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let (handler, counters, seq) = (handler.clone(), counters.clone(), seq.clone());
+                    r.served_one();
                     async move {
                         let method = req.method().to_string();
                         let path = req
@@ -92,11 +136,13 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
                     match acceptor {
                         Some(a) => {
                             if let Ok(tls) = a.accept(sock).await {
-                                let _ = builder.serve_connection(TokioIo::new(tls), svc).await;
+                                let conn = builder.serve_connection(TokioIo::new(tls), svc);
+                                rotate.serve(conn).await;
                             }
                         }
                         None => {
-                            let _ = builder.serve_connection(TokioIo::new(sock), svc).await;
+                            let conn = builder.serve_connection(TokioIo::new(sock), svc);
+                            rotate.serve(conn).await;
                         }
                     }
                 });

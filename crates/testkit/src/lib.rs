@@ -114,6 +114,9 @@ pub struct Options {
     /// 413 before an upload ends; then drain the body slowly (16 KiB per 50 ms, for at most
     /// 2 s) and close.
     pub answer_before_body: bool,
+    /// Hyper server only: shut each connection down gracefully (HTTP/2 GOAWAY, HTTP/1.1
+    /// `Connection: close`) after this many requests, as nginx does by default.
+    pub rotate_after: Option<u64>,
 }
 
 impl Default for Options {
@@ -124,6 +127,7 @@ impl Default for Options {
             tls: false,
             port: 0,
             answer_before_body: false,
+            rotate_after: None,
         }
     }
 }

@@ -379,3 +379,40 @@ fn framing_cases(tls: bool) {
     assert_eq!(s["status"], serde_json::json!({"200": 5}), "{s}");
     assert_eq!(conns(before), 5);
 }
+
+/// A server that rotates HTTP/2 connections every 100 requests (GOAWAY, as nginx does by
+/// default) costs no errors: requests it never processed are sent again on a new connection
+/// and counted once. Over h2c and h2 with TLS.
+#[test]
+fn http2_connection_rotation_costs_no_errors() {
+    for tls in [false, true] {
+        let opts = testkit::Options {
+            tls,
+            rotate_after: Some(100),
+            ..testkit::Options::default()
+        };
+        let srv = testkit::serve_hyper(opts, testkit::handlers::fixed(Duration::ZERO))
+            .expect("server starts");
+        let (code, r) = run_json(
+            &srv.url("/"),
+            &["--http2", "--insecure", "-c", "4", "-n", "3000"],
+        );
+        let s = &r["summary"];
+        assert_eq!(code, Some(0), "tls={tls}: {s}");
+        assert_eq!(
+            (&s["requests"], &s["ok"]),
+            (&3000.into(), &3000.into()),
+            "tls={tls}: {s}"
+        );
+        assert_eq!(
+            srv.counters.requests(),
+            3000,
+            "tls={tls}: each request processed once"
+        );
+        let conns = srv.counters.connections();
+        assert!(
+            conns >= 30,
+            "tls={tls}: at least 30 rotations, saw {conns} connections"
+        );
+    }
+}
