@@ -3,10 +3,11 @@
 
 use crate::cli::{Command, DemoArgs, RunArgs, ValidateArgs};
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
+use crate::output::Output;
 use crate::resolve::jobs;
 use clap::Parser;
 use report::RunResult;
-use std::fs::File;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -34,33 +35,61 @@ pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
     }
 }
 
-/// Sets a flag on SIGINT/SIGTERM; a second signal exits at once with 130.
+/// Sets the returned flag on SIGINT/SIGTERM: the run stops, keeps what it measured and writes
+/// its result. A second signal (`timeout -s INT` forwards two) changes nothing; a third, or
+/// 3 s after the first without brink having finished, exits at once with 130.
 pub fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
     use signal_hook::consts::{SIGINT, SIGTERM};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SIGNALS: AtomicUsize = AtomicUsize::new(0);
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, INTERRUPTED, stop.clone())
-            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+        let flag = stop.clone();
+        let action = move || {
+            // Async-signal-safe: atomics and _exit only.
+            flag.store(true, Ordering::SeqCst);
+            if SIGNALS.fetch_add(1, Ordering::SeqCst) + 1 >= 3 {
+                signal_hook::low_level::exit(INTERRUPTED);
+            }
+        };
+        // SAFETY: the action only touches atomics and calls _exit, both async-signal-safe.
+        unsafe { signal_hook::low_level::register(sig, action) }
             .map_err(|e| Fail::input(format!("cannot install signal handler: {e}")))?;
     }
+    let watched = stop.clone();
+    std::thread::Builder::new()
+        .name("brink-interrupt".into())
+        .spawn(move || {
+            while !watched.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(STOP_WITHIN);
+            let _ = writeln!(
+                std::io::stderr(),
+                "brink: still stopping {}s after the interrupt; exiting now",
+                STOP_WITHIN.as_secs()
+            );
+            std::process::exit(INTERRUPTED);
+        })
+        .map_err(|e| Fail::input(format!("cannot start the interrupt watch: {e}")))?;
     Ok(stop)
 }
 
-/// Opens the result file before the run, so an unwritable path fails before any load is sent.
-pub fn open_json(path: Option<&PathBuf>) -> Result<Option<(PathBuf, File)>, Fail> {
-    path.map(|p| {
-        File::create(p)
-            .map(|f| (p.clone(), f))
-            .map_err(|e| Fail::input(format!("--json {}: {e}", p.display())))
-    })
-    .transpose()
+/// After an interrupt brink stops within a second and writes its result; if it has not
+/// finished after this long, it exits at once.
+const STOP_WITHIN: Duration = Duration::from_secs(3);
+
+/// Prepares `--json FILE` before the run, so an unwritable path fails before any load is sent.
+pub fn open_json(path: Option<&PathBuf>) -> Result<Option<Output>, Fail> {
+    path.map(|p| Output::prepare("--json", p)).transpose()
 }
 
-pub fn write_json(out: Option<(PathBuf, File)>, result: &RunResult) -> Result<(), Fail> {
-    if let Some((path, file)) = out {
-        let w = std::io::BufWriter::new(file);
-        serde_json::to_writer_pretty(w, result)
-            .map_err(|e| Fail::input(format!("--json {}: {e}", path.display())))?;
+/// Writes the result to the prepared `--json` output, whole or not at all.
+pub fn write_json(out: Option<Output>, result: &RunResult) -> Result<(), Fail> {
+    if let Some(out) = out {
+        let bytes = serde_json::to_vec_pretty(result)
+            .map_err(|e| Fail::input(format!("--json: cannot encode the result: {e}")))?;
+        out.commit(&bytes)?;
     }
     Ok(())
 }
@@ -97,6 +126,7 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
 
 fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     let jobs = jobs(a)?;
+    crate::suite::preflight(&jobs)?;
     let json = open_json(a.json.as_ref())?;
     let interrupt = install_signals()?;
     let observing = crate::suite::start_observing(a)?;
@@ -111,6 +141,13 @@ fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
         emit(&report::suite_table(&result));
     }
     write_json(json, &result)?;
+    if let Some((name, why)) = result
+        .scenarios
+        .iter()
+        .find_map(|s| Some((&s.name, s.error.as_ref()?)))
+    {
+        return Err(Fail::input(format!("scenario '{name}': {why}")));
+    }
     verdict(&result)
 }
 

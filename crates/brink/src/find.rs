@@ -165,6 +165,7 @@ fn base_job(a: &FindArgs) -> Result<Job, Fail> {
 pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     let job = base_job(a)?;
     let search = settings(a, &job)?;
+    crate::suite::preflight(std::slice::from_ref(&job))?;
     let json = crate::commands::open_json(a.run.json.as_ref())?;
     let interrupt = crate::commands::install_signals()?;
     let observing = crate::suite::start_observing(&a.run)?;
@@ -293,8 +294,8 @@ impl Controller<'_> {
         if self.interrupt.load(Ordering::Relaxed) {
             return Err("interrupted".into());
         }
-        if !self.steps.is_empty() {
-            std::thread::sleep(self.search.cooldown);
+        if !self.steps.is_empty() && !crate::suite::pause(self.search.cooldown, self.interrupt) {
+            return Err("interrupted".into());
         }
         let from = Instant::now();
         let mut step = run_step(self.job, self.search, level, self.interrupt, self.quiet)

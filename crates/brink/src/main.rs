@@ -5,6 +5,7 @@ mod commands;
 mod diagnose;
 mod exit;
 mod find;
+mod output;
 mod resolve;
 mod suite;
 

@@ -112,7 +112,18 @@ pub fn run_jobs(
             ));
         }
         let from = Instant::now();
-        let (mut scenario, totals) = run_one(&job, interrupt, quiet)?;
+        let (mut scenario, totals) = match run_one(&job, interrupt, quiet) {
+            Ok(done) => done,
+            Err(fail) => {
+                // Keep what the earlier scenarios measured; record why this one did not run.
+                let scenario = failed_scenario(&job, &fail.message);
+                if !quiet {
+                    emit(&format!("scenario {} failed: {}\n", job.name, fail.message));
+                }
+                runs.push((scenario, stats::Totals::default()));
+                break;
+            }
+        };
         attach_samples(&mut scenario, sampler, from, Instant::now());
         let stop = scenario.interrupted;
         if !quiet {
@@ -172,8 +183,41 @@ fn run_one(
     Ok((scenario, out.totals))
 }
 
+/// The result of a scenario that could not run: nothing measured, and why.
+fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
+    let out = engine::RunOutput {
+        totals: stats::Totals::default(),
+        by_request: job
+            .spec
+            .workload
+            .names()
+            .into_iter()
+            .map(|n| (n, stats::Totals::default()))
+            .collect(),
+        aborted: false,
+        seconds: Vec::new(),
+        duration: Duration::ZERO,
+        interrupted: false,
+        unfinished: 0,
+        workers: 0,
+    };
+    let mut sc = ScenarioResult::new(&job.name, &job.spec, &out, Vec::new(), None);
+    sc.error = Some(why.to_string());
+    sc
+}
+
+/// Checks every job before the first one sends anything (targets resolve, TLS files load,
+/// requests may be sent): one line naming the scenario at fault, exit 2.
+pub fn preflight(jobs: &[Job]) -> Result<(), Fail> {
+    for job in jobs {
+        engine::check(&job.spec)
+            .map_err(|e| Fail::input(format!("scenario '{}': {e}", job.name)))?;
+    }
+    Ok(())
+}
+
 /// Waits `d` unless interrupted; false when interrupted.
-fn pause(d: Duration, interrupt: &AtomicBool) -> bool {
+pub fn pause(d: Duration, interrupt: &AtomicBool) -> bool {
     let end = Instant::now() + d;
     while Instant::now() < end {
         if interrupt.load(Ordering::Relaxed) {

@@ -15,7 +15,7 @@ pub mod tls;
 pub mod worker;
 pub mod workload;
 
-pub use run::{run, Load, Observer, RunError, RunOutput, RunSpec, Second, SecondView};
+pub use run::{check, run, Load, Observer, RunError, RunOutput, RunSpec, Second, SecondView};
 pub use schedule::Curve;
 pub use target::{RequestSpec, StatusSet, Target, TargetError};
 pub use workload::{Step, Workload};

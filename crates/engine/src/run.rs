@@ -221,6 +221,13 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     })
 }
 
+/// Checks everything `spec` needs before any load is sent: the target resolves, TLS files
+/// load, every request's literal parts may be sent. A plan checks all its scenarios with this
+/// before the first one runs, so a typo in the fifth is not found after the first four.
+pub fn check(spec: &RunSpec) -> Result<(), RunError> {
+    prepare(spec).map(|_| ())
+}
+
 /// Runs `spec` until its schedule ends, `-n` is reached, `interrupt` is set, or the observer
 /// asks to stop.
 pub fn run(

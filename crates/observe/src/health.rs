@@ -5,6 +5,7 @@
 
 use engine::Target;
 use std::net::TcpStream;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 /// Whether `target` answers within `timeout`.
@@ -18,7 +19,9 @@ pub fn answers(target: &Target, timeout: Duration) -> bool {
 }
 
 /// Probes every second until the service answers or `within` has passed; returns how long it
-/// took, `None` if it never answered (or `stop` said to give up).
+/// took, `None` if it never answered (or `stop` said to give up). Each probe runs on its own
+/// thread, so `stop` is heard within 100 ms even while a probe waits on a hung service (the
+/// abandoned probe ends by its own timeout).
 pub fn wait_for_recovery(
     target: &Target,
     within: Duration,
@@ -27,15 +30,37 @@ pub fn wait_for_recovery(
     let start = Instant::now();
     loop {
         let left = within.saturating_sub(start.elapsed());
-        if answers(
-            target,
-            left.clamp(Duration::from_millis(100), Duration::from_secs(2)),
-        ) {
+        let timeout = left.clamp(Duration::from_millis(100), Duration::from_secs(2));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = target.clone();
+        std::thread::Builder::new()
+            .name("brink-health".into())
+            .spawn(move || {
+                let _ = tx.send(answers(&t, timeout));
+            })
+            .ok()?;
+        let answered = loop {
+            match rx.recv_timeout(TICK) {
+                Ok(a) => break a,
+                Err(RecvTimeoutError::Timeout) if !stop() => {}
+                Err(_) => return None,
+            }
+        };
+        if answered {
             return Some(start.elapsed());
         }
-        if start.elapsed() >= within || stop() {
-            return None;
+        let next = Instant::now() + Duration::from_secs(1);
+        loop {
+            if stop() || start.elapsed() >= within {
+                return None;
+            }
+            if Instant::now() >= next {
+                break;
+            }
+            std::thread::sleep(TICK);
         }
-        std::thread::sleep(Duration::from_secs(1).min(within.saturating_sub(start.elapsed())));
     }
 }
+
+/// How often a wait checks whether it should give up.
+const TICK: Duration = Duration::from_millis(100);

@@ -56,6 +56,9 @@ pub struct ScenarioResult {
     /// the first refused part and value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<RefusedJson>,
+    /// Why the scenario could not run (the run stopped there; earlier scenarios are kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Attempts of one request that were never sent because a rendered value broke the wire rules.
@@ -290,6 +293,7 @@ impl ScenarioResult {
                 .collect(),
             observed: BTreeMap::new(),
             refused,
+            error: None,
         }
     }
 }

@@ -416,3 +416,250 @@ fn http2_connection_rotation_costs_no_errors() {
         );
     }
 }
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Starts brink with `args`, output piped.
+fn spawn(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("brink starts")
+}
+
+/// Sends `sig` to `child`.
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: plain kill(2) on our own child's pid.
+    unsafe { libc_kill(child.id() as i32, sig) };
+}
+
+/// Waits for `child` to end; panics after `limit`. Returns (exit code, how long it took).
+fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> (Option<i32>, Duration) {
+    let t = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("child status") {
+            return (s.code(), t.elapsed());
+        }
+        assert!(t.elapsed() < limit, "did not stop within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A result that cannot be written is an error (one line, exit 2), and a run that fails leaves
+/// the previous result file as it was: nothing is truncated before the new result is whole.
+#[test]
+fn result_files_are_whole_or_untouched() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server starts");
+    let out = brink()
+        .args([
+            "run",
+            &srv.url("/"),
+            "-n",
+            "20",
+            "-q",
+            "--json",
+            "/dev/full",
+        ])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .expect("brink runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: --json /dev/full: "), "{err}");
+
+    // A TLS scenario after a plain one, with a CA file that is not a certificate: the whole
+    // plan is checked before the first scenario sends anything, and the old result survives.
+    let tls = testkit::serve_with(
+        testkit::Options {
+            tls: true,
+            ..testkit::Options::default()
+        },
+        testkit::handlers::fixed(Duration::ZERO),
+    )
+    .expect("server starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad_ca = dir.path().join("ca.pem");
+    std::fs::write(&bad_ca, "not a certificate").expect("write");
+    let p = plan(
+        dir.path(),
+        &format!(
+            "scenarios:\n  - {{ name: plain, target: {}, load: {{ requests: 10 }} }}\n  - {{ name: secure, target: {}, load: {{ requests: 10 }} }}\n",
+            srv.url("/"),
+            tls.url("/")
+        ),
+    );
+    let result = dir.path().join("r.json");
+    std::fs::write(&result, "previous result").expect("write");
+    let before = srv.counters.requests();
+    let out = brink()
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-q",
+            "--cacert",
+            bad_ca.to_str().unwrap(),
+        ])
+        .args(["--json", result.to_str().unwrap()])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .expect("brink runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("scenario 'secure'"), "{err}");
+    assert_eq!(
+        srv.counters.requests(),
+        before,
+        "nothing sent before the check failed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&result).unwrap_or_default(),
+        "previous result"
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter_map(|e| e.ok().map(|e| e.file_name()))
+        .collect();
+    assert_eq!(names.len(), 3, "no temporary file left: {names:?}");
+}
+
+/// A scenario that fails at run time (its CA file vanished after the check) ends the run with
+/// exit 2; the result keeps the finished scenario and records the failure.
+#[test]
+fn a_scenario_failing_at_run_time_keeps_the_earlier_ones() {
+    let tls = testkit::serve_with(
+        testkit::Options {
+            tls: true,
+            ..testkit::Options::default()
+        },
+        testkit::handlers::fixed(Duration::from_millis(1)),
+    )
+    .expect("server starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, tls.cert_pem.clone().unwrap_or_default()).expect("write");
+    let p = plan(
+        dir.path(),
+        &format!(
+            "target: {}\nscenarios:\n  - {{ name: first, load: {{ connections: 2, duration: 2s }} }}\n  - {{ name: second, load: {{ requests: 10 }} }}\n",
+            tls.url("/")
+        ),
+    );
+    let result = dir.path().join("r.json");
+    let mut child = spawn(&[
+        "run",
+        p.to_str().unwrap(),
+        "-q",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--json",
+        result.to_str().unwrap(),
+    ]);
+    std::thread::sleep(Duration::from_millis(700));
+    std::fs::remove_file(&ca).expect("remove the CA file mid-run");
+    let (code, _) = wait_at_most(&mut child, Duration::from_secs(20));
+    assert_eq!(code, Some(2));
+    let r = json_of(&result);
+    let sc = r["scenarios"].as_array().expect("scenarios");
+    assert_eq!(sc.len(), 2, "{r}");
+    assert!(
+        sc[0]["summary"]["ok"].as_u64().unwrap_or(0) > 10,
+        "{}",
+        sc[0]["summary"]
+    );
+    assert!(sc[0].get("error").is_none());
+    assert!(
+        sc[1]["error"].as_str().unwrap_or("").contains("ca.pem"),
+        "{}",
+        sc[1]
+    );
+}
+
+/// Two interrupts (as `timeout -s INT` forwards) still leave a complete result marked
+/// interrupted; a third exits at once.
+#[test]
+fn a_second_interrupt_still_writes_the_result() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(2))).expect("server");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let result = dir.path().join("r.json");
+    let url = srv.url("/");
+    let mut child = spawn(&[
+        "run",
+        &url,
+        "-c",
+        "4",
+        "-d",
+        "30s",
+        "-q",
+        "--json",
+        result.to_str().unwrap(),
+    ]);
+    std::thread::sleep(Duration::from_millis(1200));
+    signal(&child, 2);
+    signal(&child, 2);
+    let (code, took) = wait_at_most(&mut child, Duration::from_secs(5));
+    assert_eq!(code, Some(130));
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    let r = json_of(&result);
+    assert_eq!(r["interrupted"], true);
+    assert!(
+        r["summary"]["requests"].as_u64().unwrap_or(0) > 50,
+        "{}",
+        r["summary"]
+    );
+
+    // Three at once: out at once with 130 (whatever was not yet written is not written).
+    let mut child = spawn(&["run", &url, "-c", "4", "-d", "30s", "-q"]);
+    std::thread::sleep(Duration::from_millis(700));
+    for _ in 0..3 {
+        signal(&child, 2);
+    }
+    let (code, took) = wait_at_most(&mut child, Duration::from_secs(5));
+    assert_eq!(code, Some(130));
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+}
+
+/// Ctrl-C during a search's cooldown, or while it waits for a hung service to recover, stops
+/// within a second (it used to sleep the cooldown out and probe for the whole --recovery).
+#[test]
+fn a_search_stops_within_a_second_in_cooldown_and_recovery() {
+    let fine = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let hang: testkit::Handler = Arc::new(|r: &Req| {
+        if r.seq < 40 {
+            Reply::ok("ok", Duration::ZERO)
+        } else {
+            Reply::Hang
+        }
+    });
+    let hung = testkit::serve(hang).expect("server");
+    let step = ["--step", "2s", "--warmup", "1s", "--recovery", "60s", "-q"];
+    let cases = [
+        // Passes its first step, then waits out a 60 s cooldown.
+        (fine.url("/"), vec!["--cooldown", "60s"], 2600),
+        // Its first step fails (the service hangs), then it probes for up to 60 s.
+        (
+            hung.url("/"),
+            vec!["--cooldown", "0s", "--timeout", "200ms"],
+            3000,
+        ),
+    ];
+    for (i, (url, flags, wait_ms)) in cases.into_iter().enumerate() {
+        let mut args = vec!["find", url.as_str()];
+        args.extend_from_slice(&step);
+        args.extend_from_slice(&flags);
+        let mut child = spawn(&args);
+        std::thread::sleep(Duration::from_millis(wait_ms));
+        signal(&child, 2);
+        let (code, took) = wait_at_most(&mut child, Duration::from_secs(10));
+        assert_eq!(code, Some(130), "case {i}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "case {i}: stopped in {took:?}"
+        );
+    }
+}
