@@ -53,15 +53,23 @@ pub struct Step {
 }
 
 fn level_arg(by_rate: bool, name: &str, v: &str) -> Result<f64, Fail> {
-    let n = if by_rate {
-        plan::parse_rate(v).map_err(|e| Fail::input(format!("{name}: {e}")))?
+    if by_rate {
+        let r = plan::parse_rate(v).map_err(|e| Fail::input(format!("{name}: {e}")))?;
+        // Levels are whole requests per second.
+        plan::load::check_rate(name, v, r, false)
+            .map_err(Fail::input)
+            .and_then(|r| {
+                if r < 1.0 {
+                    Err(Fail::input(format!(
+                        "{name} must be at least 1/s, got '{v}'"
+                    )))
+                } else {
+                    Ok(r)
+                }
+            })
     } else {
-        plan::load::positive_count(name, v).map_err(Fail::input)? as f64
-    };
-    if n <= 0.0 {
-        return Err(Fail::input(format!("{name} must be above zero, got '{v}'")));
+        Ok(plan::load::connections(name, v).map_err(Fail::input)? as f64)
     }
-    Ok(n)
 }
 
 fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
@@ -109,10 +117,10 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
         .trim_end_matches('%')
         .parse::<f64>()
         .ok()
-        .filter(|p| *p > 0.0 && *p < 100.0);
+        .filter(|p| (0.1..100.0).contains(p));
     let precision = precision.ok_or_else(|| {
         Fail::input(format!(
-            "--precision: '{}' is not a percentage between 0 and 100",
+            "--precision: '{}' is not a percentage from 0.1 to 100",
             a.precision
         ))
     })? / 100.0;
@@ -121,9 +129,11 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
         None => job.spec.target.clone(),
     };
     let pool = match &r.connections {
-        Some(c) => plan::load::positive_count("-c", c).map_err(Fail::input)? as usize,
+        Some(c) => plan::load::connections("-c", c).map_err(Fail::input)?,
         None => 1000,
     };
+    let most = if by_rate { pool } else { to as usize };
+    crate::resolve::check_open_files(&most.to_string(), most)?;
     Ok(Search {
         by_rate,
         from,

@@ -16,6 +16,33 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 
+/// Most worker threads a run may start.
+const MAX_THREADS: usize = 1024;
+/// Descriptors brink needs besides its connections (epoll, timers, pipes, files, observers).
+const SPARE_FILES: u64 = 64;
+
+/// Refuses, before the run, more connections than this process may open files (each
+/// connection is one): the run would otherwise fail part-way with connect errors that say
+/// nothing about the cause.
+pub fn check_open_files(what: &str, connections: usize) -> Result<(), Fail> {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } != 0 {
+        return Ok(());
+    }
+    let limit = l.rlim_cur as u64;
+    let need = connections as u64 + SPARE_FILES;
+    if need > limit {
+        return Err(Fail::input(format!(
+            "{what} connections need {need} open files (with brink's own) but this process may open {limit} (raise the limit with ulimit -n)"
+        )));
+    }
+    Ok(())
+}
+
 /// One scenario, ready to run.
 pub struct Job {
     pub name: String,
@@ -178,9 +205,14 @@ fn spec(
             )));
         }
     }
-    if a.threads == Some(0) {
-        return Err(Fail::input("--threads must be at least 1"));
+    if let Some(t) = a.threads {
+        if !(1..=MAX_THREADS).contains(&t) {
+            return Err(Fail::input(format!(
+                "--threads must be between 1 and {MAX_THREADS}, got {t}"
+            )));
+        }
     }
+    check_open_files(&load.max_connections().to_string(), load.max_connections())?;
     let timeout = flag_duration("--timeout", a.timeout.as_deref())?;
     let connect_timeout = flag_duration("--connect-timeout", a.connect_timeout.as_deref())?;
     let grace = match &a.grace {

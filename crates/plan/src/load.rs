@@ -73,6 +73,16 @@ impl LoadInput {
     }
 }
 
+/// Most connections (or pool slots) one run may open: each costs a descriptor and a little
+/// memory, and the number must stay far from allocation limits.
+pub const MAX_CONNECTIONS: u64 = 1_000_000;
+/// Most requests `-n` may ask for.
+pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
+/// Slowest rate accepted: one request per 1000 s.
+pub const MIN_RATE: f64 = 0.001;
+/// Fastest rate accepted.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
 /// A positive whole number.
 pub fn positive_count(name: &str, v: &str) -> Result<u64, String> {
     match v.trim().parse::<u64>() {
@@ -80,6 +90,33 @@ pub fn positive_count(name: &str, v: &str) -> Result<u64, String> {
         Ok(n) => Ok(n),
         Err(_) => Err(format!("{name} expects a whole number, got '{v}'")),
     }
+}
+
+/// A whole number in `1..=max`.
+pub fn bounded_count(name: &str, v: &str, max: u64) -> Result<u64, String> {
+    let n = positive_count(name, v)?;
+    if n > max {
+        return Err(format!("{name} must be at most {max}, got '{v}'"));
+    }
+    Ok(n)
+}
+
+/// A connection count (or pool size) within [`MAX_CONNECTIONS`].
+pub fn connections(name: &str, v: &str) -> Result<usize, String> {
+    bounded_count(name, v, MAX_CONNECTIONS).map(|n| n as usize)
+}
+
+/// A request rate within [`MIN_RATE`]..=[`MAX_RATE`] (`zero_ok`: a stage may ramp to 0).
+pub fn check_rate(name: &str, text: &str, rate: f64, zero_ok: bool) -> Result<f64, String> {
+    if zero_ok && rate == 0.0 {
+        return Ok(rate);
+    }
+    if !(MIN_RATE..=MAX_RATE).contains(&rate) {
+        return Err(format!(
+            "{name}: rate '{text}' is out of range ({MIN_RATE}/s to {MAX_RATE}/s)"
+        ));
+    }
+    Ok(rate)
 }
 
 /// A duration longer than zero.
@@ -96,13 +133,12 @@ pub fn build(input: &LoadInput, n: &Names) -> Result<(Load, Option<u64>), String
     let conns = input
         .connections
         .as_deref()
-        .map(|c| positive_count(n.connections, c))
-        .transpose()?
-        .map(|c| c as usize);
+        .map(|c| connections(n.connections, c))
+        .transpose()?;
     let max_requests = input
         .requests
         .as_deref()
-        .map(|v| positive_count(n.requests, v))
+        .map(|v| bounded_count(n.requests, v, MAX_REQUESTS))
         .transpose()?;
     let dur = input
         .duration
@@ -126,6 +162,7 @@ pub fn build(input: &LoadInput, n: &Names) -> Result<(Load, Option<u64>), String
             if rate <= 0.0 {
                 return Err(format!("{} must be above zero, got '{r}'", n.rate));
             }
+            let rate = check_rate(n.rate, r, rate, false)?;
             Load::Open {
                 rate: Curve::flat(rate, bounded),
                 pool: conns.unwrap_or(DEFAULT_CONNECTIONS),
@@ -139,11 +176,25 @@ pub fn build(input: &LoadInput, n: &Names) -> Result<(Load, Option<u64>), String
                 ));
             }
             match parse_stages(s).map_err(|e| format!("{}: {e}", n.stages))? {
-                Stages::Rate(st) => Load::Open {
-                    rate: Curve::stages(&st),
-                    pool: conns.unwrap_or(DEFAULT_CONNECTIONS),
-                },
+                Stages::Rate(st) => {
+                    for (_, r) in &st {
+                        check_rate(n.stages, &format!("{r:e}/s"), *r, true)?;
+                    }
+                    if st.iter().all(|(_, r)| *r == 0.0) {
+                        return Err(format!("{} '{s}' never sends a request", n.stages));
+                    }
+                    Load::Open {
+                        rate: Curve::stages(&st),
+                        pool: conns.unwrap_or(DEFAULT_CONNECTIONS),
+                    }
+                }
                 Stages::Connections(st) => {
+                    if let Some((_, c)) = st.iter().find(|(_, c)| *c > MAX_CONNECTIONS as f64) {
+                        return Err(format!(
+                            "{}: {c} connections is more than {MAX_CONNECTIONS}",
+                            n.stages
+                        ));
+                    }
                     if conns.is_some() {
                         return Err(format!(
                             "{} cannot be combined with connection {}: the stages set the connections",

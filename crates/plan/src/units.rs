@@ -27,7 +27,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         return Err(err("must not be negative"));
     }
     if let Ok(secs) = s.parse::<f64>() {
-        return finite_secs(secs).ok_or_else(|| err("out of range"));
+        return finite_secs(secs).ok_or_else(|| err("out of range (at most 365 days)"));
     }
     let mut total = 0.0;
     let mut rest = s;
@@ -56,11 +56,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
         total += value * scale;
         rest = &rest[unit_len..];
     }
-    finite_secs(total).ok_or_else(|| err("out of range"))
+    finite_secs(total).ok_or_else(|| err("out of range (at most 365 days)"))
 }
 
+/// Longest duration accepted anywhere (a year): far beyond any load test, and far from the
+/// limits of the clock arithmetic.
+pub const MAX_DURATION_SECS: f64 = 365.0 * 86_400.0;
+
 fn finite_secs(secs: f64) -> Option<Duration> {
-    (secs.is_finite() && (0.0..1e12).contains(&secs)).then(|| Duration::from_secs_f64(secs))
+    (secs.is_finite() && (0.0..=MAX_DURATION_SECS).contains(&secs))
+        .then(|| Duration::from_secs_f64(secs))
 }
 
 /// Parses a rate in requests per second: `R`, `R/s`, `R/m` (per minute) or `R/h`.
@@ -86,6 +91,9 @@ pub fn parse_rate(text: &str) -> Result<f64, UnitError> {
     Ok(n / per)
 }
 
+/// Most stages a profile may have.
+pub const MAX_STAGES: usize = 1000;
+
 /// A stage list: either all rates (open model) or all connection counts (closed model).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stages {
@@ -97,6 +105,12 @@ pub enum Stages {
 pub fn parse_stages(text: &str) -> Result<Stages, UnitError> {
     let mut rates = Vec::new();
     let mut conns = Vec::new();
+    if text.split(',').count() > MAX_STAGES {
+        return Err(UnitError::Stage(
+            format!("{} stages", text.split(',').count()),
+            format!("at most {MAX_STAGES} stages"),
+        ));
+    }
     for part in text.split(',') {
         let stage_err = |why: String| UnitError::Stage(part.trim().to_string(), why);
         let (d, t) = part

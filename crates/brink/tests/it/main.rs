@@ -2,6 +2,7 @@
 //! on 127.0.0.1 port 0; load is bounded by requests and time.
 
 mod accuracy;
+mod bounds;
 mod cli;
 mod engine_runs;
 mod examples;
