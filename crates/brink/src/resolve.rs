@@ -33,7 +33,7 @@ pub fn check_open_files(what: &str, connections: usize) -> Result<(), Fail> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } != 0 {
         return Ok(());
     }
-    let limit = l.rlim_cur as u64;
+    let limit: u64 = l.rlim_cur;
     let need = connections as u64 + SPARE_FILES;
     if need > limit {
         return Err(Fail::input(format!(
