@@ -12,7 +12,7 @@ use stats::ErrorKind;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
@@ -44,6 +44,13 @@ pub struct Connector {
     pub h1_static: Vec<Option<Bytes>>,
 }
 
+/// How long opening one connection took.
+#[derive(Clone, Copy, Debug)]
+pub struct SetupTimes {
+    pub connect: Duration,
+    pub tls: Option<Duration>,
+}
+
 /// How many fresh connections an unprocessed HTTP/2 request is tried on before it counts as
 /// `closed`.
 const H2_RESENDS: usize = 3;
@@ -70,18 +77,25 @@ impl Conn {
 }
 
 impl Connector {
-    /// Opens a connection: TCP, then TLS and ALPN when the target is `https://`.
-    pub async fn connect(&self) -> Result<Conn, ErrorKind> {
+    /// Opens a connection: TCP, then TLS and ALPN when the target is `https://`. Returns it
+    /// with how long the TCP connect and the TLS handshake took.
+    pub async fn connect(&self) -> Result<(Conn, SetupTimes), ErrorKind> {
+        let started = Instant::now();
         let tcp =
             match tokio::time::timeout(self.connect_timeout, TcpStream::connect(self.addr)).await {
                 Err(_) => return Err(ErrorKind::ConnectTimeout),
                 Ok(Err(_)) => return Err(ErrorKind::Connect),
                 Ok(Ok(s)) => s,
             };
+        let connected = Instant::now();
+        let mut times = SetupTimes {
+            connect: connected - started,
+            tls: None,
+        };
         let _ = tcp.set_nodelay(true);
         let Some((config, name)) = &self.tls else {
             // Without TLS this path only serves HTTP/2 (h2c with prior knowledge).
-            return Ok(Conn::H2(H2Conn::handshake(tcp).await?));
+            return Ok((Conn::H2(H2Conn::handshake(tcp).await?), times));
         };
         let handshake = TlsConnector::from(config.clone()).connect(name.clone(), tcp);
         let tls = match tokio::time::timeout(self.connect_timeout, handshake).await {
@@ -89,11 +103,13 @@ impl Connector {
             Ok(Err(_)) => return Err(ErrorKind::Tls),
             Ok(Ok(s)) => s,
         };
-        if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-            Ok(Conn::H2(H2Conn::handshake(tls).await?))
+        times.tls = Some(connected.elapsed());
+        let conn = if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+            Conn::H2(H2Conn::handshake(tls).await?)
         } else {
-            Ok(Conn::Tls(Box::new(H1Conn::new(tls))))
-        }
+            Conn::Tls(Box::new(H1Conn::new(tls)))
+        };
+        Ok((conn, times))
     }
 
     /// Serialises every step whose bytes never change; a step that breaks the wire rules
@@ -190,7 +206,7 @@ impl Connector {
                     match h2c.roundtrip(req, capture).await {
                         Ok(outcome) => return (outcome, len),
                         Err(Unprocessed) => match self.connect().await {
-                            Ok(fresh) => *conn = fresh,
+                            Ok((fresh, _)) => *conn = fresh,
                             Err(kind) => return (Err(kind), 0),
                         },
                     }

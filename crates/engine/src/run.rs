@@ -140,6 +140,10 @@ pub struct Second {
     pub latency: LatencySummary,
     /// The schedule's target level at the start of this second.
     pub target: Option<f64>,
+    /// Connections opened in this second, and their TCP connect / TLS handshake times.
+    pub connects: u64,
+    pub connect: Option<LatencySummary>,
+    pub tls: Option<LatencySummary>,
 }
 
 /// Everything a finished run measured.
@@ -406,6 +410,9 @@ impl<'a> Aggregator<'a> {
             errors: b.errors(),
             latency: LatencySummary::of(&b.corrected),
             target: self.load.level_at(Duration::from_secs(s)),
+            connects: b.setup.opened,
+            connect: b.setup.connect.as_deref().map(LatencySummary::of),
+            tls: b.setup.tls.as_deref().map(LatencySummary::of),
         };
         let view = SecondView {
             second: &second,

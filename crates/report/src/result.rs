@@ -171,6 +171,19 @@ pub struct SummaryJson {
     pub latency_ms: LatencySummary,
     /// From the actual send, responses only.
     pub service_time_ms: LatencySummary,
+    /// Connections opened (each TCP connect that completed).
+    #[serde(default)]
+    pub connections_opened: u64,
+    /// TCP connect times; `null` when no connection was opened.
+    #[serde(default)]
+    pub connect_ms: Option<LatencySummary>,
+    /// TLS handshake times; `null` without TLS.
+    #[serde(default)]
+    pub tls_ms: Option<LatencySummary>,
+    /// `--no-keepalive`: connect plus request, for requests sent on a connection opened for
+    /// them; `null` otherwise.
+    #[serde(default)]
+    pub with_connect_ms: Option<LatencySummary>,
     pub status: BTreeMap<String, u64>,
     pub errors_by_kind: ErrorsByKind,
     pub bytes_in: u64,
@@ -211,6 +224,13 @@ pub struct SecondRow {
     pub max: f64,
     /// The schedule's target level (connections or req/s) in this second.
     pub target: Option<f64>,
+    /// Connections opened in this second; their TCP connect and TLS handshake p99 (ms).
+    #[serde(default)]
+    pub connects: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_p99: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_p99: Option<f64>,
     /// Server figures sampled in this second (`--observe`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub observed: BTreeMap<String, f64>,
@@ -288,6 +308,9 @@ impl ScenarioResult {
                     p99: x.latency.p99,
                     max: x.latency.max,
                     target: x.target,
+                    connects: x.connects,
+                    connect_p99: x.connect.map(|c| c.p99),
+                    tls_p99: x.tls.map(|c| c.p99),
                     observed: BTreeMap::new(),
                 })
                 .collect(),
@@ -385,6 +408,15 @@ fn summary_json(
         unfinished,
         latency_ms: s.latency,
         service_time_ms: s.service,
+        connections_opened: totals.all.setup.opened,
+        connect_ms: totals.all.setup.connect.as_deref().map(LatencySummary::of),
+        tls_ms: totals.all.setup.tls.as_deref().map(LatencySummary::of),
+        with_connect_ms: totals
+            .all
+            .setup
+            .with_connect
+            .as_deref()
+            .map(LatencySummary::of),
         status: s
             .status
             .sorted()

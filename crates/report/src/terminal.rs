@@ -133,6 +133,27 @@ pub fn render(r: &ScenarioResult) -> String {
             fmt_bytes(s.bytes_out)
         ),
     );
+    if s.connections_opened > 0 {
+        let pct = |l: &stats::LatencySummary| {
+            format!(
+                "p50 {} p99 {} max {}",
+                fmt_ms(l.p50),
+                fmt_ms(l.p99),
+                fmt_ms(l.max)
+            )
+        };
+        let mut parts = vec![format!("{} opened", fmt_count(s.connections_opened))];
+        if let Some(c) = &s.connect_ms {
+            parts.push(format!("connect {}", pct(c)));
+        }
+        if let Some(t) = &s.tls_ms {
+            parts.push(format!("TLS handshake {}", pct(t)));
+        }
+        if let Some(w) = &s.with_connect_ms {
+            parts.push(format!("connect + request {}", pct(w)));
+        }
+        row(&mut o, "connections", parts.join("; "));
+    }
     if !r.observed.is_empty() {
         let figures: Vec<String> = r
             .observed

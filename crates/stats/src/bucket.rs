@@ -78,6 +78,60 @@ pub struct Bucket {
     pub max_lag_us: u64,
     /// The first attempt refused before sending (see [`ErrorKind::InvalidRequest`]).
     pub refused: Option<Box<Refusal>>,
+    /// Connection setup, kept apart from request latency: connections opened, TCP connect
+    /// times, TLS handshake times, and (without keep-alive) connect plus request, in µs. The
+    /// histograms exist only in seconds that opened connections.
+    pub setup: Setup,
+}
+
+/// How long connections took to open, per second.
+#[derive(Clone, Debug, Default)]
+pub struct Setup {
+    /// Connections opened (TCP connect completed).
+    pub opened: u64,
+    pub connect: Option<Box<Histogram>>,
+    pub tls: Option<Box<Histogram>>,
+    /// `--no-keepalive`: from the start of the connect to the end of the response.
+    pub with_connect: Option<Box<Histogram>>,
+}
+
+impl Setup {
+    /// A completed TCP connect that took `us`.
+    pub fn record_connect(&mut self, us: u64) {
+        self.opened += 1;
+        record_in(&mut self.connect, us);
+    }
+
+    /// A completed TLS handshake that took `us`.
+    pub fn record_tls(&mut self, us: u64) {
+        record_in(&mut self.tls, us);
+    }
+
+    /// Connect plus request, `us`, for a request on a connection opened for it.
+    pub fn record_with_connect(&mut self, us: u64) {
+        record_in(&mut self.with_connect, us);
+    }
+
+    fn merge(&mut self, other: &Setup) {
+        self.opened += other.opened;
+        merge_in(&mut self.connect, &other.connect);
+        merge_in(&mut self.tls, &other.tls);
+        merge_in(&mut self.with_connect, &other.with_connect);
+    }
+}
+
+fn record_in(h: &mut Option<Box<Histogram>>, us: u64) {
+    h.get_or_insert_with(|| Box::new(new_histogram()))
+        .saturating_record(us.clamp(1, HIST_MAX_US));
+}
+
+fn merge_in(h: &mut Option<Box<Histogram>>, other: &Option<Box<Histogram>>) {
+    if let Some(o) = other {
+        // Same bounds on both sides, so `add` cannot fail.
+        let _ = h
+            .get_or_insert_with(|| Box::new(new_histogram()))
+            .add(o.as_ref());
+    }
 }
 
 impl Bucket {
@@ -96,6 +150,7 @@ impl Bucket {
             late: 0,
             max_lag_us: 0,
             refused: None,
+            setup: Setup::default(),
         }
     }
 
@@ -153,6 +208,7 @@ impl Bucket {
         if self.refused.is_none() {
             self.refused.clone_from(&other.refused);
         }
+        self.setup.merge(&other.setup);
     }
 }
 

@@ -10,7 +10,7 @@ mod kind;
 pub mod slo;
 mod summary;
 
-pub use bucket::{Bucket, Refusal, StatusCounts};
+pub use bucket::{Bucket, Refusal, Setup, StatusCounts};
 pub use hist::{new_histogram, Histogram, HIST_MAX_US};
 pub use kind::ErrorKind;
 pub use summary::{LatencySummary, Summary, Totals};

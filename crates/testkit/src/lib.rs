@@ -117,6 +117,9 @@ pub struct Options {
     /// Hyper server only: shut each connection down gracefully (HTTP/2 GOAWAY, HTTP/1.1
     /// `Connection: close`) after this many requests, as nginx does by default.
     pub rotate_after: Option<u64>,
+    /// Raw TLS server only: wait this long before each TLS handshake (a slow handshake, as
+    /// behind an overloaded TLS terminator).
+    pub handshake_delay: Duration,
 }
 
 impl Default for Options {
@@ -128,6 +131,7 @@ impl Default for Options {
             port: 0,
             answer_before_body: false,
             rotate_after: None,
+            handshake_delay: Duration::ZERO,
         }
     }
 }

@@ -35,9 +35,11 @@ pub fn serve(opts: Options, handler: Handler) -> std::io::Result<Server> {
                     seq: seq.clone(),
                 };
                 let acceptor = acceptor.clone();
+                let delay = opts.handshake_delay;
                 tokio::spawn(async move {
                     match acceptor {
                         Some(a) => {
+                            tokio::time::sleep(delay).await;
                             if let Ok(tls) = a.accept(sock).await {
                                 connection(tls, ctx).await;
                             }

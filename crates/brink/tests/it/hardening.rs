@@ -663,3 +663,106 @@ fn a_search_stops_within_a_second_in_cooldown_and_recovery() {
         );
     }
 }
+
+fn ms(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+/// Connection setup is measured, not hidden: behind a TLS handshake that takes 300 ms, the
+/// closed model times requests from their send (the handshake has its own figures), the open
+/// model keeps the wait in the latency of the requests that waited, and without keep-alive the
+/// summary also gives connect + request. Connections opened are counted, per second too.
+#[test]
+fn connection_setup_has_its_own_figures() {
+    let opts = testkit::Options {
+        tls: true,
+        handshake_delay: Duration::from_millis(300),
+        ..testkit::Options::default()
+    };
+    let srv =
+        testkit::serve_with(opts, testkit::handlers::fixed(Duration::ZERO)).expect("server starts");
+    let url = srv.url("/");
+
+    let (code, r) = run_json(&url, &["--insecure", "-c", "2", "-n", "40"]);
+    let s = &r["summary"];
+    assert_eq!(code, Some(0), "{s}");
+    assert_eq!(s["connections_opened"], 2, "{s}");
+    assert!(
+        ms(&s["latency_ms"]["max"]) < 200.0,
+        "closed: from the send: {s}"
+    );
+    assert!(
+        ms(&s["tls_ms"]["p50"]) >= 250.0,
+        "the handshake's own figure: {s}"
+    );
+    assert!(
+        ms(&s["connect_ms"]["max"]) < 200.0,
+        "TCP connect is quick here: {s}"
+    );
+    assert!(s["with_connect_ms"].is_null(), "keep-alive: {s}");
+    let per_second: u64 = r["timeseries"].as_array().map_or(0, |rows| {
+        rows.iter().filter_map(|x| x["connects"].as_u64()).sum()
+    });
+    assert_eq!(per_second, 2, "{}", r["timeseries"]);
+
+    let (code, r) = run_json(&url, &["--insecure", "--rate", "20", "-d", "1s", "-c", "2"]);
+    let s = &r["summary"];
+    assert_eq!(code, Some(0), "{s}");
+    assert!(
+        ms(&s["latency_ms"]["max"]) >= 250.0,
+        "open: the wait is latency: {s}"
+    );
+
+    let (code, r) = run_json(
+        &url,
+        &["--insecure", "-c", "1", "-n", "4", "--no-keepalive"],
+    );
+    let s = &r["summary"];
+    assert_eq!(code, Some(0), "{s}");
+    assert_eq!(s["connections_opened"], 4, "{s}");
+    assert!(ms(&s["latency_ms"]["p99"]) < 200.0, "{s}");
+    assert!(
+        ms(&s["with_connect_ms"]["p50"]) >= 250.0,
+        "connect + request: {s}"
+    );
+
+    let out = brink()
+        .args([
+            "run",
+            &url,
+            "--insecure",
+            "-c",
+            "1",
+            "-n",
+            "4",
+            "--no-keepalive",
+        ])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("brink runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("connections   4 opened; connect p50") && text.contains("TLS handshake p50"),
+        "{text}"
+    );
+    assert!(text.contains("connect + request p50"), "{text}");
+
+    // The plain HTTP/1.1 loop counts and times its connects the same way.
+    let plain = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let (code, r) = run_json(&plain.url("/"), &["-c", "50", "-n", "500"]);
+    let s = &r["summary"];
+    assert_eq!(code, Some(0), "{s}");
+    assert_eq!(s["connections_opened"], 50, "{s}");
+    assert!(
+        ms(&s["connect_ms"]["p50"]) > 0.0 && s["tls_ms"].is_null(),
+        "{s}"
+    );
+    let (code, r) = run_json(&plain.url("/"), &["-c", "2", "-n", "20", "--no-keepalive"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(r["summary"]["connections_opened"], 20, "{}", r["summary"]);
+    assert!(
+        ms(&r["summary"]["with_connect_ms"]["p50"]) > 0.0,
+        "{}",
+        r["summary"]
+    );
+}

@@ -12,7 +12,7 @@
 use super::alarm::Alarm;
 use super::sys::{token_of, Connect, Epoll, Sock};
 use super::{
-    backoff_delay, buckets, closed_may_send, open_due, pace, record, record_connect_error,
+    backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
     record_refusal, share, REFUSED_REST,
 };
 use crate::conn::io_kind;
@@ -58,6 +58,10 @@ struct Conn {
     /// Connect or request deadline, whichever applies to the state.
     deadline: Instant,
     written: usize,
+    /// When the current connection's connect started.
+    opened_at: Instant,
+    /// The attempt in flight opened its connection (for connect + request without keep-alive).
+    fresh: bool,
     failures: u32,
     retry_at: Instant,
     vu: Vu,
@@ -118,6 +122,8 @@ pub fn run(
             sent: now,
             deadline: now,
             written: 0,
+            opened_at: now,
+            fresh: false,
             failures: 0,
             retry_at: now,
             vu: Vu::new(&shared.connector.workload, (k * shared.workers + id) as u64),
@@ -307,6 +313,7 @@ impl Worker<'_> {
                 let c = &mut self.conns[k];
                 c.sock = Some(s);
                 c.state = State::Connecting;
+                c.opened_at = now;
                 c.deadline = now + self.shared.connector.connect_timeout;
             }
             Err(_) => self.connect_failed(k, ErrorKind::Connect, now),
@@ -373,7 +380,16 @@ impl Worker<'_> {
             Connect::Done => {
                 c.failures = 0;
                 c.sent = now;
+                c.fresh = true;
+                // The closed model times a request from its send, as wrk and k6 do: the
+                // connect has its own histogram. The open model keeps the intended start.
+                if matches!(self.shared.load, Load::Closed { .. }) {
+                    c.base = now;
+                }
                 c.state = State::Idle;
+                self.rec[c.vu.current]
+                    .setup
+                    .record_connect(micros(now - c.opened_at));
                 self.write(k, now);
             }
             Connect::Pending => {}
@@ -425,6 +441,12 @@ impl Worker<'_> {
     fn finish(&mut self, k: usize, result: Result<Reply, ErrorKind>, done: Instant) {
         self.in_flight -= 1;
         let c = &mut self.conns[k];
+        if c.fresh && !self.shared.keepalive && result.is_ok() {
+            self.rec[c.vu.current]
+                .setup
+                .record_with_connect(micros(done - c.opened_at));
+        }
+        c.fresh = false;
         let outcome = result.map(|reply| (reply, c.reader.take_capture()));
         // Answered before the request was all out: the rest is never sent, and the connection
         // cannot carry another request.

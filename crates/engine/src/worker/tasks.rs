@@ -4,8 +4,8 @@
 //! module for the rules).
 
 use super::{
-    backoff_delay, buckets, closed_may_send, open_due, pace, record, record_connect_error, share,
-    REFUSED_REST,
+    backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
+    share, REFUSED_REST,
 };
 use crate::conn::Conn;
 use crate::h1::Idle;
@@ -233,16 +233,31 @@ impl Slot {
         }
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         self.vu.next(&connector.workload);
+        let mut base = base;
+        let mut opened_at = None;
         let (c, sent) = match &mut self.conn {
             Some(c) => (c, now),
             None => {
+                let started = Instant::now();
                 let opened = tokio::time::timeout(connector.connect_timeout, connector.connect())
                     .await
                     .unwrap_or(Err(ErrorKind::ConnectTimeout));
                 match opened {
-                    Ok(c) => {
+                    Ok((c, times)) => {
                         self.failures = 0;
-                        (self.conn.insert(c), Instant::now())
+                        let sent = Instant::now();
+                        let setup = &mut ctx.rec.borrow_mut()[self.vu.current].setup;
+                        setup.record_connect(micros(times.connect));
+                        if let Some(t) = times.tls {
+                            setup.record_tls(micros(t));
+                        }
+                        // Closed model: a request is timed from its send; the connect and
+                        // the handshake have their own figures. Open: from the intended start.
+                        if matches!(shared.load, Load::Closed { .. }) {
+                            base = sent;
+                        }
+                        opened_at = Some(started);
+                        (self.conn.insert(c), sent)
                     }
                     Err(kind) => {
                         ctx.in_flight.set(ctx.in_flight.get() - 1);
@@ -278,6 +293,11 @@ impl Slot {
             }
         };
         let done = Instant::now();
+        if let (Some(started), false, Ok(_)) = (opened_at, shared.keepalive, &result) {
+            ctx.rec.borrow_mut()[self.vu.current]
+                .setup
+                .record_with_connect(micros(done - started));
+        }
         let refused = matches!(result, Err(ErrorKind::InvalidRequest));
         ctx.in_flight.set(ctx.in_flight.get() - 1);
         let keep = record(
