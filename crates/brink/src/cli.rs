@@ -87,6 +87,10 @@ pub struct RunArgs {
     /// How long requests in flight at the end of the schedule may take to finish (default 5s).
     #[arg(long)]
     pub grace: Option<String>,
+    /// Memory all responses kept for extraction may hold together (default 64MiB); a response
+    /// that does not fit fails its extraction, with its size in the summary.
+    #[arg(long = "capture-limit", value_name = "SIZE")]
+    pub capture_limit: Option<String>,
     /// Service-level objective, e.g. 'p95<100ms', 'errors<0.1%', 'rps>=190', 'p99<1s over 10s abort'
     /// (repeatable; with a plan, added to every scenario).
     #[arg(long = "slo")]

@@ -219,6 +219,12 @@ fn spec(
         Some(g) => parse_duration(g).map_err(|e| Fail::input(format!("--grace: {e}")))?,
         None => DEFAULT_GRACE,
     };
+    let capture_limit = match &a.capture_limit {
+        Some(c) => {
+            plan::parse_size(c).map_err(|e| Fail::input(format!("--capture-limit: {e}")))? as usize
+        }
+        None => engine::capture::DEFAULT_LIMIT,
+    };
     Ok(RunSpec {
         target,
         workload: Arc::new(workload),
@@ -237,5 +243,6 @@ fn spec(
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         grace,
+        capture_limit,
     })
 }

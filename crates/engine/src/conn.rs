@@ -1,6 +1,7 @@
 //! Opening connections for the tokio worker and speaking the chosen protocol over them: TCP
 //! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
 
+use crate::capture::Budget;
 use crate::h1::{H1Conn, Idle, Reply};
 use crate::h2::{H2Conn, Unprocessed};
 use crate::workload::{Captured, Vu, Workload};
@@ -42,6 +43,8 @@ pub struct Connector {
     pub workload: Arc<Workload>,
     /// Per step: its HTTP/1.1 bytes when they never change (serialised once), else `None`.
     pub h1_static: Vec<Option<Bytes>>,
+    /// What responses kept for extraction may hold together.
+    pub captures: Arc<Budget>,
 }
 
 /// How long opening one connection took.
@@ -164,7 +167,7 @@ impl Connector {
     /// One request (`vu`'s next) on `conn`; returns the outcome and the bytes sent.
     pub async fn send(&self, conn: &mut Conn, vu: &mut Vu) -> (Outcome, u64) {
         let step = &self.workload.steps[vu.current];
-        let capture = !step.extract.is_empty();
+        let capture = (!step.extract.is_empty()).then_some(&self.captures);
         match conn {
             Conn::Tls(c) => {
                 let len = match self.prepare_h1(vu) {

@@ -2,15 +2,15 @@
 //! `https://`. Each connection slot owns one HTTP/2 connection and keeps one stream in flight,
 //! so `-c` means the same concurrency for both protocols.
 
+use crate::capture::{Budget, Captured};
 use crate::conn::io_kind;
-use crate::h1::reader::MAX_CAPTURE;
 use crate::h1::Reply;
-use crate::workload::Captured;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use stats::ErrorKind;
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// One HTTP/2 connection; its driver runs as a task on the worker's runtime.
@@ -40,7 +40,7 @@ impl H2Conn {
     pub async fn roundtrip(
         &mut self,
         req: http::Request<Full<Bytes>>,
-        capture: bool,
+        capture: Option<&Arc<Budget>>,
     ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
         // A connection that cannot take a request (closing or closed) never saw this one.
         if self.send.ready().await.is_err() {
@@ -80,11 +80,12 @@ fn unprocessed(e: &hyper::Error) -> bool {
 /// Reads a response's body, counting it and keeping it when `capture` is set.
 async fn read_response(
     resp: http::Response<hyper::body::Incoming>,
-    capture: bool,
+    capture: Option<&Arc<Budget>>,
 ) -> Result<(Reply, Option<Captured>), ErrorKind> {
     let status = resp.status().as_u16();
-    let mut kept = capture.then(|| Captured {
-        headers: resp
+    let mut kept = capture.map(|budget| {
+        let mut c = Captured::new(budget.clone());
+        c.headers = resp
             .headers()
             .iter()
             .map(|(n, v)| {
@@ -93,8 +94,8 @@ async fn read_response(
                     String::from_utf8_lossy(v.as_bytes()).into_owned(),
                 )
             })
-            .collect(),
-        body: Vec::new(),
+            .collect();
+        c
     });
     let mut body = resp.into_body();
     let mut bytes_in = 0u64;
@@ -103,8 +104,7 @@ async fn read_response(
         if let Some(d) = frame.data_ref() {
             bytes_in += d.len() as u64;
             if let Some(k) = kept.as_mut() {
-                let room = MAX_CAPTURE.saturating_sub(k.body.len());
-                k.body.extend_from_slice(&d[..d.len().min(room)]);
+                k.keep(d);
             }
         }
     }

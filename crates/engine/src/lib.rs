@@ -2,6 +2,7 @@
 //! fast path ([`h1`]), HTTP/2 ([`h2`]), TLS ([`tls`]) and the run/aggregation loop ([`run`]).
 //! Callers build a [`RunSpec`] and call [`run()`]; nothing here prints.
 
+pub mod capture;
 pub mod conn;
 pub mod guard;
 pub mod h1;

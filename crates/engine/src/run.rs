@@ -2,6 +2,7 @@
 //! core, merge their per-second buckets in order (the aggregator), hand every finished second to
 //! an observer (live progress, later sliding-window SLOs), and return the totals.
 
+use crate::capture::Budget;
 use crate::conn::Connector;
 use crate::schedule::Curve;
 use crate::target::{StatusSet, Target, TargetError};
@@ -72,6 +73,8 @@ pub struct RunSpec {
     pub threads: usize,
     /// How long requests still in flight at the end of the schedule may take to finish.
     pub grace: Duration,
+    /// Bytes all responses kept for extraction may hold together (`--capture-limit`).
+    pub capture_limit: usize,
 }
 
 /// Why a run could not start.
@@ -206,6 +209,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         workload: spec.workload.clone(),
         h1_static: Connector::static_requests(&spec.workload, &target.authority, spec.keepalive)
             .map_err(RunError::Request)?,
+        captures: Budget::new(spec.capture_limit),
     };
     let workers = spec.threads.clamp(1, spec.load.max_connections().max(1));
     let start = Instant::now();

@@ -16,6 +16,7 @@
 //! In a mix, every attempt is its own iteration: it picks a request by weight and takes fresh
 //! data rows.
 
+pub use crate::capture::{Captured, Extractor};
 use crate::guard;
 use crate::rng::Rng;
 use crate::target::StatusSet;
@@ -53,51 +54,6 @@ impl Table {
             self.next.fetch_add(1, Ordering::Relaxed)
         };
         (i % n) as usize
-    }
-}
-
-/// Where an extracted variable comes from.
-#[derive(Debug)]
-pub enum Extractor {
-    /// RFC 9535 JSONPath on a JSON body; the first match (strings unquoted).
-    Json(serde_json_path::JsonPath),
-    /// A response header (case-insensitive).
-    Header(String),
-    /// A regex on the body: capture group 1, or the whole match without groups.
-    Regex(regex::Regex),
-}
-
-/// A response kept for extraction: headers and the (de-chunked) body.
-#[derive(Clone, Debug, Default)]
-pub struct Captured {
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Extractor {
-    fn apply(&self, r: &Captured) -> Option<String> {
-        match self {
-            Extractor::Json(path) => {
-                let v: serde_json::Value = serde_json::from_slice(&r.body).ok()?;
-                let found = path.query(&v).first()?;
-                Some(match found {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-            }
-            Extractor::Header(name) => r
-                .headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.clone()),
-            Extractor::Regex(re) => {
-                let text = String::from_utf8_lossy(&r.body);
-                let caps = re.captures(&text)?;
-                caps.get(1)
-                    .or_else(|| caps.get(0))
-                    .map(|m| m.as_str().to_string())
-            }
-        }
     }
 }
 
@@ -322,6 +278,8 @@ pub struct Vu {
     pub buf: Vec<u8>,
     /// Why the current request was refused before sending, until it is recorded.
     pub refused: Option<Refusal>,
+    /// Why the current request's extraction failed, until it is recorded.
+    pub extract_failure: Option<String>,
     body: Vec<u8>,
 }
 
@@ -338,6 +296,7 @@ impl Vu {
             current: 0,
             buf: Vec::new(),
             refused: None,
+            extract_failure: None,
             body: Vec::new(),
         }
     }
@@ -454,9 +413,14 @@ impl Vu {
         let mut result = status.map(|_| ());
         if ok && !step.extract.is_empty() {
             for (var, ex) in &step.extract {
-                match captured.and_then(|c| ex.apply(c)) {
-                    Some(v) => self.vars[*var] = Some(v),
-                    None => {
+                let found = match captured {
+                    Some(c) => ex.apply(c),
+                    None => Err("the response was not kept".to_string()),
+                };
+                match found {
+                    Ok(v) => self.vars[*var] = Some(v),
+                    Err(why) => {
+                        self.extract_failure = Some(why);
                         result = Err(ErrorKind::Extract);
                         break;
                     }
@@ -526,10 +490,7 @@ mod tests {
         let w = Workload::new(vec![login, list], true, Vec::new(), vars, 1);
         let ok = StatusSet::parse("200-399").unwrap();
         let mut vu = Vu::new(&w, 3);
-        let token = Captured {
-            headers: Vec::new(),
-            body: br#"{"access_token":"t-1"}"#.to_vec(),
-        };
+        let token = Captured::of(Vec::new(), br#"{"access_token":"t-1"}"#.to_vec());
         assert_eq!(vu.next(&w), 0);
         assert_eq!(vu.complete(&w, Ok(200), &ok, Some(&token)), Ok(()));
         assert_eq!(vu.next(&w), 1);
@@ -541,7 +502,7 @@ mod tests {
         assert!(!vu.in_iteration(), "iteration over after the last step");
         // A login whose body lacks the token is an extraction error and restarts the flow.
         assert_eq!(vu.next(&w), 0);
-        let empty = Captured::default();
+        let empty = Captured::of(Vec::new(), Vec::new());
         assert_eq!(
             vu.complete(&w, Ok(200), &ok, Some(&empty)),
             Err(ErrorKind::Extract)
@@ -554,34 +515,28 @@ mod tests {
 
     #[test]
     fn extractors() {
-        let r = Captured {
-            headers: vec![("X-Request-Id".into(), "abc".into())],
-            body: br#"{"items":[{"id":42}],"next":"p2"} id=77"#.to_vec(),
-        };
+        let r = Captured::of(
+            vec![("X-Request-Id".into(), "abc".into())],
+            br#"{"items":[{"id":42}],"next":"p2"} id=77"#.to_vec(),
+        );
         let json = |p: &str| Extractor::Json(serde_json_path::JsonPath::parse(p).unwrap());
+        let why = json("$.items[0].id").apply(&r).unwrap_err();
+        assert!(why.starts_with("the body is not JSON"), "{why}");
+        let body_json = Captured::of(Vec::new(), br#"{"items":[{"id":42}],"next":"p2"}"#.to_vec());
+        assert_eq!(json("$.items[0].id").apply(&body_json).as_deref(), Ok("42"));
+        assert_eq!(json("$.next").apply(&body_json).as_deref(), Ok("p2"));
         assert_eq!(
-            json("$.items[0].id").apply(&r),
-            None,
-            "body is not pure JSON"
+            json("$.missing").apply(&body_json),
+            Err("JSONPath $.missing matched nothing".to_string())
         );
-        let body_json = Captured {
-            headers: Vec::new(),
-            body: br#"{"items":[{"id":42}],"next":"p2"}"#.to_vec(),
-        };
-        assert_eq!(
-            json("$.items[0].id").apply(&body_json).as_deref(),
-            Some("42")
-        );
-        assert_eq!(json("$.next").apply(&body_json).as_deref(), Some("p2"));
-        assert_eq!(json("$.missing").apply(&body_json), None);
         assert_eq!(
             Extractor::Header("x-request-id".into())
                 .apply(&r)
                 .as_deref(),
-            Some("abc")
+            Ok("abc")
         );
-        let re = Extractor::Regex(regex::Regex::new(r"id=(\d+)").unwrap());
-        assert_eq!(re.apply(&r).as_deref(), Some("77"));
+        let re = Extractor::Regex(regex::bytes::Regex::new(r"id=(\d+)").unwrap());
+        assert_eq!(re.apply(&r).as_deref(), Ok("77"));
     }
 
     #[test]

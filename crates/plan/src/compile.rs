@@ -477,16 +477,18 @@ impl Cx<'_> {
     }
 
     fn regex(&self, at: &S<RawExtract>, re: &str) -> Result<Extractor, PlanError> {
-        regex::Regex::new(re).map(Extractor::Regex).map_err(|e| {
-            let first = e
-                .to_string()
-                .lines()
-                .last()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            self.err(at, format!("invalid regex '{re}': {first}"))
-        })
+        regex::bytes::Regex::new(re)
+            .map(Extractor::Regex)
+            .map_err(|e| {
+                let first = e
+                    .to_string()
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                self.err(at, format!("invalid regex '{re}': {first}"))
+            })
     }
 
     fn slo(&self, t: &S<String>, steps: &[String]) -> Result<Slo, PlanError> {

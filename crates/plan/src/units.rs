@@ -91,6 +91,37 @@ pub fn parse_rate(text: &str) -> Result<f64, UnitError> {
     Ok(n / per)
 }
 
+/// Parses a size in bytes: `65536`, `64KiB`, `64MiB`, `1GiB` (or KB/MB/GB, decimal).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let s = text.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale: f64 = match unit.trim() {
+        "" | "B" => 1.0,
+        "KiB" | "K" => 1024.0,
+        "MiB" | "M" => 1024.0 * 1024.0,
+        "GiB" | "G" => 1024.0 * 1024.0 * 1024.0,
+        "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        other => {
+            return Err(format!(
+                "invalid size '{text}': unknown unit '{other}' (examples: 64MiB, 1GiB, 500KB)"
+            ))
+        }
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid size '{text}' (examples: 64MiB, 1GiB, 500KB)"))?;
+    let bytes = n * scale;
+    if !(1024.0..=16.0 * 1024.0 * 1024.0 * 1024.0).contains(&bytes) {
+        return Err(format!("size '{text}' is out of range (1KiB to 16GiB)"));
+    }
+    Ok(bytes as u64)
+}
+
 /// Most stages a profile may have.
 pub const MAX_STAGES: usize = 1000;
 

@@ -56,9 +56,22 @@ pub struct ScenarioResult {
     /// the first refused part and value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<RefusedJson>,
+    /// Extractions that found nothing (`errors_by_kind.extract`): per request name, how many
+    /// and why the first one failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extract_failures: Vec<ExtractFailureJson>,
     /// Why the scenario could not run (the run stopped there; earlier scenarios are kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Extractions of one request that found nothing.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExtractFailureJson {
+    pub request: String,
+    pub count: u64,
+    /// Why the first one failed (`JSONPath $.token matched nothing`, `response too large ...`).
+    pub reason: String,
 }
 
 /// Attempts of one request that were never sent because a rendered value broke the wire rules.
@@ -276,6 +289,18 @@ impl ScenarioResult {
                 })
             })
             .collect();
+        let extract_failures = out
+            .by_request
+            .iter()
+            .filter_map(|(n, t)| {
+                let why = t.all.extract_failure.as_ref()?;
+                Some(ExtractFailureJson {
+                    request: n.clone(),
+                    count: t.all.errors_by_kind[ErrorKind::Extract.index()],
+                    reason: why.to_string(),
+                })
+            })
+            .collect();
         let first = &spec.workload.steps[0];
         ScenarioResult {
             name: name.to_string(),
@@ -316,6 +341,7 @@ impl ScenarioResult {
                 .collect(),
             observed: BTreeMap::new(),
             refused,
+            extract_failures,
             error: None,
         }
     }

@@ -195,6 +195,18 @@ pub fn render(r: &ScenarioResult) -> String {
             ),
         );
     }
+    for x in &r.extract_failures {
+        row(
+            &mut o,
+            "extract",
+            format!(
+                "{} of '{}' found nothing; first: {}",
+                fmt_count(x.count),
+                x.request,
+                x.reason
+            ),
+        );
+    }
     if s.unfinished > 0 {
         row(
             &mut o,

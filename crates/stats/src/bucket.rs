@@ -78,6 +78,8 @@ pub struct Bucket {
     pub max_lag_us: u64,
     /// The first attempt refused before sending (see [`ErrorKind::InvalidRequest`]).
     pub refused: Option<Box<Refusal>>,
+    /// Why the first failed extraction ([`ErrorKind::Extract`]) found nothing.
+    pub extract_failure: Option<Box<String>>,
     /// Connection setup, kept apart from request latency: connections opened, TCP connect
     /// times, TLS handshake times, and (without keep-alive) connect plus request, in µs. The
     /// histograms exist only in seconds that opened connections.
@@ -150,6 +152,7 @@ impl Bucket {
             late: 0,
             max_lag_us: 0,
             refused: None,
+            extract_failure: None,
             setup: Setup::default(),
         }
     }
@@ -176,6 +179,14 @@ impl Bucket {
         self.record_error(ErrorKind::InvalidRequest);
         if self.refused.is_none() {
             self.refused = Some(Box::new(refusal));
+        }
+    }
+
+    /// Records a failed extraction; the first one's reason is kept.
+    pub fn record_extract_failure(&mut self, why: Option<String>) {
+        self.record_error(ErrorKind::Extract);
+        if self.extract_failure.is_none() {
+            self.extract_failure = why.map(Box::new);
         }
     }
 
@@ -207,6 +218,9 @@ impl Bucket {
         self.max_lag_us = self.max_lag_us.max(other.max_lag_us);
         if self.refused.is_none() {
             self.refused.clone_from(&other.refused);
+        }
+        if self.extract_failure.is_none() {
+            self.extract_failure.clone_from(&other.extract_failure);
         }
         self.setup.merge(&other.setup);
     }

@@ -103,7 +103,7 @@ fn server() -> &'static testkit::Server {
     })
 }
 
-const RUN_FLAGS: [&str; 10] = [
+const RUN_FLAGS: [&str; 11] = [
     "-c",
     "-d",
     "-n",
@@ -114,6 +114,7 @@ const RUN_FLAGS: [&str; 10] = [
     "--threads",
     "--grace",
     "--seed",
+    "--capture-limit",
 ];
 
 const FIND_FLAGS: [&str; 8] = [

@@ -766,3 +766,71 @@ fn connection_setup_has_its_own_figures() {
         r["summary"]
     );
 }
+
+/// Kept responses share one budget: a 3 MiB login answer is extracted under the default
+/// budget, and fails as `extract` with its size in the summary under `--capture-limit 1MiB`
+/// (plain and chunked framing, HTTP/1.1 and HTTP/2).
+#[test]
+fn kept_responses_share_one_budget() {
+    let big = format!(r#"{{"pad":"{}","token":"t-1"}}"#, "x".repeat(3 << 20));
+    let chunked: Vec<Vec<u8>> = big.as_bytes().chunks(100_000).map(<[u8]>::to_vec).collect();
+    let body = big.clone();
+    let handler: Handler = Arc::new(move |r: &Req| match r.path {
+        "/login" => Reply::ok(&body, Duration::ZERO),
+        "/login-chunked" => Reply::Chunked(chunked.clone()),
+        _ => Reply::ok("{}", Duration::ZERO),
+    });
+    let raw = testkit::serve(handler.clone()).expect("server");
+    let h2 = testkit::serve_hyper(testkit::Options::default(), handler).expect("server");
+    let flow = |login: &str| {
+        format!(
+            "scenarios:\n  - name: s\n    load: {{ connections: 2, requests: 8 }}\n    flow:\n      - {{ name: login, path: {login}, extract: {{ token: \"$.token\" }} }}\n      - {{ name: api, path: /api, headers: {{ X-Token: \"{{{{token}}}}\" }} }}\n"
+        )
+    };
+    let cases = [
+        (raw.url(""), "/login", &[][..]),
+        (raw.url(""), "/login-chunked", &[][..]),
+        (h2.url(""), "/login", &["--http2"][..]),
+    ];
+    for (target, login, flags) in cases {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let p = plan(dir.path(), &format!("target: {target}\n{}", flow(login)));
+        for (limit, ok) in [(None, true), (Some("1MiB"), false)] {
+            let out = dir.path().join("r.json");
+            let mut cmd = brink();
+            cmd.args([
+                "run",
+                p.to_str().unwrap(),
+                "-q",
+                "--json",
+                out.to_str().unwrap(),
+            ])
+            .args(flags);
+            if let Some(l) = limit {
+                cmd.args(["--capture-limit", l]);
+            }
+            let run = cmd
+                .timeout(Duration::from_secs(60))
+                .output()
+                .expect("brink runs");
+            let r = json_of(&out);
+            let s = &r["summary"];
+            let case = format!("{login} {flags:?} limit {limit:?}");
+            if ok {
+                assert_eq!(run.status.code(), Some(0), "{case}: {s}");
+                assert_eq!(s["errors_by_kind"]["extract"], 0, "{case}: {s}");
+                assert_eq!(s["ok"], 8, "{case}: {s}");
+            } else {
+                assert_eq!(s["errors_by_kind"]["extract"], 8, "{case}: {s}");
+                let why = r["scenarios"][0]["extract_failures"][0]["reason"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                assert!(
+                    why.starts_with("response too large to extract: ") && why.contains("1 MiB"),
+                    "{case}: {why}"
+                );
+            }
+        }
+    }
+}

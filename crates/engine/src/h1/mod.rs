@@ -8,13 +8,14 @@ pub mod parse;
 pub mod reader;
 mod scan;
 
+use crate::capture::{Budget, Captured};
 use crate::conn::io_kind;
-use crate::workload::Captured;
 pub use reader::Reply;
 use reader::{ReadBuf, Reader};
 use stats::ErrorKind;
 use std::future::poll_fn;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -68,12 +69,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         &mut self,
         req: &[u8],
         head_request: bool,
-        capture: bool,
+        capture: Option<&Arc<Budget>>,
     ) -> Result<(Reply, Option<Captured>), ErrorKind> {
-        let mut reader = if capture {
-            Reader::capturing(head_request)
-        } else {
-            Reader::new(head_request)
+        let mut reader = match capture {
+            Some(budget) => Reader::capturing(head_request, budget.clone()),
+            None => Reader::new(head_request),
         };
         self.buf.filled = 0;
         let (io, buf) = (&mut self.io, &mut self.buf);

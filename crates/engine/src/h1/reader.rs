@@ -4,11 +4,9 @@
 //! so framing rules live in one place.
 
 use super::parse::{parse_head, Chunked, Framing};
-use crate::workload::Captured;
+use crate::capture::{Budget, Captured};
 use stats::ErrorKind;
-
-/// Most body bytes kept for extraction; a longer body is cut (and its JSON will not parse).
-pub const MAX_CAPTURE: usize = 4 << 20;
+use std::sync::Arc;
 
 /// Initial read buffer: large enough for common heads; grows up to [`MAX_HEAD`].
 pub const INITIAL_BUF: usize = 8 * 1024;
@@ -39,7 +37,7 @@ enum Phase {
 }
 
 /// The state of one response being read.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Reader {
     head_request: bool,
     phase: Phase,
@@ -67,6 +65,14 @@ impl Default for ReadBuf {
 }
 
 impl ReadBuf {
+    /// A buffer holding no memory; it must get some ([`ReadBuf::default`]) before a read.
+    pub const fn empty() -> ReadBuf {
+        ReadBuf {
+            data: Vec::new(),
+            filled: 0,
+        }
+    }
+
     /// The free tail to read into.
     pub fn spare(&mut self) -> &mut [u8] {
         &mut self.data[self.filled..]
@@ -86,19 +92,20 @@ impl Reader {
         }
     }
 
-    /// A reader that also keeps the response's headers and body (for extraction).
-    pub fn capturing(head_request: bool) -> Reader {
+    /// A reader that also keeps the response's headers and body (for extraction), within
+    /// the run's capture `budget`.
+    pub fn capturing(head_request: bool, budget: Arc<Budget>) -> Reader {
         Reader {
-            capture: Some(Box::default()),
+            capture: Some(Box::new(Captured::new(budget))),
             ..Reader::new(head_request)
         }
     }
 
-    /// The kept response once it is complete (body de-chunked).
+    /// The kept response once it is complete (body de-chunked in place).
     pub fn take_capture(&mut self) -> Option<Captured> {
         let mut c = *self.capture.take()?;
         if matches!(self.phase, Phase::Chunked(_)) {
-            c.body = dechunk(&c.body);
+            c.dechunk();
         }
         Some(c)
     }
@@ -113,10 +120,6 @@ impl Reader {
             }
         }
         let body = &buf.data[..buf.filled];
-        if let Some(c) = self.capture.as_mut() {
-            let room = MAX_CAPTURE.saturating_sub(c.body.len());
-            c.body.extend_from_slice(&body[..body.len().min(room)]);
-        }
         let (done, used) = match &mut self.phase {
             Phase::Head => (false, body.len()),
             Phase::Length(left) => {
@@ -127,6 +130,9 @@ impl Reader {
             Phase::Chunked(c) => c.feed_counted(body).map_err(|_| ErrorKind::Protocol)?,
             Phase::UntilClose => (false, body.len()),
         };
+        if let Some(c) = self.capture.as_mut() {
+            c.keep(&body[..used]);
+        }
         let stray = body.len() - used;
         // Body bytes are counted, never kept.
         buf.filled = 0;
@@ -216,26 +222,6 @@ fn header_list(head: &[u8]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The data of a complete chunked body (framing already validated by [`Chunked`]).
-fn dechunk(raw: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(raw.len());
-    let mut rest = raw;
-    while let Some(eol) = rest.iter().position(|&b| b == b'\n') {
-        let line = String::from_utf8_lossy(&rest[..eol]);
-        let size = line.split(';').next().map(str::trim).unwrap_or("");
-        let Ok(n) = usize::from_str_radix(size, 16) else {
-            break;
-        };
-        rest = &rest[eol + 1..];
-        if n == 0 || n > rest.len() {
-            break;
-        }
-        out.extend_from_slice(&rest[..n]);
-        rest = rest[n..].strip_prefix(b"\r\n").unwrap_or(&rest[n..]);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,7 +275,7 @@ mod tests {
         let resp = b"HTTP/1.1 200 OK\r\nX-Token: abc\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4;x=1\r\n\":1}\r\n0\r\n\r\n";
         for step in [1, 5, resp.len()] {
             let mut buf = ReadBuf::default();
-            let mut r = Reader::capturing(false);
+            let mut r = Reader::capturing(false, Budget::new(1 << 20));
             let mut rest = &resp[..];
             let mut done = false;
             while !rest.is_empty() && !done {

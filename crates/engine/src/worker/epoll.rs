@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 /// Housekeeping period: timeout checks, target updates, backoff restarts, stop checks.
 const TICK: Duration = Duration::from_millis(10);
+/// Most spare read buffers a worker keeps (beyond these, a freed buffer is dropped).
+const POOL: usize = 64;
 /// Token of the open model's precise wake-up timer (connection tokens are slot indices).
 const ALARM: usize = usize::MAX;
 
@@ -49,6 +51,8 @@ enum State {
 struct Conn {
     sock: Option<Sock>,
     state: State,
+    /// Held only while a response is being read (from the worker's pool); empty otherwise,
+    /// so an idle connection costs no read buffer.
     buf: ReadBuf,
     reader: Reader,
     /// Latency is measured from here (the intended start).
@@ -96,6 +100,8 @@ struct Worker<'a> {
     idle: Vec<usize>,
     /// Open model: wakes the loop when the next request is due.
     alarm: Option<Alarm>,
+    /// Read buffers not held by any connection.
+    pool: Vec<ReadBuf>,
 }
 
 /// Runs the worker; returns its last partial buckets and the requests still in flight.
@@ -116,7 +122,7 @@ pub fn run(
         .map(|k| Conn {
             sock: None,
             state: State::Idle,
-            buf: ReadBuf::default(),
+            buf: ReadBuf::empty(),
             reader: Reader::new(false),
             base: now,
             sent: now,
@@ -156,6 +162,7 @@ pub fn run(
             Vec::new()
         },
         alarm,
+        pool: Vec::new(),
     };
     w.run_loop();
     Ok((std::mem::take(&mut w.rec), w.in_flight))
@@ -296,7 +303,7 @@ impl Worker<'_> {
         c.reader = if step.extract.is_empty() {
             Reader::new(step.is_head())
         } else {
-            Reader::capturing(step.is_head())
+            Reader::capturing(step.is_head(), connector.captures.clone())
         };
         c.buf.filled = 0;
         if c.sock.is_some() {
@@ -398,8 +405,23 @@ impl Worker<'_> {
     }
 
     /// Reads what arrived; completes the attempt when the response is whole (or the
-    /// connection failed). Returns whether the attempt was completed.
+    /// connection failed). Returns whether the attempt was completed. The connection holds a
+    /// read buffer only for this: it takes one from the pool and gives it back unless part of
+    /// a response head is waiting in it.
     fn read(&mut self, k: usize) -> bool {
+        if self.conns[k].buf.data.is_empty() {
+            self.conns[k].buf = self.pool.pop().unwrap_or_default();
+        }
+        let done = self.read_into_buf(k);
+        let c = &mut self.conns[k];
+        if c.buf.filled == 0 && !c.buf.data.is_empty() && self.pool.len() < POOL {
+            self.pool
+                .push(std::mem::replace(&mut c.buf, ReadBuf::empty()));
+        }
+        done
+    }
+
+    fn read_into_buf(&mut self, k: usize) -> bool {
         loop {
             let c = &mut self.conns[k];
             let Some(sock) = c.sock.as_ref() else {

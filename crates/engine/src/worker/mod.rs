@@ -118,7 +118,11 @@ fn record(
             reply.keep_alive && shared.keepalive
         }
         (Ok(reply), Err(kind)) => {
-            rec.record_error(kind);
+            if kind == ErrorKind::Extract {
+                rec.record_extract_failure(vu.extract_failure.take());
+            } else {
+                rec.record_error(kind);
+            }
             rec.bytes_in += reply.bytes_in;
             record_stray(rec, reply.stray);
             reply.keep_alive && shared.keepalive
