@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn knee_cases() {
-        // Seed 004: 25 -> 50 connections, p90 1.68 ms -> 117 ms (x70 for 2x load).
+        // A sweep seen behind a container bridge: 25 -> 50 connections, p90 1.68 ms -> 117 ms (x70 for 2x load).
         let k = knee(&[
             p(10.0, 15400.0, 0.94),
             p(25.0, 24400.0, 1.68),

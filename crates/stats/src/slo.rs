@@ -516,7 +516,7 @@ mod tests {
     }
 
     #[test]
-    fn margins_match_seed_001() {
+    fn margins_match_a_hand_made_sla_table() {
         // p50 19.49ms against < 50ms: 61% margin.
         let s = parse("p50 < 50ms").unwrap();
         assert!((s.margin(19.49) - 0.61).abs() < 0.005);

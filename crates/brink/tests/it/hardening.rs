@@ -834,3 +834,43 @@ fn kept_responses_share_one_budget() {
         }
     }
 }
+
+/// User-visible text (terminal output and diagnoses come from the sources; README, docs,
+/// examples) speaks of situations, never of the project's research notes ("seed 004").
+#[test]
+fn user_visible_text_never_cites_research_notes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![root.join("README.md")];
+    for dir in ["docs", "examples", "crates"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() && !p.ends_with("target") {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| {
+                    ["rs", "md", "yaml", "yml", "csv"].contains(&x.to_str().unwrap_or(""))
+                }) {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    assert!(files.len() > 50, "found {} files", files.len());
+    let this_file = Path::new(file!()).file_name();
+    for f in files {
+        if f.file_name() == this_file {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f)
+            .unwrap_or_default()
+            .to_lowercase();
+        for (i, line) in text.lines().enumerate() {
+            let cites = line.match_indices("seed").any(|(at, _)| {
+                let rest = line[at + 4..].trim_start_matches([' ', '_', '-']);
+                rest.len() >= 3 && rest.as_bytes()[..3].iter().all(u8::is_ascii_digit)
+            }) || line.contains("seeds/");
+            assert!(!cites, "{}:{}: {line}", f.display(), i + 1);
+        }
+    }
+}
