@@ -13,6 +13,15 @@ fn brink() -> Command {
     Command::cargo_bin("brink").expect("binary built")
 }
 
+/// Runs brink with `args` to the end (at most 30 s) and returns what it printed.
+fn output(args: &[&str]) -> std::process::Output {
+    brink()
+        .args(args)
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("brink runs")
+}
+
 fn plan(dir: &Path, text: &str) -> PathBuf {
     let path = dir.join("plan.yaml");
     std::fs::write(&path, text).expect("write plan");
@@ -143,22 +152,11 @@ fn a_data_cell_cannot_break_the_request_line() {
         srv.url("")
     );
     let p = plan(dir.path(), &text);
-    let out = dir.path().join("r.json");
-    brink()
-        .args([
-            "run",
-            p.to_str().unwrap(),
-            "-q",
-            "--json",
-            out.to_str().unwrap(),
-        ])
-        .timeout(Duration::from_secs(30))
-        .assert()
-        .code(0);
+    let (code, r) = run_json(p.to_str().unwrap(), &[]);
+    assert_eq!(code, Some(0));
     let seen = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
     assert_eq!(seen.len(), 5, "every other row is good");
     assert!(seen.iter().all(|(_, p, _)| p == "/items/7"), "{seen:?}");
-    let r = json_of(&out);
     assert_eq!(r["summary"]["errors_by_kind"]["invalid_request"], 5);
     assert_eq!(r["scenarios"][0]["refused"][0]["part"], "path");
 }
@@ -455,19 +453,15 @@ fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> (Option<i32
 #[test]
 fn result_files_are_whole_or_untouched() {
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server starts");
-    let out = brink()
-        .args([
-            "run",
-            &srv.url("/"),
-            "-n",
-            "20",
-            "-q",
-            "--json",
-            "/dev/full",
-        ])
-        .timeout(Duration::from_secs(20))
-        .output()
-        .expect("brink runs");
+    let out = output(&[
+        "run",
+        &srv.url("/"),
+        "-n",
+        "20",
+        "-q",
+        "--json",
+        "/dev/full",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -726,20 +720,16 @@ fn connection_setup_has_its_own_figures() {
         "connect + request: {s}"
     );
 
-    let out = brink()
-        .args([
-            "run",
-            &url,
-            "--insecure",
-            "-c",
-            "1",
-            "-n",
-            "4",
-            "--no-keepalive",
-        ])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .expect("brink runs");
+    let out = output(&[
+        "run",
+        &url,
+        "--insecure",
+        "-c",
+        "1",
+        "-n",
+        "4",
+        "--no-keepalive",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("connections   4 opened; connect p50") && text.contains("TLS handshake p50"),
