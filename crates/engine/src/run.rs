@@ -9,8 +9,7 @@ use crate::target::{StatusSet, Target, TargetError};
 use crate::tls::{client_config, server_name, TlsError};
 use crate::worker;
 use crate::workload::Workload;
-use stats::{Bucket, LatencySummary, Totals};
-use std::collections::BTreeMap;
+use stats::{Bucket, LatencySummary, Timeline, Totals};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -147,6 +146,10 @@ pub struct Second {
     pub connects: u64,
     pub connect: Option<LatencySummary>,
     pub tls: Option<LatencySummary>,
+    /// This second's latency (from the intended start) and service-time histograms, encoded
+    /// ([`stats::encode`]): kept small so memory grows by about a kilobyte per second.
+    pub latency_hdr: String,
+    pub service_hdr: String,
 }
 
 /// Everything a finished run measured.
@@ -315,15 +318,11 @@ pub fn run(
     })
 }
 
-/// Merges per-worker buckets into whole seconds, in order.
+/// Turns the workers' seconds into whole seconds (a [`Timeline`]), hands each to the observer
+/// and adds it to the totals.
 struct Aggregator<'a> {
     load: &'a Load,
-    /// Per second: one bucket per request, merged across workers.
-    pending: BTreeMap<u64, Vec<Bucket>>,
-    /// Highest second received from each worker.
-    seen: Vec<Option<u64>>,
-    done: Vec<bool>,
-    next: u64,
+    timeline: Timeline,
     totals: Totals,
     by_request: Vec<Totals>,
     seconds: Vec<Second>,
@@ -336,10 +335,7 @@ impl<'a> Aggregator<'a> {
     fn new(workers: usize, load: &'a Load, requests: usize) -> Self {
         Aggregator {
             load,
-            pending: BTreeMap::new(),
-            seen: vec![None; workers],
-            done: vec![false; workers],
-            next: 0,
+            timeline: Timeline::new(workers, requests.max(1)),
             totals: Totals::default(),
             by_request: vec![Totals::default(); requests.max(1)],
             seconds: Vec::new(),
@@ -349,58 +345,37 @@ impl<'a> Aggregator<'a> {
     }
 
     fn bucket(&mut self, w: usize, b: Vec<Bucket>) {
-        let Some(second) = b.first().map(|b| b.second) else {
-            return;
-        };
-        self.seen[w] = Some(self.seen[w].map_or(second, |s| s.max(second)));
-        match self.pending.get_mut(&second) {
-            Some(p) => p.iter_mut().zip(&b).for_each(|(p, b)| p.merge(b)),
-            None => {
-                self.pending.insert(second, b);
-            }
-        }
+        self.timeline.add(w, b);
     }
 
     fn done(&mut self, w: usize, unfinished: u64) {
-        if !self.done[w] {
-            self.done[w] = true;
+        if !self.timeline.is_finished(w) {
+            self.timeline.finish(w);
             self.unfinished += unfinished;
         }
     }
 
     fn all_done(&self) -> bool {
-        self.done.iter().all(|&d| d)
+        self.timeline.finished()
     }
 
     /// Emits every second that all still-running workers have reported; true once the
     /// observer has asked to stop.
     fn emit_ready(&mut self, observer: &mut dyn Observer) -> bool {
-        loop {
-            let s = self.next;
-            let ready =
-                (0..self.done.len()).all(|w| self.done[w] || self.seen[w].is_some_and(|x| x >= s));
-            if !ready || !self.pending.contains_key(&s) && !self.pending.keys().any(|&k| k > s) {
-                return self.aborted;
-            }
-            self.emit(s, observer);
+        while let Some((s, parts)) = self.timeline.pop_complete() {
+            self.emit(s, parts, observer);
         }
+        self.aborted
     }
 
     /// Emits everything left, in order.
     fn flush(&mut self, observer: &mut dyn Observer) {
-        while let Some(&last) = self.pending.keys().next_back() {
-            if self.next > last {
-                break;
-            }
-            self.emit(self.next, observer);
+        while let Some((s, parts)) = self.timeline.pop_any() {
+            self.emit(s, parts, observer);
         }
     }
 
-    fn emit(&mut self, s: u64, observer: &mut dyn Observer) {
-        let parts = self
-            .pending
-            .remove(&s)
-            .unwrap_or_else(|| vec![Bucket::new(s); self.by_request.len()]);
+    fn emit(&mut self, s: u64, parts: Vec<Bucket>, observer: &mut dyn Observer) {
         let mut b = Bucket::new(s);
         for (part, totals) in parts.iter().zip(&mut self.by_request) {
             b.merge(part);
@@ -417,6 +392,8 @@ impl<'a> Aggregator<'a> {
             connects: b.setup.opened,
             connect: b.setup.connect.as_deref().map(LatencySummary::of),
             tls: b.setup.tls.as_deref().map(LatencySummary::of),
+            latency_hdr: stats::encode(&b.corrected),
+            service_hdr: stats::encode(&b.service),
         };
         let view = SecondView {
             second: &second,
@@ -429,6 +406,5 @@ impl<'a> Aggregator<'a> {
             self.aborted = true;
         }
         self.seconds.push(second);
-        self.next = s + 1;
     }
 }

@@ -205,6 +205,12 @@ pub struct SummaryJson {
     pub schedule: Option<ScheduleInfo>,
     /// Corrected latency in log-spaced bins.
     pub latency_histogram: Vec<HistBin>,
+    /// The whole histograms, µs, in the HdrHistogram interval-log form (V2, DEFLATE, base64):
+    /// latency from the intended start, and service time. Exact; they merge with any other.
+    #[serde(default)]
+    pub latency_hdr: String,
+    #[serde(default)]
+    pub service_hdr: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -244,6 +250,12 @@ pub struct SecondRow {
     pub connect_p99: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_p99: Option<f64>,
+    /// This second's latency and service-time histograms (as `summary.latency_hdr`): merging
+    /// every second's gives exactly the summary's.
+    #[serde(default)]
+    pub latency_hdr: String,
+    #[serde(default)]
+    pub service_hdr: String,
     /// Server figures sampled in this second (`--observe`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub observed: BTreeMap<String, f64>,
@@ -336,6 +348,8 @@ impl ScenarioResult {
                     connects: x.connects,
                     connect_p99: x.connect.map(|c| c.p99),
                     tls_p99: x.tls.map(|c| c.p99),
+                    latency_hdr: x.latency_hdr.clone(),
+                    service_hdr: x.service_hdr.clone(),
                     observed: BTreeMap::new(),
                 })
                 .collect(),
@@ -457,6 +471,8 @@ fn summary_json(
         bytes_out: s.bytes_out,
         schedule,
         latency_histogram: bins(&totals.all.corrected),
+        latency_hdr: stats::encode(&totals.all.corrected),
+        service_hdr: stats::encode(&totals.all.service),
     }
 }
 

@@ -1,5 +1,11 @@
 //! One histogram shape for the whole project: microseconds from 1 µs to 1 h at 3 significant
-//! digits. Using the same bounds everywhere is what makes every merge exact.
+//! digits. Using the same bounds everywhere is what makes every merge exact. Histograms leave
+//! the process in the standard HdrHistogram form (V2 encoding, DEFLATE, base64: what
+//! HdrHistogram interval logs store), so HdrHistogram libraries in any language decode them and
+//! a coordinator can merge the histograms of many runs or workers exactly.
+
+use base64::Engine;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 
 /// Latency histogram in microseconds.
 pub type Histogram = hdrhistogram::Histogram<u64>;
@@ -11,4 +17,50 @@ pub const HIST_MAX_US: u64 = 3_600_000_000;
 pub fn new_histogram() -> Histogram {
     // The bounds are constants that hdrhistogram accepts; failure here is a programming error.
     Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("static histogram bounds are valid")
+}
+
+/// `h` as base64 of its V2 + DEFLATE encoding (the HdrHistogram interval-log form).
+pub fn encode(h: &Histogram) -> String {
+    let mut bytes = Vec::new();
+    // Serialising into memory fails only on a histogram the library cannot represent; the
+    // project's bounds are not such a histogram, so an empty string is never produced in practice.
+    if V2DeflateSerializer::new().serialize(h, &mut bytes).is_err() {
+        return String::new();
+    }
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes what [`encode`] (or any HdrHistogram V2 encoder, compressed or not) produced, into
+/// the project's bounds so it merges with any other histogram here.
+pub fn decode(text: &str) -> Result<Histogram, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("not base64: {e}"))?;
+    let read: Histogram = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("not an HdrHistogram: {e:?}"))?;
+    let mut h = new_histogram();
+    h.add(&read)
+        .map_err(|e| format!("histogram out of bounds: {e:?}"))?;
+    Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_is_exact() {
+        let mut h = new_histogram();
+        for v in [1, 7, 250, 999, 1_000, 12_345, 3_000_000, HIST_MAX_US] {
+            h.record_n(v, v % 7 + 1).unwrap();
+        }
+        let back = decode(&encode(&h)).unwrap();
+        assert_eq!(back, h);
+        assert_eq!(back.value_at_quantile(0.99), h.value_at_quantile(0.99));
+        let empty = decode(&encode(&new_histogram())).unwrap();
+        assert!(empty.is_empty());
+        assert!(decode("not base64!").is_err());
+        assert!(decode("aGVsbG8=").is_err());
+    }
 }

@@ -9,8 +9,10 @@ mod hist;
 mod kind;
 pub mod slo;
 mod summary;
+mod timeline;
 
 pub use bucket::{Bucket, Refusal, Setup, StatusCounts};
-pub use hist::{new_histogram, Histogram, HIST_MAX_US};
+pub use hist::{decode, encode, new_histogram, Histogram, HIST_MAX_US};
 pub use kind::ErrorKind;
 pub use summary::{LatencySummary, Summary, Totals};
+pub use timeline::Timeline;

@@ -10,5 +10,6 @@ mod find;
 mod hardening;
 mod plans;
 mod protocols;
+mod results;
 mod schema;
 mod support;
