@@ -244,63 +244,29 @@ struct Controller<'a> {
 }
 
 impl Controller<'_> {
-    /// Runs the search; returns why it ended.
+    /// Runs steps while [`search::decide`] asks for them; returns why the search ended.
     fn search(&mut self) -> String {
         let s = self.search;
-        let mut level = s.from;
-        let mut last_pass: Option<f64> = None;
-        let first_fail;
-        loop {
-            match self.step(level) {
-                Err(why) => return why,
-                Ok(true) => {
-                    last_pass = Some(level);
-                    if level >= s.to {
-                        return format!(
-                            "every level up to --to {} passed",
-                            fmt_level(s.by_rate, s.to)
-                        );
-                    }
-                    level = self.round(f64::min(level * 2.0, s.to));
-                }
-                Ok(false) => {
-                    first_fail = level;
-                    break;
-                }
-            }
-        }
-        let Some(mut lo) = last_pass else {
-            return format!(
-                "the first level ({}) already failed",
-                fmt_level(s.by_rate, s.from)
-            );
+        let settings = search::Settings {
+            from: s.from,
+            to: s.to,
+            precision: s.precision,
         };
-        let mut hi = first_fail;
-        while hi / lo - 1.0 > s.precision {
-            let mid = self.round((lo + hi) / 2.0);
-            if mid <= lo || mid >= hi {
-                break;
-            }
-            match self.step(mid) {
-                Err(why) => return why,
-                Ok(true) => lo = mid,
-                Ok(false) => hi = mid,
+        let mut outcomes = Vec::new();
+        loop {
+            match search::decide(&settings, &outcomes) {
+                search::Decision::Step(level) => match self.step(level) {
+                    Ok(o) => outcomes.push(o),
+                    Err(why) => return why,
+                },
+                search::Decision::Stop(stop) => return stop_text(s, stop),
             }
         }
-        format!(
-            "bisected between {} (pass) and {} (fail)",
-            fmt_level(s.by_rate, lo),
-            fmt_level(s.by_rate, hi)
-        )
     }
 
-    /// Levels are whole connections, or whole requests per second.
-    fn round(&self, level: f64) -> f64 {
-        level.round().max(1.0)
-    }
-
-    /// Runs one step; `Ok(pass)`, or `Err(why the search must stop)`.
-    fn step(&mut self, level: f64) -> Result<bool, String> {
+    /// Runs one step and says what it means for the search; `Err` when it could not run
+    /// (interrupted in the cooldown, or the run failed to start).
+    fn step(&mut self, level: f64) -> Result<search::Outcome, String> {
         if self.interrupt.load(Ordering::Relaxed) {
             return Err("interrupted".into());
         }
@@ -312,8 +278,6 @@ impl Controller<'_> {
             .map_err(|f| f.message)?;
         crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
         step.row.observed = step.scenario.observed.clone();
-        let pass = step.row.pass;
-        let generator = step.row.generator_cpu >= GENERATOR_BUSY;
         let interrupted = step.scenario.interrupted;
         if !self.quiet {
             emit(&report::find::step_line(
@@ -327,42 +291,58 @@ impl Controller<'_> {
                 None,
             ));
         }
-        if !pass && !interrupted {
+        if !step.row.pass && !interrupted {
             let stop = || self.interrupt.load(Ordering::Relaxed);
             if probe::wait_for_recovery(&self.search.health, self.search.recovery, &stop).is_none()
             {
                 step.stuck = true;
             }
         }
-        let stuck = step.stuck;
+        let outcome = search::Outcome {
+            level,
+            pass: step.row.pass,
+            interrupted,
+            stuck: step.stuck,
+            generator_busy: step.row.generator_cpu,
+            generator_bound: step.row.generator_cpu >= GENERATOR_BUSY,
+        };
         self.steps.push(step);
-        if interrupted {
-            return Err("interrupted".into());
-        }
-        if stuck {
-            return Err(format!(
-                "service stopped responding at {} and did not recover within {}s",
-                fmt_level(self.search.by_rate, level),
-                self.search.recovery.as_secs_f64()
-            ));
-        }
-        if generator && !pass {
-            return Err(format!(
-                "the generator, not the service, was the limit at {} (brink's workers {:.0}% busy)",
-                fmt_level(self.search.by_rate, level),
-                self.steps
-                    .last()
-                    .map_or(0.0, |s| s.row.generator_cpu * 100.0)
-            ));
-        }
-        if generator {
-            return Err(format!(
-                "the generator reached its own limit at {} (workers {:.0}% busy): higher levels would measure brink, not the service",
-                fmt_level(self.search.by_rate, level),
-                self.steps.last().map_or(0.0, |s| s.row.generator_cpu * 100.0)
-            ));
-        }
-        Ok(pass)
+        Ok(outcome)
+    }
+}
+
+/// Why the search ended, in words (the `stopped` line and field).
+fn stop_text(s: &Search, stop: search::Stop) -> String {
+    use search::Stop;
+    let lvl = |l: f64| fmt_level(s.by_rate, l);
+    match stop {
+        Stop::Interrupted => "interrupted".into(),
+        Stop::Stuck { level } => format!(
+            "service stopped responding at {} and did not recover within {}s",
+            lvl(level),
+            s.recovery.as_secs_f64()
+        ),
+        Stop::GeneratorBound {
+            level,
+            busy,
+            passed: false,
+        } => format!(
+            "the generator, not the service, was the limit at {} (brink's workers {:.0}% busy)",
+            lvl(level),
+            busy * 100.0
+        ),
+        Stop::GeneratorBound { level, busy, .. } => format!(
+            "the generator reached its own limit at {} (workers {:.0}% busy): higher levels would measure brink, not the service",
+            lvl(level),
+            busy * 100.0
+        ),
+        Stop::AllPassed { to } => format!("every level up to --to {} passed", lvl(to)),
+        Stop::FirstFailed { from } => format!("the first level ({}) already failed", lvl(from)),
+        Stop::Bisected { pass, fail } => format!(
+            "bisected between {} (pass) and {} (fail)",
+            lvl(pass),
+            lvl(fail)
+        ),
     }
 }
 
