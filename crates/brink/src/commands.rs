@@ -172,7 +172,7 @@ fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
 
 /// `brink demo --serve PORT`: the demo service in the foreground until interrupted.
 fn serve_demo(port: u16) -> Result<i32, Fail> {
-    let demo = testkit::demo::spawn_on(port, 8, Duration::from_millis(4)).map_err(|e| {
+    let demo = demo_service::spawn_on(port, 8, Duration::from_millis(4)).map_err(|e| {
         Fail::input(format!(
             "--serve {port}: cannot listen on 127.0.0.1:{port}: {e}"
         ))
@@ -194,7 +194,7 @@ fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     if let Some(port) = a.serve {
         return serve_demo(port);
     }
-    let demo = testkit::demo::spawn(8, Duration::from_millis(4))
+    let demo = demo_service::spawn(8, Duration::from_millis(4))
         .map_err(|e| Fail::input(format!("cannot start the demo service: {e}")))?;
     let url = demo.server.url("/api/items");
     let metrics = format!("prometheus={}", demo.server.url("/metrics"));

@@ -1,15 +1,19 @@
-//! In-process target servers on 127.0.0.1, port 0, for tests, benchmarks and `brink demo`.
+//! In-process target servers on 127.0.0.1, port 0, for tests and benchmarks.
 //! Each server runs on its own thread and runtime and stops when dropped. Behaviour comes from
 //! a [`Handler`] that maps each request to a [`Reply`]: a delay, a status, a framing, or a fault
 //! (dropped connection, a hang, a truncated body). Handlers for the classic shapes (fixed service
-//! time, periodic pauses, faults by path) live in [`handlers`]; the demo service in [`demo`].
+//! time, periodic pauses, faults by path) live in [`handlers`]; the demo service and its shop
+//! come from the `demo-service` crate (the one part that ships in the binary).
 
-pub mod demo;
 pub mod handlers;
 mod hyper_srv;
 mod raw;
-pub mod shop;
 pub mod tls;
+
+/// The demo service (`brink demo`), for tests that load it.
+pub use demo_service as demo;
+/// The request model is the demo service's: one model for every server here.
+pub use demo_service::Req;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,26 +21,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use hyper_srv::serve_hyper;
-
-/// What the server knows about a request when it decides how to answer.
-pub struct Req<'a> {
-    pub method: &'a str,
-    pub path: &'a str,
-    /// Arrival order, from 0, over the server's lifetime.
-    pub seq: u64,
-    pub headers: &'a [(String, String)],
-    pub body: &'a [u8],
-}
-
-impl Req<'_> {
-    /// A request header's value (case-insensitive name).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
 
 /// How to answer one request.
 #[derive(Clone, Debug)]
@@ -93,6 +77,32 @@ impl Reply {
             slot: false,
             close: false,
         }
+    }
+}
+
+impl From<demo_service::Answer> for Reply {
+    fn from(a: demo_service::Answer) -> Reply {
+        Reply::Full {
+            status: a.status,
+            body: a.body,
+            delay: a.delay,
+            slot: a.slot,
+            close: a.close,
+        }
+    }
+}
+
+/// The demo service's shop (registration, login, items), served by the test servers.
+pub mod shop {
+    pub use demo_service::shop::Shop;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// The shop's handler for the test servers, and the counters behind it.
+    pub fn shop(service: Duration) -> (crate::Handler, Arc<Shop>) {
+        let (answer, state) = demo_service::shop::shop(service);
+        let handler: crate::Handler = Arc::new(move |r: &crate::Req| answer(r).into());
+        (handler, state)
     }
 }
 

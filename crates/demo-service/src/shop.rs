@@ -1,10 +1,10 @@
-//! A small stateful service for plan tests and examples, with the endpoints the seeds exercise:
+//! A small stateful service for the example plans and the tests, with the endpoints they use:
 //! `POST /user/auth/register` (unique emails; a repeated one is a `409` and is counted),
 //! `POST /login` (hands out a bearer token in `{"access_token": ...}`), `GET /items`
 //! (`401` without a token `/login` issued), `GET /health`. It counts what a test needs to check
 //! that every request was what the plan meant to send.
 
-use crate::{Handler, Reply, Req};
+use crate::{Answer, Handler, Req};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,17 +40,14 @@ pub fn shop(service: Duration) -> (Handler, Arc<Shop>) {
     (handler, state)
 }
 
-fn json(status: u16, body: String, delay: Duration) -> Reply {
-    Reply::Full {
-        status,
-        body: body.into_bytes(),
+fn json(status: u16, body: String, delay: Duration) -> Answer {
+    Answer {
         delay,
-        slot: false,
-        close: false,
+        ..Answer::new(status, body)
     }
 }
 
-fn answer(s: &Shop, r: &Req, service: Duration) -> Reply {
+fn answer(s: &Shop, r: &Req, service: Duration) -> Answer {
     let path = r.path.split('?').next().unwrap_or("");
     match (r.method, path) {
         ("POST", "/user/auth/register") => {

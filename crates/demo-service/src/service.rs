@@ -3,7 +3,7 @@
 //! tail), so it has a real capacity of about `slots / mean service time` requests per second,
 //! past which requests queue. `/metrics` serves Prometheus text for the process.
 
-use crate::{serve_with, Handler, Options, Reply, Req, Server};
+use crate::{serve, Answer, Handler, Req, Server};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,15 +31,7 @@ pub fn spawn(slots: usize, median: Duration) -> std::io::Result<Demo> {
 /// The demo service on 127.0.0.1:`port` (0: any free port).
 pub fn spawn_on(port: u16, slots: usize, median: Duration) -> std::io::Result<Demo> {
     let sigma = 0.5;
-    let server = serve_with(
-        Options {
-            threads: 1,
-            slots: Some(slots),
-            port,
-            ..Options::default()
-        },
-        handler(slots, median, sigma),
-    )?;
+    let server = serve(port, 1, slots, handler(slots, median, sigma))?;
     Ok(Demo {
         server,
         slots,
@@ -60,42 +52,21 @@ fn handler(slots: usize, median: Duration, sigma: f64) -> Handler {
         }
         let shop_reply = matches!(path, "/user/auth/register" | "/login" | "/items");
         if r.path == "/metrics" {
-            let body = metrics(slots, served.load(Ordering::Relaxed));
-            return Reply::Full {
-                status: 200,
-                body: body.into_bytes(),
-                delay: Duration::ZERO,
-                slot: false,
-                close: false,
-            };
+            return Answer::new(200, metrics(slots, served.load(Ordering::Relaxed)));
         }
         served.fetch_add(1, Ordering::Relaxed);
         let z = standard_normal(&rng);
         let delay = median.mul_f64((sigma * z).exp()).min(median * 50);
-        if shop_reply {
-            // Shop answers also wait for a slot and take the service time.
-            if let Reply::Full {
-                status,
-                body,
-                close,
-                ..
-            } = shop(r)
-            {
-                return Reply::Full {
-                    status,
-                    body,
-                    delay,
-                    slot: true,
-                    close,
-                };
-            }
-        }
-        Reply::Full {
-            status: 200,
-            body: b"{\"ok\":true}\n".to_vec(),
+        // Shop answers also wait for a slot and take the service time.
+        let a = if shop_reply {
+            shop(r)
+        } else {
+            Answer::new(200, &b"{\"ok\":true}\n"[..])
+        };
+        Answer {
             delay,
             slot: true,
-            close: false,
+            ..a
         }
     })
 }

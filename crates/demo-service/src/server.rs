@@ -1,0 +1,147 @@
+//! A small HTTP/1.1 server on 127.0.0.1 (hyper) for a [`Handler`]: each request gets the
+//! handler's answer, waiting for a service slot first when the answer asks for one. It runs on
+//! its own thread and runtime and stops when dropped.
+
+use crate::{Answer, Handler, Req};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// A running server; dropping it stops it.
+pub struct Server {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Serves `handler` on 127.0.0.1:`port` (0: any free port) with `threads` runtime threads and
+/// at most `slots` slot-holding answers at once.
+pub fn serve(port: u16, threads: usize, slots: usize, handler: Handler) -> std::io::Result<Server> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?;
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let ctx = Arc::new(Ctx {
+        handler,
+        slots: Arc::new(Semaphore::new(slots.max(1))),
+        seq: AtomicU64::new(0),
+    });
+    let thread = std::thread::Builder::new()
+        .name("demo-service".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                loop {
+                    let sock = tokio::select! {
+                        _ = &mut stop_rx => break,
+                        r = listener.accept() => match r {
+                            Ok((s, _)) => s,
+                            Err(_) => continue,
+                        },
+                    };
+                    let _ = sock.set_nodelay(true);
+                    let ctx = ctx.clone();
+                    tokio::spawn(async move {
+                        let svc = service_fn(move |req| answer(ctx.clone(), req));
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(sock), svc)
+                            .await;
+                    });
+                }
+            });
+            rt.shutdown_background();
+        })?;
+    Ok(Server {
+        addr,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
+}
+
+struct Ctx {
+    handler: Handler,
+    slots: Arc<Semaphore>,
+    seq: AtomicU64,
+}
+
+async fn answer(
+    ctx: Arc<Ctx>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let method = req.method().to_string();
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or("/".to_string(), |p| p.to_string());
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let a: Answer = (ctx.handler)(&Req {
+        method: &method,
+        path: &path,
+        seq: ctx.seq.fetch_add(1, Ordering::Relaxed),
+        headers: &headers,
+        body: &body,
+    });
+    let _permit = if a.slot {
+        ctx.slots.clone().acquire_owned().await.ok()
+    } else {
+        None
+    };
+    if !a.delay.is_zero() {
+        tokio::time::sleep(a.delay).await;
+    }
+    let mut resp = hyper::Response::new(Full::new(Bytes::from(a.body)));
+    *resp.status_mut() =
+        hyper::StatusCode::from_u16(a.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    if a.close {
+        resp.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    Ok(resp)
+}
