@@ -10,11 +10,12 @@ use crate::cli::FindArgs;
 use crate::commands::emit;
 use crate::diagnose;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
+use crate::progress::Progress;
 use crate::resolve::{jobs, Job};
 use engine::{Curve, Load, Observer, SecondView, Target};
 use observe::health as probe;
 use report::find::{FindResult, KneeInfo, StepRow, Sustained, UslInfo};
-use report::{Progress, RunResult, ScenarioResult};
+use report::{RunResult, ScenarioResult};
 use stats::capacity::{knee, Point, Usl};
 use stats::slo::{Slo, Tracker};
 use stats::{Bucket, ErrorKind, LatencySummary, Totals};
@@ -474,7 +475,7 @@ fn run_step(
         reasons = vec!["interrupted (partial step, not judged)".to_string()];
     }
     let name = format!("step {}", fmt_level(s.by_rate, level));
-    let scenario = ScenarioResult::new(&name, &spec, &out, slo_results, None);
+    let scenario = crate::outcome::scenario_result(&name, &spec, &out, slo_results, None);
     let row = StepRow {
         level,
         p50: lat.p50,

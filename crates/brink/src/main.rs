@@ -5,7 +5,9 @@ mod commands;
 mod diagnose;
 mod exit;
 mod find;
+mod outcome;
 mod output;
+mod progress;
 mod resolve;
 mod suite;
 

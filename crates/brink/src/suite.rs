@@ -5,11 +5,12 @@
 
 use crate::commands::emit;
 use crate::exit::Fail;
+use crate::progress::Progress;
 use crate::resolve::Job;
 use engine::{Observer, SecondView};
 use observe::Sampler;
 use report::find::Observed;
-use report::{Progress, RunResult, ScenarioResult, SloResult};
+use report::{RunResult, ScenarioResult, SloResult};
 use stats::slo::Tracker;
 use stats::Bucket;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -179,7 +180,8 @@ fn run_one(
             SloResult::new(t, &t.verdict(total, secs))
         })
         .collect();
-    let scenario = ScenarioResult::new(&job.name, &job.spec, &out, slo, watch.aborted_by);
+    let scenario =
+        crate::outcome::scenario_result(&job.name, &job.spec, &out, slo, watch.aborted_by);
     Ok((scenario, out.totals))
 }
 
@@ -201,7 +203,7 @@ fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
         unfinished: 0,
         workers: 0,
     };
-    let mut sc = ScenarioResult::new(&job.name, &job.spec, &out, Vec::new(), None);
+    let mut sc = crate::outcome::scenario_result(&job.name, &job.spec, &out, Vec::new(), None);
     sc.error = Some(why.to_string());
     sc
 }

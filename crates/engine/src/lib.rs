@@ -1,22 +1,23 @@
-//! The load engine: pure schedules ([`schedule`]), per-core workers ([`worker`]), the HTTP/1.1
-//! fast path ([`h1`]), HTTP/2 ([`h2`]), TLS ([`tls`]) and the run/aggregation loop ([`run`]).
-//! Callers build a [`RunSpec`] and call [`run()`]; nothing here prints.
+//! The load engine: per-core workers ([`worker`]), the HTTP/1.1 fast path ([`h1`]), HTTP/2,
+//! TLS, and the run/aggregation loop. Callers build a [`RunSpec`] and call [`run()`] with a
+//! per-second [`Observer`]; nothing here prints. What a run *is* (targets, load curves, the wire
+//! rules, units) lives in the `model` crate, so configuration can be read and checked without
+//! this one. Public beyond that small API: [`workload`] and [`template`] (plans compile into
+//! them), [`capture`] (its budget), [`h1`] (benchmarked on its own).
 
 pub mod capture;
-pub mod conn;
-pub mod guard;
+mod conn;
 pub mod h1;
-pub mod h2;
-pub mod rng;
-pub mod run;
-pub mod schedule;
-pub mod target;
+mod h2;
+mod rng;
+mod run;
+mod target;
 pub mod template;
-pub mod tls;
-pub mod worker;
+mod tls;
+mod worker;
 pub mod workload;
 
-pub use run::{check, run, Load, Observer, RunError, RunOutput, RunSpec, Second, SecondView};
-pub use schedule::Curve;
-pub use target::{RequestSpec, StatusSet, Target, TargetError};
+pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
+pub use run::{check, run, Observer, RunError, RunOutput, RunSpec, Second, SecondView};
+pub use target::RequestSpec;
 pub use workload::{Step, Workload};

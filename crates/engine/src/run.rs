@@ -4,53 +4,16 @@
 
 use crate::capture::Budget;
 use crate::conn::Connector;
-use crate::schedule::Curve;
-use crate::target::{StatusSet, Target, TargetError};
 use crate::tls::{client_config, server_name, TlsError};
 use crate::worker;
 use crate::workload::Workload;
+use model::{Load, StatusSet, Target, TargetError};
 use stats::{Bucket, LatencySummary, Timeline, Totals};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How load is generated.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Load {
-    /// Closed model: the curve is the number of connections, each sending its next request when
-    /// the previous answer arrives.
-    Closed { connections: Curve },
-    /// Open model: the curve is the request rate; `pool` connections at most are in flight.
-    Open { rate: Curve, pool: usize },
-}
-
-impl Load {
-    /// The schedule's length, `None` when only `-n` (or an interrupt) ends the run.
-    pub fn end(&self) -> Option<Duration> {
-        match self {
-            Load::Closed { connections } => connections.end(),
-            Load::Open { rate, .. } => rate.end(),
-        }
-    }
-
-    /// The most connections this load can hold open at once.
-    pub fn max_connections(&self) -> usize {
-        match self {
-            Load::Closed { connections } => connections.peak().round() as usize,
-            Load::Open { pool, .. } => *pool,
-        }
-    }
-
-    /// Target level (connections or req/s) at `t`.
-    pub fn level_at(&self, t: Duration) -> Option<f64> {
-        match self {
-            Load::Closed { connections } => connections.value_at(t),
-            Load::Open { rate, .. } => rate.value_at(t),
-        }
-    }
-}
 
 /// A fully resolved run.
 #[derive(Clone, Debug)]

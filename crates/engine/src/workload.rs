@@ -17,10 +17,10 @@
 //! data rows.
 
 pub use crate::capture::{Captured, Extractor};
-use crate::guard;
 use crate::rng::Rng;
-use crate::target::StatusSet;
 use crate::template::{Scope, Template};
+use model::guard;
+use model::StatusSet;
 use stats::{ErrorKind, Refusal};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -131,7 +131,7 @@ impl Step {
         let at = out.len();
         self.path.render(scope, out);
         if guard::path_fault(&out[at..]).is_some() {
-            return Err(guard::refusal("path", &out[at..]));
+            return Err(Refusal::new("path", &out[at..]));
         }
         out.extend_from_slice(b" HTTP/1.1\r\n");
         let line = |out: &mut Vec<u8>, parts: &[&[u8]]| {
@@ -158,7 +158,7 @@ impl Step {
             let at = out.len();
             v.render(scope, out);
             if guard::header_value_fault(&out[at..]).is_some() {
-                return Err(guard::refusal(format!("header {n}"), &out[at..]));
+                return Err(Refusal::new(format!("header {n}"), &out[at..]));
             }
             out.extend_from_slice(b"\r\n");
         }
@@ -383,14 +383,14 @@ impl Vu {
         let mut path = Vec::new();
         step.path.render(&mut scope, &mut path);
         if guard::path_fault(&path).is_some() {
-            return Err(guard::refusal("path", &path));
+            return Err(Refusal::new("path", &path));
         }
         let mut headers = Vec::with_capacity(step.headers.len());
         for (n, v) in &step.headers {
             let mut out = Vec::new();
             v.render(&mut scope, &mut out);
             if guard::header_value_fault(&out).is_some() {
-                return Err(guard::refusal(format!("header {n}"), &out));
+                return Err(Refusal::new(format!("header {n}"), &out));
             }
             headers.push(out);
         }

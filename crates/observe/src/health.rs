@@ -3,7 +3,7 @@
 //! `https://` a completed TCP connect is the answer (enough to tell a dead listener from a live
 //! one without a TLS client here).
 
-use engine::Target;
+use model::Target;
 use std::net::TcpStream;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! which must never hang (every step has a deadline) and never need more than a status and a
 //! body of a few hundred kilobytes.
 
-use engine::Target;
+use model::Target;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

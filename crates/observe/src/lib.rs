@@ -23,7 +23,7 @@ pub const SOCKETS: &str = "srv sockets";
 pub enum Source {
     /// Scrape this URL's Prometheus text format; `extra` are (name, series) pairs.
     Prometheus {
-        target: engine::Target,
+        target: model::Target,
         extra: Vec<(String, String)>,
     },
     /// Sample /proc/PID.
@@ -37,7 +37,7 @@ pub fn parse(spec: &str, metrics: &[String]) -> Result<Source, String> {
         .ok_or_else(|| format!("--observe '{spec}': expected prometheus=URL or pid=N"))?;
     match kind {
         "prometheus" => {
-            let target = engine::Target::parse(value).map_err(|e| format!("--observe: {e}"))?;
+            let target = model::Target::parse(value).map_err(|e| format!("--observe: {e}"))?;
             if target.tls {
                 return Err(format!(
                     "--observe '{spec}': only http:// scrapes are supported"

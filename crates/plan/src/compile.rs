@@ -5,11 +5,11 @@
 use crate::error::{PlanError, Pos};
 use crate::file::{RawData, RawExtract, RawLoad, RawPlan, RawRequest, RawScenario, Scalar, S};
 use crate::load::{self, LoadInput, KEYS};
-use crate::units::parse_duration;
-use engine::guard;
 use engine::template::{did_you_mean, Names, Template};
 use engine::workload::{Extractor, Step, Table, Workload};
-use engine::{StatusSet, Target};
+use model::guard;
+use model::units::parse_duration;
+use model::{StatusSet, Target};
 use stats::slo::Slo;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

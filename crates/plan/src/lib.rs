@@ -8,9 +8,8 @@ mod csv;
 pub mod error;
 pub mod file;
 pub mod load;
-mod units;
 
 pub use compile::{load_file, parse, Plan, Scenario, Settings};
 pub use error::PlanError;
 pub use load::{LoadInput, DEFAULT_CONNECTIONS, DEFAULT_DURATION};
-pub use units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};
+pub use model::units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};

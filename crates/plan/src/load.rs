@@ -2,8 +2,8 @@
 //! or from a plan's `load:` mapping: every rule about which settings combine lives here, and
 //! errors name the setting the way the user wrote it (the `Names` say how).
 
-use crate::units::{parse_duration, parse_rate, parse_stages, Stages};
-use engine::{Curve, Load};
+use model::units::{parse_duration, parse_rate, parse_stages, Stages};
+use model::{Curve, Load};
 use std::time::Duration;
 
 /// Default run length when neither a duration, a request count nor stages bound the run.

@@ -1,18 +1,18 @@
-//! Everything a user reads: the versioned result file (`brink.result/v1`), the terminal
-//! summary and the live progress line. A result is built once from a run and every output is
-//! rendered from it, so the terminal and the JSON can never disagree.
+//! Everything a user reads: the versioned result file (`brink.result/v1`) and the terminal
+//! summary. A result is built once from a run and every output is rendered from it, so the
+//! terminal and the JSON can never disagree. It depends on no engine: a history or a web page
+//! can read and render results without pulling in the load generator.
 
 pub mod find;
-mod progress;
 mod result;
 mod sla;
 mod terminal;
 mod time;
 
-pub use progress::Progress;
 pub use result::{
-    ErrorsByKind, HistBin, LoadInfo, RequestResult, RunResult, ScenarioResult, ScheduleInfo,
-    SecondRow, SloResult, SummaryJson, TargetInfo, SCHEMA,
+    summary_json, ErrorsByKind, ExtractFailureJson, HistBin, LoadInfo, RefusedJson, RequestResult,
+    RunResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson, SummaryJson,
+    TargetInfo, SCHEMA,
 };
 pub use sla::suite_table;
 pub use terminal::{fmt_count, fmt_ms, fmt_rate, render};

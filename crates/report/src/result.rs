@@ -3,7 +3,6 @@
 //! freely, never rename without bumping the version. `schemas/brink.result.v1.json` describes it
 //! and a test validates real output against it.
 
-use engine::{Load, RunOutput, RunSpec};
 use serde::{Deserialize, Serialize};
 use stats::slo::{Tracker, Verdict};
 use stats::{ErrorKind, Histogram, LatencySummary, Totals};
@@ -261,106 +260,6 @@ pub struct SecondRow {
     pub observed: BTreeMap<String, f64>,
 }
 
-impl ScenarioResult {
-    /// The result of one finished scenario run.
-    pub fn new(
-        name: &str,
-        spec: &RunSpec,
-        out: &RunOutput,
-        slo: Vec<SloResult>,
-        aborted_by: Option<String>,
-    ) -> ScenarioResult {
-        let schedule = schedule_info(spec, out);
-        let summary = summary_json(
-            &out.totals,
-            out.duration.as_secs_f64(),
-            out.unfinished,
-            schedule,
-        );
-        let requests = if out.by_request.len() > 1 {
-            out.by_request
-                .iter()
-                .map(|(n, t)| RequestResult {
-                    name: n.clone(),
-                    summary: summary_json(t, out.duration.as_secs_f64(), 0, None),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let refused = out
-            .by_request
-            .iter()
-            .filter_map(|(n, t)| {
-                let r = t.all.refused.as_ref()?;
-                Some(RefusedJson {
-                    request: n.clone(),
-                    count: t.all.errors_by_kind[ErrorKind::InvalidRequest.index()],
-                    part: r.part.clone(),
-                    value: r.value.clone(),
-                })
-            })
-            .collect();
-        let extract_failures = out
-            .by_request
-            .iter()
-            .filter_map(|(n, t)| {
-                let why = t.all.extract_failure.as_ref()?;
-                Some(ExtractFailureJson {
-                    request: n.clone(),
-                    count: t.all.errors_by_kind[ErrorKind::Extract.index()],
-                    reason: why.to_string(),
-                })
-            })
-            .collect();
-        let first = &spec.workload.steps[0];
-        ScenarioResult {
-            name: name.to_string(),
-            interrupted: out.interrupted,
-            aborted_by,
-            target: TargetInfo {
-                url: spec.target.url(),
-                method: if spec.workload.steps.len() == 1 {
-                    first.method.clone()
-                } else {
-                    "mixed".to_string()
-                },
-                protocol: if spec.http2 { "h2" } else { "http/1.1" }.to_string(),
-            },
-            load: load_info(spec, out.workers),
-            summary,
-            requests,
-            slo_passed: (!slo.is_empty()).then(|| slo.iter().all(|s| s.pass)),
-            slo,
-            timeseries: out
-                .seconds
-                .iter()
-                .map(|x| SecondRow {
-                    t: x.t,
-                    requests: x.requests,
-                    ok: x.ok,
-                    errors: x.errors,
-                    p50: x.latency.p50,
-                    p90: x.latency.p90,
-                    p99: x.latency.p99,
-                    max: x.latency.max,
-                    target: x.target,
-                    connects: x.connects,
-                    connect_p99: x.connect.map(|c| c.p99),
-                    tls_p99: x.tls.map(|c| c.p99),
-                    latency_hdr: x.latency_hdr.clone(),
-                    service_hdr: x.service_hdr.clone(),
-                    observed: BTreeMap::new(),
-                })
-                .collect(),
-            observed: BTreeMap::new(),
-            refused,
-            extract_failures,
-            error: None,
-        }
-    }
-}
-
 impl RunResult {
     /// The file for a whole run: `runs` are the scenarios in order, each with its totals.
     pub fn new(
@@ -405,32 +304,8 @@ impl RunResult {
     }
 }
 
-fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
-    let Load::Open { rate, .. } = &spec.load else {
-        return None;
-    };
-    let ran = rate.truncated(out.duration);
-    let mut intended = ran.total().ceil() as u64;
-    if let Some(n) = spec.max_requests {
-        intended = intended.min(n);
-    }
-    let all = &out.totals.all;
-    let sent = all.requests + out.unfinished;
-    Some(ScheduleInfo {
-        intended,
-        intended_rps: if out.duration.is_zero() {
-            0.0
-        } else {
-            ran.total() / out.duration.as_secs_f64()
-        },
-        late: all.late,
-        max_lag_ms: all.max_lag_us as f64 / 1000.0,
-        not_sent: intended.saturating_sub(sent),
-    })
-}
-
-/// The summary of `totals` over `duration_s` seconds.
-fn summary_json(
+/// The `summary` object of `totals` over `duration_s`.
+pub fn summary_json(
     totals: &Totals,
     duration_s: f64,
     unfinished: u64,
@@ -473,39 +348,6 @@ fn summary_json(
         latency_histogram: bins(&totals.all.corrected),
         latency_hdr: stats::encode(&totals.all.corrected),
         service_hdr: stats::encode(&totals.all.service),
-    }
-}
-
-fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
-    let (model, curve) = match &spec.load {
-        Load::Closed { connections } => ("closed", connections),
-        Load::Open { rate, .. } => ("open", rate),
-    };
-    let segs = curve.segments();
-    let flat = segs.len() == 1 && segs[0].from == segs[0].to;
-    let rate = match &spec.load {
-        Load::Open { .. } if flat => Some(segs[0].from),
-        _ => None,
-    };
-    let stages = if flat {
-        Vec::new()
-    } else {
-        segs.iter()
-            .map(|s| StageJson {
-                duration_s: s.secs,
-                target: s.to,
-            })
-            .collect()
-    };
-    LoadInfo {
-        model: model.to_string(),
-        connections: spec.load.max_connections(),
-        rate,
-        stages,
-        duration_s: spec.load.end().map(|d| d.as_secs_f64()),
-        requests: spec.max_requests,
-        threads,
-        timeout_s: spec.timeout.as_secs_f64(),
     }
 }
 

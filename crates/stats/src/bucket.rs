@@ -51,6 +51,27 @@ pub struct Refusal {
     pub value: String,
 }
 
+/// Longest escaped value kept in a [`Refusal`].
+const SHOWN: usize = 120;
+
+impl Refusal {
+    /// A refusal of `part` holding `value`, the value escaped so it prints on one line.
+    pub fn new(part: impl Into<String>, value: &[u8]) -> Refusal {
+        let mut shown = String::new();
+        for c in value.escape_ascii().map(char::from) {
+            if shown.len() >= SHOWN {
+                shown.push_str("...");
+                break;
+            }
+            shown.push(c);
+        }
+        Refusal {
+            part: part.into(),
+            value: shown,
+        }
+    }
+}
+
 /// One second of measurements from one worker.
 #[derive(Clone, Debug)]
 pub struct Bucket {
@@ -249,6 +270,14 @@ mod tests {
         assert_eq!(a.corrected.len(), 3);
         assert_eq!(a.late, 1);
         assert_eq!(a.max_lag_us, 7000);
+    }
+
+    #[test]
+    fn refusals_are_escaped_and_short() {
+        let r = Refusal::new("header Authorization", b"abc\r\nX-Injected: yes");
+        assert_eq!(r.value, "abc\\r\\nX-Injected: yes");
+        let long = Refusal::new("path", &[b'a'; 500]);
+        assert!(long.value.len() <= SHOWN + 3 && long.value.ends_with("..."));
     }
 
     #[test]

@@ -17,8 +17,9 @@ use super::{
 };
 use crate::conn::io_kind;
 use crate::h1::reader::{ReadBuf, Reader, Reply};
-use crate::run::{Load, Msg, Shared};
+use crate::run::{Msg, Shared};
 use crate::workload::Vu;
+use model::Load;
 use stats::{Bucket, ErrorKind};
 use std::io;
 use std::sync::atomic::Ordering;

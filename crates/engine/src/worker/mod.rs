@@ -59,7 +59,7 @@ fn closed_may_send(shared: &Shared, slot: usize, target: usize, now: Instant) ->
 
 /// Open model: when request `i` is due, `None` once the schedule (or `-n`) is exhausted.
 fn open_due(shared: &Shared, i: u64) -> Option<Instant> {
-    let crate::run::Load::Open { rate, .. } = &shared.load else {
+    let model::Load::Open { rate, .. } = &shared.load else {
         return None;
     };
     if shared.max_requests.is_some_and(|n| i >= n) {

@@ -9,9 +9,10 @@ use super::{
 };
 use crate::conn::Conn;
 use crate::h1::Idle;
-use crate::run::{Load, Msg, Shared};
-use crate::schedule::Curve;
+use crate::run::{Msg, Shared};
 use crate::workload::Vu;
+use model::Curve;
+use model::Load;
 use stats::{Bucket, ErrorKind};
 use std::cell::{Cell, RefCell};
 use std::pin::Pin;

@@ -174,6 +174,42 @@ impl Curve {
     }
 }
 
+/// How load is generated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Load {
+    /// Closed model: the curve is the number of connections, each sending its next request when
+    /// the previous answer arrives.
+    Closed { connections: Curve },
+    /// Open model: the curve is the request rate; `pool` connections at most are in flight.
+    Open { rate: Curve, pool: usize },
+}
+
+impl Load {
+    /// The schedule's length, `None` when only `-n` (or an interrupt) ends the run.
+    pub fn end(&self) -> Option<Duration> {
+        match self {
+            Load::Closed { connections } => connections.end(),
+            Load::Open { rate, .. } => rate.end(),
+        }
+    }
+
+    /// The most connections this load can hold open at once.
+    pub fn max_connections(&self) -> usize {
+        match self {
+            Load::Closed { connections } => connections.peak().round() as usize,
+            Load::Open { pool, .. } => *pool,
+        }
+    }
+
+    /// Target level (connections or req/s) at `t`.
+    pub fn level_at(&self, t: Duration) -> Option<f64> {
+        match self {
+            Load::Closed { connections } => connections.value_at(t),
+            Load::Open { rate, .. } => rate.value_at(t),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

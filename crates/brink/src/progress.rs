@@ -1,8 +1,8 @@
 //! The live progress line on stderr, redrawn every second when stderr is a terminal:
 //! elapsed/total, req/s in the last second, p99 so far and errors so far.
 
-use crate::terminal::{fmt_count, fmt_ms};
 use engine::{Observer, SecondView};
+use report::{fmt_count, fmt_ms};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 

@@ -2,13 +2,8 @@
 //! CSV cell, an environment variable or a previous response must never add a header or smuggle
 //! a second request. The same rules judge literal values before a run (plans and flags, so a
 //! mistake is reported with its place) and every rendered value before it is sent (so data
-//! seen only at run time is refused, counted as [`stats::ErrorKind::InvalidRequest`], and
+//! seen only at run time is refused, counted as an `invalid_request` error, and
 //! never sent), on every protocol path. Nothing is percent-encoded silently: it is refused.
-
-use stats::Refusal;
-
-/// Longest escaped value kept in a [`Refusal`].
-const SHOWN: usize = 120;
 
 /// Whether `b` is an HTTP token (RFC 9110 §5.6.2): method and header names.
 pub fn is_token(b: &[u8]) -> bool {
@@ -44,22 +39,6 @@ pub fn path_bytes_fault(p: &[u8]) -> Option<&'static str> {
         0..=0x1f | 0x7f => Some("control byte in the path"),
         _ => None,
     })
-}
-
-/// A refusal of `part` holding `value`, the value escaped so it prints on one line.
-pub fn refusal(part: impl Into<String>, value: &[u8]) -> Refusal {
-    let mut shown = String::new();
-    for c in value.escape_ascii().map(char::from) {
-        if shown.len() >= SHOWN {
-            shown.push_str("...");
-            break;
-        }
-        shown.push(c);
-    }
-    Refusal {
-        part: part.into(),
-        value: shown,
-    }
 }
 
 #[cfg(test)]
@@ -99,13 +78,5 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
-    }
-
-    #[test]
-    fn refusals_are_escaped_and_short() {
-        let r = refusal("header Authorization", b"abc\r\nX-Injected: yes");
-        assert_eq!(r.value, "abc\\r\\nX-Injected: yes");
-        let long = refusal("path", &[b'a'; 500]);
-        assert!(long.value.len() <= SHOWN + 3 && long.value.ends_with("..."));
     }
 }

@@ -1,0 +1,14 @@
+//! What a run is, with no runtime: where it sends (a [`Target`]), what counts as success
+//! ([`StatusSet`]), what may go on the wire ([`guard`]), how load varies over time ([`Curve`],
+//! [`Load`]) and the units people write (`30s`, `200/s`, `1m:100/s,30s:0/s`, `64MiB`). The
+//! engine, the plan reader, the observers and the reports all share these, and none of them
+//! needs the engine to read or check a configuration.
+
+pub mod guard;
+pub mod schedule;
+mod target;
+pub mod units;
+
+pub use schedule::{Curve, Load};
+pub use target::{parse_header, StatusSet, Target, TargetError};
+pub use units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};

@@ -1,0 +1,228 @@
+//! Where to send and what counts as success: a parsed target URL, a `Name: value` header as
+//! typed on a command line, and the set of statuses that count as success.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// Why a target or request could not be set up.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum TargetError {
+    #[error("invalid URL '{0}': {1}")]
+    Url(String, String),
+    #[error("unsupported scheme '{0}' in '{1}' (use http:// or https://)")]
+    Scheme(String, String),
+    #[error("cannot resolve host '{0}': {1}")]
+    Resolve(String, String),
+    #[error("invalid header '{0}': expected 'Name: value'")]
+    Header(String),
+    #[error("-H {0}: {1}")]
+    HeaderValue(String, &'static str),
+    #[error("invalid method '{0}'")]
+    Method(String),
+}
+
+/// A parsed `http://` or `https://` URL.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// Path and query, at least `/`.
+    pub path: String,
+    /// `host[:port]` as sent in `Host` / `:authority` (port omitted when it is the default).
+    pub authority: String,
+}
+
+impl Target {
+    /// Parses a URL; the port must be within 1..=65535.
+    pub fn parse(url: &str) -> Result<Target, TargetError> {
+        let bad = |why: &str| TargetError::Url(url.to_string(), why.to_string());
+        let (scheme, _) = url
+            .split_once("://")
+            .ok_or_else(|| bad("expected scheme://host"))?;
+        let tls = match scheme.to_ascii_lowercase().as_str() {
+            "http" => false,
+            "https" => true,
+            other => return Err(TargetError::Scheme(other.to_string(), url.to_string())),
+        };
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+        let auth = uri.authority().map(|a| a.as_str()).unwrap_or("");
+        let auth = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+        let (host, port) = split_host_port(auth);
+        if host.is_empty() {
+            return Err(bad("missing host"));
+        }
+        let default_port = if tls { 443 } else { 80 };
+        let port = match port {
+            None => default_port,
+            Some(p) => match p.parse::<u16>() {
+                Ok(0) | Err(_) => return Err(bad(&format!("port {p} out of range 1-65535"))),
+                Ok(n) => n,
+            },
+        };
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let path = if path.is_empty() { "/" } else { path };
+        let bare_host = host.to_string();
+        let host_part = if bare_host.contains(':') {
+            format!("[{bare_host}]")
+        } else {
+            bare_host.clone()
+        };
+        let authority = if port == default_port {
+            host_part
+        } else {
+            format!("{host_part}:{port}")
+        };
+        Ok(Target {
+            tls,
+            host: bare_host,
+            port,
+            path: path.to_string(),
+            authority,
+        })
+    }
+
+    /// Resolves the host once, before the run; the first address is used for every connection.
+    pub fn resolve(&self) -> Result<SocketAddr, TargetError> {
+        let err = |e: String| TargetError::Resolve(self.host.clone(), e);
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| err(e.to_string()))?
+            .next()
+            .ok_or_else(|| err("no address".into()))
+    }
+
+    /// Scheme name.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The full URL, normalised.
+    pub fn url(&self) -> String {
+        format!("{}://{}{}", self.scheme(), self.authority, self.path)
+    }
+}
+
+/// Splits `host[:port]` or `[v6]:port`.
+fn split_host_port(auth: &str) -> (&str, Option<&str>) {
+    if let Some(rest) = auth.strip_prefix('[') {
+        let (h, after) = rest.split_once(']').unwrap_or((rest, ""));
+        return (h, after.strip_prefix(':'));
+    }
+    match auth.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (auth, None),
+    }
+}
+
+/// Parses `Name: value`.
+pub fn parse_header(h: &str) -> Result<(String, String), TargetError> {
+    let (n, v) = h
+        .split_once(':')
+        .ok_or_else(|| TargetError::Header(h.to_string()))?;
+    let n = n.trim();
+    if !crate::guard::is_token(n.as_bytes()) {
+        return Err(TargetError::Header(h.escape_debug().to_string()));
+    }
+    if let Some(why) = crate::guard::header_value_fault(v.as_bytes()) {
+        return Err(TargetError::HeaderValue(n.to_string(), why));
+    }
+    Ok((n.to_string(), v.trim().to_string()))
+}
+
+/// Which response statuses count as success. Default: everything below 400.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusSet(Vec<(u16, u16)>);
+
+impl Default for StatusSet {
+    fn default() -> Self {
+        StatusSet(vec![(100, 399)])
+    }
+}
+
+impl StatusSet {
+    /// Parses `200-299,404` style lists.
+    pub fn parse(s: &str) -> Result<StatusSet, String> {
+        let code = |p: &str| {
+            p.trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|c| (100..=599).contains(c))
+                .ok_or_else(|| format!("invalid status '{}' in '{s}' (expected 100-599)", p.trim()))
+        };
+        let ranges = s
+            .split(',')
+            .map(|part| match part.split_once('-') {
+                Some((a, b)) => Ok((code(a)?, code(b)?)),
+                None => code(part).map(|c| (c, c)),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(StatusSet(ranges))
+    }
+
+    /// Whether `status` counts as success.
+    pub fn contains(&self, status: u16) -> bool {
+        self.0.iter().any(|&(a, b)| (a..=b).contains(&status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        let t = Target::parse("http://127.0.0.1:8080/api?x=1").unwrap();
+        assert_eq!(
+            (t.tls, t.host.as_str(), t.port, t.path.as_str()),
+            (false, "127.0.0.1", 8080, "/api?x=1")
+        );
+        assert_eq!(t.authority, "127.0.0.1:8080");
+        let t = Target::parse("https://localhost").unwrap();
+        assert_eq!(
+            (t.port, t.path.as_str(), t.authority.as_str()),
+            (443, "/", "localhost")
+        );
+        let t = Target::parse("http://[::1]:9000/").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.authority.as_str()),
+            ("::1", "[::1]:9000")
+        );
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        for (url, want) in [
+            ("ftp://x/", "unsupported scheme 'ftp'"),
+            ("127.0.0.1:80", "expected scheme://host"),
+            ("http://127.0.0.1:70000/", "invalid URL"),
+            ("http://127.0.0.1:0/", "out of range"),
+            ("http:///path", "invalid URL"),
+        ] {
+            let e = match Target::parse(url) {
+                Ok(t) => panic!("{url} parsed as {t:?}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains(want), "{url}: {e}");
+        }
+    }
+
+    #[test]
+    fn headers_and_statuses() {
+        assert!(parse_header("no colon").is_err());
+        assert!(parse_header(": empty name").is_err());
+        assert_eq!(
+            parse_header("X-A:  b ").unwrap(),
+            ("X-A".into(), "b".into())
+        );
+        let s = StatusSet::parse("200-299,404").unwrap();
+        assert!(s.contains(204) && s.contains(404) && !s.contains(500) && !s.contains(302));
+        assert!(StatusSet::parse("200-700").is_err());
+        assert!(StatusSet::default().contains(302) && !StatusSet::default().contains(400));
+    }
+}
