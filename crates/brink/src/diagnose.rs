@@ -15,15 +15,14 @@
 //!   handling or the network path, as when a container network bridge was the limit);
 //! * **queueing**: throughput flat while latency grows, without server metrics to say why.
 
-use crate::find::{fmt_level, Step};
+use crate::find::Step;
 use report::find::FindResult;
 use stats::ErrorKind;
 
 const SERVER_CPU: &str = observe::CPU;
 
 pub fn diagnose(f: &FindResult, steps: &[&Step]) -> Vec<String> {
-    let by_rate = f.by == "rate";
-    let lvl = |l: f64| fmt_level(by_rate, l);
+    let lvl = |l: f64| f.by.describe(l);
     let mut out = Vec::new();
     if let Some(s) = steps.iter().find(|s| s.stuck) {
         out.push(format!(
@@ -33,7 +32,10 @@ pub fn diagnose(f: &FindResult, steps: &[&Step]) -> Vec<String> {
             s.steady.requests
         ));
     }
-    if let Some(s) = steps.iter().find(|s| s.row.generator_cpu >= 0.9) {
+    if let Some(s) = steps
+        .iter()
+        .find(|s| s.row.generator_cpu >= search::GENERATOR_BUSY)
+    {
         out.push(format!(
             "generator-bound: brink's workers were {:.0}% busy at {}: from there on the limit measured is brink's, not the service's (give brink more --threads or CPU)",
             s.row.generator_cpu * 100.0,

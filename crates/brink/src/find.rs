@@ -10,14 +10,14 @@ use crate::cli::FindArgs;
 use crate::commands::emit;
 use crate::diagnose;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
-use crate::progress::Progress;
 use crate::resolve::{jobs, Job};
-use engine::{Curve, Load, Observer, SecondView, Target};
+use crate::watch::Watch;
+use engine::{Curve, Load, Target};
 use observe::health as probe;
-use report::find::{FindResult, KneeInfo, StepRow, Sustained, UslInfo};
+use report::find::{By, FindResult, KneeInfo, StepRow, Sustained, UslInfo};
 use report::{RunResult, ScenarioResult};
 use stats::capacity::{knee, Point, Usl};
-use stats::slo::{Slo, Tracker};
+use stats::slo::Slo;
 use stats::{Bucket, ErrorKind, LatencySummary, Totals};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,12 +25,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Objectives used when neither the plan nor `--slo` gives any.
 const DEFAULT_SLOS: [&str; 2] = ["p99 < 1s", "errors < 1%"];
-/// A step whose workers were this busy was limited by brink, not by the service.
-const GENERATOR_BUSY: f64 = 0.9;
+use search::GENERATOR_BUSY;
 
 /// The search's settings, checked.
 pub struct Search {
-    pub by_rate: bool,
+    pub by: By,
     pub from: f64,
     pub to: f64,
     pub step: Duration,
@@ -53,8 +52,8 @@ pub struct Step {
     pub steady: Bucket,
 }
 
-fn level_arg(by_rate: bool, name: &str, v: &str) -> Result<f64, Fail> {
-    if by_rate {
+fn level_arg(by: By, name: &str, v: &str) -> Result<f64, Fail> {
+    if by == By::Rate {
         let r = plan::parse_rate(v).map_err(|e| Fail::input(format!("{name}: {e}")))?;
         // Levels are whole requests per second.
         plan::load::check_rate(name, v, r, false)
@@ -74,7 +73,12 @@ fn level_arg(by_rate: bool, name: &str, v: &str) -> Result<f64, Fail> {
 }
 
 fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
-    let by_rate = a.by == "rate";
+    let by = if a.by == "rate" {
+        By::Rate
+    } else {
+        By::Connections
+    };
+    let by_rate = by == By::Rate;
     let r = &a.run;
     if r.duration.is_some() || r.requests.is_some() || r.rate.is_some() || r.stages.is_some() {
         return Err(Fail::input(
@@ -87,14 +91,14 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
         ));
     }
     let from = level_arg(
-        by_rate,
+        by,
         "--from",
         a.from
             .as_deref()
             .unwrap_or(if by_rate { "10" } else { "1" }),
     )?;
     let to = level_arg(
-        by_rate,
+        by,
         "--to",
         a.to.as_deref()
             .unwrap_or(if by_rate { "100000" } else { "1000" }),
@@ -136,7 +140,7 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
     let most = if by_rate { pool } else { to as usize };
     crate::resolve::check_open_files(&most.to_string(), most)?;
     Ok(Search {
-        by_rate,
+        by,
         from,
         to,
         step,
@@ -183,11 +187,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     let columns = observing.as_ref().map_or_else(Vec::new, |(_, c)| c.clone());
     let started = report::rfc3339_utc(SystemTime::now());
     let quiet = a.run.quiet;
-    let by = if search.by_rate {
-        "rate"
-    } else {
-        "connections"
-    };
+    let by = search.by.name();
     if !quiet {
         let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
         emit(&format!(
@@ -200,7 +200,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
             search.warmup.as_secs_f64(),
             slos.join(", ")
         ));
-        emit(&report::find::step_header(by, &columns));
+        emit(&report::find::step_header(search.by, &columns));
     }
     let mut ctl = Controller {
         job: &job,
@@ -282,11 +282,7 @@ impl Controller<'_> {
         let interrupted = step.scenario.interrupted;
         if !self.quiet {
             emit(&report::find::step_line(
-                if self.search.by_rate {
-                    "rate"
-                } else {
-                    "connections"
-                },
+                self.search.by,
                 &step.row,
                 self.columns,
                 None,
@@ -315,7 +311,7 @@ impl Controller<'_> {
 /// Why the search ended, in words (the `stopped` line and field).
 fn stop_text(s: &Search, stop: search::Stop) -> String {
     use search::Stop;
-    let lvl = |l: f64| fmt_level(s.by_rate, l);
+    let lvl = |l: f64| s.by.describe(l);
     match stop {
         Stop::Interrupted => "interrupted".into(),
         Stop::Stuck { level } => format!(
@@ -347,46 +343,6 @@ fn stop_text(s: &Search, stop: search::Stop) -> String {
     }
 }
 
-pub fn fmt_level(by_rate: bool, level: f64) -> String {
-    if by_rate {
-        format!("{}/s", report::fmt_rate(level))
-    } else {
-        report::find::connections(level)
-    }
-}
-
-/// Keeps the seconds after the warm-up and follows the SLOs on them.
-struct StepWatch {
-    progress: Option<Progress>,
-    warmup_s: u64,
-    steady: Bucket,
-    trackers: Vec<(Tracker, Option<usize>)>,
-    steady_by_request: Vec<Bucket>,
-}
-
-impl Observer for StepWatch {
-    fn second(&mut self, view: &SecondView) -> bool {
-        if let Some(p) = self.progress.as_mut() {
-            p.draw(view);
-        }
-        if view.second.t < self.warmup_s {
-            return false;
-        }
-        self.steady.merge(view.all);
-        for (acc, b) in self.steady_by_request.iter_mut().zip(view.by_request) {
-            acc.merge(b);
-        }
-        for (t, idx) in &mut self.trackers {
-            let (b, so_far) = match idx {
-                Some(i) => (&view.by_request[*i], &self.steady_by_request[*i]),
-                None => (view.all, &self.steady),
-            };
-            t.second(b, so_far);
-        }
-        false
-    }
-}
-
 /// CPU seconds this process has used so far.
 fn own_cpu() -> f64 {
     let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -410,7 +366,7 @@ fn run_step(
 ) -> Result<Step, crate::exit::Fail> {
     let mut spec = job.spec.clone();
     spec.max_requests = None;
-    spec.load = if s.by_rate {
+    spec.load = if s.by == By::Rate {
         Load::Open {
             rate: Curve::flat(level, Some(s.step)),
             pool: s.pool,
@@ -421,46 +377,17 @@ fn run_step(
         }
     };
     let names = spec.workload.names();
-    let trackers = job
-        .slos
-        .iter()
-        .map(|x| {
-            (
-                Tracker::new(x.clone()),
-                x.request
-                    .as_ref()
-                    .and_then(|r| names.iter().position(|n| n == r)),
-            )
-        })
-        .collect();
-    let mut watch = StepWatch {
-        progress: (!quiet).then(|| Progress::new(spec.load.end())),
-        warmup_s: s.warmup.as_secs(),
-        steady: Bucket::new(0),
-        trackers,
-        steady_by_request: vec![Bucket::new(0); names.len()],
-    };
+    let progress = (!quiet).then(|| spec.load.end());
+    let mut watch = Watch::new(&job.slos, &names, s.warmup.as_secs(), false, progress);
     let (cpu0, t0) = (own_cpu(), Instant::now());
     let out = engine::run(&spec, interrupt, &mut watch);
     let (cpu, wall) = (own_cpu() - cpu0, t0.elapsed().as_secs_f64());
-    if let Some(p) = watch.progress.as_mut() {
-        p.finish();
-    }
+    watch.finish();
     let out = out.map_err(|e| crate::exit::Fail::input(e.to_string()))?;
     // The steady part: from the end of the warm-up to the end of the step.
     let steady_s = (out.duration.as_secs_f64() - s.warmup.as_secs() as f64).max(0.5);
-    let slo_results: Vec<report::SloResult> = watch
-        .trackers
-        .iter()
-        .map(|(t, idx)| {
-            let total = match idx {
-                Some(i) => &watch.steady_by_request[*i],
-                None => &watch.steady,
-            };
-            report::SloResult::new(t, &t.verdict(total, steady_s))
-        })
-        .collect();
-    let b = &watch.steady;
+    let slo_results = watch.verdicts(steady_s);
+    let b = &watch.judged;
     let lat = LatencySummary::of(&b.corrected);
     let mut reasons: Vec<String> = slo_results
         .iter()
@@ -474,7 +401,7 @@ fn run_step(
         // A partial step proves nothing either way; it is kept in the table but judged by no one.
         reasons = vec!["interrupted (partial step, not judged)".to_string()];
     }
-    let name = format!("step {}", fmt_level(s.by_rate, level));
+    let name = format!("step {}", s.by.describe(level));
     let scenario = crate::outcome::scenario_result(&name, &spec, &out, slo_results, None);
     let row = StepRow {
         level,
@@ -504,12 +431,12 @@ fn run_step(
         scenario,
         totals: out.totals,
         stuck: false,
-        steady: watch.steady,
+        steady: watch.judged,
     })
 }
 
 fn summarise(job: &Job, s: &Search, all_steps: &[Step], stopped: String) -> FindResult {
-    let by_rate = s.by_rate;
+    let by_rate = s.by == By::Rate;
     // Only whole steps count; an interrupted one is listed but never judged.
     let whole: Vec<&Step> = all_steps
         .iter()
@@ -569,7 +496,7 @@ fn summarise(job: &Job, s: &Search, all_steps: &[Step], stopped: String) -> Find
         poor_fit: u.r2 < 0.8,
     });
     let mut find = FindResult {
-        by: if by_rate { "rate" } else { "connections" }.to_string(),
+        by: s.by,
         steps: all_steps.iter().map(|x| x.row.clone()).collect(),
         max_sustainable,
         knee,

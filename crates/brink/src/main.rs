@@ -10,6 +10,7 @@ mod output;
 mod progress;
 mod resolve;
 mod suite;
+mod watch;
 
 use clap::Parser;
 use std::io::Write;

@@ -5,42 +5,13 @@
 
 use crate::commands::emit;
 use crate::exit::Fail;
-use crate::progress::Progress;
 use crate::resolve::Job;
-use engine::{Observer, SecondView};
+use crate::watch::Watch;
 use observe::Sampler;
 use report::find::Observed;
-use report::{RunResult, ScenarioResult, SloResult};
-use stats::slo::Tracker;
-use stats::Bucket;
+use report::{RunResult, ScenarioResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
-
-/// Follows one scenario: progress line and SLO trackers.
-struct Watch {
-    progress: Option<Progress>,
-    /// Each tracker with the index of the request it watches (`None`: all requests).
-    trackers: Vec<(Tracker, Option<usize>)>,
-    aborted_by: Option<String>,
-}
-
-impl Observer for Watch {
-    fn second(&mut self, view: &SecondView) -> bool {
-        if let Some(p) = self.progress.as_mut() {
-            p.draw(view);
-        }
-        for (t, idx) in &mut self.trackers {
-            let (b, so_far): (&Bucket, &Bucket) = match idx {
-                Some(i) => (&view.by_request[*i], &view.totals_by_request[*i].all),
-                None => (view.all, &view.totals.all),
-            };
-            if t.second(b, so_far) && self.aborted_by.is_none() {
-                self.aborted_by = Some(t.slo.text.clone());
-            }
-        }
-        self.aborted_by.is_some()
-    }
-}
 
 /// Starts the `--observe` sources, if any, and names the figures they give (table columns).
 pub fn start_observing(a: &crate::cli::RunArgs) -> Result<Option<(Sampler, Vec<String>)>, Fail> {
@@ -147,39 +118,12 @@ fn run_one(
     quiet: bool,
 ) -> Result<(ScenarioResult, stats::Totals), Fail> {
     let names = job.spec.workload.names();
-    let trackers = job
-        .slos
-        .iter()
-        .map(|s| {
-            let idx = s
-                .request
-                .as_ref()
-                .and_then(|r| names.iter().position(|n| n == r));
-            (Tracker::new(s.clone()), idx)
-        })
-        .collect();
-    let mut watch = Watch {
-        progress: (!quiet).then(|| Progress::new(job.spec.load.end())),
-        trackers,
-        aborted_by: None,
-    };
+    let progress = (!quiet).then(|| job.spec.load.end());
+    let mut watch = Watch::new(&job.slos, &names, 0, true, progress);
     let out = engine::run(&job.spec, interrupt, &mut watch).map_err(|e| Fail::input(e.to_string()));
-    if let Some(p) = watch.progress.as_mut() {
-        p.finish();
-    }
+    watch.finish();
     let out = out?;
-    let secs = out.duration.as_secs_f64();
-    let slo = watch
-        .trackers
-        .iter()
-        .map(|(t, idx)| {
-            let total = match idx {
-                Some(i) => &out.by_request[*i].1.all,
-                None => &out.totals.all,
-            };
-            SloResult::new(t, &t.verdict(total, secs))
-        })
-        .collect();
+    let slo = watch.verdicts(out.duration.as_secs_f64());
     let scenario =
         crate::outcome::scenario_result(&job.name, &job.spec, &out, slo, watch.aborted_by);
     Ok((scenario, out.totals))

@@ -1,15 +1,48 @@
-//! The `find` section of a result and its terminal form: one row per step (in the spirit of seed
-//! 004's sweep table), the maximum sustainable level, the knee, the USL fit and the diagnosis.
+//! The `find` section of a result and its terminal form: one row per step (the sweep table
+//! people make by hand), the maximum sustainable level, the knee, the USL fit and the diagnosis.
 
-use crate::terminal::{fmt_count, fmt_ms, fmt_rate};
+use crate::terminal::{fmt_count, fmt_ms, fmt_rate, observed_value};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+/// What a search steps: connections (closed model) or the request rate (open model).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    Connections,
+    Rate,
+}
+
+impl By {
+    /// A level as a number for a table cell: `16`, `2,000/s`.
+    pub fn cell(self, level: f64) -> String {
+        match self {
+            By::Rate => format!("{}/s", fmt_rate(level)),
+            By::Connections => fmt_count(level.round() as u64),
+        }
+    }
+
+    /// A level in words: `1 connection`, `16 connections`, `2,000/s`.
+    pub fn describe(self, level: f64) -> String {
+        match self {
+            By::Rate => format!("{}/s", fmt_rate(level)),
+            By::Connections => connections(level),
+        }
+    }
+
+    /// `connections` or `rate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            By::Rate => "rate",
+            By::Connections => "connections",
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FindResult {
-    /// `connections` or `rate`.
-    pub by: String,
+    pub by: By,
     /// Steps in the order they ran.
     pub steps: Vec<StepRow>,
     pub max_sustainable: Option<Sustained>,
@@ -83,14 +116,6 @@ pub struct UslInfo {
     pub poor_fit: bool,
 }
 
-fn level_text(by: &str, level: f64) -> String {
-    if by == "rate" {
-        format!("{}/s", fmt_rate(level))
-    } else {
-        fmt_count(level.round() as u64)
-    }
-}
-
 /// `1 connection`, `16 connections`.
 pub fn connections(level: f64) -> String {
     let n = level.round() as u64;
@@ -102,10 +127,10 @@ pub fn connections(level: f64) -> String {
 }
 
 /// The table header, printed before the first step.
-pub fn step_header(by: &str, observed: &[String]) -> String {
+pub fn step_header(by: By, observed: &[String]) -> String {
     let mut o = format!(
         "\n {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>5}",
-        if by == "rate" { "rate" } else { "conns" },
+        if by == By::Rate { "rate" } else { "conns" },
         "p50",
         "p75",
         "p90",
@@ -127,10 +152,10 @@ fn short(name: &str) -> String {
 }
 
 /// One table row, printed as soon as the step ends.
-pub fn step_line(by: &str, s: &StepRow, observed: &[String], knee: Option<&str>) -> String {
+pub fn step_line(by: By, s: &StepRow, observed: &[String], knee: Option<&str>) -> String {
     let mut o = format!(
         " {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4.0}%",
-        level_text(by, s.level),
+        by.cell(s.level),
         fmt_ms(s.p50),
         fmt_ms(s.p75),
         fmt_ms(s.p90),
@@ -143,7 +168,7 @@ pub fn step_line(by: &str, s: &StepRow, observed: &[String], knee: Option<&str>)
         let v = s
             .observed
             .get(name)
-            .map_or("-".to_string(), |v| fmt_value(name, v.peak));
+            .map_or("-".to_string(), |v| observed_value(name, v.peak));
         let _ = write!(o, " {v:>9}");
     }
     let verdict = if s.pass {
@@ -159,30 +184,18 @@ pub fn step_line(by: &str, s: &StepRow, observed: &[String], knee: Option<&str>)
     o
 }
 
-fn fmt_value(name: &str, v: f64) -> String {
-    if name.ends_with("cpu") {
-        format!("{v:.0}%")
-    } else if name.ends_with("rss") {
-        format!("{:.0}MB", v / 1e6)
-    } else if v.fract() == 0.0 && v.abs() < 1e9 {
-        fmt_count(v as u64)
-    } else {
-        format!("{v:.2}")
-    }
-}
-
 /// The steps again, by level, with the knee marked (the live table is in the order they ran).
 pub fn by_level(f: &FindResult, observed: &[String]) -> String {
     let mut rows: Vec<&StepRow> = f.steps.iter().collect();
     rows.sort_by(|a, b| a.level.total_cmp(&b.level));
-    let mut o = format!("\n by level:{}", step_header(&f.by, observed));
+    let mut o = format!("\n by level:{}", step_header(f.by, observed));
     for r in rows {
         let knee = f
             .knee
             .as_ref()
             .filter(|k| k.level == r.level)
             .map(|k| k.reason.as_str());
-        o.push_str(&step_line(&f.by, r, observed, knee));
+        o.push_str(&step_line(f.by, r, observed, knee));
     }
     o
 }
@@ -199,10 +212,7 @@ pub fn render_summary(f: &FindResult) -> String {
             let _ = writeln!(
                 o,
                 " Maximum sustainable: {}, {} req/s with {}{res}",
-                match f.by.as_str() {
-                    "rate" => format!("{}/s", fmt_rate(m.level)),
-                    _ => connections(m.level),
-                },
+                f.by.describe(m.level),
                 fmt_rate(m.rps),
                 m.slo.join(", ")
             );
@@ -216,13 +226,7 @@ pub fn render_summary(f: &FindResult) -> String {
     }
     let _ = writeln!(o, " Search ended: {}", f.stopped);
     if let Some(k) = &f.knee {
-        let unit = if f.by == "rate" { "" } else { " connections" };
-        let _ = writeln!(
-            o,
-            " Knee: at {}{unit} ({})",
-            level_text(&f.by, k.level),
-            k.reason
-        );
+        let _ = writeln!(o, " Knee: at {} ({})", f.by.describe(k.level), k.reason);
     }
     if let Some(u) = &f.usl {
         let peak = match (u.peak_concurrency, u.peak_rps) {

@@ -226,14 +226,18 @@ pub fn render(r: &ScenarioResult) -> String {
     o
 }
 
-/// An observed figure in its unit: CPU as a percentage, memory in MB, counts as numbers.
-fn observed_value(name: &str, v: f64) -> String {
+/// An observed figure in its unit, the same in the summary and the find table: CPU as a
+/// percentage, memory in MB, whole counts with separators, other values to one decimal.
+pub fn observed_value(name: &str, v: f64) -> String {
     if name.ends_with("cpu") {
         format!("{v:.0}%")
     } else if name.ends_with("rss") {
         format!("{:.1} MB", v / 1e6)
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        let sign = if v < 0.0 { "-" } else { "" };
+        format!("{sign}{}", fmt_count(v.abs() as u64))
     } else {
-        format!("{}", (v * 10.0).round() / 10.0)
+        format!("{:.1}", v)
     }
 }
 

@@ -14,3 +14,7 @@
 mod decide;
 
 pub use decide::{decide, Decision, Outcome, Settings, Stop};
+
+/// A step during which brink's own worker threads were at least this busy (0..1) measured
+/// brink, not the service: the search stops there and the diagnosis says so.
+pub const GENERATOR_BUSY: f64 = 0.9;

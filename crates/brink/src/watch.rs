@@ -1,0 +1,103 @@
+//! Following one run second by second, for `run` and for every step of `find` alike: the live
+//! progress line, the part of the run the verdict covers (everything, or what follows a
+//! warm-up), and the SLO trackers fed with it. After the run, [`Watch::verdicts`] judges each
+//! SLO on that same part, so a scenario and a search step are judged by one piece of code.
+
+use crate::progress::Progress;
+use engine::{Observer, SecondView};
+use report::SloResult;
+use stats::slo::{Slo, Tracker};
+use stats::Bucket;
+use std::time::Duration;
+
+/// One run being followed.
+pub struct Watch {
+    progress: Option<Progress>,
+    /// Seconds before this one are measured but not judged (a warm-up).
+    judged_from: u64,
+    /// An `abort` SLO that breaks stops the run (a scenario); a search step runs to its end.
+    honour_abort: bool,
+    /// The judged part: all requests, and per request of the workload.
+    pub judged: Bucket,
+    pub judged_by_request: Vec<Bucket>,
+    /// Each tracker with the index of the request it watches (`None`: all requests).
+    trackers: Vec<(Tracker, Option<usize>)>,
+    /// The SLO whose `abort` stopped the run.
+    pub aborted_by: Option<String>,
+}
+
+impl Watch {
+    /// Follows a run of `requests` (the workload's request names) against `slos`; the verdict
+    /// covers the seconds from `judged_from`; `progress` draws the live line for a run of
+    /// `total` when given.
+    pub fn new(
+        slos: &[Slo],
+        requests: &[String],
+        judged_from: u64,
+        honour_abort: bool,
+        progress: Option<Option<Duration>>,
+    ) -> Watch {
+        let trackers = slos
+            .iter()
+            .map(|s| {
+                let idx = s
+                    .request
+                    .as_ref()
+                    .and_then(|r| requests.iter().position(|n| n == r));
+                (Tracker::new(s.clone()), idx)
+            })
+            .collect();
+        Watch {
+            progress: progress.map(Progress::new),
+            judged_from,
+            honour_abort,
+            judged: Bucket::new(0),
+            judged_by_request: vec![Bucket::new(0); requests.len()],
+            trackers,
+            aborted_by: None,
+        }
+    }
+
+    /// Clears the progress line (before the summary is printed).
+    pub fn finish(&mut self) {
+        if let Some(p) = self.progress.as_mut() {
+            p.finish();
+        }
+    }
+
+    /// Each SLO's verdict on the judged part, which lasted `secs`.
+    pub fn verdicts(&self, secs: f64) -> Vec<SloResult> {
+        self.trackers
+            .iter()
+            .map(|(t, idx)| {
+                let total = idx.map_or(&self.judged, |i| &self.judged_by_request[i]);
+                SloResult::new(t, &t.verdict(total, secs))
+            })
+            .collect()
+    }
+}
+
+impl Observer for Watch {
+    fn second(&mut self, view: &SecondView) -> bool {
+        if let Some(p) = self.progress.as_mut() {
+            p.draw(view);
+        }
+        if view.second.t < self.judged_from {
+            return false;
+        }
+        self.judged.merge(view.all);
+        for (acc, b) in self.judged_by_request.iter_mut().zip(view.by_request) {
+            acc.merge(b);
+        }
+        for (t, idx) in &mut self.trackers {
+            let (b, so_far) = match idx {
+                Some(i) => (&view.by_request[*i], &self.judged_by_request[*i]),
+                None => (view.all, &self.judged),
+            };
+            if t.second(b, so_far) && self.aborted_by.is_none() {
+                self.aborted_by = Some(t.slo.text.clone());
+            }
+        }
+        self.honour_abort && self.aborted_by.is_some()
+    }
+}
