@@ -28,7 +28,7 @@ pub enum Command {
     Demo(DemoArgs),
 }
 
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct RunArgs {
     /// Target URL (http:// or https://), or a plan file (.yaml).
     #[arg(value_name = "URL|PLAN")]

@@ -5,7 +5,6 @@ use crate::cli::{Command, DemoArgs, RunArgs, ValidateArgs};
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
 use crate::output::Output;
 use crate::resolve::jobs;
-use clap::Parser;
 use report::RunResult;
 use std::io::Write;
 use std::path::PathBuf;
@@ -205,46 +204,41 @@ fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         demo.median,
         demo.mean_service().as_secs_f64() * 1000.0
     );
-    // The demo is an ordinary `find`: parse its command line so every default is find's own.
-    let mut argv = vec![
-        "brink",
-        "find",
-        url.as_str(),
-        "--slo",
-        "p99<25ms",
-        "--slo",
-        "errors<0.1%",
-        "--to",
-        "256",
-        "--step",
-        a.step.as_str(),
-        "--warmup",
-        "1s",
-        "--cooldown",
-        "0s",
-        "--observe",
-        metrics.as_str(),
-    ];
-    let json = a.json.as_ref().map(|p| p.display().to_string());
-    if let Some(j) = &json {
-        argv.extend(["--json", j.as_str()]);
-    }
-    emitln!(
-        "running: {}",
-        argv[..argv.len() - 2 * usize::from(json.is_some())].join(" ")
-    );
-    let args = match crate::cli::Cli::try_parse_from(&argv) {
-        Ok(crate::cli::Cli {
-            command: Command::Find(args),
-        }) => *args,
-        Ok(_) => {
-            return Err(Fail::input(
-                "demo: internal command line did not parse as find",
-            ))
-        }
-        Err(e) => return Err(Fail::input(format!("demo: {e}"))),
+    // The demo is an ordinary search, built here directly; the equivalent command line is
+    // printed so the user can run it against their own service.
+    let slos = ["p99<25ms", "errors<0.1%"];
+    let run = RunArgs {
+        url: url.clone(),
+        slo: slos.iter().map(|s| s.to_string()).collect(),
+        observe: vec![metrics.clone()],
+        json: a.json.clone(),
+        ..RunArgs::default()
     };
-    let code = crate::find::find_cmd(&args)?;
+    let step = plan::parse_duration(&a.step).map_err(|e| Fail::input(format!("--step: {e}")))?;
+    let warmup = Duration::from_secs(1);
+    crate::find::check_step(&a.step, step, "1s", warmup)?;
+    let job = jobs(&run)?
+        .pop()
+        .ok_or_else(|| Fail::input("demo: no job for the demo URL"))?;
+    let search = crate::find::Search {
+        by: report::find::By::Connections,
+        from: 1.0,
+        to: 256.0,
+        step,
+        warmup,
+        cooldown: Duration::ZERO,
+        precision: 0.05,
+        health: job.spec.target.clone(),
+        recovery: Duration::from_secs(60),
+        pool: 1000,
+    };
+    emitln!(
+        "running: brink find {url} --slo {} --slo {} --to 256 --step {} --warmup 1s --cooldown 0s --observe {metrics}",
+        slos[0],
+        slos[1],
+        a.step
+    );
+    let code = crate::find::run_search(&run, job, &search)?;
     emitln!(
         "\nreading it: the service holds {} requests at a time, so past ~{} connections extra requests only queue.",
         demo.slots,

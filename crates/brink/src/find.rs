@@ -6,7 +6,7 @@
 //! step the health URL is probed: a service that does not answer within `--recovery` is stuck,
 //! and the search stops there (bounded: every step and probe has a deadline).
 
-use crate::cli::FindArgs;
+use crate::cli::{FindArgs, RunArgs};
 use crate::commands::emit;
 use crate::diagnose;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
@@ -72,6 +72,21 @@ fn level_arg(by: By, name: &str, v: &str) -> Result<f64, Fail> {
     }
 }
 
+/// A step must leave at least a second to judge after its warm-up, and last at least 2 s.
+pub fn check_step(
+    step_text: &str,
+    step: Duration,
+    warmup_text: &str,
+    warmup: Duration,
+) -> Result<(), Fail> {
+    if step < Duration::from_secs(2) || warmup + Duration::from_secs(1) > step {
+        return Err(Fail::input(format!(
+            "--step ({step_text}) must be at least 2s and at least 1s longer than --warmup ({warmup_text})"
+        )));
+    }
+    Ok(())
+}
+
 fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
     let by = if a.by == "rate" {
         By::Rate
@@ -111,12 +126,7 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
     };
     let step = dur("--step", &a.step)?;
     let warmup = dur("--warmup", &a.warmup)?;
-    if step < Duration::from_secs(2) || warmup + Duration::from_secs(1) > step {
-        return Err(Fail::input(format!(
-            "--step ({}) must be at least 2s and at least 1s longer than --warmup ({})",
-            a.step, a.warmup
-        )));
-    }
+    check_step(&a.step, step, &a.warmup, warmup)?;
     let precision = a
         .precision
         .trim_end_matches('%')
@@ -180,13 +190,19 @@ fn base_job(a: &FindArgs) -> Result<Job, Fail> {
 pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     let job = base_job(a)?;
     let search = settings(a, &job)?;
+    run_search(&a.run, job, &search)
+}
+
+/// Runs the search of `job` with `search`'s settings; `run` gives the outputs (`--json`,
+/// `-q`), the observers and the seed. `brink demo` calls this directly.
+pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail> {
     crate::suite::preflight(std::slice::from_ref(&job))?;
-    let json = crate::commands::open_json(a.run.json.as_ref())?;
+    let json = crate::commands::open_json(run.json.as_ref())?;
     let interrupt = crate::commands::install_signals()?;
-    let observing = crate::suite::start_observing(&a.run)?;
+    let observing = crate::suite::start_observing(run)?;
     let columns = observing.as_ref().map_or_else(Vec::new, |(_, c)| c.clone());
     let started = report::rfc3339_utc(SystemTime::now());
-    let quiet = a.run.quiet;
+    let quiet = run.quiet;
     let by = search.by.name();
     if !quiet {
         let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
@@ -204,7 +220,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     }
     let mut ctl = Controller {
         job: &job,
-        search: &search,
+        search,
         interrupt: &interrupt,
         quiet,
         steps: Vec::new(),
@@ -216,7 +232,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     if let Some((s, _)) = observing {
         s.stop();
     }
-    let find = summarise(&job, &search, &steps, stopped.clone());
+    let find = summarise(&job, search, &steps, stopped.clone());
     if !quiet {
         emit(&report::find::by_level(&find, &columns));
         emit(&report::find::render_summary(&find));
@@ -224,7 +240,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     let stuck = steps.iter().any(|s| s.stuck);
     let passed_any = find.max_sustainable.is_some();
     let runs = steps.into_iter().map(|s| (s.scenario, s.totals)).collect();
-    let mut result = RunResult::new(started, crate::resolve::seed(&a.run), runs)
+    let mut result = RunResult::new(started, crate::resolve::seed(run), runs)
         .ok_or_else(|| Fail::input("the search ran no step"))?;
     result.find = Some(find);
     crate::commands::write_json(json, &result)?;
