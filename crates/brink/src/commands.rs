@@ -5,6 +5,7 @@ use crate::cli::{Command, DemoArgs, RunArgs, ValidateArgs};
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
 use crate::output::Output;
 use crate::resolve::jobs;
+use crate::sink::{Event, Sinks};
 use report::RunResult;
 use std::io::Write;
 use std::path::PathBuf;
@@ -126,20 +127,22 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
 fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     let jobs = jobs(a)?;
     crate::suite::preflight(&jobs)?;
-    let json = open_json(a.json.as_ref())?;
+    let mut sinks = Sinks::standard(a.quiet, open_json(a.json.as_ref())?);
     let interrupt = install_signals()?;
     let observing = crate::suite::start_observing(a)?;
     let sampler = observing.as_ref().map(|(s, _)| s);
-    let result =
-        crate::suite::run_jobs(jobs, &interrupt, a.quiet, crate::resolve::seed(a), sampler);
+    let result = crate::suite::run_jobs(
+        jobs,
+        &interrupt,
+        &mut sinks,
+        crate::resolve::seed(a),
+        sampler,
+    );
     if let Some((s, _)) = observing {
         s.stop();
     }
     let result = result?;
-    if !a.quiet {
-        emit(&report::suite_table(&result));
-    }
-    write_json(json, &result)?;
+    sinks.emit(&Event::Finished(&result))?;
     if let Some((name, why)) = result
         .scenarios
         .iter()

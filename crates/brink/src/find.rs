@@ -7,10 +7,10 @@
 //! and the search stops there (bounded: every step and probe has a deadline).
 
 use crate::cli::{FindArgs, RunArgs};
-use crate::commands::emit;
 use crate::diagnose;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
 use crate::resolve::{jobs, Job};
+use crate::sink::{Event, Sinks};
 use crate::watch::Watch;
 use engine::{Curve, Load, Target};
 use observe::health as probe;
@@ -197,35 +197,35 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
 /// `-q`), the observers and the seed. `brink demo` calls this directly.
 pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail> {
     crate::suite::preflight(std::slice::from_ref(&job))?;
-    let json = crate::commands::open_json(run.json.as_ref())?;
+    let mut sinks = Sinks::standard(run.quiet, crate::commands::open_json(run.json.as_ref())?);
     let interrupt = crate::commands::install_signals()?;
     let observing = crate::suite::start_observing(run)?;
     let columns = observing.as_ref().map_or_else(Vec::new, |(_, c)| c.clone());
     let started = report::rfc3339_utc(SystemTime::now());
-    let quiet = run.quiet;
-    let by = search.by.name();
-    if !quiet {
-        let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
-        emit(&format!(
-            "find: {} {} by {by} from {} to {}, {}s steps ({}s warm-up), objectives: {}\n",
-            job.spec.workload.steps[0].method,
-            job.spec.target.url(),
-            search.from,
-            search.to,
-            search.step.as_secs_f64(),
-            search.warmup.as_secs_f64(),
-            slos.join(", ")
-        ));
-        emit(&report::find::step_header(search.by, &columns));
-    }
+    let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
+    let header = format!(
+        "find: {} {} by {} from {} to {}, {}s steps ({}s warm-up), objectives: {}\n",
+        job.spec.workload.steps[0].method,
+        job.spec.target.url(),
+        search.by.name(),
+        search.from,
+        search.to,
+        search.step.as_secs_f64(),
+        search.warmup.as_secs_f64(),
+        slos.join(", ")
+    );
+    sinks.show(&Event::Search {
+        header: &header,
+        by: search.by,
+        columns: &columns,
+    });
     let mut ctl = Controller {
         job: &job,
         search,
         interrupt: &interrupt,
-        quiet,
+        sinks: &mut sinks,
         steps: Vec::new(),
         sampler: observing.as_ref().map(|(s, _)| s),
-        columns: &columns,
     };
     let stopped = ctl.search();
     let steps = ctl.steps;
@@ -233,17 +233,13 @@ pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail>
         s.stop();
     }
     let find = summarise(&job, search, &steps, stopped.clone());
-    if !quiet {
-        emit(&report::find::by_level(&find, &columns));
-        emit(&report::find::render_summary(&find));
-    }
     let stuck = steps.iter().any(|s| s.stuck);
     let passed_any = find.max_sustainable.is_some();
     let runs = steps.into_iter().map(|s| (s.scenario, s.totals)).collect();
     let mut result = RunResult::new(started, crate::resolve::seed(run), runs)
         .ok_or_else(|| Fail::input("the search ran no step"))?;
     result.find = Some(find);
-    crate::commands::write_json(json, &result)?;
+    sinks.emit(&Event::Finished(&result))?;
     if interrupt.load(Ordering::Relaxed) {
         return Ok(INTERRUPTED);
     }
@@ -254,10 +250,9 @@ struct Controller<'a> {
     job: &'a Job,
     search: &'a Search,
     interrupt: &'a AtomicBool,
-    quiet: bool,
+    sinks: &'a mut Sinks,
     steps: Vec<Step>,
     sampler: Option<&'a observe::Sampler>,
-    columns: &'a [String],
 }
 
 impl Controller<'_> {
@@ -291,19 +286,12 @@ impl Controller<'_> {
             return Err("interrupted".into());
         }
         let from = Instant::now();
-        let mut step = run_step(self.job, self.search, level, self.interrupt, self.quiet)
+        let mut step = run_step(self.job, self.search, level, self.interrupt, self.sinks)
             .map_err(|f| f.message)?;
         crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
         step.row.observed = step.scenario.observed.clone();
         let interrupted = step.scenario.interrupted;
-        if !self.quiet {
-            emit(&report::find::step_line(
-                self.search.by,
-                &step.row,
-                self.columns,
-                None,
-            ));
-        }
+        self.sinks.show(&Event::StepDone(&step.row));
         if !step.row.pass && !interrupted {
             let stop = || self.interrupt.load(Ordering::Relaxed);
             if probe::wait_for_recovery(&self.search.health, self.search.recovery, &stop).is_none()
@@ -378,7 +366,7 @@ fn run_step(
     s: &Search,
     level: f64,
     interrupt: &AtomicBool,
-    quiet: bool,
+    sinks: &mut Sinks,
 ) -> Result<Step, crate::exit::Fail> {
     let mut spec = job.spec.clone();
     spec.max_requests = None;
@@ -393,8 +381,8 @@ fn run_step(
         }
     };
     let names = spec.workload.names();
-    let progress = (!quiet).then(|| spec.load.end());
-    let mut watch = Watch::new(&job.slos, &names, s.warmup.as_secs(), false, progress);
+    let total = spec.load.end();
+    let mut watch = Watch::new(sinks, &job.slos, &names, s.warmup.as_secs(), false, total);
     let (cpu0, t0) = (own_cpu(), Instant::now());
     let out = engine::run(&spec, interrupt, &mut watch);
     let (cpu, wall) = (own_cpu() - cpu0, t0.elapsed().as_secs_f64());

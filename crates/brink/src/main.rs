@@ -9,6 +9,7 @@ mod outcome;
 mod output;
 mod progress;
 mod resolve;
+mod sink;
 mod suite;
 mod watch;
 

@@ -1,7 +1,7 @@
 //! The live progress line on stderr, redrawn every second when stderr is a terminal:
 //! elapsed/total, req/s in the last second, p99 so far and errors so far.
 
-use engine::{Observer, SecondView};
+use engine::SecondView;
 use report::{fmt_count, fmt_ms};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -28,6 +28,7 @@ impl Progress {
         if self.drawn {
             eprint!("\r\x1b[2K");
             let _ = std::io::stderr().flush();
+            self.drawn = false;
         }
     }
 }
@@ -61,9 +62,15 @@ impl Progress {
     }
 }
 
-impl Observer for Progress {
-    fn second(&mut self, view: &SecondView) -> bool {
-        self.draw(view);
-        false
+impl crate::sink::Sink for Progress {
+    fn event(&mut self, e: &crate::sink::Event) -> Result<(), crate::exit::Fail> {
+        use crate::sink::Event;
+        match e {
+            Event::RunStarted { total } => self.total = *total,
+            Event::Second(view) => self.draw(view),
+            Event::RunEnded => self.finish(),
+            _ => {}
+        }
+        Ok(())
     }
 }

@@ -3,9 +3,9 @@
 //! summary and SLA table, the pause, the next scenario. An interrupt stops the current
 //! scenario, keeps what it measured, and skips the rest.
 
-use crate::commands::emit;
 use crate::exit::Fail;
 use crate::resolve::Job;
+use crate::sink::{Event, Sinks};
 use crate::watch::Watch;
 use observe::Sampler;
 use report::find::Observed;
@@ -64,48 +64,45 @@ pub fn attach_samples(
     }
 }
 
-/// Runs `jobs` in order and returns the whole result.
+/// Runs `jobs` in order, telling `sinks` what happens, and returns the whole result.
 pub fn run_jobs(
     jobs: Vec<Job>,
     interrupt: &AtomicBool,
-    quiet: bool,
+    sinks: &mut Sinks,
     seed: u64,
     sampler: Option<&Sampler>,
 ) -> Result<RunResult, Fail> {
     let started = report::rfc3339_utc(SystemTime::now());
     let count = jobs.len();
     let mut runs = Vec::new();
-    for (i, job) in jobs.into_iter().enumerate() {
-        if count > 1 && !quiet {
-            emit(&format!(
-                "\n== scenario {} ({}/{count}) ==\n",
-                job.name,
-                i + 1
-            ));
-        }
+    for (index, job) in jobs.into_iter().enumerate() {
+        sinks.show(&Event::Scenario {
+            name: &job.name,
+            index,
+            count,
+        });
         let from = Instant::now();
-        let (mut scenario, totals) = match run_one(&job, interrupt, quiet) {
+        let (mut scenario, totals) = match run_one(&job, interrupt, sinks) {
             Ok(done) => done,
             Err(fail) => {
                 // Keep what the earlier scenarios measured; record why this one did not run.
                 let scenario = failed_scenario(&job, &fail.message);
-                if !quiet {
-                    emit(&format!("scenario {} failed: {}\n", job.name, fail.message));
-                }
+                sinks.show(&Event::ScenarioFailed {
+                    name: &job.name,
+                    why: &fail.message,
+                });
                 runs.push((scenario, stats::Totals::default()));
                 break;
             }
         };
         attach_samples(&mut scenario, sampler, from, Instant::now());
         let stop = scenario.interrupted;
-        if !quiet {
-            emit(&report::render(&scenario));
-        }
+        sinks.show(&Event::ScenarioDone(&scenario));
         runs.push((scenario, totals));
         if stop {
             break;
         }
-        if i + 1 < count && !pause(job.pause, interrupt) {
+        if index + 1 < count && !pause(job.pause, interrupt) {
             break;
         }
     }
@@ -115,11 +112,11 @@ pub fn run_jobs(
 fn run_one(
     job: &Job,
     interrupt: &AtomicBool,
-    quiet: bool,
+    sinks: &mut Sinks,
 ) -> Result<(ScenarioResult, stats::Totals), Fail> {
     let names = job.spec.workload.names();
-    let progress = (!quiet).then(|| job.spec.load.end());
-    let mut watch = Watch::new(&job.slos, &names, 0, true, progress);
+    let total = job.spec.load.end();
+    let mut watch = Watch::new(sinks, &job.slos, &names, 0, true, total);
     let out = engine::run(&job.spec, interrupt, &mut watch).map_err(|e| Fail::input(e.to_string()));
     watch.finish();
     let out = out?;

@@ -3,16 +3,16 @@
 //! warm-up), and the SLO trackers fed with it. After the run, [`Watch::verdicts`] judges each
 //! SLO on that same part, so a scenario and a search step are judged by one piece of code.
 
-use crate::progress::Progress;
+use crate::sink::{Event, Sinks};
 use engine::{Observer, SecondView};
 use report::SloResult;
 use stats::slo::{Slo, Tracker};
 use stats::Bucket;
 use std::time::Duration;
 
-/// One run being followed.
-pub struct Watch {
-    progress: Option<Progress>,
+/// One run being followed; every second also goes to the command's sinks.
+pub struct Watch<'a> {
+    sinks: &'a mut Sinks,
     /// Seconds before this one are measured but not judged (a warm-up).
     judged_from: u64,
     /// An `abort` SLO that breaks stops the run (a scenario); a search step runs to its end.
@@ -26,17 +26,18 @@ pub struct Watch {
     pub aborted_by: Option<String>,
 }
 
-impl Watch {
-    /// Follows a run of `requests` (the workload's request names) against `slos`; the verdict
-    /// covers the seconds from `judged_from`; `progress` draws the live line for a run of
-    /// `total` when given.
+impl<'a> Watch<'a> {
+    /// Follows a run of `requests` (the workload's request names) lasting `total` against
+    /// `slos`; the verdict covers the seconds from `judged_from`.
     pub fn new(
+        sinks: &'a mut Sinks,
         slos: &[Slo],
         requests: &[String],
         judged_from: u64,
         honour_abort: bool,
-        progress: Option<Option<Duration>>,
-    ) -> Watch {
+        total: Option<Duration>,
+    ) -> Watch<'a> {
+        sinks.show(&Event::RunStarted { total });
         let trackers = slos
             .iter()
             .map(|s| {
@@ -48,7 +49,7 @@ impl Watch {
             })
             .collect();
         Watch {
-            progress: progress.map(Progress::new),
+            sinks,
             judged_from,
             honour_abort,
             judged: Bucket::new(0),
@@ -58,11 +59,9 @@ impl Watch {
         }
     }
 
-    /// Clears the progress line (before the summary is printed).
+    /// The run ended (the progress line goes before the summary is printed).
     pub fn finish(&mut self) {
-        if let Some(p) = self.progress.as_mut() {
-            p.finish();
-        }
+        self.sinks.show(&Event::RunEnded);
     }
 
     /// Each SLO's verdict on the judged part, which lasted `secs`.
@@ -77,11 +76,9 @@ impl Watch {
     }
 }
 
-impl Observer for Watch {
+impl Observer for Watch<'_> {
     fn second(&mut self, view: &SecondView) -> bool {
-        if let Some(p) = self.progress.as_mut() {
-            p.draw(view);
-        }
+        self.sinks.show(&Event::Second(view));
         if view.second.t < self.judged_from {
             return false;
         }
