@@ -2,29 +2,14 @@
 //! service, loaded). Each returns the exit code or a [`Fail`].
 
 use crate::cli::{Command, DemoArgs, RunArgs, ValidateArgs};
+use crate::emitln;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
-use crate::output::Output;
+use crate::output::open_json;
 use crate::resolve::jobs;
+use crate::signals::install_signals;
 use crate::sink::{Event, Sinks};
 use report::RunResult;
-use std::io::Write;
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
-
-/// Writes to stdout, ignoring a closed pipe (`brink demo | head`): the run still writes its
-/// result file and returns its verdict.
-pub fn emit(text: &str) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
-}
-
-/// `println!` through [`emit`].
-macro_rules! emitln {
-    ($($arg:tt)*) => { emit(&format!("{}\n", format_args!($($arg)*))) };
-}
 
 pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
     match cmd {
@@ -33,65 +18,6 @@ pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
         Command::Validate(a) => validate_cmd(&a),
         Command::Demo(a) => demo_cmd(&a),
     }
-}
-
-/// Sets the returned flag on SIGINT/SIGTERM: the run stops, keeps what it measured and writes
-/// its result. A second signal (`timeout -s INT` forwards two) changes nothing; a third, or
-/// 3 s after the first without brink having finished, exits at once with 130.
-pub fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static SIGNALS: AtomicUsize = AtomicUsize::new(0);
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [SIGINT, SIGTERM] {
-        let flag = stop.clone();
-        let action = move || {
-            // Async-signal-safe: atomics and _exit only.
-            flag.store(true, Ordering::SeqCst);
-            if SIGNALS.fetch_add(1, Ordering::SeqCst) + 1 >= 3 {
-                signal_hook::low_level::exit(INTERRUPTED);
-            }
-        };
-        // SAFETY: the action only touches atomics and calls _exit, both async-signal-safe.
-        unsafe { signal_hook::low_level::register(sig, action) }
-            .map_err(|e| Fail::input(format!("cannot install signal handler: {e}")))?;
-    }
-    let watched = stop.clone();
-    std::thread::Builder::new()
-        .name("brink-interrupt".into())
-        .spawn(move || {
-            while !watched.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            std::thread::sleep(STOP_WITHIN);
-            let _ = writeln!(
-                std::io::stderr(),
-                "brink: still stopping {}s after the interrupt; exiting now",
-                STOP_WITHIN.as_secs()
-            );
-            std::process::exit(INTERRUPTED);
-        })
-        .map_err(|e| Fail::input(format!("cannot start the interrupt watch: {e}")))?;
-    Ok(stop)
-}
-
-/// After an interrupt brink stops within a second and writes its result; if it has not
-/// finished after this long, it exits at once.
-const STOP_WITHIN: Duration = Duration::from_secs(3);
-
-/// Prepares `--json FILE` before the run, so an unwritable path fails before any load is sent.
-pub fn open_json(path: Option<&PathBuf>) -> Result<Option<Output>, Fail> {
-    path.map(|p| Output::prepare("--json", p)).transpose()
-}
-
-/// Writes the result to the prepared `--json` output, whole or not at all.
-pub fn write_json(out: Option<Output>, result: &RunResult) -> Result<(), Fail> {
-    if let Some(out) = out {
-        let bytes = serde_json::to_vec_pretty(result)
-            .map_err(|e| Fail::input(format!("--json: cannot encode the result: {e}")))?;
-        out.commit(&bytes)?;
-    }
-    Ok(())
 }
 
 /// The exit code a finished run earns.

@@ -15,7 +15,7 @@
 //!   handling or the network path, as when a container network bridge was the limit);
 //! * **queueing**: throughput flat while latency grows, without server metrics to say why.
 
-use crate::find::Step;
+use crate::step::Step;
 use report::find::FindResult;
 use stats::ErrorKind;
 

@@ -11,14 +11,15 @@ use crate::diagnose;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
 use crate::resolve::{jobs, Job};
 use crate::sink::{Event, Sinks};
+use crate::step::Step;
 use crate::watch::Watch;
 use engine::{Curve, Load, Target};
 use observe::health as probe;
 use report::find::{By, FindResult, KneeInfo, StepRow, Sustained, UslInfo};
-use report::{RunResult, ScenarioResult};
+use report::RunResult;
 use stats::capacity::{knee, Point, Usl};
 use stats::slo::Slo;
-use stats::{Bucket, ErrorKind, LatencySummary, Totals};
+use stats::{ErrorKind, LatencySummary};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -39,17 +40,6 @@ pub struct Search {
     pub health: Target,
     pub recovery: Duration,
     pub pool: usize,
-}
-
-/// One finished step.
-pub struct Step {
-    pub row: StepRow,
-    pub scenario: ScenarioResult,
-    pub totals: Totals,
-    /// The service stopped answering during it and did not recover.
-    pub stuck: bool,
-    /// Status counts of the steady part, for the diagnosis.
-    pub steady: Bucket,
 }
 
 fn level_arg(by: By, name: &str, v: &str) -> Result<f64, Fail> {
@@ -197,8 +187,8 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
 /// `-q`), the observers and the seed. `brink demo` calls this directly.
 pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail> {
     crate::suite::preflight(std::slice::from_ref(&job))?;
-    let mut sinks = Sinks::standard(run.quiet, crate::commands::open_json(run.json.as_ref())?);
-    let interrupt = crate::commands::install_signals()?;
+    let mut sinks = Sinks::standard(run.quiet, crate::output::open_json(run.json.as_ref())?);
+    let interrupt = crate::signals::install_signals()?;
     let observing = crate::suite::start_observing(run)?;
     let columns = observing.as_ref().map_or_else(Vec::new, |(_, c)| c.clone());
     let started = report::rfc3339_utc(SystemTime::now());

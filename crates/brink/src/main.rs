@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod console;
 mod diagnose;
 mod exit;
 mod find;
@@ -9,7 +10,9 @@ mod outcome;
 mod output;
 mod progress;
 mod resolve;
+mod signals;
 mod sink;
+mod step;
 mod suite;
 mod watch;
 

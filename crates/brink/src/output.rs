@@ -6,6 +6,7 @@
 //! and every write or flush error is reported.
 
 use crate::exit::Fail;
+use report::RunResult;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -83,6 +84,21 @@ impl Drop for Output {
             let _ = std::fs::remove_file(tmp);
         }
     }
+}
+
+/// Prepares `--json FILE` before the run, so an unwritable path fails before any load is sent.
+pub fn open_json(path: Option<&PathBuf>) -> Result<Option<Output>, Fail> {
+    path.map(|p| Output::prepare("--json", p)).transpose()
+}
+
+/// Writes the result to the prepared `--json` output, whole or not at all.
+pub fn write_json(out: Option<Output>, result: &RunResult) -> Result<(), Fail> {
+    if let Some(out) = out {
+        let bytes = serde_json::to_vec_pretty(result)
+            .map_err(|e| Fail::input(format!("--json: cannot encode the result: {e}")))?;
+        out.commit(&bytes)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

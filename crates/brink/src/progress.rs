@@ -23,6 +23,11 @@ impl Progress {
         }
     }
 
+    /// A new run starts that lasts `total` (unknown for `-n` runs).
+    pub fn start(&mut self, total: Option<Duration>) {
+        self.total = total;
+    }
+
     /// Clears the line before the summary is printed.
     pub fn finish(&mut self) {
         if self.drawn {
@@ -59,18 +64,5 @@ impl Progress {
         );
         let _ = std::io::stderr().flush();
         self.drawn = true;
-    }
-}
-
-impl crate::sink::Sink for Progress {
-    fn event(&mut self, e: &crate::sink::Event) -> Result<(), crate::exit::Fail> {
-        use crate::sink::Event;
-        match e {
-            Event::RunStarted { total } => self.total = *total,
-            Event::Second(view) => self.draw(view),
-            Event::RunEnded => self.finish(),
-            _ => {}
-        }
-        Ok(())
     }
 }

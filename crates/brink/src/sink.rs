@@ -4,9 +4,10 @@
 //! an HTML report, a CSV, the run history and a live web view are more, added without touching
 //! the runners.
 
-use crate::commands::emit;
+use crate::console::emit;
 use crate::exit::Fail;
 use crate::output::Output;
+use crate::progress::Progress;
 use engine::SecondView;
 use report::find::{By, StepRow};
 use report::{RunResult, ScenarioResult};
@@ -57,7 +58,7 @@ impl Sinks {
     pub fn standard(quiet: bool, json: Option<Output>) -> Sinks {
         let mut s = Sinks::default();
         if !quiet {
-            s.0.push(Box::new(crate::progress::Progress::new(None)));
+            s.0.push(Box::new(Progress::new(None)));
             s.0.push(Box::new(Terminal::default()));
         }
         if let Some(out) = json {
@@ -139,8 +140,21 @@ struct JsonFile(Option<Output>);
 impl Sink for JsonFile {
     fn event(&mut self, e: &Event) -> Result<(), Fail> {
         match e {
-            Event::Finished(r) => crate::commands::write_json(self.0.take(), r),
+            Event::Finished(r) => crate::output::write_json(self.0.take(), r),
             _ => Ok(()),
         }
+    }
+}
+
+/// The live progress line: drawn each second of a run, cleared when it ends.
+impl Sink for Progress {
+    fn event(&mut self, e: &Event) -> Result<(), Fail> {
+        match e {
+            Event::RunStarted { total } => self.start(*total),
+            Event::Second(view) => self.draw(view),
+            Event::RunEnded => self.finish(),
+            _ => {}
+        }
+        Ok(())
     }
 }

@@ -10,24 +10,12 @@ use http_body_util::Full;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use stats::ErrorKind;
-use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
-
-/// Maps an I/O error to the error kind it is counted under.
-pub fn io_kind(e: &io::Error) -> ErrorKind {
-    use io::ErrorKind as K;
-    match e.kind() {
-        K::UnexpectedEof => ErrorKind::Closed,
-        K::TimedOut => ErrorKind::Timeout,
-        K::InvalidData => ErrorKind::Protocol,
-        _ => ErrorKind::Reset,
-    }
-}
 
 /// Everything needed to open a connection to the target; shared by all workers.
 pub struct Connector {

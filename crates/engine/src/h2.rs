@@ -3,7 +3,7 @@
 //! so `-c` means the same concurrency for both protocols.
 
 use crate::capture::{Budget, Captured};
-use crate::conn::io_kind;
+use crate::h1::io_kind;
 use crate::h1::Reply;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

@@ -5,7 +5,7 @@
 use crate::capture::Budget;
 use crate::conn::Connector;
 use crate::tls::{client_config, server_name, TlsError};
-use crate::worker;
+use crate::worker::{self, Msg, Shared};
 use crate::workload::Workload;
 use model::{Load, StatusSet, Target, TargetError};
 use stats::{Bucket, LatencySummary, Timeline, Totals};
@@ -51,48 +51,6 @@ pub enum RunError {
     /// A request that breaks the wire rules before any templating: it could never be sent.
     #[error("{0}")]
     Request(String),
-}
-
-/// State shared (read-only or atomic) by all workers.
-pub struct Shared {
-    pub connector: Connector,
-    pub load: Load,
-    pub max_requests: Option<u64>,
-    pub timeout: Duration,
-    pub keepalive: bool,
-    pub ok_status: StatusSet,
-    pub start: Instant,
-    pub end: Option<Instant>,
-    pub grace: Duration,
-    pub workers: usize,
-    /// Set when the run must end now (an interrupt, or an observer's abort).
-    pub stop: AtomicBool,
-    tickets: AtomicU64,
-}
-
-impl Shared {
-    /// Closed model: takes one of the `-n` attempts; false once all are taken.
-    pub fn take_ticket(&self) -> bool {
-        match self.max_requests {
-            None => true,
-            Some(n) => self.tickets.fetch_add(1, Ordering::Relaxed) < n,
-        }
-    }
-
-    /// Whether every `-n` attempt has been taken.
-    pub fn tickets_exhausted(&self) -> bool {
-        self.max_requests
-            .is_some_and(|n| self.tickets.load(Ordering::Relaxed) >= n)
-    }
-}
-
-/// What workers send to the aggregator.
-pub enum Msg {
-    /// One second of one worker: a bucket per request of the workload.
-    Buckets(usize, Vec<Bucket>),
-    /// A worker finished; the number is its requests still in flight when it stopped.
-    Done(usize, u64),
-    Failed(String),
 }
 
 /// One finished second of the whole run.

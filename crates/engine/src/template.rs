@@ -21,9 +21,41 @@
 //! with the same seed renders the same values on the same virtual user.
 
 use crate::rng::Rng;
-use crate::workload::Table;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A data set: CSV rows handed out in order (wrapping around at the end).
+#[derive(Debug)]
+pub struct Table {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// One fixed row per virtual user instead of the next row per iteration.
+    pub per_vu: bool,
+    next: AtomicU64,
+}
+
+impl Table {
+    pub fn new(name: String, columns: Vec<String>, rows: Vec<Vec<String>>, per_vu: bool) -> Table {
+        Table {
+            name,
+            columns,
+            rows,
+            per_vu,
+            next: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn row_for(&self, vu: u64) -> usize {
+        let n = self.rows.len().max(1) as u64;
+        let i = if self.per_vu {
+            vu
+        } else {
+            self.next.fetch_add(1, Ordering::Relaxed)
+        };
+        (i % n) as usize
+    }
+}
 
 /// One piece of a compiled template.
 #[derive(Clone, Debug, PartialEq)]

@@ -18,44 +18,12 @@
 
 pub use crate::capture::{Captured, Extractor};
 use crate::rng::Rng;
+pub use crate::template::Table;
 use crate::template::{Scope, Template};
 use model::guard;
 use model::StatusSet;
 use stats::{ErrorKind, Refusal};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// A data set: CSV rows handed out in order (wrapping around at the end).
-#[derive(Debug)]
-pub struct Table {
-    pub name: String,
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    /// One fixed row per virtual user instead of the next row per iteration.
-    pub per_vu: bool,
-    next: AtomicU64,
-}
-
-impl Table {
-    pub fn new(name: String, columns: Vec<String>, rows: Vec<Vec<String>>, per_vu: bool) -> Table {
-        Table {
-            name,
-            columns,
-            rows,
-            per_vu,
-            next: AtomicU64::new(0),
-        }
-    }
-
-    fn row_for(&self, vu: u64) -> usize {
-        let n = self.rows.len().max(1) as u64;
-        let i = if self.per_vu {
-            vu
-        } else {
-            self.next.fetch_add(1, Ordering::Relaxed)
-        };
-        (i % n) as usize
-    }
-}
+use std::sync::atomic::AtomicU64;
 
 /// One request of a mix or step of a flow.
 #[derive(Debug)]

@@ -1,7 +1,7 @@
 //! The `find` section of a result and its terminal form: one row per step (the sweep table
 //! people make by hand), the maximum sustainable level, the knee, the USL fit and the diagnosis.
 
-use crate::terminal::{fmt_count, fmt_ms, fmt_rate, observed_value};
+use crate::fmt::{fmt_count, fmt_ms, fmt_rate, observed_value};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;

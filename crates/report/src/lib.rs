@@ -4,16 +4,18 @@
 //! can read and render results without pulling in the load generator.
 
 pub mod find;
+mod fmt;
 mod result;
 mod sla;
 mod terminal;
 mod time;
 
+pub use fmt::{fmt_count, fmt_ms, fmt_rate};
 pub use result::{
     summary_json, ErrorsByKind, ExtractFailureJson, HistBin, LoadInfo, RefusedJson, RequestResult,
     RunResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson, SummaryJson,
     TargetInfo, SCHEMA,
 };
 pub use sla::suite_table;
-pub use terminal::{fmt_count, fmt_ms, fmt_rate, render};
+pub use terminal::render;
 pub use time::rfc3339_utc;

@@ -2,8 +2,8 @@
 //! each scenario (metric, target, result, margin, PASS/FAIL, in the style of the SLA tables
 //! teams write by hand), and the verdict of a whole suite.
 
+use crate::fmt::{fmt_count, fmt_ms, fmt_rate};
 use crate::result::{RunResult, ScenarioResult};
-use crate::terminal::{fmt_count, fmt_ms, fmt_rate};
 use std::fmt::Write;
 
 /// Requests, rate, errors and latency per request name (empty for a single request).

@@ -1,55 +1,9 @@
 //! The terminal summary, in the shape of the tables users paste into reports: counts,
 //! success rate, a percentile table and a latency distribution.
 
+use crate::fmt::{fmt_bytes, fmt_count, fmt_ms, fmt_rate, observed_value};
 use crate::result::ScenarioResult;
 use std::fmt::Write;
-
-/// Milliseconds with a precision that suits the magnitude: `0.57ms`, `117ms`, `1.25s`.
-pub fn fmt_ms(ms: f64) -> String {
-    if ms >= 10_000.0 {
-        format!("{:.1}s", ms / 1000.0)
-    } else if ms >= 1000.0 {
-        format!("{:.2}s", ms / 1000.0)
-    } else if ms >= 100.0 {
-        format!("{ms:.0}ms")
-    } else if ms >= 10.0 {
-        format!("{ms:.1}ms")
-    } else {
-        format!("{ms:.2}ms")
-    }
-}
-
-/// An integer with thousands separators: `1,234,567`.
-pub fn fmt_count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A rate: `1,234` when large, `12.5` when small.
-pub fn fmt_rate(r: f64) -> String {
-    if r >= 100.0 {
-        fmt_count(r.round() as u64)
-    } else {
-        format!("{r:.1}")
-    }
-}
-
-fn fmt_bytes(n: u64) -> String {
-    let n = n as f64;
-    match n {
-        n if n >= 1024.0 * 1024.0 * 1024.0 => format!("{:.2} GiB", n / 1024.0 / 1024.0 / 1024.0),
-        n if n >= 1024.0 * 1024.0 => format!("{:.1} MiB", n / 1024.0 / 1024.0),
-        n if n >= 1024.0 => format!("{:.1} KiB", n / 1024.0),
-        n => format!("{n} B"),
-    }
-}
 
 /// The whole summary as printed at the end of `brink run`.
 pub fn render(r: &ScenarioResult) -> String {
@@ -224,21 +178,6 @@ pub fn render(r: &ScenarioResult) -> String {
     o.push_str(&crate::sla::requests_table(r));
     o.push_str(&crate::sla::sla_table(r));
     o
-}
-
-/// An observed figure in its unit, the same in the summary and the find table: CPU as a
-/// percentage, memory in MB, whole counts with separators, other values to one decimal.
-pub fn observed_value(name: &str, v: f64) -> String {
-    if name.ends_with("cpu") {
-        format!("{v:.0}%")
-    } else if name.ends_with("rss") {
-        format!("{:.1} MB", v / 1e6)
-    } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        let sign = if v < 0.0 { "-" } else { "" };
-        format!("{sign}{}", fmt_count(v.abs() as u64))
-    } else {
-        format!("{:.1}", v)
-    }
 }
 
 fn describe_load(r: &ScenarioResult) -> String {

@@ -9,15 +9,26 @@ pub mod reader;
 mod scan;
 
 use crate::capture::{Budget, Captured};
-use crate::conn::io_kind;
 pub use reader::Reply;
 use reader::{ReadBuf, Reader};
 use stats::ErrorKind;
 use std::future::poll_fn;
+use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Maps an I/O error to the error kind it is counted under.
+pub fn io_kind(e: &io::Error) -> ErrorKind {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::UnexpectedEof => ErrorKind::Closed,
+        K::TimedOut => ErrorKind::Timeout,
+        K::InvalidData => ErrorKind::Protocol,
+        _ => ErrorKind::Reset,
+    }
+}
 
 /// What an idle kept-alive connection holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

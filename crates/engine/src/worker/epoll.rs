@@ -15,9 +15,9 @@ use super::{
     backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
     record_refusal, share, REFUSED_REST,
 };
-use crate::conn::io_kind;
+use super::{Msg, Shared};
+use crate::h1::io_kind;
 use crate::h1::reader::{ReadBuf, Reader, Reply};
-use crate::run::{Msg, Shared};
 use crate::workload::Vu;
 use model::Load;
 use stats::{Bucket, ErrorKind};

@@ -15,13 +15,57 @@ mod epoll;
 mod sys;
 mod tasks;
 
+use crate::conn::Connector;
 use crate::conn::Outcome;
-use crate::run::{Msg, Shared};
 use crate::workload::Vu;
+use model::{Load, StatusSet};
 use stats::{Bucket, ErrorKind, Refusal};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// State shared (read-only or atomic) by all workers.
+pub struct Shared {
+    pub connector: Connector,
+    pub load: Load,
+    pub max_requests: Option<u64>,
+    pub timeout: Duration,
+    pub keepalive: bool,
+    pub ok_status: StatusSet,
+    pub start: Instant,
+    pub end: Option<Instant>,
+    pub grace: Duration,
+    pub workers: usize,
+    /// Set when the run must end now (an interrupt, or an observer's abort).
+    pub stop: AtomicBool,
+    pub(crate) tickets: AtomicU64,
+}
+
+impl Shared {
+    /// Closed model: takes one of the `-n` attempts; false once all are taken.
+    pub fn take_ticket(&self) -> bool {
+        match self.max_requests {
+            None => true,
+            Some(n) => self.tickets.fetch_add(1, Ordering::Relaxed) < n,
+        }
+    }
+
+    /// Whether every `-n` attempt has been taken.
+    pub fn tickets_exhausted(&self) -> bool {
+        self.max_requests
+            .is_some_and(|n| self.tickets.load(Ordering::Relaxed) >= n)
+    }
+}
+
+/// What workers send to the aggregator.
+pub enum Msg {
+    /// One second of one worker: a bucket per request of the workload.
+    Buckets(usize, Vec<Bucket>),
+    /// A worker finished; the number is its requests still in flight when it stopped.
+    Done(usize, u64),
+    Failed(String),
+}
 
 /// Waits shorter than this (the timer's resolution) are pacing noise, not queueing: a request
 /// sent within it of its intended time is on time and its latency is taken from the send.

@@ -7,9 +7,9 @@ use super::{
     backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
     share, REFUSED_REST,
 };
+use super::{Msg, Shared};
 use crate::conn::Conn;
 use crate::h1::Idle;
-use crate::run::{Msg, Shared};
 use crate::workload::Vu;
 use model::Curve;
 use model::Load;

@@ -1,0 +1,18 @@
+//! One finished step of a capacity search: its table row, its result as a scenario, its
+//! totals, whether the service got stuck after it, and its steady part (after the warm-up),
+//! which the diagnosis reads. The search controller makes them; the diagnosis reads them.
+
+use report::find::StepRow;
+use report::ScenarioResult;
+use stats::{Bucket, Totals};
+
+/// One finished step.
+pub struct Step {
+    pub row: StepRow,
+    pub scenario: ScenarioResult,
+    pub totals: Totals,
+    /// The service stopped answering during it and did not recover.
+    pub stuck: bool,
+    /// Status counts of the steady part, for the diagnosis.
+    pub steady: Bucket,
+}
