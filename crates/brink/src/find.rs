@@ -496,8 +496,10 @@ fn summarise(job: &Job, s: &Search, all_steps: &[Step], stopped: String) -> Find
         knee,
         usl,
         diagnosis: Vec::new(),
+        findings: Vec::new(),
         stopped,
     };
-    find.diagnosis = diagnose::diagnose(&find, steps);
+    find.findings = diagnose::diagnose(&find, steps);
+    find.diagnosis = find.findings.iter().map(|x| x.describe(s.by)).collect();
     find
 }

@@ -48,9 +48,100 @@ pub struct FindResult {
     pub max_sustainable: Option<Sustained>,
     pub knee: Option<KneeInfo>,
     pub usl: Option<UslInfo>,
+    /// The findings in words (one line each, as printed).
     pub diagnosis: Vec<String>,
+    /// The same findings as typed values with the figures they cite.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
     /// Why the search ended.
     pub stopped: String,
+}
+
+/// One thing the search found about the service (or about brink), with its figures. Levels are
+/// in the search's unit (connections or req/s); percentages are 0-100.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+pub enum Finding {
+    /// After the step at `level` the service no longer answered its health probe.
+    Stuck { level: f64, ok: u64, attempts: u64 },
+    /// brink's workers were `busy_percent` busy at `level`: from there on brink was measured.
+    GeneratorBound { level: f64, busy_percent: f64 },
+    /// `throttled` of `attempts` responses at `level` were 429.
+    RateLimited {
+        level: f64,
+        throttled: u64,
+        attempts: u64,
+    },
+    /// Connects failed at `level` while the service still answered its probe.
+    ConnectionsNotOpening { level: f64, failed_connects: u64 },
+    /// 5xx responses and timeouts at the first failing `level`.
+    OverloadErrors {
+        level: f64,
+        server_errors: u64,
+        timeouts: u64,
+        attempts: u64,
+    },
+    /// At the knee the server's CPU was at its highest of the search.
+    CpuBound {
+        level: f64,
+        cpu_percent: f64,
+        knee: String,
+    },
+    /// At the knee the server's CPU was low: the limit is elsewhere.
+    NotCpuBound {
+        level: f64,
+        cpu_percent: f64,
+        knee: String,
+    },
+    /// A knee without server metrics to say what ran out.
+    Queueing {
+        level: f64,
+        ok_rps: f64,
+        knee: String,
+    },
+}
+
+impl Finding {
+    /// The finding in words, levels in `by`'s unit.
+    pub fn describe(&self, by: By) -> String {
+        let lvl = |l: f64| by.describe(l);
+        match self {
+            Finding::Stuck { level, ok, attempts } => format!(
+                "stuck: after {} the service stopped answering its health probe ({ok} ok of {attempts} attempts in the step's steady part); it needs a restart: look for deadlocks, exhausted pools or a hung dependency",
+                lvl(*level)
+            ),
+            Finding::GeneratorBound { level, busy_percent } => format!(
+                "generator-bound: brink's workers were {busy_percent:.0}% busy at {}: from there on the limit measured is brink's, not the service's (give brink more --threads or CPU)",
+                lvl(*level)
+            ),
+            Finding::RateLimited { level, throttled, attempts } => format!(
+                "rate-limited: {:.1}% of responses at {} were 429 ({throttled} of {attempts}): the service (or a proxy) is throttling, not failing",
+                *throttled as f64 / (*attempts).max(1) as f64 * 100.0,
+                lvl(*level)
+            ),
+            Finding::ConnectionsNotOpening { level, failed_connects } => format!(
+                "connections did not open at {}: {failed_connects} failed connects while the service still answered its health probe: check the server's listen backlog and accept rate, and brink's open-file limit (ulimit -n)",
+                lvl(*level)
+            ),
+            Finding::OverloadErrors { level, server_errors, timeouts, attempts } => format!(
+                "overload errors at {}: {server_errors} 5xx responses and {timeouts} timeouts out of {attempts} attempts ({:.1}%)",
+                lvl(*level),
+                (server_errors + timeouts) as f64 / (*attempts).max(1) as f64 * 100.0
+            ),
+            Finding::CpuBound { level, cpu_percent, knee } => format!(
+                "CPU-bound: at the knee ({}, {knee}) the server used {cpu_percent:.0}% CPU, its highest of the search: more CPU (or less work per request) moves the limit",
+                lvl(*level)
+            ),
+            Finding::NotCpuBound { level, cpu_percent, knee } => format!(
+                "not CPU-bound: at the knee ({}: {knee}) server CPU was only {cpu_percent:.0}%: the limit is elsewhere: pools, locks, connection handling or the network path (a container network bridge or a proxy in front of the service can be the limit, not the service)",
+                lvl(*level)
+            ),
+            Finding::Queueing { level, ok_rps, knee } => format!(
+                "queueing at ~{ok_rps:.0} req/s: the knee is at {} ({knee}); requests wait for something the service has a fixed amount of (workers, pool slots, CPU). Add --observe to see which",
+                lvl(*level)
+            ),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -158,8 +158,12 @@ fn a_deadlocking_service_is_reported_stuck() {
         "{stopped}"
     );
     assert_eq!(f["max_sustainable"]["level"], 4.0, "{text}");
+    assert_eq!(f["findings"][0]["rule"], "stuck", "{f}");
     assert!(
-        f["diagnosis"][0].as_str().unwrap().starts_with("stuck:"),
+        f["diagnosis"][0]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("stuck:"),
         "{f}"
     );
     // Four steps of 2 s (+ at most the 1 s timeout each) and one recovery wait of 3 s.
@@ -199,15 +203,10 @@ fn a_busy_generator_is_blamed_not_the_service() {
     let f = &r["find"];
     let stopped = f["stopped"].as_str().unwrap();
     assert!(stopped.contains("generator"), "{stopped}\n{text}");
-    let diag: Vec<&str> = f["diagnosis"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_str().unwrap())
-        .collect();
     assert!(
-        diag.iter().any(|d| d.starts_with("generator-bound")),
-        "{diag:?}"
+        rules(f).contains(&"generator_bound".to_string()),
+        "{}",
+        f["findings"]
     );
 }
 
@@ -305,15 +304,10 @@ fn a_cpu_bound_service_is_diagnosed_cpu_bound() {
         Duration::from_secs(120),
     );
     assert!(matches!(code, Some(0 | 1)), "{text}");
-    let diag: Vec<&str> = r["find"]["diagnosis"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_str().unwrap())
-        .collect();
     assert!(
-        diag.iter().any(|d| d.starts_with("CPU-bound")),
-        "{diag:?}\n{text}"
+        rules(&r["find"]).contains(&"cpu_bound".to_string()),
+        "{}\n{text}",
+        r["find"]["findings"]
     );
 }
 
@@ -419,20 +413,27 @@ fn throttling_and_overload_are_told_apart() {
         ],
         Duration::from_secs(90),
     );
-    let diag: Vec<&str> = r["find"]["diagnosis"]
+    let found = rules(&r["find"]);
+    assert!(
+        found.contains(&"rate_limited".to_string()),
+        "{found:?}\n{text}"
+    );
+    assert!(
+        !found.contains(&"overload_errors".to_string()),
+        "429s are not 5xx: {found:?}"
+    );
+}
+
+/// The rules of a search's typed findings, in order.
+fn rules(find: &serde_json::Value) -> Vec<String> {
+    find["findings"]
         .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_str().unwrap())
-        .collect();
-    assert!(
-        diag.iter().any(|d| d.starts_with("rate-limited")),
-        "{diag:?}\n{text}"
-    );
-    assert!(
-        !diag.iter().any(|d| d.starts_with("overload errors")),
-        "429s are not 5xx: {diag:?}"
-    );
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x["rule"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[test]
