@@ -88,6 +88,50 @@ pub fn serve(port: u16, threads: usize, slots: usize, handler: Handler) -> std::
     })
 }
 
+/// A request read whole from hyper, for handlers that see plain values.
+pub struct OwnedReq {
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+impl OwnedReq {
+    /// Reads `req`, its body included (a body that fails to arrive is empty).
+    pub async fn read(req: hyper::Request<hyper::body::Incoming>) -> OwnedReq {
+        let method = req.method().to_string();
+        let path = req
+            .uri()
+            .path_and_query()
+            .map_or("/".to_string(), |p| p.to_string());
+        let headers = model::header_pairs(req.headers());
+        let body = req
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        OwnedReq {
+            method,
+            path,
+            headers,
+            body,
+        }
+    }
+
+    /// The request as a handler sees it, `seq`-th in arrival order.
+    pub fn as_req(&self, seq: u64) -> Req<'_> {
+        Req {
+            method: &self.method,
+            path: &self.path,
+            seq,
+            headers: &self.headers,
+            body: &self.body,
+        }
+    }
+}
+
 struct Ctx {
     handler: Handler,
     slots: Arc<Semaphore>,
@@ -98,34 +142,8 @@ async fn answer(
     ctx: Arc<Ctx>,
     req: hyper::Request<hyper::body::Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
-    let method = req.method().to_string();
-    let path = req
-        .uri()
-        .path_and_query()
-        .map_or("/".to_string(), |p| p.to_string());
-    let headers: Vec<(String, String)> = req
-        .headers()
-        .iter()
-        .map(|(n, v)| {
-            (
-                n.to_string(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let a: Answer = (ctx.handler)(&Req {
-        method: &method,
-        path: &path,
-        seq: ctx.seq.fetch_add(1, Ordering::Relaxed),
-        headers: &headers,
-        body: &body,
-    });
+    let req = OwnedReq::read(req).await;
+    let a: Answer = (ctx.handler)(&req.as_req(ctx.seq.fetch_add(1, Ordering::Relaxed)));
     let _permit = if a.slot {
         ctx.slots.clone().acquire_owned().await.ok()
     } else {

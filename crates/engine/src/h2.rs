@@ -85,16 +85,7 @@ async fn read_response(
     let status = resp.status().as_u16();
     let mut kept = capture.map(|budget| {
         let mut c = Captured::new(budget.clone());
-        c.headers = resp
-            .headers()
-            .iter()
-            .map(|(n, v)| {
-                (
-                    n.to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
+        c.headers = model::header_pairs(resp.headers());
         c
     });
     let mut body = resp.into_body();

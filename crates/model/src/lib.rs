@@ -10,5 +10,5 @@ mod target;
 pub mod units;
 
 pub use schedule::{Curve, Load};
-pub use target::{parse_header, StatusSet, Target, TargetError};
+pub use target::{header_pairs, parse_header, StatusSet, Target, TargetError};
 pub use units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};

@@ -120,6 +120,20 @@ fn split_host_port(auth: &str) -> (&str, Option<&str>) {
     }
 }
 
+/// Headers as `(name, value)` text pairs (values decoded lossily), for extraction and for
+/// servers that hand requests to plain handlers.
+pub fn header_pairs(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
 /// Parses `Name: value`.
 pub fn parse_header(h: &str) -> Result<(String, String), TargetError> {
     let (n, v) = h

@@ -2,9 +2,9 @@
 //! TLS), for the client paths the raw server cannot exercise. Only [`Reply::Full`] is served;
 //! other replies become a 500.
 
-use crate::{spawn_server, Handler, Options, Reply, Req, Server};
+use crate::{spawn_server, Handler, Options, Reply, Server};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -83,36 +83,9 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
                     let (handler, counters, seq) = (handler.clone(), counters.clone(), seq.clone());
                     r.served_one();
                     async move {
-                        let method = req.method().to_string();
-                        let path = req
-                            .uri()
-                            .path_and_query()
-                            .map_or("/".to_string(), |p| p.to_string());
-                        let headers: Vec<(String, String)> = req
-                            .headers()
-                            .iter()
-                            .map(|(n, v)| {
-                                (
-                                    n.to_string(),
-                                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                                )
-                            })
-                            .collect();
-                        let body = req
-                            .into_body()
-                            .collect()
-                            .await
-                            .map(|b| b.to_bytes())
-                            .unwrap_or_default();
+                        let req = demo_service::OwnedReq::read(req).await;
                         counters.requests.fetch_add(1, Ordering::Relaxed);
-                        let n = seq.fetch_add(1, Ordering::Relaxed);
-                        let reply = handler(&Req {
-                            method: &method,
-                            path: &path,
-                            seq: n,
-                            headers: &headers,
-                            body: &body,
-                        });
+                        let reply = handler(&req.as_req(seq.fetch_add(1, Ordering::Relaxed)));
                         let (status, body) = match reply {
                             Reply::Full {
                                 status,
