@@ -246,7 +246,8 @@ struct Controller<'a> {
 }
 
 impl Controller<'_> {
-    /// Runs steps while [`search::decide`] asks for them; returns why the search ended.
+    /// Runs the search (the library decides, this controller runs the steps); returns why it
+    /// ended, in words.
     fn search(&mut self) -> String {
         let s = self.search;
         let settings = search::Settings {
@@ -254,21 +255,17 @@ impl Controller<'_> {
             to: s.to,
             precision: s.precision,
         };
-        let mut outcomes = Vec::new();
-        loop {
-            match search::decide(&settings, &outcomes) {
-                search::Decision::Step(level) => match self.step(level) {
-                    Ok(o) => outcomes.push(o),
-                    Err(why) => return why,
-                },
-                search::Decision::Stop(stop) => return stop_text(s, stop),
-            }
+        match search::search(&settings, self).1 {
+            search::End::Stopped(stop) => stop_text(s, stop),
+            search::End::Failed(why) => why,
         }
     }
+}
 
+impl search::StepRunner for Controller<'_> {
     /// Runs one step and says what it means for the search; `Err` when it could not run
     /// (interrupted in the cooldown, or the run failed to start).
-    fn step(&mut self, level: f64) -> Result<search::Outcome, String> {
+    fn run_step(&mut self, level: f64) -> Result<search::Outcome, String> {
         if self.interrupt.load(Ordering::Relaxed) {
             return Err("interrupted".into());
         }

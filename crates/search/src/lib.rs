@@ -18,3 +18,95 @@ pub use decide::{decide, Decision, Outcome, Settings, Stop};
 /// A step during which brink's own worker threads were at least this busy (0..1) measured
 /// brink, not the service: the search stops there and the diagnosis says so.
 pub const GENERATOR_BUSY: f64 = 0.9;
+
+/// Runs one step of a search at a level: the local engine today, remote workers later. It
+/// returns what the step means for the search, or `Err` with why no step could run (then the
+/// search ends with that reason).
+pub trait StepRunner {
+    fn run_step(&mut self, level: f64) -> Result<Outcome, String>;
+}
+
+/// How a search ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum End {
+    /// The rules stopped it.
+    Stopped(Stop),
+    /// A step could not run.
+    Failed(String),
+}
+
+/// Runs a whole search: steps while [`decide`] asks for them, through `runner`. Returns the
+/// outcomes in the order they ran and how the search ended.
+pub fn search(settings: &Settings, runner: &mut dyn StepRunner) -> (Vec<Outcome>, End) {
+    let mut outcomes = Vec::new();
+    loop {
+        match decide(settings, &outcomes) {
+            Decision::Step(level) => match runner.run_step(level) {
+                Ok(o) => outcomes.push(o),
+                Err(why) => return (outcomes, End::Failed(why)),
+            },
+            Decision::Stop(stop) => return (outcomes, End::Stopped(stop)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A service that passes up to `capacity`, and fails to run a step at `broken`.
+    struct Fake {
+        capacity: f64,
+        broken: f64,
+    }
+
+    impl StepRunner for Fake {
+        fn run_step(&mut self, level: f64) -> Result<Outcome, String> {
+            if level == self.broken {
+                return Err("cannot run".into());
+            }
+            Ok(Outcome {
+                level,
+                pass: level <= self.capacity,
+                interrupted: false,
+                stuck: false,
+                generator_busy: 0.1,
+                generator_bound: false,
+            })
+        }
+    }
+
+    #[test]
+    fn a_runner_drives_the_whole_search() {
+        let s = Settings {
+            from: 1.0,
+            to: 100.0,
+            precision: 0.05,
+        };
+        let (done, end) = search(
+            &s,
+            &mut Fake {
+                capacity: 6.0,
+                broken: -1.0,
+            },
+        );
+        let levels: Vec<f64> = done.iter().map(|o| o.level).collect();
+        assert_eq!(levels, [1.0, 2.0, 4.0, 8.0, 6.0, 7.0]);
+        assert_eq!(
+            end,
+            End::Stopped(Stop::Bisected {
+                pass: 6.0,
+                fail: 7.0
+            })
+        );
+        let (done, end) = search(
+            &s,
+            &mut Fake {
+                capacity: 6.0,
+                broken: 4.0,
+            },
+        );
+        assert_eq!(done.len(), 2);
+        assert_eq!(end, End::Failed("cannot run".into()));
+    }
+}
