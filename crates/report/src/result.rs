@@ -311,18 +311,29 @@ pub fn summary_json(
     unfinished: u64,
     schedule: Option<ScheduleInfo>,
 ) -> SummaryJson {
-    let s = totals.summary(duration_s);
+    let b = &totals.all;
+    let per_second = |n: u64| {
+        if duration_s > 0.0 {
+            n as f64 / duration_s
+        } else {
+            0.0
+        }
+    };
     SummaryJson {
-        requests: s.requests,
-        ok: s.ok,
-        errors: s.errors,
-        duration_s: s.duration_s,
-        rps: s.rps,
-        ok_rps: s.ok_rps,
-        success_rate: s.success_rate,
+        requests: b.requests,
+        ok: b.ok,
+        errors: b.errors(),
+        duration_s,
+        rps: per_second(b.requests),
+        ok_rps: per_second(b.ok),
+        success_rate: if b.requests > 0 {
+            b.ok as f64 / b.requests as f64
+        } else {
+            0.0
+        },
         unfinished,
-        latency_ms: s.latency,
-        service_time_ms: s.service,
+        latency_ms: LatencySummary::of(&b.corrected),
+        service_time_ms: LatencySummary::of(&b.service),
         connections_opened: totals.all.setup.opened,
         connect_ms: totals.all.setup.connect.as_deref().map(LatencySummary::of),
         tls_ms: totals.all.setup.tls.as_deref().map(LatencySummary::of),
@@ -332,7 +343,7 @@ pub fn summary_json(
             .with_connect
             .as_deref()
             .map(LatencySummary::of),
-        status: s
+        status: b
             .status
             .sorted()
             .into_iter()
@@ -340,10 +351,10 @@ pub fn summary_json(
             .collect(),
         errors_by_kind: ErrorKind::ALL
             .iter()
-            .map(|k| (k.name().to_string(), s.errors_by_kind[k.index()]))
+            .map(|k| (k.name().to_string(), b.errors_by_kind[k.index()]))
             .collect(),
-        bytes_in: s.bytes_in,
-        bytes_out: s.bytes_out,
+        bytes_in: b.bytes_in,
+        bytes_out: b.bytes_out,
         schedule,
         latency_histogram: bins(&totals.all.corrected),
         latency_hdr: stats::encode(&totals.all.corrected),

@@ -1,6 +1,5 @@
 //! Measurements shared by every layer: what one request can end as ([`ErrorKind`]), what one
-//! worker saw in one second ([`Bucket`]), and what a whole run adds up to ([`Totals`] and
-//! [`Summary`]). Everything here merges exactly, so per-worker, per-second data can be combined
+//! worker saw in one second ([`Bucket`]), and what a whole run adds up to ([`Totals`]). Everything here merges exactly, so per-worker, per-second data can be combined
 //! across threads (and later steps and machines) without losing a single count.
 
 mod bucket;
@@ -14,5 +13,5 @@ mod timeline;
 pub use bucket::{Bucket, Refusal, Setup, StatusCounts};
 pub use hist::{decode, encode, new_histogram, Histogram, HIST_MAX_US};
 pub use kind::ErrorKind;
-pub use summary::{LatencySummary, Summary, Totals};
+pub use summary::{LatencySummary, Totals};
 pub use timeline::Timeline;

@@ -17,27 +17,32 @@ fn coordinated_omission_is_corrected() {
     // 10 s at 1000/s: 20% of intended starts fall in a freeze and wait out its rest, uniformly
     // 0..1 s. So p90 is the median of that wait (~500 ms) and p99 its 95th percentile (~950 ms).
     let out = run(&spec(&srv.url("/"), open(1000.0, 10.0, 100)));
-    let s = out.totals.summary(out.duration.as_secs_f64());
+    let s = report::summary_json(&out.totals, out.duration.as_secs_f64(), 0, None);
     assert_eq!(s.requests, 10_000);
     assert!(
-        (400.0..=600.0).contains(&s.latency.p90),
+        (400.0..=600.0).contains(&s.latency_ms.p90),
         "p90 {} ms",
-        s.latency.p90
+        s.latency_ms.p90
     );
     assert!(
-        (880.0..=1010.0).contains(&s.latency.p99),
+        (880.0..=1010.0).contains(&s.latency_ms.p99),
         "p99 {} ms",
-        s.latency.p99
+        s.latency_ms.p99
     );
+    let all = &out.totals.all;
     assert!(
-        s.late > 1000,
+        all.late > 1000,
         "requests queued behind the freeze are reported late: {}",
-        s.late
+        all.late
     );
-    assert!(s.max_lag_us > 800_000, "worst lag {} us", s.max_lag_us);
+    assert!(all.max_lag_us > 800_000, "worst lag {} us", all.max_lag_us);
     // Service time (from the actual send) hides the freeze for most requests: the queued ones
     // were sent when the server came back.
-    assert!(s.service.p50 < 50.0, "service p50 {}", s.service.p50);
+    assert!(
+        s.service_time_ms.p50 < 50.0,
+        "service p50 {}",
+        s.service_time_ms.p50
+    );
 }
 
 fn wrk_available() -> bool {
@@ -56,7 +61,7 @@ fn agrees_with_wrk_on_a_fixed_service_time() {
     }
     let srv = testkit::serve(handlers::fixed(Duration::from_millis(10))).unwrap();
     let out = run(&spec(&srv.url("/"), closed(20, Some(3.0))));
-    let s = out.totals.summary(out.duration.as_secs_f64());
+    let s = report::summary_json(&out.totals, out.duration.as_secs_f64(), 0, None);
     let wrk = Command::new("wrk")
         .args(["-t2", "-c20", "-d3s", "--latency", &srv.url("/")])
         .output()
@@ -86,14 +91,14 @@ fn agrees_with_wrk_on_a_fixed_service_time() {
         s.rps
     );
     assert!(
-        rel(s.latency.p50, p50_ms) < 0.05,
+        rel(s.latency_ms.p50, p50_ms) < 0.05,
         "brink p50 {:.2} ms vs wrk {p50_ms:.2}",
-        s.latency.p50
+        s.latency_ms.p50
     );
     // And both agree with the truth: 20 connections / ~10 ms.
     assert!(
-        s.latency.p50 >= 10.0 && s.latency.p50 < 12.5,
+        s.latency_ms.p50 >= 10.0 && s.latency_ms.p50 < 12.5,
         "p50 {}",
-        s.latency.p50
+        s.latency_ms.p50
     );
 }
