@@ -84,7 +84,12 @@ fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
     emitln!("{}: ok, {} scenario(s)", plan.file, plan.scenarios.len());
     for s in &plan.scenarios {
         let kind = if s.workload.flow { "flow" } else { "mix" };
-        let steps: Vec<&str> = s.workload.steps.iter().map(|x| x.name.as_str()).collect();
+        let steps: Vec<&str> = s
+            .workload
+            .requests
+            .iter()
+            .map(|x| x.name.as_str())
+            .collect();
         emitln!(
             "  {}: {} {} of {} ({}), {} SLO(s)",
             s.name,

@@ -195,7 +195,7 @@ pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail>
     let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
     let header = format!(
         "find: {} {} by {} from {} to {}, {}s steps ({}s warm-up), objectives: {}\n",
-        job.spec.workload.steps[0].method,
+        job.spec.workload.requests[0].method,
         job.spec.target.url(),
         search.by.name(),
         search.from,

@@ -62,14 +62,14 @@ pub fn scenario_result(
             })
         })
         .collect();
-    let first = &spec.workload.steps[0];
+    let first = &spec.workload.requests[0];
     ScenarioResult {
         name: name.to_string(),
         interrupted: out.interrupted,
         aborted_by,
         target: TargetInfo {
             url: spec.target.url(),
-            method: if spec.workload.steps.len() == 1 {
+            method: if spec.workload.requests.len() == 1 {
                 first.method.clone()
             } else {
                 "mixed".to_string()

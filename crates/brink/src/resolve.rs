@@ -117,7 +117,13 @@ pub fn jobs(a: &RunArgs) -> Result<Vec<Job>, Fail> {
     let method = a.method.as_deref().unwrap_or("GET");
     let request = RequestSpec::new(target.clone(), method, &a.headers, body.into())
         .map_err(|e| Fail::input(e.to_string()))?;
-    let workload = Workload::new(vec![request.step()], false, Vec::new(), Vec::new(), seed(a));
+    let workload = Workload::new(
+        vec![request.request()],
+        false,
+        Vec::new(),
+        Vec::new(),
+        seed(a),
+    );
     let spec = spec(
         a,
         target,

@@ -4,7 +4,7 @@
 //! SLO on that same part, so a scenario and a search step are judged by one piece of code.
 
 use crate::sink::{Event, Sinks};
-use engine::{Observer, SecondView};
+use engine::{OnSecond, SecondView};
 use report::SloResult;
 use stats::slo::{Slo, Tracker};
 use stats::Bucket;
@@ -76,7 +76,7 @@ impl<'a> Watch<'a> {
     }
 }
 
-impl Observer for Watch<'_> {
+impl OnSecond for Watch<'_> {
     fn second(&mut self, view: &SecondView) -> bool {
         self.sinks.show(&Event::Second(view));
         if view.second.t < self.judged_from {

@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use engine::h1::parse::{parse_head, Chunked};
 use engine::template::{Names, Template};
-use engine::workload::{Step, Vu, Workload};
+use engine::workload::{Request, Vu, Workload};
 use engine::Curve;
 use std::hint::black_box;
 use std::time::Duration;
@@ -53,7 +53,7 @@ fn templates(c: &mut Criterion) {
         env: &|_| None,
     };
     let t = |s: &str| Template::compile(s, &names).expect("bench template compiles");
-    let mut step = Step::fixed("t", "GET", "/", &[], b"");
+    let mut step = Request::fixed("t", "GET", "/", &[], b"");
     step.path = t("/?id={{seq}}&page={{rand_int 1 1000}}");
     step.headers = vec![
         ("X-Request-Id".into(), t("{{uuid}}")),

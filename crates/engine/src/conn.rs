@@ -111,9 +111,9 @@ impl Connector {
         keepalive: bool,
     ) -> Result<Vec<Option<Bytes>>, String> {
         let mut vu = Vu::new(workload, 0);
-        (0..workload.steps.len())
+        (0..workload.requests.len())
             .map(|i| {
-                let step = &workload.steps[i];
+                let step = &workload.requests[i];
                 step.check_literals()
                     .map_err(|e| format!("request '{}': {e}", step.name))?;
                 if !step.is_static() {
@@ -154,7 +154,7 @@ impl Connector {
 
     /// One request (`vu`'s next) on `conn`; returns the outcome and the bytes sent.
     pub async fn send(&self, conn: &mut Conn, vu: &mut Vu) -> (Outcome, u64) {
-        let step = &self.workload.steps[vu.current];
+        let step = &self.workload.requests[vu.current];
         let capture = (!step.extract.is_empty()).then_some(&self.captures);
         match conn {
             Conn::Tls(c) => {

@@ -101,11 +101,11 @@ pub struct SecondView<'a> {
 }
 
 /// Sees each second as soon as every worker has reported it; returns true to stop the run.
-pub trait Observer {
+pub trait OnSecond {
     fn second(&mut self, view: &SecondView) -> bool;
 }
 
-impl<F: FnMut(&SecondView) -> bool> Observer for F {
+impl<F: FnMut(&SecondView) -> bool> OnSecond for F {
     fn second(&mut self, view: &SecondView) -> bool {
         self(view)
     }
@@ -165,7 +165,7 @@ pub fn check(spec: &RunSpec) -> Result<(), RunError> {
 pub fn run(
     spec: &RunSpec,
     interrupt: &AtomicBool,
-    observer: &mut dyn Observer,
+    observer: &mut dyn OnSecond,
 ) -> Result<RunOutput, RunError> {
     let shared = Arc::new(prepare(spec)?);
     let (tx, rx) = mpsc::channel();
@@ -179,7 +179,7 @@ pub fn run(
         })
         .collect::<Result<_, _>>()?;
     drop(tx);
-    let mut agg = Aggregator::new(shared.workers, &spec.load, spec.workload.steps.len());
+    let mut agg = Aggregator::new(shared.workers, &spec.load, spec.workload.requests.len());
     let mut failure = None;
     let mut handle_msg = |agg: &mut Aggregator, msg: Msg| match msg {
         Msg::Buckets(w, b) => agg.bucket(w, b),
@@ -282,7 +282,7 @@ impl<'a> Aggregator<'a> {
 
     /// Emits every second that all still-running workers have reported; true once the
     /// observer has asked to stop.
-    fn emit_ready(&mut self, observer: &mut dyn Observer) -> bool {
+    fn emit_ready(&mut self, observer: &mut dyn OnSecond) -> bool {
         while let Some((s, parts)) = self.timeline.pop_complete() {
             self.emit(s, parts, observer);
         }
@@ -290,13 +290,13 @@ impl<'a> Aggregator<'a> {
     }
 
     /// Emits everything left, in order.
-    fn flush(&mut self, observer: &mut dyn Observer) {
+    fn flush(&mut self, observer: &mut dyn OnSecond) {
         while let Some((s, parts)) = self.timeline.pop_any() {
             self.emit(s, parts, observer);
         }
     }
 
-    fn emit(&mut self, s: u64, parts: Vec<Bucket>, observer: &mut dyn Observer) {
+    fn emit(&mut self, s: u64, parts: Vec<Bucket>, observer: &mut dyn OnSecond) {
         let mut b = Bucket::new(s);
         for (part, totals) in parts.iter().zip(&mut self.by_request) {
             b.merge(part);

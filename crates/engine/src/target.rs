@@ -1,7 +1,7 @@
 //! The request given on the command line (method, headers, body): it becomes the workload's
 //! single step.
 
-use crate::workload::Step;
+use crate::workload::Request;
 use bytes::Bytes;
 use model::{parse_header, Target, TargetError};
 
@@ -40,9 +40,9 @@ impl RequestSpec {
     }
 
     /// The request as the workload's single step, named `METHOD /path`.
-    pub fn step(&self) -> Step {
+    pub fn request(&self) -> Request {
         let name = format!("{} {}", self.method, self.target.path);
-        Step::fixed(
+        Request::fixed(
             &name,
             &self.method,
             &self.target.path,
@@ -66,7 +66,7 @@ mod tests {
             Bytes::from("{}"),
         )
         .unwrap();
-        let w = crate::workload::Workload::single(r.step());
+        let w = crate::workload::Workload::single(r.request());
         let mut vu = crate::workload::Vu::new(&w, 0);
         vu.next(&w);
         vu.render_h1(&w, "127.0.0.1:8080", false).unwrap();

@@ -27,7 +27,7 @@ use std::sync::atomic::AtomicU64;
 
 /// One request of a mix or step of a flow.
 #[derive(Debug)]
-pub struct Step {
+pub struct Request {
     pub name: String,
     pub method: String,
     /// Path and query (`/items?page=2`).
@@ -40,7 +40,7 @@ pub struct Step {
     pub weight: u32,
 }
 
-impl Step {
+impl Request {
     /// A request without placeholders.
     pub fn fixed(
         name: &str,
@@ -48,8 +48,8 @@ impl Step {
         path: &str,
         headers: &[(String, String)],
         body: &[u8],
-    ) -> Step {
-        Step {
+    ) -> Request {
+        Request {
             name: name.to_string(),
             method: method.to_string(),
             path: Template::literal(path.as_bytes()),
@@ -172,7 +172,7 @@ impl Step {
 /// Everything the virtual users share.
 #[derive(Debug)]
 pub struct Workload {
-    pub steps: Vec<Step>,
+    pub requests: Vec<Request>,
     /// A flow (sequence per iteration) rather than a weighted mix.
     pub flow: bool,
     pub tables: Vec<Table>,
@@ -187,14 +187,14 @@ pub struct Workload {
 
 impl Workload {
     pub fn new(
-        steps: Vec<Step>,
+        requests: Vec<Request>,
         flow: bool,
         tables: Vec<Table>,
         vars: Vec<String>,
         seed: u64,
     ) -> Workload {
         let mut sum = 0;
-        let cumulative = steps
+        let cumulative = requests
             .iter()
             .map(|s| {
                 sum += u64::from(s.weight.max(1));
@@ -202,7 +202,7 @@ impl Workload {
             })
             .collect();
         Workload {
-            steps,
+            requests,
             flow,
             tables,
             vars,
@@ -213,18 +213,20 @@ impl Workload {
     }
 
     /// One fixed request (the `brink run URL` case).
-    pub fn single(step: Step) -> Workload {
+    pub fn single(step: Request) -> Workload {
         Workload::new(vec![step], false, Vec::new(), Vec::new(), 0)
     }
 
     /// Request names, by index.
     pub fn names(&self) -> Vec<String> {
-        self.steps.iter().map(|s| s.name.clone()).collect()
+        self.requests.iter().map(|s| s.name.clone()).collect()
     }
 
     /// Whether any step extracts variables (responses must then be kept).
     pub fn captures(&self, step: usize) -> bool {
-        self.steps.get(step).is_some_and(|s| !s.extract.is_empty())
+        self.requests
+            .get(step)
+            .is_some_and(|s| !s.extract.is_empty())
     }
 }
 
@@ -285,7 +287,7 @@ impl Vu {
         } else {
             self.take_rows(w);
             self.current = match w.cumulative.last() {
-                Some(&total) if w.steps.len() > 1 => {
+                Some(&total) if w.requests.len() > 1 => {
                     let x = self.rng.below(total);
                     w.cumulative.partition_point(|&c| c <= x)
                 }
@@ -309,7 +311,7 @@ impl Vu {
     }
 
     /// The current step and the values its templates read.
-    fn scope<'a>(&'a mut self, w: &'a Workload) -> (&'a Step, Scope<'a>) {
+    fn scope<'a>(&'a mut self, w: &'a Workload) -> (&'a Request, Scope<'a>) {
         let scope = Scope {
             seq: &w.seq,
             seq_value: None,
@@ -319,7 +321,7 @@ impl Vu {
             tables: &w.tables,
             rows: &self.rows,
         };
-        (&w.steps[self.current], scope)
+        (&w.requests[self.current], scope)
     }
 
     /// Renders the current request's HTTP/1.1 bytes into [`Vu::buf`]; a refused request
@@ -376,7 +378,7 @@ impl Vu {
         ok_status: &StatusSet,
         captured: Option<&Captured>,
     ) -> Result<(), ErrorKind> {
-        let step = &w.steps[self.current];
+        let step = &w.requests[self.current];
         let ok = matches!(status, Ok(s) if ok_status.contains(s));
         let mut result = status.map(|_| ());
         if ok && !step.extract.is_empty() {
@@ -402,7 +404,7 @@ impl Vu {
                     self.rep = 0;
                     self.step += 1;
                 }
-                self.in_iteration = self.step < w.steps.len();
+                self.in_iteration = self.step < w.requests.len();
             } else {
                 self.in_iteration = false;
             }
@@ -416,13 +418,13 @@ mod tests {
     use super::*;
     use crate::template::Names;
 
-    fn step(name: &str, path: &str, vars: &[String], weight: u32) -> Step {
+    fn step(name: &str, path: &str, vars: &[String], weight: u32) -> Request {
         let names = Names {
             data: &[],
             vars,
             env: &|_| None,
         };
-        let mut s = Step::fixed(name, "GET", "/", &[], b"");
+        let mut s = Request::fixed(name, "GET", "/", &[], b"");
         s.path = Template::compile(path, &names).unwrap();
         s.weight = weight;
         s

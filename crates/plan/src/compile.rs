@@ -6,7 +6,7 @@ use crate::error::{PlanError, Pos};
 use crate::file::{RawData, RawExtract, RawLoad, RawPlan, RawRequest, RawScenario, Scalar, S};
 use crate::load::{self, LoadInput, KEYS};
 use engine::template::{did_you_mean, Names, Template};
-use engine::workload::{Extractor, Step, Table, Workload};
+use engine::workload::{Extractor, Request, Table, Workload};
 use model::guard;
 use model::units::parse_duration;
 use model::{StatusSet, Target};
@@ -242,9 +242,9 @@ impl Cx<'_> {
             vars: &vars,
             env: self.env,
         };
-        let mut steps: Vec<Step> = Vec::new();
+        let mut steps: Vec<Request> = Vec::new();
         if raw_steps.is_empty() {
-            let mut st = Step::fixed("", "GET", &target.path, &[], b"");
+            let mut st = Request::fixed("", "GET", &target.path, &[], b"");
             st.name = format!("GET {}", target.path);
             st.headers = self.headers(&headers, &names)?;
             steps.push(st);
@@ -374,7 +374,7 @@ impl Cx<'_> {
         scenario_headers: &[(String, S<String>)],
         names: &Names,
         vars: &[String],
-    ) -> Result<Step, PlanError> {
+    ) -> Result<Request, PlanError> {
         let r = &st.value;
         let method = match &r.method {
             Some(m) => {
@@ -440,7 +440,7 @@ impl Cx<'_> {
                     .map_or(target.path.as_str(), |p| p.value.as_str())
             ),
         };
-        Ok(Step {
+        Ok(Request {
             name,
             method,
             path,

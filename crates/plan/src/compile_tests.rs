@@ -77,7 +77,7 @@ fn the_issue_example_compiles() {
     assert_eq!(reg.pause, Duration::from_secs(1));
     assert_eq!(reg.settings.timeout, Some(Duration::from_secs(30)));
     assert_eq!(reg.slos.len(), 2);
-    let step = &reg.workload.steps[0];
+    let step = &reg.workload.requests[0];
     assert_eq!(
         (step.method.as_str(), step.name.as_str()),
         ("POST", "register")
@@ -86,7 +86,7 @@ fn the_issue_example_compiles() {
     let flow = &plan.scenarios[1];
     assert!(flow.workload.flow);
     assert_eq!(flow.workload.vars, vec!["token".to_string()]);
-    assert_eq!(flow.workload.steps[1].weight, 3);
+    assert_eq!(flow.workload.requests[1].weight, 3);
     assert_eq!(flow.slos[1].request.as_deref(), Some("list"));
     assert_eq!(flow.slos[3].window, Some(10));
     assert!(flow.slos[3].abort);

@@ -1,6 +1,6 @@
 //! Helpers shared by the topics: building a run for a URL and running it in-process.
 
-use engine::workload::Step;
+use engine::workload::Request;
 use engine::{Curve, Load, RunOutput, RunSpec, StatusSet, Target, Workload};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::time::Duration;
 /// A closed-model GET run against `url` with `conns` connections.
 pub fn spec(url: &str, load: Load) -> RunSpec {
     let target = Target::parse(url).expect("test URL parses");
-    let step = Step::fixed("GET", "GET", &target.path, &[], b"");
+    let step = Request::fixed("GET", "GET", &target.path, &[], b"");
     RunSpec {
         target,
         workload: Arc::new(Workload::single(step)),
@@ -39,7 +39,7 @@ pub fn with_request(
         .iter()
         .map(|(n, v)| (n.to_string(), v.to_string()))
         .collect();
-    let step = Step::fixed(method, method, &spec.target.path, &headers, body.as_bytes());
+    let step = Request::fixed(method, method, &spec.target.path, &headers, body.as_bytes());
     spec.workload = Arc::new(Workload::single(step));
     spec
 }

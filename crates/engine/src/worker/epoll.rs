@@ -289,7 +289,7 @@ impl Worker<'_> {
     fn start(&mut self, k: usize, base: Instant, now: Instant) {
         let connector = &self.shared.connector;
         let c = &mut self.conns[k];
-        let step = &connector.workload.steps[c.vu.next(&connector.workload)];
+        let step = &connector.workload.requests[c.vu.next(&connector.workload)];
         if connector.prepare_h1(&mut c.vu).is_err() {
             record_refusal(&mut self.rec, self.shared, &mut c.vu);
             c.state = State::Backoff;

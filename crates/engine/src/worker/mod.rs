@@ -128,7 +128,7 @@ fn pace(rec: &mut Bucket, due: Instant, now: Instant) -> Instant {
 
 /// A fresh set of per-request buckets for `second`.
 fn buckets(shared: &Shared, second: u64) -> Vec<Bucket> {
-    vec![Bucket::new(second); shared.connector.workload.steps.len().max(1)]
+    vec![Bucket::new(second); shared.connector.workload.requests.len().max(1)]
 }
 
 /// Records one finished attempt of `vu`'s current request (after its extractions, which may
