@@ -3,8 +3,8 @@
 //! an observer (live progress, later sliding-window SLOs), and return the totals.
 
 use crate::capture::Budget;
-use crate::conn::Connector;
-use crate::tls::{client_config, server_name, TlsError};
+use crate::net::conn::Connector;
+use crate::net::tls::{client_config, server_name, TlsError};
 use crate::worker::{self, Msg, Shared};
 use crate::workload::Workload;
 use model::{Load, StatusSet, Target, TargetError};

@@ -16,8 +16,8 @@ use super::{
     record_refusal, share, REFUSED_REST,
 };
 use super::{Msg, Shared};
-use crate::h1::io_kind;
-use crate::h1::reader::{ReadBuf, Reader, Reply};
+use crate::proto::h1::io_kind;
+use crate::proto::h1::reader::{ReadBuf, Reader, Reply};
 use crate::workload::Vu;
 use model::Load;
 use stats::{Bucket, ErrorKind};

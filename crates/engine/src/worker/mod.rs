@@ -15,8 +15,8 @@ mod epoll;
 mod sys;
 mod tasks;
 
-use crate::conn::Connector;
-use crate::conn::Outcome;
+use crate::net::conn::Connector;
+use crate::net::conn::Outcome;
 use crate::workload::Vu;
 use model::{Load, StatusSet};
 use stats::{Bucket, ErrorKind, Refusal};

@@ -8,8 +8,8 @@ use super::{
     share, REFUSED_REST,
 };
 use super::{Msg, Shared};
-use crate::conn::Conn;
-use crate::h1::Idle;
+use crate::net::conn::Conn;
+use crate::proto::h1::Idle;
 use crate::workload::Vu;
 use model::Curve;
 use model::Load;

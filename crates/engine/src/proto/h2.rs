@@ -3,8 +3,8 @@
 //! so `-c` means the same concurrency for both protocols.
 
 use crate::capture::{Budget, Captured};
-use crate::h1::io_kind;
-use crate::h1::Reply;
+use crate::proto::h1::io_kind;
+use crate::proto::h1::Reply;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::{self, SendRequest};

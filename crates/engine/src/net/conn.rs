@@ -2,8 +2,8 @@
 //! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
 
 use crate::capture::Budget;
-use crate::h1::{H1Conn, Idle, Reply};
-use crate::h2::{H2Conn, Unprocessed};
+use crate::proto::h1::{H1Conn, Idle, Reply};
+use crate::proto::h2::{H2Conn, Unprocessed};
 use crate::workload::{Captured, Vu, Workload};
 use bytes::Bytes;
 use http_body_util::Full;
