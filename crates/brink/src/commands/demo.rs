@@ -1,0 +1,91 @@
+//! `brink demo`: the demo service on 127.0.0.1 and a capacity search of it, built directly
+//! (no command line re-parsed); `--serve PORT` runs the service alone as a target for examples.
+
+use crate::cli::{DemoArgs, RunArgs};
+use crate::emitln;
+use crate::exit::Fail;
+use crate::resolve::jobs;
+use crate::signals::install_signals;
+use std::time::Duration;
+
+/// `brink demo --serve PORT`: the demo service in the foreground until interrupted.
+fn serve_demo(port: u16) -> Result<i32, Fail> {
+    let demo = demo_service::spawn_on(port, 8, Duration::from_millis(4)).map_err(|e| {
+        Fail::input(format!(
+            "--serve {port}: cannot listen on 127.0.0.1:{port}: {e}"
+        ))
+    })?;
+    emitln!(
+        "demo service on http://{} ({} service slots, median {:?}); Ctrl-C stops it",
+        demo.server.addr,
+        demo.slots,
+        demo.median
+    );
+    let interrupt = install_signals()?;
+    while !interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(0)
+}
+
+pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
+    if let Some(port) = a.serve {
+        return serve_demo(port);
+    }
+    let demo = demo_service::spawn(8, Duration::from_millis(4))
+        .map_err(|e| Fail::input(format!("cannot start the demo service: {e}")))?;
+    let url = demo.server.url("/api/items");
+    let metrics = format!("prometheus={}", demo.server.url("/metrics"));
+    emitln!(
+        "demo service on {} ({} service slots, log-normal service time: median {:?}, mean {:.2} ms)",
+        demo.server.addr,
+        demo.slots,
+        demo.median,
+        demo.mean_service().as_secs_f64() * 1000.0
+    );
+    // The demo is an ordinary search, built here directly; the equivalent command line is
+    // printed so the user can run it against their own service.
+    let slos = ["p99<25ms", "errors<0.1%"];
+    let run = RunArgs {
+        url: url.clone(),
+        slo: slos.iter().map(|s| s.to_string()).collect(),
+        observe: vec![metrics.clone()],
+        json: a.json.clone(),
+        ..RunArgs::default()
+    };
+    let step = plan::parse_duration(&a.step).map_err(|e| Fail::input(format!("--step: {e}")))?;
+    let warmup = Duration::from_secs(1);
+    super::find::check_step(&a.step, step, "1s", warmup)?;
+    let job = jobs(&run)?
+        .pop()
+        .ok_or_else(|| Fail::input("demo: no job for the demo URL"))?;
+    let search = crate::find::Search {
+        by: report::find::By::Connections,
+        from: 1.0,
+        to: 256.0,
+        step,
+        warmup,
+        cooldown: Duration::ZERO,
+        precision: 0.05,
+        health: job.spec.target.clone(),
+        recovery: Duration::from_secs(60),
+        pool: 1000,
+    };
+    emitln!(
+        "running: brink find {url} --slo {} --slo {} --to 256 --step {} --warmup 1s --cooldown 0s --observe {metrics}",
+        slos[0],
+        slos[1],
+        a.step
+    );
+    let code = crate::find::run_search(&run, job, &search)?;
+    emitln!(
+        "\nreading it: the service holds {} requests at a time, so past ~{} connections extra requests only queue.",
+        demo.slots,
+        demo.slots
+    );
+    emitln!(
+        "Throughput stops growing once every slot is busy (the knee), and latency then grows with the queue"
+    );
+    emitln!("(Little's law: latency = connections / throughput): the largest queue that keeps p99 under 25 ms is the maximum above.");
+    Ok(code)
+}

@@ -1,0 +1,155 @@
+//! `brink find`: raw search flags -> a checked [`Search`] (levels, step, warm-up, precision,
+//! health probe, pool, within the open-file limit) and the job it searches (the URL's, or a
+//! plan scenario with its SLOs, else the default objectives), then the search itself.
+
+use crate::cli::FindArgs;
+use crate::exit::Fail;
+use crate::find::{run_search, Search};
+use crate::resolve::{jobs, Job};
+use engine::Target;
+use report::find::By;
+use stats::slo::Slo;
+use std::time::Duration;
+
+/// Objectives used when neither the plan nor `--slo` gives any.
+const DEFAULT_SLOS: [&str; 2] = ["p99 < 1s", "errors < 1%"];
+fn level_arg(by: By, name: &str, v: &str) -> Result<f64, Fail> {
+    if by == By::Rate {
+        let r = plan::parse_rate(v).map_err(|e| Fail::input(format!("{name}: {e}")))?;
+        // Levels are whole requests per second.
+        plan::load::check_rate(name, v, r, false)
+            .map_err(Fail::input)
+            .and_then(|r| {
+                if r < 1.0 {
+                    Err(Fail::input(format!(
+                        "{name} must be at least 1/s, got '{v}'"
+                    )))
+                } else {
+                    Ok(r)
+                }
+            })
+    } else {
+        Ok(plan::load::connections(name, v).map_err(Fail::input)? as f64)
+    }
+}
+
+/// A step must leave at least a second to judge after its warm-up, and last at least 2 s.
+pub fn check_step(
+    step_text: &str,
+    step: Duration,
+    warmup_text: &str,
+    warmup: Duration,
+) -> Result<(), Fail> {
+    if step < Duration::from_secs(2) || warmup + Duration::from_secs(1) > step {
+        return Err(Fail::input(format!(
+            "--step ({step_text}) must be at least 2s and at least 1s longer than --warmup ({warmup_text})"
+        )));
+    }
+    Ok(())
+}
+
+fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
+    let by = if a.by == "rate" {
+        By::Rate
+    } else {
+        By::Connections
+    };
+    let by_rate = by == By::Rate;
+    let r = &a.run;
+    if r.duration.is_some() || r.requests.is_some() || r.rate.is_some() || r.stages.is_some() {
+        return Err(Fail::input(
+            "find sets the load itself: use --by, --from, --to and --step instead of -d, -n, --rate, --stages",
+        ));
+    }
+    if r.connections.is_some() && !by_rate {
+        return Err(Fail::input(
+            "-c is the connection pool of --by rate; with --by connections use --from/--to",
+        ));
+    }
+    let from = level_arg(
+        by,
+        "--from",
+        a.from
+            .as_deref()
+            .unwrap_or(if by_rate { "10" } else { "1" }),
+    )?;
+    let to = level_arg(
+        by,
+        "--to",
+        a.to.as_deref()
+            .unwrap_or(if by_rate { "100000" } else { "1000" }),
+    )?;
+    if to < from {
+        return Err(Fail::input(format!("--to ({to}) is below --from ({from})")));
+    }
+    let dur = |flag: &str, v: &str| {
+        plan::parse_duration(v).map_err(|e| Fail::input(format!("{flag}: {e}")))
+    };
+    let step = dur("--step", &a.step)?;
+    let warmup = dur("--warmup", &a.warmup)?;
+    check_step(&a.step, step, &a.warmup, warmup)?;
+    let precision = a
+        .precision
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|p| (0.1..100.0).contains(p));
+    let precision = precision.ok_or_else(|| {
+        Fail::input(format!(
+            "--precision: '{}' is not a percentage from 0.1 to 100",
+            a.precision
+        ))
+    })? / 100.0;
+    let health = match &a.health {
+        Some(h) => Target::parse(h).map_err(|e| Fail::input(format!("--health: {e}")))?,
+        None => job.spec.target.clone(),
+    };
+    let pool = match &r.connections {
+        Some(c) => plan::load::connections("-c", c).map_err(Fail::input)?,
+        None => 1000,
+    };
+    let most = if by_rate { pool } else { to as usize };
+    crate::resolve::check_open_files(&most.to_string(), most)?;
+    Ok(Search {
+        by,
+        from,
+        to,
+        step,
+        warmup,
+        cooldown: dur("--cooldown", &a.cooldown)?,
+        precision,
+        health,
+        recovery: dur("--recovery", &a.recovery)?,
+        pool,
+    })
+}
+
+/// The job the search steps: the URL's, or the chosen scenario of the plan.
+fn base_job(a: &FindArgs) -> Result<Job, Fail> {
+    let mut all = jobs(&a.run)?;
+    let idx = match &a.scenario {
+        Some(name) => all.iter().position(|j| &j.name == name).ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|j| j.name.as_str()).collect();
+            Fail::input(format!(
+                "--scenario {name}: no such scenario (scenarios: {})",
+                names.join(", ")
+            ))
+        })?,
+        None => 0,
+    };
+    let mut job = all.swap_remove(idx);
+    if job.slos.is_empty() {
+        job.slos = DEFAULT_SLOS
+            .iter()
+            .map(|t| Slo::parse(t, |d| plan::parse_duration(d).map_err(|e| e.to_string())))
+            .collect::<Result<_, _>>()
+            .map_err(|e| Fail::input(e.0))?;
+    }
+    Ok(job)
+}
+
+pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
+    let job = base_job(a)?;
+    let search = settings(a, &job)?;
+    run_search(&a.run, job, &search)
+}

@@ -1,0 +1,20 @@
+//! The commands, one module each: `run`, `find`, `validate` and `demo`. Each takes its raw
+//! arguments (cli.rs), checks them into a configuration, runs, and returns the exit code or a
+//! [`Fail`].
+
+mod demo;
+mod find;
+mod run;
+mod validate;
+
+use crate::cli::Command;
+use crate::exit::Fail;
+
+pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
+    match cmd {
+        Command::Run(a) => run::run_cmd(&a),
+        Command::Find(a) => find::find_cmd(&a),
+        Command::Validate(a) => validate::validate_cmd(&a),
+        Command::Demo(a) => demo::demo_cmd(&a),
+    }
+}

@@ -1,0 +1,69 @@
+//! `brink run`: a URL or a plan, every scenario in order, the sinks fed as it goes; the exit
+//! code the run earned.
+
+use crate::cli::RunArgs;
+use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
+use crate::output::open_json;
+use crate::resolve::jobs;
+use crate::signals::install_signals;
+use crate::sink::{Event, Sinks};
+use report::RunResult;
+
+/// The exit code a finished run earns.
+fn verdict(result: &RunResult) -> Result<i32, Fail> {
+    let s = &result.summary;
+    if result.interrupted {
+        return Ok(INTERRUPTED);
+    }
+    if s.ok == 0 {
+        let kinds: Vec<String> = s
+            .errors_by_kind
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let statuses: Vec<String> = s
+            .status
+            .iter()
+            .map(|(c, n)| format!("status {c}: {n}"))
+            .collect();
+        let detail = [kinds, statuses].concat().join(", ");
+        return Err(Fail {
+            code: UNREACHABLE,
+            message: format!("no request succeeded ({} attempts: {detail})", s.requests),
+        });
+    }
+    if result.slo_passed == Some(false) {
+        return Ok(SLO_FAILED);
+    }
+    Ok(0)
+}
+
+pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
+    let jobs = jobs(a)?;
+    crate::suite::preflight(&jobs)?;
+    let mut sinks = Sinks::standard(a.quiet, open_json(a.json.as_ref())?);
+    let interrupt = install_signals()?;
+    let observing = crate::suite::start_observing(a)?;
+    let sampler = observing.as_ref().map(|(s, _)| s);
+    let result = crate::suite::run_jobs(
+        jobs,
+        &interrupt,
+        &mut sinks,
+        crate::resolve::seed(a),
+        sampler,
+    );
+    if let Some((s, _)) = observing {
+        s.stop();
+    }
+    let result = result?;
+    sinks.emit(&Event::Finished(&result))?;
+    if let Some((name, why)) = result
+        .scenarios
+        .iter()
+        .find_map(|s| Some((&s.name, s.error.as_ref()?)))
+    {
+        return Err(Fail::input(format!("scenario '{name}': {why}")));
+    }
+    verdict(&result)
+}
