@@ -13,21 +13,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-/// A running server; dropping it stops it.
-pub struct Server {
-    pub addr: SocketAddr,
+/// A server's thread: dropping it tells the server to stop and waits for its thread.
+pub struct Running {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Server {
-    /// `http://127.0.0.1:PORT{path}`.
-    pub fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
+impl Running {
+    /// The handle of `thread`, which stops when `stop` fires.
+    pub fn new(
+        stop: tokio::sync::oneshot::Sender<()>,
+        thread: std::thread::JoinHandle<()>,
+    ) -> Running {
+        Running {
+            stop: Some(stop),
+            thread: Some(thread),
+        }
     }
 }
 
-impl Drop for Server {
+impl Drop for Running {
     fn drop(&mut self) {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
@@ -35,6 +40,19 @@ impl Drop for Server {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// A running server; dropping it stops it.
+pub struct Server {
+    pub addr: SocketAddr,
+    _running: Running,
+}
+
+impl Server {
+    /// `http://127.0.0.1:PORT{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
     }
 }
 
@@ -83,8 +101,7 @@ pub fn serve(port: u16, threads: usize, slots: usize, handler: Handler) -> std::
         })?;
     Ok(Server {
         addr,
-        stop: Some(stop_tx),
-        thread: Some(thread),
+        _running: Running::new(stop_tx, thread),
     })
 }
 

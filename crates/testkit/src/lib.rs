@@ -173,8 +173,7 @@ pub struct Server {
     /// PEM of the self-signed certificate when serving TLS.
     pub cert_pem: Option<String>,
     pub started: Instant,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _running: demo_service::Running,
 }
 
 impl Server {
@@ -186,17 +185,6 @@ impl Server {
             "http"
         };
         format!("{scheme}://{}{path}", self.addr)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -261,7 +249,6 @@ where
         counters,
         cert_pem,
         started: Instant::now(),
-        stop: Some(stop_tx),
-        thread: Some(thread),
+        _running: demo_service::Running::new(stop_tx, thread),
     })
 }
