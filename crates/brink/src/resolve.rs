@@ -229,7 +229,7 @@ fn spec(
         Some(c) => {
             plan::parse_size(c).map_err(|e| Fail::input(format!("--capture-limit: {e}")))? as usize
         }
-        None => engine::capture::DEFAULT_LIMIT,
+        None => engine::workload::capture::DEFAULT_LIMIT,
     };
     Ok(RunSpec {
         target,

@@ -4,11 +4,11 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use engine::h1::parse::{parse_head, Chunked};
-use engine::template::{Names, Template};
-use engine::workload::{Request, Vu, Workload};
 use engine::Curve;
 use std::hint::black_box;
 use std::time::Duration;
+use workload::template::{Names, Template};
+use workload::{Request, Vu, Workload};
 
 const NGINX: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 00:00:00 GMT\r\n\
 Content-Type: application/octet-stream\r\nContent-Length: 13\r\nConnection: keep-alive\r\n\r\nhello, world\n";

@@ -3,18 +3,14 @@
 //! run/aggregation loop. Callers build a [`RunSpec`] and call [`run()`] with a per-second
 //! [`OnSecond`]; nothing here prints. What a run *is* (targets, load curves, the wire rules,
 //! units) lives in the `model` crate, so configuration can be read and checked without this
-//! one. Public beyond that small API: [`workload`] and [`template`] (plans compile into them),
-//! [`capture`] (its budget), [`h1`] (benchmarked on its own).
+//! one, and what a run sends (requests, templates, extraction) in the `workload` crate, so a plan
+//! compiles without this one. Public beyond that small API: [`h1`] (benchmarked on its own).
 
-pub mod capture;
 mod net;
 mod proto;
-mod rng;
 mod run;
 mod target;
-pub mod template;
 mod worker;
-pub mod workload;
 
 /// The HTTP/1.1 reader and framing, public for the benchmarks.
 pub use proto::h1;
@@ -22,4 +18,6 @@ pub use proto::h1;
 pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
 pub use run::{check, run, OnSecond, RunError, RunOutput, RunSpec, Second, SecondView};
 pub use target::RequestSpec;
+/// What a run sends (requests, templates, extraction), re-exported for callers of [`run()`].
+pub use workload;
 pub use workload::{Request, Workload};

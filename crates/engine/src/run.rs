@@ -2,11 +2,9 @@
 //! core, merge their per-second buckets in order (the aggregator), hand every finished second to
 //! an observer (live progress, later sliding-window SLOs), and return the totals.
 
-use crate::capture::Budget;
 use crate::net::conn::Connector;
 use crate::net::tls::{client_config, server_name, TlsError};
 use crate::worker::{self, Msg, Shared};
-use crate::workload::Workload;
 use model::{Load, StatusSet, Target, TargetError};
 use stats::{Bucket, LatencySummary, Timeline, Totals};
 use std::path::PathBuf;
@@ -14,6 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use workload::capture::Budget;
+use workload::Workload;
 
 /// A fully resolved run.
 #[derive(Clone, Debug)]

@@ -1,9 +1,9 @@
 //! The request given on the command line (method, headers, body): it becomes the workload's
 //! single step.
 
-use crate::workload::Request;
 use bytes::Bytes;
 use model::{parse_header, Target, TargetError};
+use workload::Request;
 
 /// One request as the user described it.
 #[derive(Clone, Debug)]
@@ -66,8 +66,8 @@ mod tests {
             Bytes::from("{}"),
         )
         .unwrap();
-        let w = crate::workload::Workload::single(r.request());
-        let mut vu = crate::workload::Vu::new(&w, 0);
+        let w = workload::Workload::single(r.request());
+        let mut vu = workload::Vu::new(&w, 0);
         vu.next(&w);
         vu.render_h1(&w, "127.0.0.1:8080", false).unwrap();
         let s = String::from_utf8(vu.buf.clone()).unwrap();

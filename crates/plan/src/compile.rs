@@ -5,14 +5,14 @@
 use crate::error::{PlanError, Pos};
 use crate::file::{RawData, RawExtract, RawLoad, RawPlan, RawRequest, RawScenario, Scalar, S};
 use crate::load::{self, LoadInput, KEYS};
-use engine::template::{did_you_mean, Names, Template};
-use engine::workload::{Extractor, Request, Table, Workload};
 use model::guard;
 use model::units::parse_duration;
 use model::{StatusSet, Target};
 use stats::slo::Slo;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use workload::template::{did_you_mean, Names, Template};
+use workload::{Extractor, Request, Table, Workload};
 
 /// Per-scenario settings; `None` leaves the command line's (or the built-in) default.
 #[derive(Clone, Debug, Default)]

@@ -91,7 +91,7 @@ fn the_issue_example_compiles() {
     assert_eq!(flow.slos[3].window, Some(10));
     assert!(flow.slos[3].abort);
     // The target's path prefixes every request path.
-    let mut vu = engine::workload::Vu::new(&reg.workload, 0);
+    let mut vu = workload::Vu::new(&reg.workload, 0);
     vu.next(&reg.workload);
     vu.render_h1(&reg.workload, "h", true).unwrap();
     let text = String::from_utf8(vu.buf.clone()).unwrap();

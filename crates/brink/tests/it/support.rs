@@ -24,7 +24,7 @@ pub fn spec(url: &str, load: Load) -> RunSpec {
         ok_status: StatusSet::default(),
         threads: 2,
         grace: Duration::from_secs(2),
-        capture_limit: engine::capture::DEFAULT_LIMIT,
+        capture_limit: engine::workload::capture::DEFAULT_LIMIT,
     }
 }
 

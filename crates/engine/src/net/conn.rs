@@ -1,10 +1,8 @@
 //! Opening connections for the tokio worker and speaking the chosen protocol over them: TCP
 //! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
 
-use crate::capture::Budget;
 use crate::proto::h1::{H1Conn, Idle, Reply};
 use crate::proto::h2::{H2Conn, Unprocessed};
-use crate::workload::{Captured, Vu, Workload};
 use bytes::Bytes;
 use http_body_util::Full;
 use rustls::pki_types::ServerName;
@@ -16,6 +14,8 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
+use workload::capture::Budget;
+use workload::{Captured, Vu, Workload};
 
 /// Everything needed to open a connection to the target; shared by all workers.
 pub struct Connector {

@@ -2,7 +2,6 @@
 //! `https://`. Each connection slot owns one HTTP/2 connection and keeps one stream in flight,
 //! so `-c` means the same concurrency for both protocols.
 
-use crate::capture::{Budget, Captured};
 use crate::proto::h1::io_kind;
 use crate::proto::h1::Reply;
 use bytes::Bytes;
@@ -12,6 +11,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use stats::ErrorKind;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
+use workload::capture::{Budget, Captured};
 
 /// One HTTP/2 connection; its driver runs as a task on the worker's runtime.
 pub struct H2Conn {

@@ -18,7 +18,6 @@ use super::{
 use super::{Msg, Shared};
 use crate::proto::h1::io_kind;
 use crate::proto::h1::reader::{ReadBuf, Reader, Reply};
-use crate::workload::Vu;
 use model::Load;
 use stats::{Bucket, ErrorKind};
 use std::io;
@@ -26,6 +25,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use workload::Vu;
 
 /// Housekeeping period: timeout checks, target updates, backoff restarts, stop checks.
 const TICK: Duration = Duration::from_millis(10);

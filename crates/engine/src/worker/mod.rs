@@ -17,13 +17,13 @@ mod tasks;
 
 use crate::net::conn::Connector;
 use crate::net::conn::Outcome;
-use crate::workload::Vu;
 use model::{Load, StatusSet};
 use stats::{Bucket, ErrorKind, Refusal};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use workload::Vu;
 
 /// State shared (read-only or atomic) by all workers.
 pub struct Shared {

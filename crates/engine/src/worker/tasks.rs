@@ -10,7 +10,6 @@ use super::{
 use super::{Msg, Shared};
 use crate::net::conn::Conn;
 use crate::proto::h1::Idle;
-use crate::workload::Vu;
 use model::Curve;
 use model::Load;
 use stats::{Bucket, ErrorKind};
@@ -23,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
+use workload::Vu;
 
 /// How often the closed-model driver re-reads the connection curve and the stop flag is checked.
 const POLL: Duration = Duration::from_millis(50);

@@ -8,7 +8,6 @@ pub mod parse;
 pub mod reader;
 mod scan;
 
-use crate::capture::{Budget, Captured};
 pub use reader::Reply;
 use reader::{ReadBuf, Reader};
 use stats::ErrorKind;
@@ -18,6 +17,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
+use workload::capture::{Budget, Captured};
 
 /// Maps an I/O error to the error kind it is counted under.
 pub fn io_kind(e: &io::Error) -> ErrorKind {

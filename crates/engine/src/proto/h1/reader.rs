@@ -4,9 +4,9 @@
 //! so framing rules live in one place.
 
 use super::parse::{parse_head, Chunked, Framing};
-use crate::capture::{Budget, Captured};
 use stats::ErrorKind;
 use std::sync::Arc;
+use workload::capture::{Budget, Captured};
 
 /// Initial read buffer: large enough for common heads; grows up to [`MAX_HEAD`].
 pub const INITIAL_BUF: usize = 8 * 1024;

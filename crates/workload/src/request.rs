@@ -16,9 +16,9 @@
 //! In a mix, every attempt is its own iteration: it picks a request by weight and takes fresh
 //! data rows.
 
-pub use crate::capture::{Captured, Extractor};
+use crate::capture::{Captured, Extractor};
 use crate::rng::Rng;
-pub use crate::template::Table;
+use crate::template::Table;
 use crate::template::{Scope, Template};
 use model::guard;
 use model::StatusSet;
