@@ -8,7 +8,6 @@
 //! and the search stops there (bounded: every step and probe has a deadline).
 
 use crate::cli::RunArgs;
-use crate::diagnose;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
 use crate::resolve::Job;
 use crate::sink::{Event, Sinks};
@@ -16,9 +15,8 @@ use crate::step::Step;
 use crate::watch::Watch;
 use engine::{Curve, Load, Target};
 use observe::health as probe;
-use report::find::{By, FindResult, KneeInfo, StepRow, Sustained, UslInfo};
+use report::find::{By, StepRow};
 use report::RunResult;
-use stats::capacity::{knee, Point, Usl};
 use stats::{ErrorKind, LatencySummary};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,12 +72,29 @@ pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail>
         steps: Vec::new(),
         sampler: observing.as_ref().map(|(s, _)| s),
     };
-    let stopped = ctl.search();
+    let stop = ctl.search();
     let steps = ctl.steps;
     if let Some((s, _)) = observing {
         s.stop();
     }
-    let find = summarise(&job, search, &steps, stopped.clone());
+    let facts: Vec<search::StepFacts> = steps
+        .iter()
+        .map(|s| search::StepFacts {
+            row: &s.row,
+            stuck: s.stuck,
+            interrupted: s.scenario.interrupted,
+            steady: &s.steady,
+        })
+        .collect();
+    let slo_texts: Vec<String> = job.slos.iter().map(|x| x.text.clone()).collect();
+    let find = search::summarise(
+        search.by,
+        &slo_texts,
+        &facts,
+        stop,
+        search.recovery.as_secs_f64(),
+    );
+    drop(facts);
     let stuck = steps.iter().any(|s| s.stuck);
     let passed_any = find.max_sustainable.is_some();
     let runs = steps.into_iter().map(|s| (s.scenario, s.totals)).collect();
@@ -104,34 +119,31 @@ struct Controller<'a> {
 
 impl Controller<'_> {
     /// Runs the search (the library decides, this controller runs the steps); returns why it
-    /// ended, in words.
-    fn search(&mut self) -> String {
+    /// ended.
+    fn search(&mut self) -> search::Stop {
         let s = self.search;
         let settings = search::Settings {
             from: s.from,
             to: s.to,
             precision: s.precision,
         };
-        match search::search(&settings, self).1 {
-            search::End::Stopped(stop) => stop_text(s, stop),
-            search::End::Failed(why) => why,
-        }
+        search::search(&settings, self).1
     }
 }
 
 impl search::StepRunner for Controller<'_> {
     /// Runs one step and says what it means for the search; `Err` when it could not run
     /// (interrupted in the cooldown, or the run failed to start).
-    fn run_step(&mut self, level: f64) -> Result<search::Outcome, String> {
+    fn run_step(&mut self, level: f64) -> Result<search::Outcome, search::Stop> {
         if self.interrupt.load(Ordering::Relaxed) {
-            return Err("interrupted".into());
+            return Err(search::Stop::Interrupted);
         }
         if !self.steps.is_empty() && !crate::suite::pause(self.search.cooldown, self.interrupt) {
-            return Err("interrupted".into());
+            return Err(search::Stop::Interrupted);
         }
         let from = Instant::now();
         let mut step = run_step(self.job, self.search, level, self.interrupt, self.sinks)
-            .map_err(|f| f.message)?;
+            .map_err(|f| search::Stop::StepFailed { why: f.message })?;
         crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
         step.row.observed = step.scenario.observed.clone();
         let interrupted = step.scenario.interrupted;
@@ -153,41 +165,6 @@ impl search::StepRunner for Controller<'_> {
         };
         self.steps.push(step);
         Ok(outcome)
-    }
-}
-
-/// Why the search ended, in words (the `stopped` line and field).
-fn stop_text(s: &Search, stop: search::Stop) -> String {
-    use search::Stop;
-    let lvl = |l: f64| s.by.describe(l);
-    match stop {
-        Stop::Interrupted => "interrupted".into(),
-        Stop::Stuck { level } => format!(
-            "service stopped responding at {} and did not recover within {}s",
-            lvl(level),
-            s.recovery.as_secs_f64()
-        ),
-        Stop::GeneratorBound {
-            level,
-            busy,
-            passed: false,
-        } => format!(
-            "the generator, not the service, was the limit at {} (brink's workers {:.0}% busy)",
-            lvl(level),
-            busy * 100.0
-        ),
-        Stop::GeneratorBound { level, busy, .. } => format!(
-            "the generator reached its own limit at {} (workers {:.0}% busy): higher levels would measure brink, not the service",
-            lvl(level),
-            busy * 100.0
-        ),
-        Stop::AllPassed { to } => format!("every level up to --to {} passed", lvl(to)),
-        Stop::FirstFailed { from } => format!("the first level ({}) already failed", lvl(from)),
-        Stop::Bisected { pass, fail } => format!(
-            "bisected between {} (pass) and {} (fail)",
-            lvl(pass),
-            lvl(fail)
-        ),
     }
 }
 
@@ -281,79 +258,4 @@ fn run_step(
         stuck: false,
         steady: watch.judged,
     })
-}
-
-fn summarise(job: &Job, s: &Search, all_steps: &[Step], stopped: String) -> FindResult {
-    let by_rate = s.by == By::Rate;
-    // Only whole steps count; an interrupted one is listed but never judged.
-    let whole: Vec<&Step> = all_steps
-        .iter()
-        .filter(|x| !x.scenario.interrupted)
-        .collect();
-    let steps = &whole[..];
-    let best = steps
-        .iter()
-        .filter(|x| x.row.pass)
-        .max_by(|a, b| a.row.level.total_cmp(&b.row.level));
-    let first_fail_above = |lvl: f64| {
-        steps
-            .iter()
-            .filter(|x| !x.row.pass && x.row.level > lvl)
-            .map(|x| x.row.level)
-            .min_by(f64::total_cmp)
-    };
-    let max_sustainable = best.map(|b| Sustained {
-        level: b.row.level,
-        rps: b.row.ok_rps,
-        slo: job.slos.iter().map(|x| x.text.clone()).collect(),
-        resolution: first_fail_above(b.row.level).map(|f| f / b.row.level - 1.0),
-    });
-    let points: Vec<Point> = steps
-        .iter()
-        .map(|x| Point {
-            level: x.row.level,
-            throughput: x.row.ok_rps,
-            p90_ms: x.row.p90,
-        })
-        .collect();
-    let knee = knee(&points).map(|k| KneeInfo {
-        level: k.level,
-        reason: k.reason,
-    });
-    // USL is about concurrency: for rate steps, the concurrency actually in the system is
-    // throughput x mean latency (Little's law).
-    let usl_points: Vec<(f64, f64)> = steps
-        .iter()
-        .filter(|x| x.row.ok_rps > 0.0)
-        .map(|x| {
-            let n = if by_rate {
-                x.row.ok_rps * x.row.mean / 1000.0
-            } else {
-                x.row.level
-            };
-            (n, x.row.ok_rps)
-        })
-        .collect();
-    let usl = Usl::fit(&usl_points).map(|u| UslInfo {
-        lambda: u.lambda,
-        sigma: u.sigma,
-        kappa: u.kappa,
-        peak_concurrency: u.peak_n,
-        peak_rps: u.peak_x,
-        r2: u.r2,
-        poor_fit: u.r2 < 0.8,
-    });
-    let mut find = FindResult {
-        by: s.by,
-        steps: all_steps.iter().map(|x| x.row.clone()).collect(),
-        max_sustainable,
-        knee,
-        usl,
-        diagnosis: Vec::new(),
-        findings: Vec::new(),
-        stopped,
-    };
-    find.findings = diagnose::diagnose(&find, steps);
-    find.diagnosis = find.findings.iter().map(|x| x.describe(s.by)).collect();
-    find
 }

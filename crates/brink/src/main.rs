@@ -3,7 +3,6 @@
 mod cli;
 mod commands;
 mod console;
-mod diagnose;
 mod exit;
 mod find;
 mod outcome;

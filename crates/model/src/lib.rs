@@ -5,6 +5,7 @@
 //! needs the engine to read or check a configuration.
 
 pub mod guard;
+pub mod metrics;
 pub mod schedule;
 mod target;
 pub mod units;

@@ -12,11 +12,7 @@ mod sampler;
 pub use sampler::{summarise, Sample, Sampler};
 
 /// Figure names shared by both sources, so tables and the diagnosis read one name.
-pub const CPU: &str = "srv cpu";
-pub const RSS: &str = "srv rss";
-pub const THREADS: &str = "srv threads";
-pub const FDS: &str = "srv fds";
-pub const SOCKETS: &str = "srv sockets";
+pub use model::metrics::{CPU, FDS, RSS, SOCKETS, THREADS};
 
 /// Where figures come from.
 #[derive(Clone, Debug, PartialEq)]

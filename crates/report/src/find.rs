@@ -53,8 +53,77 @@ pub struct FindResult {
     /// The same findings as typed values with the figures they cite.
     #[serde(default)]
     pub findings: Vec<Finding>,
-    /// Why the search ended.
+    /// Why the search ended, in words (as printed).
     pub stopped: String,
+    /// Why the search ended, typed (absent in results written before it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Stop>,
+}
+
+/// Why a search is over. Levels are in the search's unit (connections or req/s).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Stop {
+    /// Interrupted (a signal).
+    Interrupted,
+    /// The service stopped answering at `level` and did not recover.
+    Stuck { level: f64 },
+    /// brink's workers were the limit at `level` (`busy_percent`, 0-100); `passed` says whether
+    /// the step still held its objectives (higher levels would then measure brink, not the
+    /// service).
+    GeneratorBound {
+        level: f64,
+        busy_percent: f64,
+        passed: bool,
+    },
+    /// Every level up to `to` passed.
+    AllPassed { to: f64 },
+    /// Not even the first level passed.
+    FirstFailed { from: f64 },
+    /// The last pass and the first fail are as close as asked (or no whole level is between).
+    Bisected { pass: f64, fail: f64 },
+    /// A step could not run (`why`).
+    StepFailed { why: String },
+}
+
+impl Stop {
+    /// The reason in words; `recovery_s` is how long a failing service was given to answer.
+    pub fn describe(&self, by: By, recovery_s: f64) -> String {
+        let lvl = |l: f64| by.describe(l);
+        match self {
+            Stop::Interrupted => "interrupted".into(),
+            Stop::Stuck { level } => format!(
+                "service stopped responding at {} and did not recover within {recovery_s}s",
+                lvl(*level)
+            ),
+            Stop::GeneratorBound {
+                level,
+                busy_percent,
+                passed: false,
+            } => format!(
+                "the generator, not the service, was the limit at {} (brink's workers {busy_percent:.0}% busy)",
+                lvl(*level)
+            ),
+            Stop::GeneratorBound {
+                level,
+                busy_percent,
+                ..
+            } => format!(
+                "the generator reached its own limit at {} (workers {busy_percent:.0}% busy): higher levels would measure brink, not the service",
+                lvl(*level)
+            ),
+            Stop::AllPassed { to } => format!("every level up to --to {} passed", lvl(*to)),
+            Stop::FirstFailed { from } => {
+                format!("the first level ({}) already failed", lvl(*from))
+            }
+            Stop::Bisected { pass, fail } => format!(
+                "bisected between {} (pass) and {} (fail)",
+                lvl(*pass),
+                lvl(*fail)
+            ),
+            Stop::StepFailed { why } => why.clone(),
+        }
+    }
 }
 
 /// One thing the search found about the service (or about brink), with its figures. Levels are
@@ -144,7 +213,7 @@ impl Finding {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StepRow {
     pub level: f64,
     /// Latency after the warm-up (ms).

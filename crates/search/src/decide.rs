@@ -1,5 +1,7 @@
 //! [`decide`]: the next level, or why the search is over.
 
+use report::find::Stop;
+
 /// What the search steps and between which bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Settings {
@@ -27,26 +29,8 @@ pub struct Outcome {
     pub generator_bound: bool,
 }
 
-/// Why the search is over.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Stop {
-    /// Interrupted (a signal).
-    Interrupted,
-    /// The service stopped answering at `level` and did not recover.
-    Stuck { level: f64 },
-    /// brink's workers were the limit at `level` (`busy`, 0..1); `passed` says whether the step
-    /// still held its objectives (higher levels would then measure brink, not the service).
-    GeneratorBound { level: f64, busy: f64, passed: bool },
-    /// Every level up to `to` passed.
-    AllPassed { to: f64 },
-    /// Not even the first level passed.
-    FirstFailed { from: f64 },
-    /// The last pass and the first fail are as close as asked (or no whole level is between).
-    Bisected { pass: f64, fail: f64 },
-}
-
 /// What to do next.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
     /// Run a step at this level.
     Step(f64),
@@ -108,7 +92,7 @@ fn ends_search(o: &Outcome) -> Option<Stop> {
     } else if o.generator_bound {
         Some(Stop::GeneratorBound {
             level: o.level,
-            busy: o.generator_busy,
+            busy_percent: o.generator_busy * 100.0,
             passed: o.pass,
         })
     } else {
@@ -238,7 +222,7 @@ mod tests {
             decide(&S, &[o]),
             Decision::Stop(Stop::GeneratorBound {
                 level: 4.0,
-                busy: 0.95,
+                busy_percent: 95.0,
                 passed: true
             })
         );

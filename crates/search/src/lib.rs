@@ -2,7 +2,9 @@
 //! given the search's settings and the outcomes of the steps run so far, [`decide`] says which
 //! level to try next or why the search is over. Whatever runs the steps (the local engine
 //! today, remote workers later) and whatever shows them (terminal, JSON, a web page) sits
-//! outside; this crate only decides, so every rule is table-tested here.
+//! outside; this crate only decides, so every rule is table-tested here. When the search is
+//! over, [`summarise`] turns its steps into the `find` section of the result (maximum
+//! sustainable level, knee, USL fit) and [`diagnose`] into typed findings citing their figures.
 //!
 //! The rules: levels double from `from` (each later level rounded to a whole number, never
 //! past `to`) until a step fails or `to` passes; then the gap between the last pass and the
@@ -12,40 +14,36 @@
 //! time), or brink's own workers were the limit.
 
 mod decide;
+mod diagnose;
+mod summary;
 
-pub use decide::{decide, Decision, Outcome, Settings, Stop};
+pub use decide::{decide, Decision, Outcome, Settings};
+pub use diagnose::{diagnose, StepFacts};
+pub use report::find::Stop;
+pub use summary::summarise;
 
 /// A step during which brink's own worker threads were at least this busy (0..1) measured
 /// brink, not the service: the search stops there and the diagnosis says so.
 pub const GENERATOR_BUSY: f64 = 0.9;
 
 /// Runs one step of a search at a level: the local engine today, remote workers later. It
-/// returns what the step means for the search, or `Err` with why no step could run (then the
-/// search ends with that reason).
+/// returns what the step means for the search, or `Err` with why no step could run
+/// ([`Stop::Interrupted`], [`Stop::StepFailed`]); the search ends there.
 pub trait StepRunner {
-    fn run_step(&mut self, level: f64) -> Result<Outcome, String>;
-}
-
-/// How a search ended.
-#[derive(Clone, Debug, PartialEq)]
-pub enum End {
-    /// The rules stopped it.
-    Stopped(Stop),
-    /// A step could not run.
-    Failed(String),
+    fn run_step(&mut self, level: f64) -> Result<Outcome, Stop>;
 }
 
 /// Runs a whole search: steps while [`decide`] asks for them, through `runner`. Returns the
-/// outcomes in the order they ran and how the search ended.
-pub fn search(settings: &Settings, runner: &mut dyn StepRunner) -> (Vec<Outcome>, End) {
+/// outcomes in the order they ran and why the search ended.
+pub fn search(settings: &Settings, runner: &mut dyn StepRunner) -> (Vec<Outcome>, Stop) {
     let mut outcomes = Vec::new();
     loop {
         match decide(settings, &outcomes) {
             Decision::Step(level) => match runner.run_step(level) {
                 Ok(o) => outcomes.push(o),
-                Err(why) => return (outcomes, End::Failed(why)),
+                Err(stop) => return (outcomes, stop),
             },
-            Decision::Stop(stop) => return (outcomes, End::Stopped(stop)),
+            Decision::Stop(stop) => return (outcomes, stop),
         }
     }
 }
@@ -61,9 +59,11 @@ mod tests {
     }
 
     impl StepRunner for Fake {
-        fn run_step(&mut self, level: f64) -> Result<Outcome, String> {
+        fn run_step(&mut self, level: f64) -> Result<Outcome, Stop> {
             if level == self.broken {
-                return Err("cannot run".into());
+                return Err(Stop::StepFailed {
+                    why: "cannot run".into(),
+                });
             }
             Ok(Outcome {
                 level,
@@ -94,10 +94,10 @@ mod tests {
         assert_eq!(levels, [1.0, 2.0, 4.0, 8.0, 6.0, 7.0]);
         assert_eq!(
             end,
-            End::Stopped(Stop::Bisected {
+            Stop::Bisected {
                 pass: 6.0,
                 fail: 7.0
-            })
+            }
         );
         let (done, end) = search(
             &s,
@@ -107,6 +107,11 @@ mod tests {
             },
         );
         assert_eq!(done.len(), 2);
-        assert_eq!(end, End::Failed("cannot run".into()));
+        assert_eq!(
+            end,
+            Stop::StepFailed {
+                why: "cannot run".into()
+            }
+        );
     }
 }

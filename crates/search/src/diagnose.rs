@@ -1,0 +1,336 @@
+//! Turning a search's figures into short hints, each quoting the numbers behind it. The rules,
+//! in the order they are reported:
+//!
+//! * **stuck**: a failing step after which the health probe got no answer within `--recovery`
+//!   (as when a service deadlocks under load and needs a restart);
+//! * **generator-bound**: brink's own worker threads were >= 90% busy during a step, so that
+//!   step measured brink, not the service;
+//! * **rate-limited**: >= 1% of the first failing step's responses were 429 (a gateway or the service throttling);
+//! * **connections not opening**: connect failures in the first failing step while the service
+//!   still answers its probe (listen backlog, accept rate, or brink's open-file limit);
+//! * **overload errors**: 5xx responses or timeouts in the first failing step;
+//! * **CPU-bound** / **not CPU-bound** (needs server CPU from `--observe`, in % of one core):
+//!   at the knee, CPU at least 80% and at least 90% of the search's peak (as when a model server's pods
+//!   need more CPU) versus CPU under 60% (the cause is elsewhere: pools, locks, connection
+//!   handling or the network path, as when a container network bridge was the limit);
+//! * **queueing**: throughput flat while latency grows, without server metrics to say why.
+
+use report::find::{Finding, KneeInfo, StepRow};
+use stats::{Bucket, ErrorKind};
+
+const SERVER_CPU: &str = model::metrics::CPU;
+
+/// What the summary and the diagnosis read of one step.
+#[derive(Clone, Copy)]
+pub struct StepFacts<'a> {
+    /// Its table row (level, verdict, throughput, generator CPU, observed server figures).
+    pub row: &'a StepRow,
+    /// The service stopped answering after it and did not recover.
+    pub stuck: bool,
+    /// It was cut short by an interrupt: listed, never judged.
+    pub interrupted: bool,
+    /// Its steady part (after the warm-up): status and error counts.
+    pub steady: &'a Bucket,
+}
+
+/// The findings of a search whose knee (if any) is `knee`, in the order above.
+pub fn diagnose(knee: Option<&KneeInfo>, steps: &[StepFacts]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(s) = steps.iter().find(|s| s.stuck) {
+        out.push(Finding::Stuck {
+            level: s.row.level,
+            ok: s.steady.ok,
+            attempts: s.steady.requests,
+        });
+    }
+    if let Some(s) = steps
+        .iter()
+        .find(|s| s.row.generator_cpu >= crate::GENERATOR_BUSY)
+    {
+        out.push(Finding::GeneratorBound {
+            level: s.row.level,
+            busy_percent: s.row.generator_cpu * 100.0,
+        });
+    }
+    let first_fail = steps
+        .iter()
+        .filter(|s| !s.row.pass)
+        .min_by(|a, b| a.row.level.total_cmp(&b.row.level));
+    if let Some(s) = first_fail {
+        failing_step(s, &mut out);
+    }
+    if let Some(k) = knee {
+        out.push(at_the_knee(k, steps));
+    }
+    out
+}
+
+/// What the first failing step's errors say.
+fn failing_step(s: &StepFacts, out: &mut Vec<Finding>) {
+    let b = &s.steady;
+    let level = s.row.level;
+    let n429 = b.status.get(429);
+    if n429 as f64 / b.requests.max(1) as f64 >= 0.01 {
+        out.push(Finding::RateLimited {
+            level,
+            throttled: n429,
+            attempts: b.requests,
+        });
+    }
+    let connect = b.errors_by_kind[ErrorKind::Connect.index()]
+        + b.errors_by_kind[ErrorKind::ConnectTimeout.index()];
+    if connect > 0 && !s.stuck {
+        out.push(Finding::ConnectionsNotOpening {
+            level,
+            failed_connects: connect,
+        });
+    }
+    let n5xx: u64 = b
+        .status
+        .sorted()
+        .iter()
+        .filter(|(c, _)| *c >= 500)
+        .map(|(_, n)| n)
+        .sum();
+    let timeouts = b.errors_by_kind[ErrorKind::Timeout.index()];
+    if n5xx + timeouts > 0 {
+        out.push(Finding::OverloadErrors {
+            level,
+            server_errors: n5xx,
+            timeouts,
+            attempts: b.requests,
+        });
+    }
+}
+
+/// What the server's CPU at the knee says (queueing when it was not observed).
+fn at_the_knee(k: &KneeInfo, steps: &[StepFacts]) -> Finding {
+    let at = steps.iter().find(|s| s.row.level == k.level);
+    let cpu = at
+        .and_then(|s| s.row.observed.get(SERVER_CPU))
+        .map(|o| o.peak);
+    let peak_cpu = steps
+        .iter()
+        .filter_map(|s| s.row.observed.get(SERVER_CPU).map(|o| o.peak))
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    let (level, knee) = (k.level, k.reason.clone());
+    match (cpu, peak_cpu) {
+        (Some(c), Some(p)) if c >= 80.0 && c >= 0.9 * p => Finding::CpuBound {
+            level,
+            cpu_percent: c,
+            knee,
+        },
+        (Some(c), _) if c < 60.0 => Finding::NotCpuBound {
+            level,
+            cpu_percent: c,
+            knee,
+        },
+        _ => Finding::Queueing {
+            level,
+            ok_rps: at.map_or(0.0, |s| s.row.ok_rps),
+            knee,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use report::find::Observed;
+
+    /// A step at `level` with its verdict, server CPU (if observed) and steady counts.
+    struct S {
+        row: StepRow,
+        steady: Bucket,
+        stuck: bool,
+    }
+
+    fn step(level: f64, pass: bool, cpu: Option<f64>) -> S {
+        let mut row = StepRow {
+            level,
+            pass,
+            ok_rps: level * 10.0,
+            generator_cpu: 0.2,
+            ..StepRow::default()
+        };
+        if let Some(c) = cpu {
+            row.observed
+                .insert(SERVER_CPU.into(), Observed { peak: c, mean: c });
+        }
+        S {
+            row,
+            steady: Bucket::new(0),
+            stuck: false,
+        }
+    }
+
+    fn run(knee: Option<f64>, steps: &[S]) -> Vec<Finding> {
+        let facts: Vec<StepFacts> = steps
+            .iter()
+            .map(|s| StepFacts {
+                row: &s.row,
+                stuck: s.stuck,
+                interrupted: false,
+                steady: &s.steady,
+            })
+            .collect();
+        let knee = knee.map(|level| KneeInfo {
+            level,
+            reason: "throughput flat".into(),
+        });
+        diagnose(knee.as_ref(), &facts)
+    }
+
+    fn answers(b: &mut Bucket, status: u16, ok: bool, n: usize) {
+        for _ in 0..n {
+            b.record_response(status, ok, 1000, 1000);
+        }
+    }
+
+    #[test]
+    fn nothing_failed_and_no_knee_finds_nothing() {
+        let steps = [step(1.0, true, None), step(2.0, true, None)];
+        assert_eq!(run(None, &steps), []);
+    }
+
+    #[test]
+    fn a_stuck_service_is_reported_with_its_counts() {
+        let mut s = step(8.0, false, None);
+        s.stuck = true;
+        answers(&mut s.steady, 200, true, 3);
+        s.steady.record_error(ErrorKind::Timeout);
+        let f = run(None, &[step(4.0, true, None), s]);
+        assert_eq!(
+            f[0],
+            Finding::Stuck {
+                level: 8.0,
+                ok: 3,
+                attempts: 4
+            }
+        );
+        // Timeouts at the first failing step are overload errors too; a stuck service's failed
+        // connects are not "connections not opening".
+        assert_eq!(
+            f[1],
+            Finding::OverloadErrors {
+                level: 8.0,
+                server_errors: 0,
+                timeouts: 1,
+                attempts: 4
+            }
+        );
+        assert_eq!(f.len(), 2);
+    }
+
+    #[test]
+    fn busy_workers_make_the_generator_the_finding() {
+        let mut s = step(64.0, true, None);
+        s.row.generator_cpu = 0.95;
+        let f = run(None, &[s]);
+        assert!(matches!(
+            f[..],
+            [Finding::GeneratorBound { level, busy_percent }] if level == 64.0 && (busy_percent - 95.0).abs() < 1e-9
+        ));
+    }
+
+    #[test]
+    fn the_first_failing_step_says_which_errors() {
+        // 429s at 1% or more are throttling; connect failures while the service answers its
+        // probe; 5xx counted as overload. The lowest failing level is the one read.
+        let mut low = step(20.0, false, None);
+        answers(&mut low.steady, 200, true, 97);
+        answers(&mut low.steady, 429, false, 1);
+        answers(&mut low.steady, 503, false, 1);
+        low.steady.record_error(ErrorKind::Connect);
+        let mut high = step(40.0, false, None);
+        answers(&mut high.steady, 500, false, 50);
+        let f = run(None, &[step(10.0, true, None), high, low]);
+        assert_eq!(
+            f,
+            [
+                Finding::RateLimited {
+                    level: 20.0,
+                    throttled: 1,
+                    attempts: 100
+                },
+                Finding::ConnectionsNotOpening {
+                    level: 20.0,
+                    failed_connects: 1
+                },
+                Finding::OverloadErrors {
+                    level: 20.0,
+                    server_errors: 1,
+                    timeouts: 0,
+                    attempts: 100
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn throttling_under_one_percent_is_not_a_finding() {
+        let mut s = step(20.0, false, None);
+        answers(&mut s.steady, 200, true, 200);
+        answers(&mut s.steady, 429, false, 1);
+        assert_eq!(run(None, &[s]), []);
+    }
+
+    #[test]
+    fn server_cpu_at_the_knee_decides_the_bottleneck() {
+        let knee = "throughput flat".to_string();
+        // (cpu at the knee, peak cpu elsewhere) -> finding
+        let cases: [(Option<f64>, Option<f64>, Finding); 5] = [
+            (
+                Some(95.0),
+                Some(100.0),
+                Finding::CpuBound {
+                    level: 8.0,
+                    cpu_percent: 95.0,
+                    knee: knee.clone(),
+                },
+            ),
+            (
+                Some(40.0),
+                Some(45.0),
+                Finding::NotCpuBound {
+                    level: 8.0,
+                    cpu_percent: 40.0,
+                    knee: knee.clone(),
+                },
+            ),
+            // 85% is busy, but well under the 150% seen later: not where CPU ran out.
+            (
+                Some(85.0),
+                Some(150.0),
+                Finding::Queueing {
+                    level: 8.0,
+                    ok_rps: 80.0,
+                    knee: knee.clone(),
+                },
+            ),
+            // Between 60% and 80%: no verdict on CPU.
+            (
+                Some(70.0),
+                Some(70.0),
+                Finding::Queueing {
+                    level: 8.0,
+                    ok_rps: 80.0,
+                    knee: knee.clone(),
+                },
+            ),
+            (
+                None,
+                None,
+                Finding::Queueing {
+                    level: 8.0,
+                    ok_rps: 80.0,
+                    knee: knee.clone(),
+                },
+            ),
+        ];
+        for (at, peak, want) in cases {
+            let steps = [step(8.0, true, at), step(16.0, true, peak)];
+            assert_eq!(run(Some(8.0), &steps), [want], "{at:?} {peak:?}");
+        }
+    }
+}

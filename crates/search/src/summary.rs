@@ -1,0 +1,203 @@
+//! What a finished search found, from its steps: the maximum sustainable level (the highest
+//! whole step that held its objectives, with how close the first failure above it was), the
+//! knee of the throughput curve, the Universal Scalability Law fitted to the points, and the
+//! diagnosis. Interrupted steps are listed but never judged.
+
+use crate::diagnose::{diagnose, StepFacts};
+use report::find::{By, FindResult, KneeInfo, Stop, Sustained, UslInfo};
+use stats::capacity::{knee, Point, Usl};
+
+/// The `find` section of a result, from every step in the order they ran.
+pub fn summarise(
+    by: By,
+    slos: &[String],
+    all_steps: &[StepFacts],
+    stop: Stop,
+    recovery_s: f64,
+) -> FindResult {
+    let by_rate = by == By::Rate;
+    // Only whole steps count; an interrupted one is listed but never judged.
+    let whole: Vec<StepFacts> = all_steps
+        .iter()
+        .filter(|x| !x.interrupted)
+        .copied()
+        .collect();
+    let steps = &whole[..];
+    let best = steps
+        .iter()
+        .filter(|x| x.row.pass)
+        .max_by(|a, b| a.row.level.total_cmp(&b.row.level));
+    let first_fail_above = |lvl: f64| {
+        steps
+            .iter()
+            .filter(|x| !x.row.pass && x.row.level > lvl)
+            .map(|x| x.row.level)
+            .min_by(f64::total_cmp)
+    };
+    let max_sustainable = best.map(|b| Sustained {
+        level: b.row.level,
+        rps: b.row.ok_rps,
+        slo: slos.to_vec(),
+        resolution: first_fail_above(b.row.level).map(|f| f / b.row.level - 1.0),
+    });
+    let points: Vec<Point> = steps
+        .iter()
+        .map(|x| Point {
+            level: x.row.level,
+            throughput: x.row.ok_rps,
+            p90_ms: x.row.p90,
+        })
+        .collect();
+    let knee = knee(&points).map(|k| KneeInfo {
+        level: k.level,
+        reason: k.reason,
+    });
+    // USL is about concurrency: for rate steps, the concurrency actually in the system is
+    // throughput x mean latency (Little's law).
+    let usl_points: Vec<(f64, f64)> = steps
+        .iter()
+        .filter(|x| x.row.ok_rps > 0.0)
+        .map(|x| {
+            let n = if by_rate {
+                x.row.ok_rps * x.row.mean / 1000.0
+            } else {
+                x.row.level
+            };
+            (n, x.row.ok_rps)
+        })
+        .collect();
+    let usl = Usl::fit(&usl_points).map(|u| UslInfo {
+        lambda: u.lambda,
+        sigma: u.sigma,
+        kappa: u.kappa,
+        peak_concurrency: u.peak_n,
+        peak_rps: u.peak_x,
+        r2: u.r2,
+        poor_fit: u.r2 < 0.8,
+    });
+    let mut find = FindResult {
+        by,
+        steps: all_steps.iter().map(|x| x.row.clone()).collect(),
+        max_sustainable,
+        knee,
+        usl,
+        diagnosis: Vec::new(),
+        findings: Vec::new(),
+        stopped: stop.describe(by, recovery_s),
+        stop: Some(stop),
+    };
+    find.findings = diagnose(find.knee.as_ref(), steps);
+    find.diagnosis = find.findings.iter().map(|x| x.describe(by)).collect();
+    find
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use report::find::StepRow;
+    use stats::Bucket;
+
+    fn row(level: f64, pass: bool, ok_rps: f64) -> StepRow {
+        StepRow {
+            level,
+            pass,
+            ok_rps,
+            mean: 10.0,
+            p90: 20.0,
+            ..StepRow::default()
+        }
+    }
+
+    fn facts<'a>(rows: &'a [StepRow], steady: &'a Bucket, cut: f64) -> Vec<StepFacts<'a>> {
+        rows.iter()
+            .map(|row| StepFacts {
+                row,
+                stuck: false,
+                interrupted: row.level == cut,
+                steady,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_best_whole_passing_step_is_the_maximum_and_the_stop_is_kept_typed_and_in_words() {
+        let rows = [
+            row(1.0, true, 100.0),
+            row(2.0, true, 190.0),
+            row(4.0, false, 200.0),
+            row(3.0, true, 200.0),
+            // Interrupted: listed, never judged, even though it "passed" higher up.
+            row(8.0, true, 400.0),
+        ];
+        let steady = Bucket::new(0);
+        let stop = Stop::Bisected {
+            pass: 3.0,
+            fail: 4.0,
+        };
+        let f = summarise(
+            By::Connections,
+            &["p99<100ms".to_string()],
+            &facts(&rows, &steady, 8.0),
+            stop.clone(),
+            5.0,
+        );
+        assert_eq!(f.steps.len(), 5, "every step is listed");
+        let best = f.max_sustainable.expect("a step passed");
+        assert_eq!(best.level, 3.0);
+        assert_eq!(best.rps, 200.0);
+        assert_eq!(best.slo, ["p99<100ms"]);
+        let r = best.resolution.expect("a failure above");
+        assert!((r - 1.0 / 3.0).abs() < 1e-12, "{r}");
+        assert_eq!(f.stop, Some(stop));
+        assert_eq!(
+            f.stopped,
+            "bisected between 3 connections (pass) and 4 connections (fail)"
+        );
+    }
+
+    #[test]
+    fn nothing_passed_means_no_maximum() {
+        let rows = [row(1.0, false, 0.0)];
+        let steady = Bucket::new(0);
+        let f = summarise(
+            By::Rate,
+            &[],
+            &facts(&rows, &steady, -1.0),
+            Stop::FirstFailed { from: 1.0 },
+            5.0,
+        );
+        assert!(f.max_sustainable.is_none());
+        assert_eq!(f.stopped, "the first level (1.0/s) already failed");
+    }
+
+    #[test]
+    fn every_stop_reads_as_a_sentence() {
+        let by = By::Connections;
+        let cases = [
+            (Stop::Interrupted, "interrupted"),
+            (
+                Stop::Stuck { level: 8.0 },
+                "service stopped responding at 8 connections and did not recover within 3s",
+            ),
+            (
+                Stop::GeneratorBound {
+                    level: 64.0,
+                    busy_percent: 95.0,
+                    passed: false,
+                },
+                "the generator, not the service, was the limit at 64 connections (brink's workers 95% busy)",
+            ),
+            (
+                Stop::AllPassed { to: 100.0 },
+                "every level up to --to 100 connections passed",
+            ),
+            (
+                Stop::StepFailed { why: "boom".into() },
+                "boom",
+            ),
+        ];
+        for (stop, want) in cases {
+            assert_eq!(stop.describe(by, 3.0), want);
+        }
+    }
+}
