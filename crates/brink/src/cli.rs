@@ -1,6 +1,7 @@
 //! The command line as the user types it (raw values, validated in `resolve`).
 
 use clap::{Args, Parser, Subcommand};
+use report::find::By;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -130,8 +131,8 @@ pub struct FindArgs {
     #[arg(long)]
     pub scenario: Option<String>,
     /// What to step: connections (closed model) or rate (open model, req/s).
-    #[arg(long, default_value = "connections", value_parser = ["connections", "rate"])]
-    pub by: String,
+    #[arg(long, default_value = "connections", value_parser = by_parser())]
+    pub by: By,
     /// First level (default 1 connection, or 10/s).
     #[arg(long)]
     pub from: Option<String>,
@@ -176,4 +177,16 @@ pub struct DemoArgs {
     /// Write the result to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+/// `--by`: its two values, listed in the help and errors.
+fn by_parser() -> impl clap::builder::TypedValueParser<Value = By> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["connections", "rate"]).map(|s| {
+        if s == "rate" {
+            By::Rate
+        } else {
+            By::Connections
+        }
+    })
 }

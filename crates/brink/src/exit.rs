@@ -31,3 +31,10 @@ impl fmt::Display for Fail {
         f.write_str(&self.message)
     }
 }
+
+/// What the runner could not do is a tool error (exit 2).
+impl From<runner::Error> for Fail {
+    fn from(e: runner::Error) -> Fail {
+        Fail::input(e.0)
+    }
+}

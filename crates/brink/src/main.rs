@@ -4,16 +4,11 @@ mod cli;
 mod commands;
 mod console;
 mod exit;
-mod find;
-mod outcome;
 mod output;
 mod progress;
 mod resolve;
 mod signals;
-mod sink;
-mod step;
-mod suite;
-mod watch;
+mod sinks;
 
 use clap::Parser;
 use std::io::Write;

@@ -1,13 +1,17 @@
-//! Raw command line (and plan file) -> the jobs to run, each a validated [`RunSpec`] with its
-//! SLOs. A URL gives one job built from the flags; a plan gives one job per scenario, where any
-//! flag the user typed overrides the plan's value (`-d 10s` shortens every scenario). Every
-//! error names the flag, or the plan's file:line:column, at fault.
+//! Raw command line (and plan file) -> a checked [`RunConfig`]: the jobs to run, each a
+//! validated [`RunSpec`] with its SLOs, and the [`Session`] they run in (one seed, the outputs,
+//! the observers). A URL gives one job built from the flags; a plan gives one job per scenario,
+//! where any flag the user typed overrides the plan's value (`-d 10s` shortens every scenario).
+//! Every error names the flag, or the plan's file:line:column, at fault. Nothing past this
+//! module reads a flag string.
 
 use crate::cli::RunArgs;
 use crate::exit::Fail;
 use engine::{RequestSpec, RunSpec, StatusSet, Target, Workload};
 use plan::load::{self, LoadInput, FLAGS};
 use plan::{parse_duration, Settings};
+pub use runner::Job;
+use runner::Observing;
 use stats::slo::Slo;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,13 +47,64 @@ pub fn check_open_files(what: &str, connections: usize) -> Result<(), Fail> {
     Ok(())
 }
 
-/// One scenario, ready to run.
-pub struct Job {
-    pub name: String,
-    pub spec: RunSpec,
-    pub slos: Vec<Slo>,
-    /// Wait after it before the next job.
-    pub pause: Duration,
+/// What every command that sends load shares, checked.
+pub struct Session {
+    /// The seed of template random values: `--seed`, else one drawn once from the clock. The
+    /// result records it, so giving it back renders the same values.
+    pub seed: u64,
+    /// Print nothing but errors.
+    pub quiet: bool,
+    /// Where the result file goes.
+    pub json: Option<std::path::PathBuf>,
+    /// What is observed on the server, if anything.
+    pub observing: Option<Observing>,
+}
+
+/// A checked `brink run` (and the run part of `find` and `demo`).
+pub struct RunConfig {
+    pub jobs: Vec<Job>,
+    pub session: Session,
+}
+
+/// Checks `brink run`'s flags (and plan) into a [`RunConfig`].
+pub fn run_config(a: &RunArgs) -> Result<RunConfig, Fail> {
+    let seed = a.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    });
+    let jobs = jobs(a, seed)?;
+    Ok(RunConfig {
+        jobs,
+        session: Session {
+            seed,
+            quiet: a.quiet,
+            json: a.json.clone(),
+            observing: observing(a)?,
+        },
+    })
+}
+
+fn observing(a: &RunArgs) -> Result<Option<Observing>, Fail> {
+    if a.observe.is_empty() {
+        if !a.metric.is_empty() {
+            return Err(Fail::input("--metric needs --observe prometheus=URL"));
+        }
+        return Ok(None);
+    }
+    let sources = a
+        .observe
+        .iter()
+        .map(|s| observe::parse(s, &a.metric))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Fail::input)?;
+    let mut columns = vec![observe::CPU.to_string(), observe::THREADS.to_string()];
+    columns.extend(
+        a.metric
+            .iter()
+            .filter_map(|m| m.split_once('=').map(|(n, _)| n.to_string())),
+    );
+    Ok(Some(Observing { sources, columns }))
 }
 
 /// Whether the positional argument names a plan file rather than a URL.
@@ -73,15 +128,6 @@ fn flag_duration(flag: &str, v: Option<&str>) -> Result<Option<Duration>, Fail> 
         .transpose()
 }
 
-/// The seed for template random values: `--seed`, else one taken from the clock.
-pub fn seed(a: &RunArgs) -> u64 {
-    a.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-    })
-}
-
 fn flag_load(a: &RunArgs) -> LoadInput {
     LoadInput {
         connections: a.connections.clone(),
@@ -103,9 +149,9 @@ fn flag_slos(a: &RunArgs) -> Result<Vec<Slo>, Fail> {
 }
 
 /// Builds the jobs for `brink run`.
-pub fn jobs(a: &RunArgs) -> Result<Vec<Job>, Fail> {
+fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
     if is_plan(&a.url) {
-        return plan_jobs(a);
+        return plan_jobs(a, seed);
     }
     if !a.only.is_empty() {
         return Err(Fail::input(
@@ -117,13 +163,7 @@ pub fn jobs(a: &RunArgs) -> Result<Vec<Job>, Fail> {
     let method = a.method.as_deref().unwrap_or("GET");
     let request = RequestSpec::new(target.clone(), method, &a.headers, body.into())
         .map_err(|e| Fail::input(e.to_string()))?;
-    let workload = Workload::new(
-        vec![request.request()],
-        false,
-        Vec::new(),
-        Vec::new(),
-        seed(a),
-    );
+    let workload = Workload::new(vec![request.request()], false, Vec::new(), Vec::new(), seed);
     let spec = spec(
         a,
         target,
@@ -139,14 +179,14 @@ pub fn jobs(a: &RunArgs) -> Result<Vec<Job>, Fail> {
     }])
 }
 
-fn plan_jobs(a: &RunArgs) -> Result<Vec<Job>, Fail> {
+fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
     if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
             "-m, -H, -b and --body-file apply to a URL; a plan sets requests in its file",
         ));
     }
     let path = std::path::Path::new(&a.url);
-    let plan = plan::load_file(path, seed(a)).map_err(|e| Fail::input(e.to_string()))?;
+    let plan = plan::load_file(path, seed).map_err(|e| Fail::input(e.to_string()))?;
     for name in &a.only {
         if !plan.scenarios.iter().any(|s| &s.name == name) {
             let known: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();

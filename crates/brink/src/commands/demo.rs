@@ -4,7 +4,7 @@
 use crate::cli::{DemoArgs, RunArgs};
 use crate::emitln;
 use crate::exit::Fail;
-use crate::resolve::jobs;
+use crate::resolve::{run_config, RunConfig};
 use crate::signals::install_signals;
 use std::time::Duration;
 
@@ -56,10 +56,11 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     let step = plan::parse_duration(&a.step).map_err(|e| Fail::input(format!("--step: {e}")))?;
     let warmup = Duration::from_secs(1);
     super::find::check_step(&a.step, step, "1s", warmup)?;
-    let job = jobs(&run)?
+    let RunConfig { mut jobs, session } = run_config(&run)?;
+    let job = jobs
         .pop()
         .ok_or_else(|| Fail::input("demo: no job for the demo URL"))?;
-    let search = crate::find::Search {
+    let search = runner::Search {
         by: report::find::By::Connections,
         from: 1.0,
         to: 256.0,
@@ -77,7 +78,7 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         slos[1],
         a.step
     );
-    let code = crate::find::run_search(&run, job, &search)?;
+    let code = super::find::run_search(&session, job, &search)?;
     emitln!(
         "\nreading it: the service holds {} requests at a time, so past ~{} connections extra requests only queue.",
         demo.slots,

@@ -4,10 +4,13 @@
 
 use crate::cli::FindArgs;
 use crate::exit::Fail;
-use crate::find::{run_search, Search};
-use crate::resolve::{jobs, Job};
+use crate::exit::{INTERRUPTED, SLO_FAILED};
+use crate::resolve::Session;
+use crate::resolve::{run_config, Job, RunConfig};
 use engine::Target;
 use report::find::By;
+use report::find::Finding;
+use runner::{Event, Search};
 use stats::slo::Slo;
 use std::time::Duration;
 
@@ -49,11 +52,7 @@ pub fn check_step(
 }
 
 fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
-    let by = if a.by == "rate" {
-        By::Rate
-    } else {
-        By::Connections
-    };
+    let by = a.by;
     let by_rate = by == By::Rate;
     let r = &a.run;
     if r.duration.is_some() || r.requests.is_some() || r.rate.is_some() || r.stages.is_some() {
@@ -124,9 +123,8 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
     })
 }
 
-/// The job the search steps: the URL's, or the chosen scenario of the plan.
-fn base_job(a: &FindArgs) -> Result<Job, Fail> {
-    let mut all = jobs(&a.run)?;
+/// The job the search steps, out of `all`: the URL's, or the chosen scenario of the plan.
+fn base_job(a: &FindArgs, mut all: Vec<Job>) -> Result<Job, Fail> {
     let idx = match &a.scenario {
         Some(name) => all.iter().position(|j| &j.name == name).ok_or_else(|| {
             let names: Vec<&str> = all.iter().map(|j| j.name.as_str()).collect();
@@ -149,7 +147,38 @@ fn base_job(a: &FindArgs) -> Result<Job, Fail> {
 }
 
 pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
-    let job = base_job(a)?;
+    let RunConfig { jobs, session } = run_config(&a.run)?;
+    let job = base_job(a, jobs)?;
     let search = settings(a, &job)?;
-    run_search(&a.run, job, &search)
+    run_search(&session, job, &search)
+}
+
+/// Runs the search of `job` with `search`'s settings in `session` (outputs, observers, seed)
+/// and returns the exit code it earned: 1 when the service got stuck or no level held the
+/// objectives. `brink demo` calls this directly.
+pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, Fail> {
+    runner::preflight(std::slice::from_ref(&job))?;
+    let json = crate::output::open_json(session.json.as_ref())?;
+    let mut sinks = crate::sinks::standard(session.quiet, json);
+    let interrupt = crate::signals::install_signals()?;
+    let result = runner::search_job(
+        &job,
+        search,
+        session.seed,
+        session.observing.as_ref(),
+        &interrupt,
+        &mut sinks,
+    )?;
+    sinks.emit(&Event::Finished(&result))?;
+    if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(INTERRUPTED);
+    }
+    let find = result.find.as_ref();
+    let stuck = find.is_some_and(|f| {
+        f.findings
+            .iter()
+            .any(|x| matches!(x, Finding::Stuck { .. }))
+    });
+    let passed_any = find.is_some_and(|f| f.max_sustainable.is_some());
+    Ok(if stuck || !passed_any { SLO_FAILED } else { 0 })
 }

@@ -4,10 +4,10 @@
 use crate::cli::RunArgs;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
 use crate::output::open_json;
-use crate::resolve::jobs;
+use crate::resolve::{run_config, RunConfig};
 use crate::signals::install_signals;
-use crate::sink::{Event, Sinks};
 use report::RunResult;
+use runner::Event;
 
 /// The exit code a finished run earns.
 fn verdict(result: &RunResult) -> Result<i32, Fail> {
@@ -40,20 +40,13 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
 }
 
 pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
-    let jobs = jobs(a)?;
-    crate::suite::preflight(&jobs)?;
-    let mut sinks = Sinks::standard(a.quiet, open_json(a.json.as_ref())?);
+    let RunConfig { jobs, session } = run_config(a)?;
+    runner::preflight(&jobs)?;
+    let mut sinks = crate::sinks::standard(session.quiet, open_json(session.json.as_ref())?);
     let interrupt = install_signals()?;
-    let observing = crate::suite::start_observing(a)?;
-    let sampler = observing.as_ref().map(|(s, _)| s);
-    let result = crate::suite::run_jobs(
-        jobs,
-        &interrupt,
-        &mut sinks,
-        crate::resolve::seed(a),
-        sampler,
-    );
-    if let Some((s, _)) = observing {
+    let sampler = runner::start_observing(session.observing.as_ref());
+    let result = runner::run_jobs(jobs, &interrupt, &mut sinks, session.seed, sampler.as_ref());
+    if let Some(s) = sampler {
         s.stop();
     }
     let result = result?;

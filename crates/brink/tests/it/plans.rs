@@ -311,6 +311,39 @@ fn the_same_seed_renders_the_same_values() {
     assert_ne!(runs[0], runs[2]);
     let distinct: std::collections::HashSet<_> = runs[0].iter().collect();
     assert_eq!(distinct.len(), 20);
+
+    // Without --seed, the seed the result records is the one the run used: giving it back
+    // renders the same values.
+    let out = p.with_extension("json");
+    bodies.lock().unwrap().clear();
+    brink()
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-q",
+            "--json",
+            out.to_str().unwrap(),
+        ])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(0);
+    let first = bodies.lock().unwrap().clone();
+    let seed = json_of(&out)["seed"]
+        .as_u64()
+        .expect("the result records a seed");
+    bodies.lock().unwrap().clear();
+    brink()
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "-q",
+            "--seed",
+            &seed.to_string(),
+        ])
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(0);
+    assert_eq!(*bodies.lock().unwrap(), first, "seed {seed}");
 }
 
 #[test]

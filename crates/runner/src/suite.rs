@@ -3,40 +3,35 @@
 //! summary and SLA table, the pause, the next scenario. An interrupt stops the current
 //! scenario, keeps what it measured, and skips the rest.
 
-use crate::exit::Fail;
-use crate::resolve::Job;
 use crate::sink::{Event, Sinks};
 use crate::watch::Watch;
+use crate::Error;
+use engine::RunSpec;
 use observe::Sampler;
 use report::find::Observed;
 use report::{RunResult, ScenarioResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-/// Starts the `--observe` sources, if any, and names the figures they give (table columns).
-pub fn start_observing(a: &crate::cli::RunArgs) -> Result<Option<(Sampler, Vec<String>)>, Fail> {
-    if a.observe.is_empty() {
-        if !a.metric.is_empty() {
-            return Err(Fail::input("--metric needs --observe prometheus=URL"));
-        }
-        return Ok(None);
-    }
-    let sources = a
-        .observe
-        .iter()
-        .map(|s| observe::parse(s, &a.metric))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Fail::input)?;
-    let mut columns = vec![observe::CPU.to_string(), observe::THREADS.to_string()];
-    columns.extend(
-        a.metric
-            .iter()
-            .filter_map(|m| m.split_once('=').map(|(n, _)| n.to_string())),
-    );
-    Ok(Some((
-        Sampler::start(sources, Duration::from_secs(1)),
-        columns,
-    )))
+/// One scenario, ready to run.
+pub struct Job {
+    pub name: String,
+    pub spec: RunSpec,
+    pub slos: Vec<stats::slo::Slo>,
+    /// Wait after it before the next job.
+    pub pause: Duration,
+}
+
+/// What to observe on the server while the load runs, and the figures it gives (table
+/// columns).
+pub struct Observing {
+    pub sources: Vec<observe::Source>,
+    pub columns: Vec<String>,
+}
+
+/// Starts sampling what `observing` names, if anything.
+pub fn start_observing(observing: Option<&Observing>) -> Option<Sampler> {
+    observing.map(|o| Sampler::start(o.sources.clone(), Duration::from_secs(1)))
 }
 
 /// Puts the samples taken during a scenario that started at `from` on its timeline: peak and
@@ -71,7 +66,7 @@ pub fn run_jobs(
     sinks: &mut Sinks,
     seed: u64,
     sampler: Option<&Sampler>,
-) -> Result<RunResult, Fail> {
+) -> Result<RunResult, Error> {
     let started = report::rfc3339_utc(SystemTime::now());
     let count = jobs.len();
     let mut runs = Vec::new();
@@ -86,10 +81,10 @@ pub fn run_jobs(
             Ok(done) => done,
             Err(fail) => {
                 // Keep what the earlier scenarios measured; record why this one did not run.
-                let scenario = failed_scenario(&job, &fail.message);
+                let scenario = failed_scenario(&job, &fail.0);
                 sinks.show(&Event::ScenarioFailed {
                     name: &job.name,
-                    why: &fail.message,
+                    why: &fail.0,
                 });
                 runs.push((scenario, stats::Totals::default()));
                 break;
@@ -106,18 +101,18 @@ pub fn run_jobs(
             break;
         }
     }
-    RunResult::new(started, seed, runs).ok_or_else(|| Fail::input("no scenario ran"))
+    RunResult::new(started, seed, runs).ok_or_else(|| Error("no scenario ran".into()))
 }
 
 fn run_one(
     job: &Job,
     interrupt: &AtomicBool,
     sinks: &mut Sinks,
-) -> Result<(ScenarioResult, stats::Totals), Fail> {
+) -> Result<(ScenarioResult, stats::Totals), Error> {
     let names = job.spec.workload.names();
     let total = job.spec.load.end();
     let mut watch = Watch::new(sinks, &job.slos, &names, 0, true, total);
-    let out = engine::run(&job.spec, interrupt, &mut watch).map_err(|e| Fail::input(e.to_string()));
+    let out = engine::run(&job.spec, interrupt, &mut watch).map_err(|e| Error(e.to_string()));
     watch.finish();
     let out = out?;
     let slo = watch.verdicts(out.duration.as_secs_f64());
@@ -150,11 +145,10 @@ fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
 }
 
 /// Checks every job before the first one sends anything (targets resolve, TLS files load,
-/// requests may be sent): one line naming the scenario at fault, exit 2.
-pub fn preflight(jobs: &[Job]) -> Result<(), Fail> {
+/// requests may be sent): one line naming the scenario at fault.
+pub fn preflight(jobs: &[Job]) -> Result<(), Error> {
     for job in jobs {
-        engine::check(&job.spec)
-            .map_err(|e| Fail::input(format!("scenario '{}': {e}", job.name)))?;
+        engine::check(&job.spec).map_err(|e| Error(format!("scenario '{}': {e}", job.name)))?;
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! The capacity search of `brink find` (and `brink demo`), run locally: the search library
-//! decides the levels, this controller runs each step on the engine. Every step is an ordinary run of the chosen scenario at
+//! A capacity search run locally: the `search` crate decides the levels, this controller runs
+//! each step on the engine. Every step is an ordinary run of the chosen scenario at
 //! one level (connections or rate) for `--step`; its first `--warmup` is measured but left out
 //! of the verdict. Levels grow geometrically (x2) from `--from` until a step fails (an SLO, no
 //! response at all, the generator's own limit) or `--to` passes; then the gap between the last
@@ -7,12 +7,11 @@
 //! step the health URL is probed: a service that does not answer within `--recovery` is stuck,
 //! and the search stops there (bounded: every step and probe has a deadline).
 
-use crate::cli::RunArgs;
-use crate::exit::{Fail, INTERRUPTED, SLO_FAILED};
-use crate::resolve::Job;
 use crate::sink::{Event, Sinks};
 use crate::step::Step;
+use crate::suite::{Job, Observing};
 use crate::watch::Watch;
+use crate::Error;
 use engine::{Curve, Load, Target};
 use observe::health as probe;
 use report::find::{By, StepRow};
@@ -38,14 +37,20 @@ pub struct Search {
     pub pool: usize,
 }
 
-/// Runs the search of `job` with `search`'s settings; `run` gives the outputs (`--json`,
-/// `-q`), the observers and the seed. `brink demo` calls this directly.
-pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail> {
-    crate::suite::preflight(std::slice::from_ref(&job))?;
-    let mut sinks = Sinks::standard(run.quiet, crate::output::open_json(run.json.as_ref())?);
-    let interrupt = crate::signals::install_signals()?;
-    let observing = crate::suite::start_observing(run)?;
-    let columns = observing.as_ref().map_or_else(Vec::new, |(_, c)| c.clone());
+/// Runs the search of `job` with `search`'s settings, observing the server as `observing`
+/// says, telling `sinks` what happens (the header, every step, but not the final result: the
+/// caller emits that once it has added what it wants). Returns the whole result, with its
+/// `find` section; stops early, keeping every step, when `interrupt` is set.
+pub fn search_job(
+    job: &Job,
+    search: &Search,
+    seed: u64,
+    observing: Option<&Observing>,
+    interrupt: &AtomicBool,
+    sinks: &mut Sinks,
+) -> Result<RunResult, Error> {
+    let sampler = crate::suite::start_observing(observing);
+    let columns = observing.map_or_else(Vec::new, |o| o.columns.clone());
     let started = report::rfc3339_utc(SystemTime::now());
     let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
     let header = format!(
@@ -65,16 +70,16 @@ pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail>
         columns: &columns,
     });
     let mut ctl = Controller {
-        job: &job,
+        job,
         search,
-        interrupt: &interrupt,
-        sinks: &mut sinks,
+        interrupt,
+        sinks,
         steps: Vec::new(),
-        sampler: observing.as_ref().map(|(s, _)| s),
+        sampler: sampler.as_ref(),
     };
     let stop = ctl.search();
     let steps = ctl.steps;
-    if let Some((s, _)) = observing {
+    if let Some(s) = sampler {
         s.stop();
     }
     let facts: Vec<search::StepFacts> = steps
@@ -95,17 +100,11 @@ pub fn run_search(run: &RunArgs, job: Job, search: &Search) -> Result<i32, Fail>
         search.recovery.as_secs_f64(),
     );
     drop(facts);
-    let stuck = steps.iter().any(|s| s.stuck);
-    let passed_any = find.max_sustainable.is_some();
     let runs = steps.into_iter().map(|s| (s.scenario, s.totals)).collect();
-    let mut result = RunResult::new(started, crate::resolve::seed(run), runs)
-        .ok_or_else(|| Fail::input("the search ran no step"))?;
+    let mut result = RunResult::new(started, seed, runs)
+        .ok_or_else(|| Error("the search ran no step".into()))?;
     result.find = Some(find);
-    sinks.emit(&Event::Finished(&result))?;
-    if interrupt.load(Ordering::Relaxed) {
-        return Ok(INTERRUPTED);
-    }
-    Ok(if stuck || !passed_any { SLO_FAILED } else { 0 })
+    Ok(result)
 }
 
 struct Controller<'a> {
@@ -143,7 +142,7 @@ impl search::StepRunner for Controller<'_> {
         }
         let from = Instant::now();
         let mut step = run_step(self.job, self.search, level, self.interrupt, self.sinks)
-            .map_err(|f| search::Stop::StepFailed { why: f.message })?;
+            .map_err(|f| search::Stop::StepFailed { why: f.0 })?;
         crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
         step.row.observed = step.scenario.observed.clone();
         let interrupted = step.scenario.interrupted;
@@ -188,7 +187,7 @@ fn run_step(
     level: f64,
     interrupt: &AtomicBool,
     sinks: &mut Sinks,
-) -> Result<Step, crate::exit::Fail> {
+) -> Result<Step, Error> {
     let mut spec = job.spec.clone();
     spec.max_requests = None;
     spec.load = if s.by == By::Rate {
@@ -208,7 +207,7 @@ fn run_step(
     let out = engine::run(&spec, interrupt, &mut watch);
     let (cpu, wall) = (own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
-    let out = out.map_err(|e| crate::exit::Fail::input(e.to_string()))?;
+    let out = out.map_err(|e| Error(e.to_string()))?;
     // The steady part: from the end of the warm-up to the end of the step.
     let steady_s = (out.duration.as_secs_f64() - s.warmup.as_secs() as f64).max(0.5);
     let slo_results = watch.verdicts(steady_s);
