@@ -161,13 +161,13 @@ impl Default for StatusSet {
 
 impl StatusSet {
     /// Parses `200-299,404` style lists.
-    pub fn parse(s: &str) -> Result<StatusSet, String> {
+    pub fn parse(s: &str) -> Result<StatusSet, crate::UnitError> {
         let code = |p: &str| {
             p.trim()
                 .parse::<u16>()
                 .ok()
                 .filter(|c| (100..=599).contains(c))
-                .ok_or_else(|| format!("invalid status '{}' in '{s}' (expected 100-599)", p.trim()))
+                .ok_or_else(|| crate::UnitError::Status(p.trim().to_string(), s.to_string()))
         };
         let ranges = s
             .split(',')

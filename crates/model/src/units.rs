@@ -13,6 +13,10 @@ pub enum UnitError {
     Stage(String, String),
     #[error("stages mix rates (/s) and connection counts: {0}")]
     MixedStages(String),
+    #[error("invalid size '{0}': {1} (examples: 64MiB, 1GiB, 500KB)")]
+    Size(String, String),
+    #[error("invalid status '{0}' in '{1}' (expected 100-599)")]
+    Status(String, String),
 }
 
 /// Parses a duration made of number+unit parts (`ns`, `us`, `ms`, `s`, `m`, `h`); a bare
@@ -92,7 +96,8 @@ pub fn parse_rate(text: &str) -> Result<f64, UnitError> {
 }
 
 /// Parses a size in bytes: `65536`, `64KiB`, `64MiB`, `1GiB` (or KB/MB/GB, decimal).
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    let err = |why: String| UnitError::Size(text.to_string(), why);
     let s = text.trim();
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -106,18 +111,14 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "KB" => 1e3,
         "MB" => 1e6,
         "GB" => 1e9,
-        other => {
-            return Err(format!(
-                "invalid size '{text}': unknown unit '{other}' (examples: 64MiB, 1GiB, 500KB)"
-            ))
-        }
+        other => return Err(err(format!("unknown unit '{other}'"))),
     };
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("invalid size '{text}' (examples: 64MiB, 1GiB, 500KB)"))?;
+        .map_err(|_| err("expected a number and a unit".into()))?;
     let bytes = n * scale;
     if !(1024.0..=16.0 * 1024.0 * 1024.0 * 1024.0).contains(&bytes) {
-        return Err(format!("size '{text}' is out of range (1KiB to 16GiB)"));
+        return Err(err("out of range (1KiB to 16GiB)".into()));
     }
     Ok(bytes as u64)
 }

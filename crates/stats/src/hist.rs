@@ -30,18 +30,41 @@ pub fn encode(h: &Histogram) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// Why a stored histogram could not be read back.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DecodeError {
+    /// The text is not base64.
+    NotBase64(String),
+    /// The bytes are not an HdrHistogram V2 encoding (compressed or not).
+    NotHdr(String),
+    /// It holds values beyond the project's bounds (1 us to 1 hour).
+    OutOfBounds(String),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::NotBase64(e) => write!(f, "histogram is not base64: {e}"),
+            DecodeError::NotHdr(e) => write!(f, "not an HdrHistogram V2 encoding: {e}"),
+            DecodeError::OutOfBounds(e) => write!(f, "histogram values out of bounds: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
 /// Decodes what [`encode`] (or any HdrHistogram V2 encoder, compressed or not) produced, into
 /// the project's bounds so it merges with any other histogram here.
-pub fn decode(text: &str) -> Result<Histogram, String> {
+pub fn decode(text: &str) -> Result<Histogram, DecodeError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
-        .map_err(|e| format!("not base64: {e}"))?;
+        .map_err(|e| DecodeError::NotBase64(e.to_string()))?;
     let read: Histogram = Deserializer::new()
         .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("not an HdrHistogram: {e:?}"))?;
+        .map_err(|e| DecodeError::NotHdr(format!("{e:?}")))?;
     let mut h = new_histogram();
     h.add(&read)
-        .map_err(|e| format!("histogram out of bounds: {e:?}"))?;
+        .map_err(|e| DecodeError::OutOfBounds(format!("{e:?}")))?;
     Ok(h)
 }
 
@@ -60,7 +83,10 @@ mod tests {
         assert_eq!(back.value_at_quantile(0.99), h.value_at_quantile(0.99));
         let empty = decode(&encode(&new_histogram())).unwrap();
         assert!(empty.is_empty());
-        assert!(decode("not base64!").is_err());
-        assert!(decode("aGVsbG8=").is_err());
+        assert!(matches!(
+            decode("not base64!"),
+            Err(DecodeError::NotBase64(_))
+        ));
+        assert!(matches!(decode("aGVsbG8="), Err(DecodeError::NotHdr(_))));
     }
 }
