@@ -71,6 +71,9 @@ pub struct Second {
     /// ([`stats::encode`]): kept small so memory grows by about a kilobyte per second.
     pub latency_hdr: String,
     pub service_hdr: String,
+    /// Responses by status code, and transport errors by kind (only those that occurred).
+    pub status: Vec<(u16, u64)>,
+    pub errors_by_kind: Vec<(&'static str, u64)>,
 }
 
 /// Everything a finished run measured.
@@ -315,6 +318,12 @@ impl<'a> Aggregator<'a> {
             tls: b.setup.tls.as_deref().map(LatencySummary::of),
             latency_hdr: stats::encode(&b.corrected),
             service_hdr: stats::encode(&b.service),
+            status: b.status.sorted(),
+            errors_by_kind: stats::ErrorKind::ALL
+                .iter()
+                .map(|k| (k.name(), b.errors_by_kind[k.index()]))
+                .filter(|(_, n)| *n > 0)
+                .collect(),
         };
         let view = SecondView {
             second: &second,

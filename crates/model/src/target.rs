@@ -179,6 +179,11 @@ impl StatusSet {
         Ok(StatusSet(ranges))
     }
 
+    /// The inclusive ranges of codes that count as success.
+    pub fn ranges(&self) -> &[(u16, u16)] {
+        &self.0
+    }
+
     /// Whether `status` counts as success.
     pub fn contains(&self, status: u16) -> bool {
         self.0.iter().any(|&(a, b)| (a..=b).contains(&status))

@@ -86,6 +86,16 @@ pub enum Stop {
     StepFailed { why: String },
 }
 
+impl FindResult {
+    /// The measured points of the USL fit, in step order.
+    pub fn usl_points(&self) -> Vec<(f64, f64)> {
+        self.steps
+            .iter()
+            .filter_map(|s| s.usl_point(self.by))
+            .collect()
+    }
+}
+
 impl Stop {
     /// The reason in words; `recovery_s` is how long a failing service was given to answer.
     pub fn describe(&self, by: By, recovery_s: f64) -> String {
@@ -240,6 +250,25 @@ pub struct StepRow {
     pub pass: bool,
     /// Why it failed (empty when it passed).
     pub reason: String,
+    /// Cut short by an interrupt: listed, never judged or fitted.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+impl StepRow {
+    /// The point this step gives the USL fit: (concurrency, ok req/s); `None` for a step
+    /// with no successful response or one cut short. For rate steps the concurrency actually
+    /// in the system is throughput x mean latency (Little's law).
+    pub fn usl_point(&self, by: By) -> Option<(f64, f64)> {
+        if self.ok_rps <= 0.0 || self.interrupted {
+            return None;
+        }
+        let n = match by {
+            By::Rate => self.ok_rps * self.mean / 1000.0,
+            By::Connections => self.level,
+        };
+        Some((n, self.ok_rps))
+    }
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]

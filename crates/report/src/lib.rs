@@ -3,8 +3,10 @@
 //! terminal and the JSON can never disagree. It depends on no engine: a history or a web page
 //! can read and render results without pulling in the load generator.
 
+pub mod csv;
 pub mod find;
 mod fmt;
+pub mod html;
 mod result;
 mod sla;
 mod terminal;

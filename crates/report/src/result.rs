@@ -62,6 +62,22 @@ pub struct ScenarioResult {
     /// Why the scenario could not run (the run stopped there; earlier scenarios are kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The status codes that counted as success, as inclusive ranges (`[[100, 399]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ok_status: Vec<(u16, u16)>,
+}
+
+impl ScenarioResult {
+    /// Whether responses with `status` counted as success (below 400 when the result does not
+    /// say).
+    pub fn counts_as_ok(&self, status: u16) -> bool {
+        if self.ok_status.is_empty() {
+            return (100..400).contains(&status);
+        }
+        self.ok_status
+            .iter()
+            .any(|&(a, b)| (a..=b).contains(&status))
+    }
 }
 
 /// Extractions of one request that found nothing.
@@ -258,6 +274,12 @@ pub struct SecondRow {
     /// Server figures sampled in this second (`--observe`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub observed: BTreeMap<String, f64>,
+    /// Responses in this second by status code, and transport errors by kind (only those
+    /// that occurred).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub status: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors_by_kind: BTreeMap<String, u64>,
 }
 
 impl RunResult {

@@ -15,7 +15,7 @@ pub fn render(r: &ScenarioResult) -> String {
         r.target.method,
         r.target.url,
         r.target.protocol,
-        describe_load(r)
+        describe_load(&r.load)
     );
     if r.interrupted {
         let _ = writeln!(
@@ -180,8 +180,8 @@ pub fn render(r: &ScenarioResult) -> String {
     o
 }
 
-fn describe_load(r: &ScenarioResult) -> String {
-    let l = &r.load;
+/// The load in words: `closed model: 16 connections, 30s`.
+pub(crate) fn describe_load(l: &crate::LoadInfo) -> String {
     let mut d = match (l.model.as_str(), l.rate) {
         ("open", Some(rate)) => format!(
             "open model: {rate} req/s, up to {} connections",

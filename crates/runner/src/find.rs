@@ -87,7 +87,7 @@ pub fn search_job(
         .map(|s| search::StepFacts {
             row: &s.row,
             stuck: s.stuck,
-            interrupted: s.scenario.interrupted,
+            interrupted: s.row.interrupted,
             steady: &s.steady,
         })
         .collect();
@@ -248,6 +248,7 @@ fn run_step(
         },
         observed: BTreeMap::new(),
         pass: reasons.is_empty(),
+        interrupted: out.interrupted,
         reason: reasons.join(", "),
     };
     Ok(Step {

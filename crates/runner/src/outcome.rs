@@ -100,12 +100,19 @@ pub fn scenario_result(
                 latency_hdr: x.latency_hdr.clone(),
                 service_hdr: x.service_hdr.clone(),
                 observed: BTreeMap::new(),
+                status: x.status.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+                errors_by_kind: x
+                    .errors_by_kind
+                    .iter()
+                    .map(|(k, n)| (k.to_string(), *n))
+                    .collect(),
             })
             .collect(),
         observed: BTreeMap::new(),
         refused,
         extract_failures,
         error: None,
+        ok_status: spec.ok_status.ranges().to_vec(),
     }
 }
 

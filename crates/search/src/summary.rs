@@ -15,7 +15,6 @@ pub fn summarise(
     stop: Stop,
     recovery_s: f64,
 ) -> FindResult {
-    let by_rate = by == By::Rate;
     // Only whole steps count; an interrupted one is listed but never judged.
     let whole: Vec<StepFacts> = all_steps
         .iter()
@@ -52,20 +51,7 @@ pub fn summarise(
         level: k.level,
         reason: k.reason,
     });
-    // USL is about concurrency: for rate steps, the concurrency actually in the system is
-    // throughput x mean latency (Little's law).
-    let usl_points: Vec<(f64, f64)> = steps
-        .iter()
-        .filter(|x| x.row.ok_rps > 0.0)
-        .map(|x| {
-            let n = if by_rate {
-                x.row.ok_rps * x.row.mean / 1000.0
-            } else {
-                x.row.level
-            };
-            (n, x.row.ok_rps)
-        })
-        .collect();
+    let usl_points: Vec<(f64, f64)> = steps.iter().filter_map(|x| x.row.usl_point(by)).collect();
     let usl = Usl::fit(&usl_points).map(|u| UslInfo {
         lambda: u.lambda,
         sigma: u.sigma,

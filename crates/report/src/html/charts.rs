@@ -1,0 +1,389 @@
+//! What each chart of the HTML report shows, decided here and handed to the page as data: the
+//! page's script only draws what it is given (series, scales, axis labels, marks), so every
+//! choice of what to plot is in Rust and testable. Values that a log scale cannot show (zero,
+//! missing) are `null`, which the chart draws as a gap.
+
+use crate::find::{By, FindResult};
+use crate::{ScenarioResult, SecondRow};
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// One chart: an x axis, y scales (one or two), series on them, and vertical marks.
+#[derive(Serialize)]
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    /// Log x axis (latency by percentile).
+    pub x_log: bool,
+    /// Tick labels for a log percentile axis (`x` holds 1/(1-p)).
+    pub x_percentile: bool,
+    pub x: Vec<f64>,
+    pub axes: Vec<Axis>,
+    pub series: Vec<Series>,
+    pub marks: Vec<Mark>,
+    /// A line of text under the chart.
+    pub note: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct Axis {
+    pub scale: &'static str,
+    pub label: String,
+    pub log: bool,
+    /// 0: left, 1: right.
+    pub side: u8,
+}
+
+#[derive(Serialize)]
+pub struct Series {
+    pub label: String,
+    pub scale: &'static str,
+    pub values: Vec<Option<f64>>,
+    /// Points without lines (measured points under a fitted curve).
+    pub points: bool,
+    pub dash: bool,
+}
+
+/// A vertical line at `x` with a label (the knee, the maximum sustainable level).
+#[derive(Serialize)]
+pub struct Mark {
+    pub x: f64,
+    pub label: String,
+}
+
+fn series(label: &str, scale: &'static str, values: Vec<Option<f64>>) -> Series {
+    Series {
+        label: label.to_string(),
+        scale,
+        values,
+        points: false,
+        dash: false,
+    }
+}
+
+/// Positive values for a log scale; anything else is a gap.
+fn positive(v: f64) -> Option<f64> {
+    (v.is_finite() && v > 0.0).then_some(v)
+}
+
+fn axis(scale: &'static str, label: &str, log: bool, side: u8) -> Axis {
+    Axis {
+        scale,
+        label: label.to_string(),
+        log,
+        side,
+    }
+}
+
+/// What the load level of a timeline is called: connections, or req/s in the open model.
+fn load_label(model: &str) -> &'static str {
+    if model == "open" {
+        "target req/s"
+    } else {
+        "target connections"
+    }
+}
+
+fn timeline(title: &str, rows: &[SecondRow]) -> Chart {
+    Chart {
+        title: title.to_string(),
+        x_label: "seconds".into(),
+        x_log: false,
+        x_percentile: false,
+        x: rows.iter().map(|r| r.t as f64).collect(),
+        axes: Vec::new(),
+        series: Vec::new(),
+        marks: Vec::new(),
+        note: None,
+    }
+}
+
+/// Latency percentiles over time (log scale), with the load level on a second axis.
+pub fn latency(rows: &[SecondRow], model: &str) -> Chart {
+    let mut c = timeline("Latency over time (from the intended start)", rows);
+    c.axes = vec![axis("ms", "latency (ms)", true, 0)];
+    for (label, f) in [
+        ("p50", (|r: &SecondRow| r.p50) as fn(&SecondRow) -> f64),
+        ("p90", |r| r.p90),
+        ("p99", |r| r.p99),
+        ("max", |r| r.max),
+    ] {
+        c.series.push(series(
+            label,
+            "ms",
+            rows.iter().map(|r| positive(f(r))).collect(),
+        ));
+    }
+    if rows.iter().any(|r| r.target.is_some()) {
+        let label = load_label(model);
+        c.axes.push(axis("load", label, false, 1));
+        let mut s = series(label, "load", rows.iter().map(|r| r.target).collect());
+        s.dash = true;
+        c.series.push(s);
+    }
+    c
+}
+
+/// Successful and failed requests per second.
+pub fn throughput(rows: &[SecondRow]) -> Chart {
+    let mut c = timeline("Throughput", rows);
+    c.axes = vec![axis("rps", "requests per second", false, 0)];
+    c.series.push(series(
+        "ok/s",
+        "rps",
+        rows.iter().map(|r| Some(r.ok as f64)).collect(),
+    ));
+    c.series.push(series(
+        "failed/s",
+        "rps",
+        rows.iter()
+            .map(|r| Some(r.requests.saturating_sub(r.ok) as f64))
+            .collect(),
+    ));
+    c
+}
+
+/// Failed responses by status and transport errors by kind, per second; `None` when every
+/// request succeeded.
+pub fn errors(rows: &[SecondRow], ok_status: impl Fn(&str) -> bool) -> Option<Chart> {
+    let statuses: BTreeSet<&str> = rows
+        .iter()
+        .flat_map(|r| r.status.keys().map(String::as_str))
+        .filter(|s| !ok_status(s))
+        .collect();
+    let kinds: BTreeSet<&str> = rows
+        .iter()
+        .flat_map(|r| r.errors_by_kind.keys().map(String::as_str))
+        .collect();
+    if statuses.is_empty() && kinds.is_empty() {
+        return None;
+    }
+    let mut c = timeline("Errors per second, by status and kind", rows);
+    c.axes = vec![axis("n", "per second", false, 0)];
+    for s in statuses {
+        c.series.push(series(
+            &format!("status {s}"),
+            "n",
+            rows.iter()
+                .map(|r| Some(r.status.get(s).copied().unwrap_or(0) as f64))
+                .collect(),
+        ));
+    }
+    for k in kinds {
+        c.series.push(series(
+            k,
+            "n",
+            rows.iter()
+                .map(|r| Some(r.errors_by_kind.get(k).copied().unwrap_or(0) as f64))
+                .collect(),
+        ));
+    }
+    Some(c)
+}
+
+/// TCP connect and TLS handshake p99 per second, with connections opened; `None` when no
+/// second opened a connection with a measured time.
+pub fn setup(rows: &[SecondRow]) -> Option<Chart> {
+    if rows
+        .iter()
+        .all(|r| r.connect_p99.is_none() && r.tls_p99.is_none())
+    {
+        return None;
+    }
+    let mut c = timeline("Connection set-up", rows);
+    c.axes = vec![
+        axis("ms", "p99 (ms)", true, 0),
+        axis("n", "connections opened", false, 1),
+    ];
+    c.series.push(series(
+        "connect p99",
+        "ms",
+        rows.iter()
+            .map(|r| r.connect_p99.and_then(positive))
+            .collect(),
+    ));
+    if rows.iter().any(|r| r.tls_p99.is_some()) {
+        c.series.push(series(
+            "TLS p99",
+            "ms",
+            rows.iter().map(|r| r.tls_p99.and_then(positive)).collect(),
+        ));
+    }
+    let mut opened = series(
+        "opened/s",
+        "n",
+        rows.iter().map(|r| Some(r.connects as f64)).collect(),
+    );
+    opened.dash = true;
+    c.series.push(opened);
+    Some(c)
+}
+
+/// Percentiles at which the distribution is drawn (x = 1/(1-p), as HdrHistogram plots do).
+const SPECTRUM: [f64; 17] = [
+    0.0, 25.0, 50.0, 75.0, 90.0, 95.0, 97.5, 99.0, 99.5, 99.75, 99.9, 99.95, 99.975, 99.99, 99.995,
+    99.999, 100.0,
+];
+
+/// Latency by percentile from the scenario's whole histogram; `None` without responses or
+/// when the histogram cannot be read.
+pub fn distribution(s: &ScenarioResult) -> Option<Chart> {
+    let h = stats::decode(&s.summary.latency_hdr).ok()?;
+    if h.is_empty() {
+        return None;
+    }
+    let mut x = Vec::new();
+    let mut values = Vec::new();
+    for p in SPECTRUM {
+        // The top of the axis stands for the maximum; 1/(1-p) needs a finite point for it.
+        let at = if p >= 100.0 { 1e6 } else { 100.0 / (100.0 - p) };
+        x.push(at);
+        values.push(positive(h.value_at_quantile(p / 100.0) as f64 / 1000.0));
+    }
+    Some(Chart {
+        title: "Latency distribution (by percentile)".into(),
+        x_label: "percentile".into(),
+        x_log: true,
+        x_percentile: true,
+        x,
+        axes: vec![axis("ms", "latency (ms)", true, 0)],
+        series: vec![series("latency", "ms", values)],
+        marks: Vec::new(),
+        note: None,
+    })
+}
+
+/// One chart per observed server figure, over time.
+pub fn observed(rows: &[SecondRow]) -> Vec<Chart> {
+    let names: BTreeSet<&str> = rows
+        .iter()
+        .flat_map(|r| r.observed.keys().map(String::as_str))
+        .collect();
+    names
+        .into_iter()
+        .map(|name| {
+            let mut c = timeline(&format!("Server: {name}"), rows);
+            let unit = if name.ends_with("cpu") {
+                "% of one core"
+            } else if name.ends_with("rss") {
+                "bytes"
+            } else {
+                ""
+            };
+            c.axes = vec![axis("v", unit, false, 0)];
+            c.series.push(series(
+                name,
+                "v",
+                rows.iter().map(|r| r.observed.get(name).copied()).collect(),
+            ));
+            c
+        })
+        .collect()
+}
+
+/// p99 and successful throughput against the search's level, with the knee and the maximum
+/// sustainable level marked.
+pub fn find_levels(f: &FindResult) -> Chart {
+    let mut steps: Vec<_> = f.steps.iter().collect();
+    steps.sort_by(|a, b| a.level.total_cmp(&b.level));
+    let unit = match f.by {
+        By::Rate => "offered req/s",
+        By::Connections => "connections",
+    };
+    let mut marks = Vec::new();
+    if let Some(k) = &f.knee {
+        marks.push(Mark {
+            x: k.level,
+            label: format!("knee {}", f.by.cell(k.level)),
+        });
+    }
+    if let Some(m) = &f.max_sustainable {
+        marks.push(Mark {
+            x: m.level,
+            label: format!("max sustainable {}", f.by.cell(m.level)),
+        });
+    }
+    let mut p99 = series(
+        "p99 (ms)",
+        "ms",
+        steps.iter().map(|s| positive(s.p99)).collect(),
+    );
+    p99.points = true;
+    let mut ok = series(
+        "ok req/s",
+        "rps",
+        steps.iter().map(|s| Some(s.ok_rps)).collect(),
+    );
+    ok.points = true;
+    Chart {
+        title: "p99 and throughput by level".into(),
+        x_label: unit.into(),
+        x_log: false,
+        x_percentile: false,
+        x: steps.iter().map(|s| s.level).collect(),
+        axes: vec![
+            axis("ms", "p99 (ms)", true, 0),
+            axis("rps", "ok req/s", false, 1),
+        ],
+        series: vec![p99, ok],
+        marks,
+        note: None,
+    }
+}
+
+/// The Universal Scalability Law curve over the measured points; `None` without a fit.
+pub fn usl(f: &FindResult) -> Option<Chart> {
+    let u = f.usl.as_ref()?;
+    let mut points = f.usl_points();
+    if points.is_empty() {
+        return None;
+    }
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let top = points.last().map_or(1.0, |p| p.0) * 1.25;
+    let curve = |n: f64| u.lambda * n / (1.0 + u.sigma * (n - 1.0) + u.kappa * n * (n - 1.0));
+    // The curve on a fine grid, the measured points at their own x.
+    let mut x: Vec<f64> = (1..=60).map(|i| top * i as f64 / 60.0).collect();
+    x.extend(points.iter().map(|p| p.0));
+    x.sort_by(f64::total_cmp);
+    x.dedup();
+    let measured: Vec<Option<f64>> = x
+        .iter()
+        .map(|n| points.iter().find(|p| p.0 == *n).map(|p| p.1))
+        .collect();
+    let mut m = series("measured ok req/s", "rps", measured);
+    m.points = true;
+    let mut fit = series(
+        "USL fit",
+        "rps",
+        x.iter().map(|n| Some(curve(*n).max(0.0))).collect(),
+    );
+    fit.dash = true;
+    let mut marks = Vec::new();
+    if let Some(n) = u.peak_concurrency {
+        marks.push(Mark {
+            x: n,
+            label: format!("peak at {n:.0}"),
+        });
+    }
+    Some(Chart {
+        title: "Universal Scalability Law".into(),
+        x_label: "concurrency (requests in flight)".into(),
+        x_log: false,
+        x_percentile: false,
+        x,
+        axes: vec![axis("rps", "ok req/s", false, 0)],
+        series: vec![m, fit],
+        marks,
+        note: Some(format!(
+            "sigma (contention) {:.4}, kappa (coherency) {:.6}, R² {:.3}{}",
+            u.sigma,
+            u.kappa,
+            u.r2,
+            if u.poor_fit {
+                ": a poor fit, read it with care"
+            } else {
+                ""
+            }
+        )),
+    })
+}

@@ -1,0 +1,186 @@
+//! The result as one self-contained HTML page that opens offline: tables rendered here (they
+//! read without JavaScript), charts drawn in the page by uPlot (vendored in `assets/uplot`,
+//! inlined) from the data this module embeds as JSON. Nothing on the page is fetched: the
+//! page's Content-Security-Policy forbids every request, and no `src` or `href` points
+//! anywhere. Every string that came from a plan, a server or a flag goes through [`escape`]
+//! (text and attributes) or [`script_json`] (the embedded data), so a request named
+//! `<img src=x onerror=alert(1)>` shows as text.
+
+mod charts;
+mod tables;
+
+use crate::{RunResult, ScenarioResult};
+use charts::Chart;
+use std::fmt::Write;
+
+const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
+const UPLOT_CSS: &str = include_str!("../../assets/uplot/uPlot.min.css");
+const PAGE_JS: &str = include_str!("../../assets/report.js");
+const PAGE_CSS: &str = include_str!("../../assets/report.css");
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// JSON safe inside a `<script type="application/json">` element: no `<`, `>` or `&` (so no
+/// `</script>` or `<!--`), and no line separators that old parsers choke on.
+pub fn script_json<T: serde::Serialize>(v: &T) -> String {
+    let json = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
+    json.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+/// The whole page for a result.
+pub fn page(r: &RunResult) -> String {
+    let mut charts: Vec<Chart> = Vec::new();
+    let mut body = String::new();
+    body.push_str(&tables::headline(r));
+    if let Some(f) = &r.find {
+        body.push_str(&find_section(r, f, &mut charts));
+    } else {
+        let many = r.scenarios.len() > 1;
+        for s in &r.scenarios {
+            body.push_str(&scenario_section(s, many, &mut charts));
+        }
+        if many {
+            body.push_str(&tables::suite(r));
+        }
+    }
+    let title = format!("brink report: {} {}", r.target.method, r.target.url);
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\
+<meta name=\"generator\" content=\"brink {}\">\
+<title>{}</title><style>{UPLOT_CSS}\n{PAGE_CSS}</style></head><body>\n\
+<noscript><p class=\"note\">Charts need JavaScript; every table reads without it.</p></noscript>\n\
+{body}\
+<footer>Written by brink {} from a result started at {} (seed {}). Latency is timed from each request's intended start.</footer>\n\
+<script type=\"application/json\" id=\"brink-charts\">{}</script>\n\
+<script>{UPLOT_JS}</script>\n<script>{PAGE_JS}</script>\n</body></html>\n",
+        escape(&r.brink_version),
+        escape(&title),
+        escape(&r.brink_version),
+        escape(&r.started_at),
+        r.seed,
+        script_json(&charts),
+    );
+    o
+}
+
+/// A placeholder the page's script fills with chart `i`.
+fn chart_slot(charts: &mut Vec<Chart>, c: Chart) -> String {
+    charts.push(c);
+    format!(
+        "<figure class=\"chart\" data-chart=\"{}\"></figure>\n",
+        charts.len() - 1
+    )
+}
+
+/// One scenario: its figures, charts and tables.
+fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -> String {
+    let mut o = String::from("<section class=\"scenario\">\n");
+    if titled {
+        let _ = writeln!(o, "<h2>Scenario {}</h2>", escape(&s.name));
+    }
+    o.push_str(&tables::scenario_figures(s));
+    if let Some(why) = &s.error {
+        let _ = writeln!(
+            o,
+            "<p class=\"bad\">This scenario could not run: {}</p>",
+            escape(why)
+        );
+    }
+    let rows = &s.timeseries;
+    if !rows.is_empty() {
+        o.push_str("<div class=\"grid\">\n");
+        o.push_str(&chart_slot(charts, charts::latency(rows, &s.load.model)));
+        o.push_str(&chart_slot(charts, charts::throughput(rows)));
+        let ok = |code: &str| code.parse().is_ok_and(|c| s.counts_as_ok(c));
+        if let Some(c) = charts::errors(rows, ok) {
+            o.push_str(&chart_slot(charts, c));
+        }
+        if let Some(c) = charts::setup(rows) {
+            o.push_str(&chart_slot(charts, c));
+        }
+        if let Some(c) = charts::distribution(s) {
+            o.push_str(&chart_slot(charts, c));
+        }
+        for c in charts::observed(rows) {
+            o.push_str(&chart_slot(charts, c));
+        }
+        o.push_str("</div>\n");
+    }
+    o.push_str(&tables::latency(s));
+    o.push_str(&tables::requests(s));
+    o.push_str(&tables::sla(s));
+    o.push_str(&tables::errors(s));
+    o.push_str(&tables::observed(s));
+    o.push_str("</section>\n");
+    o
+}
+
+/// A capacity search: the search's conclusions, its charts, its step table, and the whole
+/// timeline of the steps one after another.
+fn find_section(r: &RunResult, f: &crate::find::FindResult, charts: &mut Vec<Chart>) -> String {
+    let mut o = String::from("<section class=\"find\">\n<h2>Capacity search</h2>\n");
+    o.push_str(&tables::find_summary(f));
+    o.push_str("<div class=\"grid\">\n");
+    o.push_str(&chart_slot(charts, charts::find_levels(f)));
+    if let Some(c) = charts::usl(f) {
+        o.push_str(&chart_slot(charts, c));
+    }
+    o.push_str("</div>\n");
+    o.push_str(&tables::steps(f));
+    o.push_str("</section>\n<section class=\"scenario\">\n<h2>All steps, one after another</h2>\n<div class=\"grid\">\n");
+    let model = r
+        .scenarios
+        .first()
+        .map_or("closed", |s| s.load.model.as_str());
+    o.push_str(&chart_slot(charts, charts::latency(&r.timeseries, model)));
+    o.push_str(&chart_slot(charts, charts::throughput(&r.timeseries)));
+    for c in charts::observed(&r.timeseries) {
+        o.push_str(&chart_slot(charts, c));
+    }
+    o.push_str("</div>\n</section>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_and_data_cannot_become_markup() {
+        let hostile = "<img src=x onerror=alert(1)> & \"quoted\" 'single'";
+        assert_eq!(
+            escape(hostile),
+            "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;quoted&quot; &#39;single&#39;"
+        );
+        let json = script_json(&vec![
+            "</script><script>alert(1)</script>",
+            "<!--",
+            "\u{2028}",
+        ]);
+        assert!(!json.contains('<') && !json.contains('>'), "{json}");
+        let back: Vec<String> = serde_json::from_str(&json).expect("still JSON");
+        assert_eq!(back[0], "</script><script>alert(1)</script>");
+    }
+}

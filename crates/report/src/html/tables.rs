@@ -1,0 +1,355 @@
+//! The HTML report's text and tables, rendered here so they read without JavaScript and print
+//! as they are. Every value from a plan, a server or a flag is escaped; numbers use the same
+//! formatters as the terminal.
+
+use super::escape as e;
+use crate::find::{By, FindResult};
+use crate::fmt::{fmt_count, fmt_ms, fmt_rate, observed_value};
+use crate::terminal::describe_load;
+use crate::{RunResult, ScenarioResult, SummaryJson};
+use std::fmt::Write;
+
+/// A table from a header row and body rows (cells already escaped or formatted).
+fn table(class: &str, caption: &str, head: &[&str], rows: &[Vec<String>]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut o = format!("<table class=\"{class}\"><caption>{caption}</caption><thead><tr>");
+    for h in head {
+        let _ = write!(o, "<th>{h}</th>");
+    }
+    o.push_str("</tr></thead><tbody>\n");
+    for r in rows {
+        o.push_str("<tr>");
+        for c in r {
+            let _ = write!(o, "<td>{c}</td>");
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</tbody></table>\n");
+    o
+}
+
+fn verdict(pass: Option<bool>) -> String {
+    match pass {
+        Some(true) => "<span class=\"pass\">PASS</span>".into(),
+        Some(false) => "<span class=\"fail\">FAIL</span>".into(),
+        None => "<span class=\"none\">no SLOs</span>".into(),
+    }
+}
+
+fn kpi(label: &str, value: &str) -> String {
+    format!("<div class=\"kpi\"><span class=\"label\">{label}</span><span class=\"value\">{value}</span></div>")
+}
+
+fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if (99.995..100.0).contains(&p) {
+        "99.99%".into()
+    } else {
+        format!("{p:.2}%")
+    }
+}
+
+/// The strip at the top: what was loaded, how, and the outcome.
+pub fn headline(r: &RunResult) -> String {
+    let s = &r.summary;
+    let what = if r.find.is_some() {
+        "capacity search"
+    } else if r.scenarios.len() > 1 {
+        "suite"
+    } else {
+        "run"
+    };
+    let mut o = format!(
+        "<header><h1>{} <span class=\"method\">{}</span> {}</h1>\n<p class=\"sub\">{what} · {} · {} · started {}{}</p>\n<div class=\"kpis\">",
+        "brink",
+        e(&r.target.method),
+        e(&r.target.url),
+        e(&r.target.protocol),
+        e(&describe_load(&r.load)),
+        e(&r.started_at),
+        if r.interrupted {
+            " · <span class=\"fail\">interrupted</span>"
+        } else {
+            ""
+        }
+    );
+    o.push_str(&kpi("duration", &format!("{:.1} s", s.duration_s)));
+    o.push_str(&kpi("requests", &fmt_count(s.requests)));
+    o.push_str(&kpi("ok rate", &percent(s.success_rate)));
+    o.push_str(&kpi("ok req/s", &fmt_rate(s.ok_rps)));
+    o.push_str(&kpi("p50", &fmt_ms(s.latency_ms.p50)));
+    o.push_str(&kpi("p99", &fmt_ms(s.latency_ms.p99)));
+    o.push_str(&kpi("SLA", &verdict(r.slo_passed)));
+    if let Some(m) = r.find.as_ref().and_then(|f| f.max_sustainable.as_ref()) {
+        let by = r.find.as_ref().map_or(By::Connections, |f| f.by);
+        o.push_str(&kpi("max sustainable", &e(&by.describe(m.level))));
+    }
+    o.push_str("</div></header>\n");
+    o
+}
+
+/// A scenario's own strip: load, requests, ok rate, throughput, verdict.
+pub fn scenario_figures(s: &ScenarioResult) -> String {
+    let m = &s.summary;
+    let mut o = format!(
+        "<p class=\"sub\">{} {} · {}{}</p>\n<div class=\"kpis\">",
+        e(&s.target.method),
+        e(&s.target.url),
+        e(&describe_load(&s.load)),
+        match &s.aborted_by {
+            Some(slo) => format!(" · <span class=\"fail\">stopped by {}</span>", e(slo)),
+            None => String::new(),
+        }
+    );
+    o.push_str(&kpi("requests", &fmt_count(m.requests)));
+    o.push_str(&kpi("ok rate", &percent(m.success_rate)));
+    o.push_str(&kpi("ok req/s", &fmt_rate(m.ok_rps)));
+    o.push_str(&kpi("unfinished", &fmt_count(m.unfinished)));
+    o.push_str(&kpi("SLA", &verdict(s.slo_passed)));
+    o.push_str("</div>\n");
+    o
+}
+
+fn latency_row(name: &str, l: &stats::LatencySummary) -> Vec<String> {
+    let mut r = vec![name.to_string()];
+    r.extend(
+        [l.min, l.p50, l.p90, l.p95, l.p99, l.p999, l.max, l.mean]
+            .iter()
+            .map(|v| fmt_ms(*v)),
+    );
+    r
+}
+
+/// Latency and service time, with connect and TLS times where measured.
+pub fn latency(s: &ScenarioResult) -> String {
+    let m = &s.summary;
+    if m.requests == 0 {
+        return String::new();
+    }
+    let mut rows = vec![
+        latency_row("latency (from intended start)", &m.latency_ms),
+        latency_row("service time (from send)", &m.service_time_ms),
+    ];
+    if let Some(c) = &m.connect_ms {
+        rows.push(latency_row("TCP connect", c));
+    }
+    if let Some(t) = &m.tls_ms {
+        rows.push(latency_row("TLS handshake", t));
+    }
+    table(
+        "num",
+        "Latency",
+        &[
+            "", "min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean",
+        ],
+        &rows,
+    )
+}
+
+fn request_row(name: &str, s: &SummaryJson) -> Vec<String> {
+    vec![
+        e(name),
+        fmt_count(s.requests),
+        fmt_rate(s.rps),
+        fmt_count(s.errors),
+        fmt_ms(s.latency_ms.p50),
+        fmt_ms(s.latency_ms.p95),
+        fmt_ms(s.latency_ms.p99),
+    ]
+}
+
+/// One row per request of a mix or flow.
+pub fn requests(s: &ScenarioResult) -> String {
+    let rows: Vec<_> = s
+        .requests
+        .iter()
+        .map(|q| request_row(&q.name, &q.summary))
+        .collect();
+    table(
+        "num",
+        "Requests",
+        &[
+            "request", "requests", "req/s", "errors", "p50", "p95", "p99",
+        ],
+        &rows,
+    )
+}
+
+/// The SLA table: objective, target, result, margin, verdict.
+pub fn sla(s: &ScenarioResult) -> String {
+    let rows: Vec<_> = s
+        .slo
+        .iter()
+        .map(|x| {
+            vec![
+                e(&x.metric),
+                e(&x.target),
+                e(&x.result),
+                x.margin
+                    .map_or("-".into(), |m| format!("{:+.1}%", m * 100.0)),
+                verdict(Some(x.pass)),
+            ]
+        })
+        .collect();
+    table(
+        "num",
+        "SLA",
+        &["objective", "target", "result", "margin", "verdict"],
+        &rows,
+    )
+}
+
+/// Responses by status and transport errors by kind, with what was refused or not extracted.
+pub fn errors(s: &ScenarioResult) -> String {
+    let m = &s.summary;
+    let mut rows: Vec<Vec<String>> = m
+        .status
+        .iter()
+        .map(|(code, n)| {
+            let ok = code.parse().is_ok_and(|c| s.counts_as_ok(c));
+            vec![
+                format!("status {}", e(code)),
+                fmt_count(*n),
+                if ok { "ok" } else { "failed" }.into(),
+            ]
+        })
+        .collect();
+    rows.extend(
+        m.errors_by_kind
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| vec![e(k), fmt_count(*n), "failed".into()]),
+    );
+    let mut o = table(
+        "num",
+        "Outcomes",
+        &["outcome", "count", "counted as"],
+        &rows,
+    );
+    let refused: Vec<_> = s
+        .refused
+        .iter()
+        .map(|r| vec![e(&r.request), fmt_count(r.count), e(&r.part), e(&r.value)])
+        .collect();
+    o.push_str(&table(
+        "",
+        "Refused before sending (the rendered value broke the wire rules)",
+        &["request", "count", "part", "first value"],
+        &refused,
+    ));
+    let extract: Vec<_> = s
+        .extract_failures
+        .iter()
+        .map(|x| vec![e(&x.request), fmt_count(x.count), e(&x.reason)])
+        .collect();
+    o.push_str(&table(
+        "",
+        "Extractions that found nothing",
+        &["request", "count", "first reason"],
+        &extract,
+    ));
+    o
+}
+
+/// Observed server figures: peak and mean over the scenario.
+pub fn observed(s: &ScenarioResult) -> String {
+    let rows: Vec<_> = s
+        .observed
+        .iter()
+        .map(|(k, v)| {
+            vec![
+                e(k),
+                e(&observed_value(k, v.peak)),
+                e(&observed_value(k, v.mean)),
+            ]
+        })
+        .collect();
+    table("num", "Server", &["figure", "peak", "mean"], &rows)
+}
+
+/// The suite's verdict: one row per scenario.
+pub fn suite(r: &RunResult) -> String {
+    let rows: Vec<_> = r
+        .scenarios
+        .iter()
+        .map(|s| {
+            let mut row = request_row(&s.name, &s.summary);
+            row.push(verdict(s.slo_passed));
+            row
+        })
+        .collect();
+    table(
+        "num",
+        "Suite",
+        &[
+            "scenario", "requests", "req/s", "errors", "p50", "p95", "p99", "SLA",
+        ],
+        &rows,
+    )
+}
+
+/// The search's conclusions, as the terminal prints them.
+pub fn find_summary(f: &FindResult) -> String {
+    let mut o = String::from("<div class=\"conclusions\">\n");
+    for line in crate::find::render_summary(f).lines() {
+        let line = line.trim();
+        if line.is_empty() || line == "Diagnosis:" {
+            continue;
+        }
+        let line = line.strip_prefix("- ").unwrap_or(line);
+        let _ = writeln!(o, "<p>{}</p>", e(line));
+    }
+    o.push_str("</div>\n");
+    o
+}
+
+/// One row per step, in the order they ran.
+pub fn steps(f: &FindResult) -> String {
+    let observed: std::collections::BTreeSet<&String> =
+        f.steps.iter().flat_map(|s| s.observed.keys()).collect();
+    let mut head = vec![
+        "level",
+        "p50",
+        "p90",
+        "p99",
+        "mean",
+        "ok req/s",
+        "requests",
+        "errors",
+        "brink CPU",
+    ];
+    let names: Vec<String> = observed.iter().map(|k| format!("{} peak", e(k))).collect();
+    head.extend(names.iter().map(String::as_str));
+    head.push("verdict");
+    let rows: Vec<_> = f
+        .steps
+        .iter()
+        .map(|s| {
+            let mut r = vec![
+                e(&f.by.cell(s.level)),
+                fmt_ms(s.p50),
+                fmt_ms(s.p90),
+                fmt_ms(s.p99),
+                fmt_ms(s.mean),
+                fmt_rate(s.ok_rps),
+                fmt_count(s.requests),
+                fmt_count(s.errors),
+                format!("{:.0}%", s.generator_cpu * 100.0),
+            ];
+            r.extend(observed.iter().map(|k| {
+                s.observed
+                    .get(*k)
+                    .map_or("-".into(), |o| e(&observed_value(k, o.peak)))
+            }));
+            r.push(if s.pass {
+                verdict(Some(true))
+            } else {
+                format!("{} {}", verdict(Some(false)), e(&s.reason))
+            });
+            r
+        })
+        .collect();
+    table("num", "Steps", &head, &rows)
+}
