@@ -27,6 +27,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Start a built-in service with a real bottleneck on 127.0.0.1 and find its capacity.
     Demo(DemoArgs),
+    /// Turn a result file into an HTML report and/or CSV.
+    Report(ReportArgs),
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -116,6 +118,13 @@ pub struct RunArgs {
     /// Write the result (schema brink.result/v1) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write a self-contained HTML report (charts and tables, opens offline) to this file.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Write one CSV row per second to this file (with `find`, also NAME.steps.csv: one row
+    /// per step).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -177,6 +186,21 @@ pub struct DemoArgs {
     /// Write the result to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write the HTML report to this file.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// A result file written by `run`, `find` or `demo` with --json.
+    pub result: PathBuf,
+    /// Write the self-contained HTML report here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Write one CSV row per second here (for a search, also NAME.steps.csv).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
 }
 
 /// `--by`: its two values, listed in the help and errors.

@@ -86,19 +86,83 @@ impl Drop for Output {
     }
 }
 
-/// Prepares `--json FILE` before the run, so an unwritable path fails before any load is sent.
-pub fn open_json(path: Option<&PathBuf>) -> Result<Option<Output>, Fail> {
-    path.map(|p| Output::prepare("--json", p)).transpose()
+/// The result files a command writes (`--json`, `--html`, `--csv`), each prepared before any
+/// load and written whole at the end.
+#[derive(Clone, Debug, Default)]
+pub struct Files {
+    pub json: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
 }
 
-/// Writes the result to the prepared `--json` output, whole or not at all.
-pub fn write_json(out: Option<Output>, result: &RunResult) -> Result<(), Fail> {
-    if let Some(out) = out {
-        let bytes = serde_json::to_vec_pretty(result)
-            .map_err(|e| Fail::input(format!("--json: cannot encode the result: {e}")))?;
-        out.commit(&bytes)?;
+/// What a result file holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Kind {
+    /// The result itself (brink.result/v1).
+    Json,
+    /// The self-contained HTML report.
+    Html,
+    /// One row per second; for a search also `NAME.steps.csv`, one row per step.
+    Csv,
+}
+
+impl Kind {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Kind::Json => "--json",
+            Kind::Html => "--html",
+            Kind::Csv => "--csv",
+        }
     }
-    Ok(())
+}
+
+impl Files {
+    /// Each named file with what it holds.
+    pub fn each(&self) -> impl Iterator<Item = (Kind, &PathBuf)> {
+        [
+            (Kind::Json, self.json.as_ref()),
+            (Kind::Html, self.html.as_ref()),
+            (Kind::Csv, self.csv.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(k, p)| Some((k, p?)))
+    }
+
+    /// Prepares every named file now, so an unwritable path fails before any load is sent.
+    pub fn prepare(&self) -> Result<Vec<(Kind, Output)>, Fail> {
+        self.each()
+            .map(|(k, p)| Ok((k, Output::prepare(k.flag(), p)?)))
+            .collect()
+    }
+}
+
+/// Where a search's step table goes beside `--csv NAME.csv`: `NAME.steps.csv`.
+pub fn steps_path(csv: &Path) -> PathBuf {
+    let stem = csv.file_stem().map_or_else(
+        || "result".to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    csv.with_file_name(format!("{stem}.steps.csv"))
+}
+
+/// Writes `result` as `kind` into `out` (and, for a search's CSV, its step table beside it).
+pub fn write_result(kind: Kind, out: Output, result: &RunResult) -> Result<(), Fail> {
+    match kind {
+        Kind::Json => {
+            let bytes = serde_json::to_vec_pretty(result)
+                .map_err(|e| Fail::input(format!("--json: cannot encode the result: {e}")))?;
+            out.commit(&bytes)
+        }
+        Kind::Html => out.commit(report::html::page(result).as_bytes()),
+        Kind::Csv => {
+            // Only a regular file has a place beside it for the step table.
+            if let (Some(f), false) = (&result.find, out.tmp.is_none()) {
+                let steps = Output::prepare("--csv", &steps_path(&out.path))?;
+                steps.commit(report::csv::steps(f).as_bytes())?;
+            }
+            out.commit(report::csv::seconds(result).as_bytes())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -54,8 +54,8 @@ pub struct Session {
     pub seed: u64,
     /// Print nothing but errors.
     pub quiet: bool,
-    /// Where the result file goes.
-    pub json: Option<std::path::PathBuf>,
+    /// The result files to write.
+    pub files: crate::output::Files,
     /// What is observed on the server, if anything.
     pub observing: Option<Observing>,
 }
@@ -79,7 +79,11 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig, Fail> {
         session: Session {
             seed,
             quiet: a.quiet,
-            json: a.json.clone(),
+            files: crate::output::Files {
+                json: a.json.clone(),
+                html: a.html.clone(),
+                csv: a.csv.clone(),
+            },
             observing: observing(a)?,
         },
     })

@@ -1,23 +1,28 @@
 //! The sinks the binary brings: the live progress line and the terminal summary (unless
-//! `-q`), and the `--json` result file, written whole at the end.
+//! `-q`), and the result files (`--json`, `--html`, `--csv`), each written whole at the end.
 
 use crate::console::emit;
-use crate::output::Output;
+use crate::exit::Fail;
+use crate::output::{Files, Kind, Output};
 use crate::progress::Progress;
 use report::find::By;
 use runner::{Event, Sink, Sinks};
 
-/// The sinks for `quiet` (nothing on the terminal) and `json` (the result file).
-pub fn standard(quiet: bool, json: Option<Output>) -> Sinks {
+/// The sinks for `quiet` (nothing on the terminal) and `files`, which are prepared now so an
+/// unwritable path fails before any load.
+pub fn standard(quiet: bool, files: &Files) -> Result<Sinks, Fail> {
     let mut s = Sinks::default();
     if !quiet {
         s.push(Box::new(Progress::new(None)));
         s.push(Box::new(Terminal::default()));
     }
-    if let Some(out) = json {
-        s.push(Box::new(JsonFile(Some(out))));
+    for (kind, out) in files.prepare()? {
+        s.push(Box::new(ResultFile {
+            kind,
+            out: Some(out),
+        }));
     }
-    s
+    Ok(s)
 }
 
 /// The terminal summary: scenario summaries and the suite's verdict, or the search's table
@@ -68,16 +73,22 @@ impl Sink for Terminal {
     }
 }
 
-/// The `--json` result file, written whole at the end.
-struct JsonFile(Option<Output>);
+/// A result file, written whole once the result is ready.
+struct ResultFile {
+    kind: Kind,
+    out: Option<Output>,
+}
 
-impl Sink for JsonFile {
+impl Sink for ResultFile {
     fn event(&mut self, e: &Event) -> Result<(), runner::Error> {
-        match e {
-            Event::Finished(r) => {
-                crate::output::write_json(self.0.take(), r).map_err(|f| runner::Error(f.message))
+        match (e, self.out.take()) {
+            (Event::Finished(r), Some(out)) => {
+                crate::output::write_result(self.kind, out, r).map_err(|f| runner::Error(f.message))
             }
-            _ => Ok(()),
+            (_, out) => {
+                self.out = out;
+                Ok(())
+            }
         }
     }
 }

@@ -83,7 +83,7 @@
         dash: s.dash ? [6, 4] : undefined,
         points: { show: s.points, size: 7, fill: c },
         paths: s.points ? function () { return null; } : undefined,
-        spanGaps: false,
+        spanGaps: !!s.join,
         value: function (u, v) { return fmt(v); }
       });
     });

@@ -51,6 +51,7 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         slo: slos.iter().map(|s| s.to_string()).collect(),
         observe: vec![metrics.clone()],
         json: a.json.clone(),
+        html: a.html.clone(),
         ..RunArgs::default()
     };
     let step = plan::parse_duration(&a.step).map_err(|e| Fail::input(format!("--step: {e}")))?;

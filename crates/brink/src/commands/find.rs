@@ -158,8 +158,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
 /// objectives. `brink demo` calls this directly.
 pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, Fail> {
     runner::preflight(std::slice::from_ref(&job))?;
-    let json = crate::output::open_json(session.json.as_ref())?;
-    let mut sinks = crate::sinks::standard(session.quiet, json);
+    let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
     let interrupt = crate::signals::install_signals()?;
     let result = runner::search_job(
         &job,

@@ -1,9 +1,10 @@
-//! The commands, one module each: `run`, `find`, `validate` and `demo`. Each takes its raw
+//! The commands, one module each: `run`, `find`, `validate`, `demo` and `report`. Each takes its raw
 //! arguments (cli.rs), checks them into a configuration, runs, and returns the exit code or a
 //! [`Fail`].
 
 mod demo;
 mod find;
+mod report;
 mod run;
 mod validate;
 
@@ -16,5 +17,6 @@ pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
         Command::Find(a) => find::find_cmd(&a),
         Command::Validate(a) => validate::validate_cmd(&a),
         Command::Demo(a) => demo::demo_cmd(&a),
+        Command::Report(a) => report::report_cmd(&a),
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::cli::RunArgs;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
-use crate::output::open_json;
 use crate::resolve::{run_config, RunConfig};
 use crate::signals::install_signals;
 use report::RunResult;
@@ -42,7 +41,7 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
 pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     let RunConfig { jobs, session } = run_config(a)?;
     runner::preflight(&jobs)?;
-    let mut sinks = crate::sinks::standard(session.quiet, open_json(session.json.as_ref())?);
+    let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
     let interrupt = install_signals()?;
     let sampler = runner::start_observing(session.observing.as_ref());
     let result = runner::run_jobs(jobs, &interrupt, &mut sinks, session.seed, sampler.as_ref());

@@ -10,6 +10,7 @@ mod find;
 mod hardening;
 mod plans;
 mod protocols;
+mod reports;
 mod results;
 mod schema;
 mod support;

@@ -42,6 +42,9 @@ pub struct Series {
     /// Points without lines (measured points under a fitted curve).
     pub points: bool,
     pub dash: bool,
+    /// Join across missing values (samples that fell in a neighbouring second) instead of
+    /// leaving a gap (a second without responses).
+    pub join: bool,
 }
 
 /// A vertical line at `x` with a label (the knee, the maximum sustainable level).
@@ -58,6 +61,7 @@ fn series(label: &str, scale: &'static str, values: Vec<Option<f64>>) -> Series 
         values,
         points: false,
         dash: false,
+        join: false,
     }
 }
 
@@ -271,11 +275,13 @@ pub fn observed(rows: &[SecondRow]) -> Vec<Chart> {
                 ""
             };
             c.axes = vec![axis("v", unit, false, 0)];
-            c.series.push(series(
+            let mut s = series(
                 name,
                 "v",
                 rows.iter().map(|r| r.observed.get(name).copied()).collect(),
-            ));
+            );
+            s.join = true;
+            c.series.push(s);
             c
         })
         .collect()

@@ -3,7 +3,7 @@
 //! formatters as the terminal.
 
 use super::escape as e;
-use crate::find::{By, FindResult};
+use crate::find::FindResult;
 use crate::fmt::{fmt_count, fmt_ms, fmt_rate, observed_value};
 use crate::terminal::describe_load;
 use crate::{RunResult, ScenarioResult, SummaryJson};
@@ -54,20 +54,17 @@ fn percent(share: f64) -> String {
 /// The strip at the top: what was loaded, how, and the outcome.
 pub fn headline(r: &RunResult) -> String {
     let s = &r.summary;
-    let what = if r.find.is_some() {
-        "capacity search"
-    } else if r.scenarios.len() > 1 {
-        "suite"
-    } else {
-        "run"
+    let how = match &r.find {
+        Some(f) => format!("capacity search by {}", f.by.name()),
+        None if r.scenarios.len() > 1 => format!("suite of {} scenarios", r.scenarios.len()),
+        None => describe_load(&r.load),
     };
     let mut o = format!(
-        "<header><h1>{} <span class=\"method\">{}</span> {}</h1>\n<p class=\"sub\">{what} · {} · {} · started {}{}</p>\n<div class=\"kpis\">",
-        "brink",
+        "<header><h1>brink <span class=\"method\">{}</span> {}</h1>\n<p class=\"sub\">{} · {} · started {}{}</p>\n<div class=\"kpis\">",
         e(&r.target.method),
         e(&r.target.url),
+        e(&how),
         e(&r.target.protocol),
-        e(&describe_load(&r.load)),
         e(&r.started_at),
         if r.interrupted {
             " · <span class=\"fail\">interrupted</span>"
@@ -77,14 +74,23 @@ pub fn headline(r: &RunResult) -> String {
     );
     o.push_str(&kpi("duration", &format!("{:.1} s", s.duration_s)));
     o.push_str(&kpi("requests", &fmt_count(s.requests)));
-    o.push_str(&kpi("ok rate", &percent(s.success_rate)));
-    o.push_str(&kpi("ok req/s", &fmt_rate(s.ok_rps)));
-    o.push_str(&kpi("p50", &fmt_ms(s.latency_ms.p50)));
-    o.push_str(&kpi("p99", &fmt_ms(s.latency_ms.p99)));
-    o.push_str(&kpi("SLA", &verdict(r.slo_passed)));
-    if let Some(m) = r.find.as_ref().and_then(|f| f.max_sustainable.as_ref()) {
-        let by = r.find.as_ref().map_or(By::Connections, |f| f.by);
-        o.push_str(&kpi("max sustainable", &e(&by.describe(m.level))));
+    if let Some(f) = &r.find {
+        o.push_str(&kpi("steps", &f.steps.len().to_string()));
+        let (level, rps) = match &f.max_sustainable {
+            Some(m) => (e(&f.by.describe(m.level)), fmt_rate(m.rps)),
+            None => ("<span class=\"fail\">none</span>".into(), "-".into()),
+        };
+        o.push_str(&kpi("max sustainable", &level));
+        o.push_str(&kpi("ok req/s there", &rps));
+        if let Some(k) = &f.knee {
+            o.push_str(&kpi("knee", &e(&f.by.describe(k.level))));
+        }
+    } else {
+        o.push_str(&kpi("ok rate", &percent(s.success_rate)));
+        o.push_str(&kpi("ok req/s", &fmt_rate(s.ok_rps)));
+        o.push_str(&kpi("p50", &fmt_ms(s.latency_ms.p50)));
+        o.push_str(&kpi("p99", &fmt_ms(s.latency_ms.p99)));
+        o.push_str(&kpi("SLA", &verdict(r.slo_passed)));
     }
     o.push_str("</div></header>\n");
     o
