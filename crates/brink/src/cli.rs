@@ -29,6 +29,9 @@ pub enum Command {
     Demo(DemoArgs),
     /// Turn a result file into an HTML report and/or CSV.
     Report(ReportArgs),
+    /// Compare results before and after a change: steady-state figures, 95% intervals by
+    /// resampling, and a verdict per metric (exit 1 when p99, errors or throughput regressed).
+    Compare(CompareArgs),
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -189,6 +192,28 @@ pub struct DemoArgs {
     /// Write the HTML report to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// BEFORE.json AFTER.json (or several files per side with --before and --after).
+    pub files: Vec<PathBuf>,
+    /// A result from before the change (repeatable: runs are put one after another).
+    #[arg(long)]
+    pub before: Vec<PathBuf>,
+    /// A result from after the change (repeatable).
+    #[arg(long)]
+    pub after: Vec<PathBuf>,
+    /// table, md (a Markdown table for a pull-request comment) or json.
+    #[arg(long, default_value = "table", value_parser = ["table", "md", "json"])]
+    pub format: String,
+    /// How much a metric may change before it counts, e.g. p99=5%, throughput=3%,
+    /// errors=0.5% (percentage points). Repeatable.
+    #[arg(long)]
+    pub tolerance: Vec<String>,
+    /// Compare even when target, method, load or duration differ (the differences are listed).
+    #[arg(long)]
+    pub allow_mismatch: bool,
 }
 
 #[derive(Args, Debug, Clone)]

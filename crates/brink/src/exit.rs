@@ -1,4 +1,4 @@
-//! Typed exit codes: 0 success, 1 an SLO failed, 2 invalid input or tool error, 3 no request
+//! Typed exit codes: 0 success, 1 an SLO failed (or a comparison regressed), 2 invalid input or tool error, 3 no request
 //! ever succeeded, 130 interrupted (the result is still written).
 
 use std::fmt;
@@ -12,6 +12,8 @@ pub struct Fail {
 
 /// An SLO failed.
 pub const SLO_FAILED: i32 = 1;
+/// `brink compare`: a deciding metric regressed.
+pub const REGRESSED: i32 = 1;
 pub const INPUT: i32 = 2;
 pub const UNREACHABLE: i32 = 3;
 pub const INTERRUPTED: i32 = 130;

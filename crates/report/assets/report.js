@@ -71,7 +71,7 @@
       axes.push({
         scale: a.scale, label: a.label, side: a.side ? 1 : 3, stroke: fg,
         grid: { show: a.side === 0, stroke: grid },
-        values: function (u, ticks) { return ticks.map(fmt); },
+        values: function (u, ticks) { return ticks.map(function (v) { return v == null ? "" : fmt(v); }); },
         size: 60
       });
     });

@@ -6,6 +6,7 @@ mod bucket;
 pub mod capacity;
 mod hist;
 mod kind;
+pub mod rng;
 pub mod slo;
 mod summary;
 mod timeline;

@@ -6,7 +6,6 @@
 
 pub mod capture;
 mod request;
-mod rng;
 pub mod template;
 
 pub use capture::{Captured, Extractor};

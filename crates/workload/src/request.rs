@@ -17,11 +17,11 @@
 //! data rows.
 
 use crate::capture::{Captured, Extractor};
-use crate::rng::Rng;
 use crate::template::Table;
 use crate::template::{Scope, Template};
 use model::guard;
 use model::StatusSet;
+use stats::rng::Rng;
 use stats::{ErrorKind, Refusal};
 use std::sync::atomic::AtomicU64;
 

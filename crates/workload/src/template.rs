@@ -20,7 +20,7 @@
 //! Random values come from the virtual user's own generator, seeded from `--seed`, so a run
 //! with the same seed renders the same values on the same virtual user.
 
-use crate::rng::Rng;
+use stats::rng::Rng;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -1,7 +1,8 @@
-//! The commands, one module each: `run`, `find`, `validate`, `demo` and `report`. Each takes its raw
+//! The commands, one module each: `run`, `find`, `validate`, `demo`, `report` and `compare`. Each takes its raw
 //! arguments (cli.rs), checks them into a configuration, runs, and returns the exit code or a
 //! [`Fail`].
 
+mod compare;
 mod demo;
 mod find;
 mod report;
@@ -18,5 +19,6 @@ pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
         Command::Validate(a) => validate::validate_cmd(&a),
         Command::Demo(a) => demo::demo_cmd(&a),
         Command::Report(a) => report::report_cmd(&a),
+        Command::Compare(a) => compare::compare_cmd(&a),
     }
 }

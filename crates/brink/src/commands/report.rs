@@ -7,7 +7,7 @@ use crate::output::{write_result, Files};
 use report::RunResult;
 
 /// Reads a result file: one line naming the file and what is wrong with it.
-pub fn read_result(path: &std::path::Path) -> Result<RunResult, Fail> {
+pub(super) fn read_result(path: &std::path::Path) -> Result<RunResult, Fail> {
     let bytes = std::fs::read(path).map_err(|e| Fail::input(format!("{}: {e}", path.display())))?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| Fail::input(format!("{}: not JSON: {e}", path.display())))?;

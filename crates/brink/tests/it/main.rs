@@ -4,6 +4,7 @@
 mod accuracy;
 mod bounds;
 mod cli;
+mod compare;
 mod engine_runs;
 mod examples;
 mod find;

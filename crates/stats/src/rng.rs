@@ -1,5 +1,6 @@
-//! A small, fast, seedable generator for template values and weighted picks (SplitMix64).
-//! Not cryptographic: it only has to be quick, well spread and reproducible from `--seed`.
+//! A small, fast, seedable generator (SplitMix64) for template values, weighted picks and the
+//! resampling of `brink compare`.
+//! Not cryptographic: it only has to be quick, well spread and reproducible from a seed.
 
 /// SplitMix64 state.
 #[derive(Clone, Debug)]

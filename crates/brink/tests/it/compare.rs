@@ -1,0 +1,219 @@
+//! `brink compare` on real runs: the same service twice compares as unchanged (exit 0); the
+//! service made slower (13 ms of work instead of 10: about +25% end to end) regresses on p99,
+//! with the measured change inside its interval (exit 1); a service that
+//! fails 2% of its requests regresses on errors; runs that differ in load or duration are
+//! refused (exit 2) unless `--allow-mismatch`. The runs are 48 s each (a verdict needs 40
+//! steady seconds per side), so the four run side by side at a modest open-model rate.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use testkit::{Reply, Req};
+
+fn brink() -> Command {
+    Command::cargo_bin("brink").expect("binary built")
+}
+
+/// A service that answers after `ms`, failing one request in `fail_every` with 503.
+fn service(ms: u64, fail_every: u64) -> testkit::Server {
+    testkit::serve(Arc::new(move |r: &Req| {
+        if fail_every > 0 && r.seq.is_multiple_of(fail_every) {
+            Reply::status(503)
+        } else {
+            Reply::ok("ok\n", Duration::from_millis(ms))
+        }
+    }))
+    .expect("server starts")
+}
+
+/// Runs `url` at 200 req/s for `secs` into `out`.
+fn record(url: String, secs: u64, out: PathBuf) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let o = brink()
+            .args([
+                "run",
+                &url,
+                "--rate",
+                "200",
+                "-c",
+                "20",
+                "--threads",
+                "1",
+                "-q",
+            ])
+            .args(["-d", &format!("{secs}s"), "--json", out.to_str().unwrap()])
+            .timeout(Duration::from_secs(secs + 30))
+            .output()
+            .unwrap();
+        assert!(
+            matches!(o.status.code(), Some(0)),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    })
+}
+
+fn compare(args: &[&Path], extra: &[&str]) -> (Option<i32>, Value, String) {
+    let mut c = brink();
+    c.arg("compare");
+    for a in args {
+        c.arg(a);
+    }
+    let out = c.args(["--format", "json"]).args(extra).output().unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        out.status.code(),
+        json,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
+    c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric && r["request"].is_null())
+        .unwrap_or_else(|| panic!("no {metric} row in {c}"))
+}
+
+#[test]
+fn compare_knows_a_regression_from_noise() {
+    let (same_a, same_b) = (service(10, 0), service(10, 0));
+    let (slow, failing) = (service(13, 0), service(10, 50));
+    let dir = tempfile::tempdir().unwrap();
+    let keep = std::env::var_os("BRINK_KEEP_COMPARE").map(PathBuf::from);
+    let base = keep.unwrap_or_else(|| dir.path().to_path_buf());
+    let p = |n: &str| base.join(n);
+    let runs = [
+        record(same_a.url("/"), 48, p("a.json")),
+        record(same_b.url("/"), 48, p("b.json")),
+        record(slow.url("/"), 48, p("slow.json")),
+        record(failing.url("/"), 48, p("errors.json")),
+    ];
+    for r in runs {
+        r.join().expect("run finished");
+    }
+    // Different servers listen on different ports: the targets differ by design here, so
+    // every comparison allows that one mismatch and the test checks it is the only one.
+    let allow = ["--allow-mismatch"];
+
+    let (code, c, err) = compare(&[&p("a.json"), &p("b.json")], &allow);
+    assert_eq!(code, Some(0), "{c}\n{err}");
+    assert!(
+        c["mismatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m.as_str().unwrap().contains("targets")),
+        "{c}"
+    );
+    for m in ["p99", "ok req/s", "error rate"] {
+        assert_eq!(row(&c, m)["verdict"], "unchanged", "{m}: {}", row(&c, m));
+    }
+    assert!(c["steady_seconds"][0][1].as_u64().unwrap() >= 40, "{c}");
+
+    let (code, c, err) = compare(&[&p("a.json"), &p("slow.json")], &allow);
+    assert_eq!(code, Some(1), "{c}\n{err}");
+    let p99 = row(&c, "p99");
+    assert_eq!(p99["verdict"], "regressed", "{p99}");
+    let p50 = row(&c, "p50");
+    let change = p50["change"].as_f64().unwrap();
+    assert!((0.15..0.35).contains(&change), "p50 change {change}: {p50}");
+    let (lo, hi) = (
+        p50["interval"][0].as_f64().unwrap(),
+        p50["interval"][1].as_f64().unwrap(),
+    );
+    assert!(lo <= change && change <= hi, "{p50}");
+    assert!(p50["change_text"].as_str().unwrap().ends_with("% slower"));
+
+    let (code, c, err) = compare(&[&p("a.json"), &p("errors.json")], &allow);
+    assert_eq!(code, Some(1), "{c}\n{err}");
+    assert_eq!(row(&c, "error rate")["verdict"], "regressed", "{c}");
+
+    // The Markdown form is a table ready for a pull-request comment.
+    let out = brink()
+        .args(["compare", "--format", "md", "--allow-mismatch"])
+        .arg(p("a.json"))
+        .arg(p("slow.json"))
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("| scenario | metric | before | after | change | 95% interval | verdict |"));
+    assert!(md.contains("**regressed *"), "{md}");
+
+    // Several files per side put their steady seconds one after another.
+    let (_, c, err) = compare(
+        &[],
+        &[
+            "--allow-mismatch",
+            "--before",
+            p("a.json").to_str().unwrap(),
+            "--before",
+            p("b.json").to_str().unwrap(),
+            "--after",
+            p("slow.json").to_str().unwrap(),
+        ],
+    );
+    let (b, a) = (
+        c["steady_seconds"][0][1].as_u64().unwrap(),
+        c["steady_seconds"][0][2].as_u64().unwrap(),
+    );
+    assert!(b >= 2 * a - 2 && b <= 2 * a + 2, "{b} vs {a}: {err}");
+
+    // Without --allow-mismatch the differing targets are refused, in one line.
+    let (code, _, err) = compare(&[&p("a.json"), &p("b.json")], &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("not comparable") && err.contains("targets"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn runs_with_different_load_are_not_compared() {
+    let srv = service(1, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    for (rate, d, out) in [("50", "2s", &a), ("20", "4s", &b)] {
+        brink()
+            .args([
+                "run",
+                &srv.url("/"),
+                "--rate",
+                rate,
+                "-d",
+                d,
+                "-q",
+                "--json",
+            ])
+            .arg(out)
+            .timeout(Duration::from_secs(30))
+            .assert()
+            .code(0);
+    }
+    let (code, _, err) = compare(&[&a, &b], &[]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("rates 50/s vs 20/s"), "{err}");
+    assert!(err.contains("durations"), "{err}");
+    let (code, c, _) = compare(&[&a, &b], &["--allow-mismatch"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(row(&c, "p99")["verdict"], "insufficient_data");
+    assert_eq!(c["mismatches"].as_array().unwrap().len(), 2, "{c}");
+    brink()
+        .args(["compare", "--tolerance", "p42=5%"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("unknown metric 'p42'"));
+    brink()
+        .args(["compare"])
+        .arg(&a)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("give two results"));
+}

@@ -1,0 +1,596 @@
+//! The rows of a comparison: per scenario the resampled verdict metrics, then figures for
+//! context (max, connect time, server figures), per-request rows, and for searches the maximum
+//! sustainable level and the knee.
+
+use crate::steady::{self, Figures, Indexed};
+use crate::{Comparison, Row, Tolerances, Unit, Verdict, BLOCK, MIN_SECONDS, RESAMPLES, SEED};
+use report::find::FindResult;
+use report::{RunResult, ScenarioResult};
+use stats::rng::Rng;
+
+/// Which way is worse for a metric, and how its change is measured.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// Relative change; higher is worse; changes under 1 ms never count.
+    Latency,
+    /// Relative change; lower is worse.
+    Throughput,
+    /// Absolute change of a share; higher is worse.
+    Errors,
+}
+
+struct Metric {
+    name: &'static str,
+    kind: Kind,
+    get: fn(&Figures) -> f64,
+    tolerance: fn(&Tolerances) -> f64,
+    decides: bool,
+}
+
+const METRICS: [Metric; 8] = [
+    Metric {
+        name: "ok req/s",
+        kind: Kind::Throughput,
+        get: |f| f.ok_rps,
+        tolerance: |t| t.throughput,
+        decides: true,
+    },
+    Metric {
+        name: "error rate",
+        kind: Kind::Errors,
+        get: |f| f.error_rate,
+        tolerance: |t| t.errors,
+        decides: true,
+    },
+    Metric {
+        name: "p50",
+        kind: Kind::Latency,
+        get: |f| f.p50,
+        tolerance: |t| t.p50,
+        decides: false,
+    },
+    Metric {
+        name: "p90",
+        kind: Kind::Latency,
+        get: |f| f.p90,
+        tolerance: |t| t.p90,
+        decides: false,
+    },
+    Metric {
+        name: "p95",
+        kind: Kind::Latency,
+        get: |f| f.p95,
+        tolerance: |t| t.p95,
+        decides: false,
+    },
+    Metric {
+        name: "p99",
+        kind: Kind::Latency,
+        get: |f| f.p99,
+        tolerance: |t| t.p99,
+        decides: true,
+    },
+    Metric {
+        name: "p99.9",
+        kind: Kind::Latency,
+        get: |f| f.p999,
+        tolerance: |t| t.p999,
+        decides: false,
+    },
+    Metric {
+        name: "mean",
+        kind: Kind::Latency,
+        get: |f| f.mean,
+        tolerance: |t| t.mean,
+        decides: false,
+    },
+];
+
+/// Compares `before` with `after` (each: file name and result); `mismatches` are the
+/// differences `--allow-mismatch` let through.
+pub fn compare(
+    before: &[(String, RunResult)],
+    after: &[(String, RunResult)],
+    tol: &Tolerances,
+    mismatches: Vec<String>,
+) -> Comparison {
+    let mut c = Comparison {
+        before: before.iter().map(|(n, _)| n.clone()).collect(),
+        after: after.iter().map(|(n, _)| n.clone()).collect(),
+        steady_seconds: Vec::new(),
+        tolerances: tol.clone(),
+        rows: Vec::new(),
+        mismatches,
+        notes: Vec::new(),
+        regressed: false,
+    };
+    match (before.first(), after.first()) {
+        (Some((_, b)), Some((_, a))) if b.find.is_some() || a.find.is_some() => {
+            if let (Some(fb), Some(fa)) = (&b.find, &a.find) {
+                searches(fb, fa, &mut c);
+            }
+            if before.len() > 1 || after.len() > 1 {
+                c.notes
+                    .push("several searches on a side: the first of each is compared".into());
+            }
+        }
+        (Some((_, b)), _) => {
+            for s in &b.scenarios {
+                scenario(&s.name, before, after, tol, &mut c);
+            }
+        }
+        _ => {}
+    }
+    c.regressed = c
+        .rows
+        .iter()
+        .any(|r| r.decides && r.verdict == Verdict::Regressed);
+    c
+}
+
+/// Every result's scenario named `name`.
+fn named<'a>(side: &'a [(String, RunResult)], name: &str) -> Vec<&'a ScenarioResult> {
+    side.iter()
+        .filter_map(|(_, r)| r.scenarios.iter().find(|s| s.name == name))
+        .collect()
+}
+
+fn scenario(
+    name: &str,
+    before: &[(String, RunResult)],
+    after: &[(String, RunResult)],
+    tol: &Tolerances,
+    c: &mut Comparison,
+) {
+    let (sb, sa) = (named(before, name), named(after, name));
+    if sa.is_empty() {
+        c.notes
+            .push(format!("scenario {name}: not in the after results"));
+        return;
+    }
+    let secs = |v: &[&ScenarioResult]| -> Vec<steady::Second> {
+        v.iter().flat_map(|s| steady::seconds(s)).collect()
+    };
+    let (b, a) = (secs(&sb), secs(&sa));
+    c.steady_seconds.push((name.to_string(), b.len(), a.len()));
+    let idx = steady::index(&[&b, &a]);
+    let mut scratch = vec![0; idx[0].values.len()];
+    let all = |x: &Indexed, s: &mut Vec<u64>| {
+        let picks: Vec<usize> = (0..x.requests.len()).collect();
+        steady::figures(x, &picks, s)
+    };
+    let (fb, fa) = (all(&idx[0], &mut scratch), all(&idx[1], &mut scratch));
+    let enough = b.len() >= MIN_SECONDS && a.len() >= MIN_SECONDS;
+    let draws = if enough {
+        resample(&idx[0], &idx[1], &mut scratch)
+    } else {
+        Vec::new()
+    };
+    for m in &METRICS {
+        let (vb, va) = ((m.get)(&fb), (m.get)(&fa));
+        let mut row = row(name, None, m.name, unit(m.kind), Some(vb), Some(va));
+        row.change = change(m.kind, vb, va);
+        row.change_text = words(m.kind, vb, va);
+        row.decides = m.decides;
+        row.verdict = if enough {
+            let changes: Vec<f64> = draws
+                .iter()
+                .filter_map(|(xb, xa)| change(m.kind, (m.get)(xb), (m.get)(xa)))
+                .collect();
+            row.interval = interval(changes);
+            judge(
+                m.kind,
+                row.interval,
+                (m.get)(&fb),
+                (m.get)(&fa),
+                (m.tolerance)(tol),
+            )
+        } else {
+            Verdict::InsufficientData
+        };
+        c.rows.push(row);
+    }
+    let mut max = row(name, None, "max", Unit::Ms, Some(fb.max), Some(fa.max));
+    max.change_text = words(Kind::Latency, fb.max, fa.max);
+    max.change = change(Kind::Latency, fb.max, fa.max);
+    c.rows.push(max);
+    context(name, &sb, &sa, c);
+    if !enough {
+        c.notes.push(format!(
+            "scenario {name}: {} and {} steady seconds; a verdict needs at least {MIN_SECONDS} on each side (run longer)",
+            b.len(),
+            a.len()
+        ));
+    }
+}
+
+/// Reads one figure of a request's summary.
+type Pick = fn(&report::SummaryJson) -> f64;
+
+/// Figures shown for context: connect time, server figures, and per request.
+fn context(name: &str, sb: &[&ScenarioResult], sa: &[&ScenarioResult], c: &mut Comparison) {
+    let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let connect = |v: &[&ScenarioResult]| {
+        mean(
+            v.iter()
+                .filter_map(|s| s.summary.connect_ms.as_ref().map(|c| c.p99))
+                .collect(),
+        )
+    };
+    if let (Some(b), Some(a)) = (connect(sb), connect(sa)) {
+        c.rows.push(info(name, None, "connect p99", Unit::Ms, b, a));
+    }
+    let first = sb
+        .first()
+        .map(|s| s.observed.keys().cloned().collect::<Vec<_>>());
+    for key in first.unwrap_or_default() {
+        let peak = |v: &[&ScenarioResult]| {
+            mean(
+                v.iter()
+                    .filter_map(|s| s.observed.get(&key).map(|o| o.peak))
+                    .collect(),
+            )
+        };
+        if let (Some(b), Some(a)) = (peak(sb), peak(sa)) {
+            c.rows.push(info(
+                name,
+                None,
+                &format!("{key} peak"),
+                Unit::Observed,
+                b,
+                a,
+            ));
+        }
+    }
+    let Some(first) = sb.first() else {
+        return;
+    };
+    for q in &first.requests {
+        let pick = |v: &[&ScenarioResult], f: Pick| {
+            mean(
+                v.iter()
+                    .filter_map(|s| s.requests.iter().find(|r| r.name == q.name))
+                    .map(|r| f(&r.summary))
+                    .collect(),
+            )
+        };
+        let figures: [(&str, Unit, Pick); 4] = [
+            ("ok req/s", Unit::PerSecond, |s| s.ok_rps),
+            ("error rate", Unit::Share, |s| 1.0 - s.success_rate),
+            ("p50", Unit::Ms, |s| s.latency_ms.p50),
+            ("p99", Unit::Ms, |s| s.latency_ms.p99),
+        ];
+        for (metric, unit, f) in figures {
+            if let (Some(b), Some(a)) = (pick(sb, f), pick(sa, f)) {
+                c.rows.push(info(name, Some(&q.name), metric, unit, b, a));
+            }
+        }
+    }
+}
+
+fn unit(k: Kind) -> Unit {
+    match k {
+        Kind::Latency => Unit::Ms,
+        Kind::Throughput => Unit::PerSecond,
+        Kind::Errors => Unit::Share,
+    }
+}
+
+fn row(
+    scenario: &str,
+    request: Option<&str>,
+    metric: &str,
+    unit: Unit,
+    before: Option<f64>,
+    after: Option<f64>,
+) -> Row {
+    Row {
+        scenario: scenario.to_string(),
+        request: request.map(str::to_string),
+        metric: metric.to_string(),
+        unit,
+        before,
+        after,
+        change: None,
+        change_text: String::new(),
+        interval: None,
+        verdict: Verdict::Info,
+        decides: false,
+    }
+}
+
+/// A row for context: before, after and the change, no verdict.
+fn info(scenario: &str, request: Option<&str>, metric: &str, unit: Unit, b: f64, a: f64) -> Row {
+    let kind = match unit {
+        Unit::Share => Kind::Errors,
+        Unit::PerSecond => Kind::Throughput,
+        _ => Kind::Latency,
+    };
+    let mut r = row(scenario, request, metric, unit, Some(b), Some(a));
+    r.change = change(kind, b, a);
+    r.change_text = match unit {
+        Unit::Observed | Unit::Count | Unit::Level => relative_words(b, a),
+        _ => words(kind, b, a),
+    };
+    r
+}
+
+/// The change of a metric: relative for latency and throughput, absolute for the error rate.
+fn change(kind: Kind, before: f64, after: f64) -> Option<f64> {
+    match kind {
+        Kind::Errors => Some(after - before),
+        _ if before > 0.0 => Some(after / before - 1.0),
+        _ => None,
+    }
+}
+
+fn relative_words(before: f64, after: f64) -> String {
+    if before <= 0.0 {
+        return String::new();
+    }
+    let r = after / before - 1.0;
+    if r == 0.0 {
+        "same".into()
+    } else {
+        format!("{:+.1}%", r * 100.0)
+    }
+}
+
+/// The change in words: `27.5% slower`, `1.8x throughput`, `+0.30 pp errors`.
+fn words(kind: Kind, before: f64, after: f64) -> String {
+    match kind {
+        Kind::Errors => {
+            let pp = (after - before) * 100.0;
+            if pp.abs() < 0.005 {
+                "same".into()
+            } else {
+                format!("{pp:+.2} pp errors")
+            }
+        }
+        _ if before <= 0.0 => String::new(),
+        Kind::Latency => {
+            let r = (after / before - 1.0) * 100.0;
+            if r.abs() < 0.05 {
+                "same".into()
+            } else if r > 0.0 {
+                format!("{r:.1}% slower")
+            } else {
+                format!("{:.1}% faster", -r)
+            }
+        }
+        Kind::Throughput => {
+            let ratio = after / before;
+            if ratio >= 1.5 {
+                format!("{ratio:.1}x throughput")
+            } else if ratio > 0.0 && ratio <= 1.0 / 1.5 {
+                format!("{:.1}x less throughput", 1.0 / ratio)
+            } else if (ratio - 1.0).abs() < 0.0005 {
+                "same".into()
+            } else {
+                format!("{:+.1}% throughput", (ratio - 1.0) * 100.0)
+            }
+        }
+    }
+}
+
+/// `RESAMPLES` pairs of resampled figures (before, after).
+fn resample(b: &Indexed, a: &Indexed, scratch: &mut [u64]) -> Vec<(Figures, Figures)> {
+    let mut rng = Rng::new(SEED);
+    let mut picks = Vec::new();
+    (0..RESAMPLES)
+        .map(|_| {
+            blocks(b.requests.len(), &mut rng, &mut picks);
+            let fb = steady::figures(b, &picks, scratch);
+            blocks(a.requests.len(), &mut rng, &mut picks);
+            let fa = steady::figures(a, &picks, scratch);
+            (fb, fa)
+        })
+        .collect()
+}
+
+/// A circular block resample of `n` seconds into `picks`: blocks of [`BLOCK`] consecutive
+/// seconds (wrapping around) at random starts, until `n` seconds are drawn.
+fn blocks(n: usize, rng: &mut Rng, picks: &mut Vec<usize>) {
+    picks.clear();
+    while picks.len() < n {
+        let start = rng.below(n as u64) as usize;
+        for j in 0..BLOCK {
+            if picks.len() == n {
+                break;
+            }
+            picks.push((start + j) % n);
+        }
+    }
+}
+
+/// The 2.5% and 97.5% quantiles of `changes`.
+fn interval(mut changes: Vec<f64>) -> Option<(f64, f64)> {
+    if changes.is_empty() {
+        return None;
+    }
+    changes.sort_by(f64::total_cmp);
+    let at = |q: f64| changes[((q * changes.len() as f64) as usize).min(changes.len() - 1)];
+    Some((at(0.025), at(0.975)))
+}
+
+/// The verdict from the interval of the change, turned so that positive is worse.
+fn judge(kind: Kind, interval: Option<(f64, f64)>, before: f64, after: f64, t: f64) -> Verdict {
+    let Some((lo, hi)) = interval else {
+        return Verdict::Inconclusive;
+    };
+    let (worse_lo, worse_hi) = match kind {
+        Kind::Throughput => (-hi, -lo),
+        _ => (lo, hi),
+    };
+    let v = if worse_lo > t {
+        Verdict::Regressed
+    } else if worse_hi < -t {
+        Verdict::Improved
+    } else if worse_lo >= -t && worse_hi <= t {
+        Verdict::Unchanged
+    } else {
+        Verdict::Inconclusive
+    };
+    if kind == Kind::Latency && (after - before).abs() < 1.0 && v != Verdict::Inconclusive {
+        return Verdict::Unchanged;
+    }
+    v
+}
+
+/// Two searches: the maximum sustainable level (deciding), its throughput, and the knee.
+fn searches(b: &FindResult, a: &FindResult, c: &mut Comparison) {
+    let name = "search";
+    let level = |f: &FindResult| f.max_sustainable.as_ref().map(|m| m.level);
+    let mut r = row(
+        name,
+        None,
+        "max sustainable",
+        Unit::Level,
+        level(b),
+        level(a),
+    );
+    if let (Some(x), Some(y)) = (level(b), level(a)) {
+        r.change = Some(y / x - 1.0);
+        r.change_text = relative_words(x, y);
+    }
+    r.verdict = search_verdict(b, a);
+    r.decides = true;
+    c.rows.push(r);
+    let rps = |f: &FindResult| f.max_sustainable.as_ref().map(|m| m.rps);
+    if let (Some(x), Some(y)) = (rps(b), rps(a)) {
+        c.rows
+            .push(info(name, None, "ok req/s at max", Unit::PerSecond, x, y));
+    }
+    let knee = |f: &FindResult| f.knee.as_ref().map(|k| k.level);
+    if let (Some(x), Some(y)) = (knee(b), knee(a)) {
+        c.rows.push(info(name, None, "knee", Unit::Level, x, y));
+    }
+}
+
+/// A search knows its capacity between its last pass and its first failure above it.
+fn search_verdict(b: &FindResult, a: &FindResult) -> Verdict {
+    let known = |f: &FindResult| {
+        f.max_sustainable.as_ref().map(|m| {
+            let fail = m.resolution.map_or(f64::INFINITY, |r| m.level * (1.0 + r));
+            (m.level, fail)
+        })
+    };
+    match (known(b), known(a)) {
+        (Some((pass_b, _)), Some((_, fail_a))) if fail_a <= pass_b => Verdict::Regressed,
+        (Some((_, fail_b)), Some((pass_a, _))) if pass_a >= fail_b => Verdict::Improved,
+        (Some(_), Some(_)) => Verdict::Unchanged,
+        (Some(_), None) => Verdict::Regressed,
+        (None, Some(_)) => Verdict::Improved,
+        (None, None) => Verdict::Unchanged,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_follow_the_interval_and_the_tolerance() {
+        let t = 0.05;
+        let v = |kind, lo, hi, b, a| judge(kind, Some((lo, hi)), b, a, t);
+        assert_eq!(v(Kind::Latency, 0.10, 0.30, 10.0, 12.0), Verdict::Regressed);
+        assert_eq!(
+            v(Kind::Latency, -0.30, -0.10, 12.0, 10.0),
+            Verdict::Improved
+        );
+        assert_eq!(
+            v(Kind::Latency, -0.04, 0.04, 10.0, 10.1),
+            Verdict::Unchanged
+        );
+        assert_eq!(
+            v(Kind::Latency, 0.02, 0.09, 10.0, 10.5),
+            Verdict::Inconclusive
+        );
+        // Under 1 ms is never a regression, however clear.
+        assert_eq!(v(Kind::Latency, 0.50, 0.70, 1.0, 1.6), Verdict::Unchanged);
+        // Throughput: less is worse.
+        assert_eq!(
+            v(Kind::Throughput, -0.30, -0.10, 100.0, 80.0),
+            Verdict::Regressed
+        );
+        assert_eq!(
+            v(Kind::Throughput, 0.10, 0.30, 80.0, 100.0),
+            Verdict::Improved
+        );
+        // Error rate in absolute share: +0.2 to +0.4 pp against a 0.1 pp tolerance.
+        assert_eq!(
+            judge(Kind::Errors, Some((0.002, 0.004)), 0.0, 0.003, 0.001),
+            Verdict::Regressed
+        );
+    }
+
+    #[test]
+    fn changes_read_as_words() {
+        assert_eq!(words(Kind::Latency, 40.0, 51.0), "27.5% slower");
+        assert_eq!(words(Kind::Latency, 51.0, 40.0), "21.6% faster");
+        assert_eq!(words(Kind::Throughput, 100.0, 180.0), "1.8x throughput");
+        assert_eq!(words(Kind::Throughput, 100.0, 50.0), "2.0x less throughput");
+        assert_eq!(words(Kind::Throughput, 100.0, 97.0), "-3.0% throughput");
+        assert_eq!(words(Kind::Errors, 0.001, 0.004), "+0.30 pp errors");
+        assert_eq!(words(Kind::Errors, 0.0, 0.0), "same");
+    }
+
+    #[test]
+    fn block_resamples_have_the_side_s_length_and_runs_of_five() {
+        let mut rng = Rng::new(1);
+        let mut picks = Vec::new();
+        blocks(42, &mut rng, &mut picks);
+        assert_eq!(picks.len(), 42);
+        for chunk in picks.chunks(BLOCK).filter(|c| c.len() == BLOCK) {
+            for w in chunk.windows(2) {
+                assert_eq!(w[1], (w[0] + 1) % 42);
+            }
+        }
+    }
+
+    fn search(level: Option<f64>, resolution: Option<f64>) -> FindResult {
+        FindResult {
+            by: report::find::By::Connections,
+            steps: Vec::new(),
+            max_sustainable: level.map(|level| report::find::Sustained {
+                level,
+                rps: level * 100.0,
+                slo: Vec::new(),
+                resolution,
+            }),
+            knee: None,
+            usl: None,
+            diagnosis: Vec::new(),
+            findings: Vec::new(),
+            stopped: String::new(),
+            stop: None,
+        }
+    }
+
+    #[test]
+    fn a_search_regresses_only_beyond_what_it_could_resolve() {
+        let v = |b: (Option<f64>, Option<f64>), a: (Option<f64>, Option<f64>)| {
+            search_verdict(&search(b.0, b.1), &search(a.0, a.1))
+        };
+        // Before: passes 20, fails 21. After: passes 16, fails 18 (<= 20): regressed.
+        let r = |l: f64, fail: f64| (Some(l), Some(fail / l - 1.0));
+        assert_eq!(v(r(20.0, 21.0), r(16.0, 18.0)), Verdict::Regressed);
+        // After passes 19, fails 21: within what the searches resolve.
+        assert_eq!(v(r(20.0, 21.0), r(19.0, 21.0)), Verdict::Unchanged);
+        assert_eq!(v(r(16.0, 18.0), r(20.0, 21.0)), Verdict::Improved);
+        // Nothing passes any more.
+        assert_eq!(v(r(20.0, 21.0), (None, None)), Verdict::Regressed);
+        // Every level passed before (no failure seen): the after search cannot beat it.
+        assert_eq!(
+            v((Some(64.0), None), (Some(64.0), None)),
+            Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn the_interval_holds_the_middle_95_percent() {
+        let v: Vec<f64> = (0..1000).map(|i| i as f64).collect();
+        assert_eq!(interval(v), Some((25.0, 975.0)));
+        assert_eq!(interval(Vec::new()), None);
+    }
+}
