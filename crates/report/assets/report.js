@@ -25,6 +25,7 @@
     return v.toPrecision(3);
   }
   function pctLabel(x) {
+    if (x == null || !(x >= 1)) return "-";
     if (x >= 1e6) return "max";
     var p = 100 - 100 / x;
     return (Math.round(p * 1000) / 1000) + "%";
@@ -62,9 +63,14 @@
     var fg = css("--fg"), grid = css("--grid");
     var scales = { x: { time: false } };
     if (spec.x_log) scales.x.distr = 3;
+    // A percentile axis runs from 0% (x = 1) to the maximum (x = 1e6), labelled per decade.
+    if (spec.x_percentile) scales.x.range = [1, 1e6];
+    var decade = function (v) { return v != null && Math.abs(Math.log10(v) - Math.round(Math.log10(v))) < 1e-9; };
     var axes = [{
       label: spec.x_label, stroke: fg, grid: { stroke: grid },
-      values: spec.x_percentile ? function (u, ticks) { return ticks.map(pctLabel); } : undefined
+      values: spec.x_percentile
+        ? function (u, ticks) { return ticks.map(function (v) { return decade(v) ? pctLabel(v) : ""; }); }
+        : undefined
     }];
     spec.axes.forEach(function (a) {
       scales[a.scale] = a.log ? { distr: 3 } : {};

@@ -97,10 +97,11 @@ fn chart_slot(charts: &mut Vec<Chart>, c: Chart) -> String {
 /// One scenario: its figures, charts and tables.
 fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -> String {
     let mut o = String::from("<section class=\"scenario\">\n");
+    // A single run's figures are the headline's; a suite's scenarios each get their own.
     if titled {
         let _ = writeln!(o, "<h2>Scenario {}</h2>", escape(&s.name));
+        o.push_str(&tables::scenario_figures(s));
     }
-    o.push_str(&tables::scenario_figures(s));
     if let Some(why) = &s.error {
         let _ = writeln!(
             o,
