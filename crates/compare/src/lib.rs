@@ -179,9 +179,13 @@ pub struct Row {
     pub decides: bool,
 }
 
-/// A whole comparison.
+/// The schema identifier of a comparison written as JSON.
+pub const SCHEMA: &str = "brink.compare/v1";
+
+/// A whole comparison (`schemas/brink.compare.v1.json`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
+    pub schema: &'static str,
     pub before: Vec<String>,
     pub after: Vec<String>,
     /// Steady seconds per scenario: (name, before, after).

@@ -95,6 +95,7 @@ pub fn compare(
     mismatches: Vec<String>,
 ) -> Comparison {
     let mut c = Comparison {
+        schema: crate::SCHEMA,
         before: before.iter().map(|(n, _)| n.clone()).collect(),
         after: after.iter().map(|(n, _)| n.clone()).collect(),
         steady_seconds: Vec::new(),

@@ -70,6 +70,15 @@ fn compare(args: &[&Path], extra: &[&str]) -> (Option<i32>, Value, String) {
     )
 }
 
+/// The committed schema describes real output.
+fn assert_schema(c: &Value) {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../../schemas/brink.compare.v1.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let problems: Vec<String> = validator.iter_errors(c).map(|e| e.to_string()).collect();
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
 fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
     c["rows"]
         .as_array()
@@ -102,6 +111,7 @@ fn compare_knows_a_regression_from_noise() {
 
     let (code, c, err) = compare(&[&p("a.json"), &p("b.json")], &allow);
     assert_eq!(code, Some(0), "{c}\n{err}");
+    assert_schema(&c);
     assert!(
         c["mismatches"]
             .as_array()
@@ -203,6 +213,7 @@ fn runs_with_different_load_are_not_compared() {
     assert_eq!(code, Some(0));
     assert_eq!(row(&c, "p99")["verdict"], "insufficient_data");
     assert_eq!(c["mismatches"].as_array().unwrap().len(), 2, "{c}");
+    assert_schema(&c);
     brink()
         .args(["compare", "--tolerance", "p42=5%"])
         .arg(&a)

@@ -202,6 +202,19 @@ fn a_search_page_marks_its_levels_and_its_steps_go_to_csv() {
     assert_eq!(r["find"]["steps"].as_array().unwrap().len(), 3);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("Capacity search") && page.contains("max sustainable"));
+
+    // A search compares by its maximum sustainable level; against itself, unchanged.
+    let out = brink()
+        .args(["compare", "--format", "json"])
+        .arg(&json)
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["rows"][0]["metric"], "max sustainable", "{c}");
+    assert_eq!(c["rows"][0]["verdict"], "unchanged", "{c}");
+    assert_eq!(c["rows"][0]["decides"], true, "{c}");
     if let Some(seen) = open_in_browser(&html) {
         assert_page_sound(&html, &seen);
         assert!(seen["text"]
