@@ -29,6 +29,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Turn a result file into an HTML report and/or CSV.
     Report(ReportArgs),
+    /// The recorded runs, newest first (`rm ID`, `baseline ID` change them).
+    History(HistoryArgs),
+    /// A recorded run's summary again: ID, latest or latest~N (`--json`: the stored result).
+    Show(ShowArgs),
     /// Compare results before and after a change: steady-state figures, 95% intervals by
     /// resampling, and a verdict per metric (exit 1 when p99, errors or throughput regressed).
     Compare(CompareArgs),
@@ -131,6 +135,18 @@ pub struct RunArgs {
     /// Print nothing but errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// The run history file (default: $BRINK_HISTORY, else ~/.local/share/brink/history.db).
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+    /// Do not record this run in the history.
+    #[arg(long = "no-history", conflicts_with = "history")]
+    pub no_history: bool,
+    /// Tag the run in the history, KEY=VALUE (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// A note kept with the run in the history.
+    #[arg(long)]
+    pub note: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -195,15 +211,64 @@ pub struct DemoArgs {
 }
 
 #[derive(Args, Debug, Clone)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub action: Option<HistoryAction>,
+    /// Only runs against this target URL.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only runs with this tag, KEY=VALUE (repeatable: all must match).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Only runs of this scenario (or plan scenario list) name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// At most this many runs.
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    /// Print the runs as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The history file (default: $BRINK_HISTORY, else ~/.local/share/brink/history.db).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum HistoryAction {
+    /// Delete a run (ID, latest or latest~N) and everything recorded with it.
+    Rm { run: String },
+    /// Mark a run as the baseline of its target and name (`brink compare baseline latest`).
+    Baseline { run: String },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ShowArgs {
+    /// ID, latest or latest~N.
+    #[arg(default_value = "latest")]
+    pub run: String,
+    /// Print the stored result (schema brink.result/v1).
+    #[arg(long)]
+    pub json: bool,
+    /// The history file (default: $BRINK_HISTORY, else ~/.local/share/brink/history.db).
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// BEFORE.json AFTER.json (or several files per side with --before and --after).
-    pub files: Vec<PathBuf>,
+    /// BEFORE AFTER: result files or history runs (ID, latest, latest~N, baseline: the
+    /// baseline of the other run's target and name). Several per side with --before/--after.
+    pub files: Vec<String>,
     /// A result from before the change (repeatable: runs are put one after another).
     #[arg(long)]
-    pub before: Vec<PathBuf>,
+    pub before: Vec<String>,
     /// A result from after the change (repeatable).
     #[arg(long)]
-    pub after: Vec<PathBuf>,
+    pub after: Vec<String>,
+    /// The history file that ids are read from.
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
     /// table, md (a Markdown table for a pull-request comment) or json.
     #[arg(long, default_value = "table", value_parser = ["table", "md", "json"])]
     pub format: String,
@@ -218,8 +283,12 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct ReportArgs {
-    /// A result file written by `run`, `find` or `demo` with --json.
-    pub result: PathBuf,
+    /// A result file written by `run`, `find` or `demo` with --json, or a history run (ID,
+    /// latest, latest~N).
+    pub result: String,
+    /// The history file that ids are read from.
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
     /// Write the self-contained HTML report here.
     #[arg(long)]
     pub html: Option<PathBuf>,

@@ -14,3 +14,9 @@ pub fn emit(text: &str) {
 macro_rules! emitln {
     ($($arg:tt)*) => { $crate::console::emit(&format!("{}\n", format_args!($($arg)*))) };
 }
+
+/// A one-line warning on stderr (`warning: ...`); a closed stderr is ignored too.
+pub fn warn(text: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "warning: {text}");
+}

@@ -6,6 +6,7 @@ mod console;
 mod exit;
 mod output;
 mod progress;
+mod record;
 mod resolve;
 mod signals;
 mod sinks;

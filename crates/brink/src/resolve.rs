@@ -58,6 +58,8 @@ pub struct Session {
     pub files: crate::output::Files,
     /// What is observed on the server, if anything.
     pub observing: Option<Observing>,
+    /// Where the run is recorded.
+    pub recording: crate::record::Recording,
 }
 
 /// A checked `brink run` (and the run part of `find` and `demo`).
@@ -85,7 +87,30 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig, Fail> {
                 csv: a.csv.clone(),
             },
             observing: observing(a)?,
+            recording: recording(a)?,
         },
+    })
+}
+
+/// `--history`, `--no-history`, `--tag`, `--note` (and `BRINK_HISTORY`).
+pub fn recording(a: &RunArgs) -> Result<crate::record::Recording, Fail> {
+    let tags = a
+        .tags
+        .iter()
+        .map(|t| match t.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            _ => Err(Fail::input(format!("--tag '{t}': expected KEY=VALUE"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let path = if a.no_history {
+        None
+    } else {
+        a.history.clone().or_else(history::default_path)
+    };
+    Ok(crate::record::Recording {
+        path,
+        tags,
+        note: a.note.clone(),
     })
 }
 

@@ -8,6 +8,30 @@ use crate::progress::Progress;
 use report::find::By;
 use runner::{Event, Sink, Sinks};
 
+/// Prints a finished result as the terminal summary shows it at the end of a run (`brink
+/// show`): every scenario's summary and the suite's table, or the search's table and findings.
+pub fn print_result(r: &report::RunResult) {
+    match &r.find {
+        Some(f) => {
+            let columns: Vec<String> = f
+                .steps
+                .iter()
+                .flat_map(|s| s.observed.keys().cloned())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            emit(&report::find::by_level(f, &columns));
+            emit(&report::find::render_summary(f));
+        }
+        None => {
+            for s in &r.scenarios {
+                emit(&report::render(s));
+            }
+            emit(&report::suite_table(r));
+        }
+    }
+}
+
 /// The sinks for `quiet` (nothing on the terminal) and `files`, which are prepared now so an
 /// unwritable path fails before any load.
 pub fn standard(quiet: bool, files: &Files) -> Result<Sinks, Fail> {

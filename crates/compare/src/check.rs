@@ -1,5 +1,5 @@
 //! Whether runs can be compared at all: the same target, method, load model and level, and
-//! durations within 10%. Each difference is one line naming the files and the values.
+//! durations within 10% (or, for runs bounded by a request count, the same count). Each difference is one line naming the files and the values.
 
 use report::{LoadInfo, RunResult, ScenarioResult};
 
@@ -63,6 +63,18 @@ fn differences(a: &RunResult, b: &RunResult, say: &mut dyn FnMut(String)) {
             &mut scoped,
         );
         same_load(&x.load, &y.load, &mut scoped);
+        // A run bounded by a request count (-n) takes what it takes: the counts must match.
+        if x.load.requests.is_some() || y.load.requests.is_some() {
+            if x.load.requests != y.load.requests {
+                let n = |v: Option<u64>| v.map_or("no limit".to_string(), |n| n.to_string());
+                scoped(format!(
+                    "request counts {} vs {}",
+                    n(x.load.requests),
+                    n(y.load.requests)
+                ));
+            }
+            continue;
+        }
         let (dx, dy) = (x.summary.duration_s, y.summary.duration_s);
         if dx.max(dy) > 0.0 && (dx - dy).abs() / dx.max(dy) > 0.10 {
             scoped(format!(

@@ -19,5 +19,5 @@ pub use result::{
     TargetInfo, SCHEMA,
 };
 pub use sla::suite_table;
-pub use terminal::render;
+pub use terminal::{describe_load, render};
 pub use time::rfc3339_utc;

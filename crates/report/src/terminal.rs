@@ -181,7 +181,7 @@ pub fn render(r: &ScenarioResult) -> String {
 }
 
 /// The load in words: `closed model: 16 connections, 30s`.
-pub(crate) fn describe_load(l: &crate::LoadInfo) -> String {
+pub fn describe_load(l: &crate::LoadInfo) -> String {
     let mut d = match (l.model.as_str(), l.rate) {
         ("open", Some(rate)) => format!(
             "open model: {rate} req/s, up to {} connections",

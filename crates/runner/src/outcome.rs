@@ -81,33 +81,7 @@ pub fn scenario_result(
         requests,
         slo_passed: (!slo.is_empty()).then(|| slo.iter().all(|s| s.pass)),
         slo,
-        timeseries: out
-            .seconds
-            .iter()
-            .map(|x| SecondRow {
-                t: x.t,
-                requests: x.requests,
-                ok: x.ok,
-                errors: x.errors,
-                p50: x.latency.p50,
-                p90: x.latency.p90,
-                p99: x.latency.p99,
-                max: x.latency.max,
-                target: x.target,
-                connects: x.connects,
-                connect_p99: x.connect.map(|c| c.p99),
-                tls_p99: x.tls.map(|c| c.p99),
-                latency_hdr: x.latency_hdr.clone(),
-                service_hdr: x.service_hdr.clone(),
-                observed: BTreeMap::new(),
-                status: x.status.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
-                errors_by_kind: x
-                    .errors_by_kind
-                    .iter()
-                    .map(|(k, n)| (k.to_string(), *n))
-                    .collect(),
-            })
-            .collect(),
+        timeseries: out.seconds.iter().map(second_row).collect(),
         observed: BTreeMap::new(),
         refused,
         extract_failures,
@@ -141,7 +115,8 @@ fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
 }
 
 /// The summary of `totals` over `duration_s` seconds.
-fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
+/// What a run's load was, as the result describes it.
+pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
     let (model, curve) = match &spec.load {
         Load::Closed { connections } => ("closed", connections),
         Load::Open { rate, .. } => ("open", rate),
@@ -171,5 +146,32 @@ fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
         requests: spec.max_requests,
         threads,
         timeout_s: spec.timeout.as_secs_f64(),
+    }
+}
+
+/// One second of a run as the result stores it.
+pub fn second_row(x: &engine::Second) -> SecondRow {
+    SecondRow {
+        t: x.t,
+        requests: x.requests,
+        ok: x.ok,
+        errors: x.errors,
+        p50: x.latency.p50,
+        p90: x.latency.p90,
+        p99: x.latency.p99,
+        max: x.latency.max,
+        target: x.target,
+        connects: x.connects,
+        connect_p99: x.connect.map(|c| c.p99),
+        tls_p99: x.tls.map(|c| c.p99),
+        latency_hdr: x.latency_hdr.clone(),
+        service_hdr: x.service_hdr.clone(),
+        observed: BTreeMap::new(),
+        status: x.status.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+        errors_by_kind: x
+            .errors_by_kind
+            .iter()
+            .map(|(k, n)| (k.to_string(), *n))
+            .collect(),
     }
 }

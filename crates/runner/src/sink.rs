@@ -38,6 +38,8 @@ pub enum Event<'a> {
     StepDone(&'a StepRow),
     /// The whole result, once, at the end.
     Finished(&'a RunResult),
+    /// The command's exit code, once known (after `Finished`).
+    Exit(i32),
 }
 
 /// Something that consumes a command's events.

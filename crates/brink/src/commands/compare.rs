@@ -2,16 +2,15 @@
 //! results, refuses runs that are not comparable (unless `--allow-mismatch`), and prints the
 //! comparison; exit 1 when a deciding metric regressed.
 
-use super::report::read_result;
+use super::report::load;
 use crate::cli::CompareArgs;
 use crate::emitln;
 use crate::exit::{Fail, REGRESSED};
 use compare::{Format, Tolerances};
 use report::RunResult;
-use std::path::PathBuf;
 
-/// The two sides from the arguments: two positional files, or `--before`/`--after` lists.
-fn sides(a: &CompareArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Fail> {
+/// The two sides from the arguments: two positional results, or `--before`/`--after` lists.
+fn sides(a: &CompareArgs) -> Result<(Vec<String>, Vec<String>), Fail> {
     match (a.files.len(), a.before.is_empty() && a.after.is_empty()) {
         (2, true) => Ok((vec![a.files[0].clone()], vec![a.files[1].clone()])),
         (0, false) if !a.before.is_empty() && !a.after.is_empty() => {
@@ -26,11 +25,29 @@ fn sides(a: &CompareArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Fail> {
     }
 }
 
-fn load(paths: &[PathBuf]) -> Result<Vec<(String, RunResult)>, Fail> {
-    paths
-        .iter()
-        .map(|p| Ok((p.display().to_string(), read_result(p)?)))
-        .collect()
+/// One side of a comparison: each result with the name it is shown by.
+type Side = Vec<(String, RunResult)>;
+
+/// Loads both sides; `baseline` on one side is the baseline of the first history run on the
+/// other.
+fn load_sides(a: &CompareArgs, before: &[String], after: &[String]) -> Result<(Side, Side), Fail> {
+    let h = a.history.as_deref();
+    let first_id = |side: &[String]| -> Result<Option<i64>, Fail> {
+        for spec in side.iter().filter(|s| *s != "baseline") {
+            if let (_, _, Some(id)) = load(spec, h, None)? {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
+    };
+    let (b_id, a_id) = (first_id(before)?, first_id(after)?);
+    let side = |specs: &[String], other: Option<i64>| -> Result<Side, Fail> {
+        specs
+            .iter()
+            .map(|s| load(s, h, other).map(|(name, r, _)| (name, r)))
+            .collect()
+    };
+    Ok((side(before, a_id)?, side(after, b_id)?))
 }
 
 pub fn compare_cmd(a: &CompareArgs) -> Result<i32, Fail> {
@@ -41,7 +58,7 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<i32, Fail> {
     }
     let format = Format::parse(&a.format)
         .ok_or_else(|| Fail::input(format!("--format {}: use table, md or json", a.format)))?;
-    let (before, after) = (load(&before)?, load(&after)?);
+    let (before, after) = load_sides(a, &before, &after)?;
     let mismatches = compare::check(&before, &after);
     if !mismatches.is_empty() && !a.allow_mismatch {
         return Err(Fail::input(format!(

@@ -159,6 +159,22 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
 pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, Fail> {
     runner::preflight(std::slice::from_ref(&job))?;
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
+    let how = format!(
+        "by {} from {} to {}",
+        search.by.name(),
+        search.by.cell(search.from),
+        search.by.cell(search.to)
+    );
+    let meta = crate::record::meta(
+        "find",
+        std::slice::from_ref(&job),
+        Some(how),
+        &session.recording,
+    );
+    sinks.push(Box::new(crate::record::Recorder::new(
+        &session.recording,
+        meta,
+    )));
     let interrupt = crate::signals::install_signals()?;
     let result = runner::search_job(
         &job,
@@ -169,9 +185,17 @@ pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, F
         &mut sinks,
     )?;
     sinks.emit(&Event::Finished(&result))?;
-    if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
-        return Ok(INTERRUPTED);
-    }
+    let code = if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+        INTERRUPTED
+    } else {
+        search_code(&result)
+    };
+    sinks.show(&Event::Exit(code));
+    Ok(code)
+}
+
+/// 1 when the service got stuck or no level held the objectives, else 0.
+fn search_code(result: &report::RunResult) -> i32 {
     let find = result.find.as_ref();
     let stuck = find.is_some_and(|f| {
         f.findings
@@ -179,5 +203,9 @@ pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, F
             .any(|x| matches!(x, Finding::Stuck { .. }))
     });
     let passed_any = find.is_some_and(|f| f.max_sustainable.is_some());
-    Ok(if stuck || !passed_any { SLO_FAILED } else { 0 })
+    if stuck || !passed_any {
+        SLO_FAILED
+    } else {
+        0
+    }
 }

@@ -1,10 +1,11 @@
-//! The commands, one module each: `run`, `find`, `validate`, `demo`, `report` and `compare`. Each takes its raw
+//! The commands, one module each: `run`, `find`, `validate`, `demo`, `report`, `compare`, `history` and `show`. Each takes its raw
 //! arguments (cli.rs), checks them into a configuration, runs, and returns the exit code or a
 //! [`Fail`].
 
 mod compare;
 mod demo;
 mod find;
+mod history;
 mod report;
 mod run;
 mod validate;
@@ -20,5 +21,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
         Command::Demo(a) => demo::demo_cmd(&a),
         Command::Report(a) => report::report_cmd(&a),
         Command::Compare(a) => compare::compare_cmd(&a),
+        Command::History(a) => history::history_cmd(&a),
+        Command::Show(a) => history::show_cmd(&a),
     }
 }

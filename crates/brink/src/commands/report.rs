@@ -5,6 +5,7 @@ use crate::cli::ReportArgs;
 use crate::exit::Fail;
 use crate::output::{write_result, Files};
 use report::RunResult;
+use std::path::Path;
 
 /// Reads a result file: one line naming the file and what is wrong with it.
 pub(super) fn read_result(path: &std::path::Path) -> Result<RunResult, Fail> {
@@ -31,6 +32,46 @@ pub(super) fn read_result(path: &std::path::Path) -> Result<RunResult, Fail> {
         .map_err(|e| Fail::input(format!("{}: not a brink result: {e}", path.display())))
 }
 
+/// Whether `spec` names a history run rather than a file: an id, `latest`, `latest~N` or
+/// `baseline`, and no such file.
+fn is_run(spec: &str) -> bool {
+    !Path::new(spec).exists()
+        && (spec.parse::<i64>().is_ok() || spec.starts_with("latest") || spec == "baseline")
+}
+
+/// A result from a file or the history; `other` is the run `baseline` is the baseline of.
+pub(super) fn load(
+    spec: &str,
+    history: Option<&Path>,
+    other: Option<i64>,
+) -> Result<(String, RunResult, Option<i64>), Fail> {
+    if !is_run(spec) {
+        return Ok((spec.to_string(), read_result(Path::new(spec))?, None));
+    }
+    let h = super::history::open(history)?;
+    let fail = |e: history::Error| Fail::input(format!("history: {e}"));
+    let id = if spec == "baseline" {
+        let of = other.ok_or_else(|| {
+            Fail::input(
+                "baseline: compare it with a run from the history (brink compare baseline latest)",
+            )
+        })?;
+        h.baseline_of(of).map_err(fail)?.ok_or_else(|| {
+            Fail::input(format!(
+                "baseline: run {of}'s target and name have no baseline (brink history baseline ID)"
+            ))
+        })?
+    } else {
+        h.resolve(spec).map_err(fail)?
+    };
+    let result = h.result(id).map_err(fail)?.ok_or_else(|| {
+        Fail::input(format!(
+            "run {id} has no result: it is still running or ended without one"
+        ))
+    })?;
+    Ok((format!("run {id}"), result, Some(id)))
+}
+
 pub fn report_cmd(a: &ReportArgs) -> Result<i32, Fail> {
     let files = Files {
         json: None,
@@ -42,7 +83,7 @@ pub fn report_cmd(a: &ReportArgs) -> Result<i32, Fail> {
             "nothing to write: give --html FILE and/or --csv FILE",
         ));
     }
-    let result = read_result(&a.result)?;
+    let (_, result, _) = load(&a.result, a.history.as_deref(), None)?;
     for (kind, out) in files.prepare()? {
         write_result(kind, out, &result)?;
     }

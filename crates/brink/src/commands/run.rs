@@ -42,6 +42,11 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     let RunConfig { jobs, session } = run_config(a)?;
     runner::preflight(&jobs)?;
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
+    let meta = crate::record::meta("run", &jobs, None, &session.recording);
+    sinks.push(Box::new(crate::record::Recorder::new(
+        &session.recording,
+        meta,
+    )));
     let interrupt = install_signals()?;
     let sampler = runner::start_observing(session.observing.as_ref());
     let result = runner::run_jobs(jobs, &interrupt, &mut sinks, session.seed, sampler.as_ref());
@@ -50,12 +55,14 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     }
     let result = result?;
     sinks.emit(&Event::Finished(&result))?;
-    if let Some((name, why)) = result
+    let code = match result
         .scenarios
         .iter()
         .find_map(|s| Some((&s.name, s.error.as_ref()?)))
     {
-        return Err(Fail::input(format!("scenario '{name}': {why}")));
-    }
-    verdict(&result)
+        Some((name, why)) => Err(Fail::input(format!("scenario '{name}': {why}"))),
+        None => verdict(&result),
+    };
+    sinks.show(&Event::Exit(code.as_ref().map_or_else(|f| f.code, |c| *c)));
+    code
 }

@@ -1,6 +1,15 @@
 //! One integration-test binary, organised by topic. Every test runs real servers from `testkit`
 //! on 127.0.0.1 port 0; load is bounded by requests and time.
 
+/// Every brink these tests start records its runs in a history file of this test process
+/// (under cargo's target directory), never in the user's own history.
+#[ctor::ctor]
+fn isolate_history() {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("history-{}.db", std::process::id()));
+    std::env::set_var("BRINK_HISTORY", path);
+}
+
 mod accuracy;
 mod bounds;
 mod cli;
@@ -9,6 +18,7 @@ mod engine_runs;
 mod examples;
 mod find;
 mod hardening;
+mod history;
 mod plans;
 mod protocols;
 mod reports;

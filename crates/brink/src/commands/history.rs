@@ -1,0 +1,151 @@
+//! `brink history` (list, `rm`, `baseline`) and `brink show`: the recorded runs, newest first,
+//! and one run's terminal summary again (or its stored result with `--json`).
+
+use crate::cli::{HistoryAction, HistoryArgs, ShowArgs};
+use crate::emitln;
+use crate::exit::Fail;
+use history::{Filter, History, Run};
+use report::{fmt_count, fmt_ms, fmt_rate};
+use std::path::Path;
+
+/// Opens the history at `path` (or the default place) for reading or changing it.
+pub fn open(path: Option<&Path>) -> Result<History, Fail> {
+    let path = path
+        .map(Path::to_path_buf)
+        .or_else(history::default_path)
+        .ok_or_else(|| Fail::input("no history: set --history PATH or BRINK_HISTORY"))?;
+    History::open(&path).map_err(|e| Fail::input(format!("history: {e}")))
+}
+
+fn fail(e: history::Error) -> Fail {
+    Fail::input(format!("history: {e}"))
+}
+
+pub fn history_cmd(a: &HistoryArgs) -> Result<i32, Fail> {
+    let h = open(a.history.as_deref())?;
+    match &a.action {
+        Some(HistoryAction::Rm { run }) => {
+            let id = h.resolve(run).map_err(fail)?;
+            h.remove(id).map_err(fail)?;
+            emitln!("removed run {id}");
+            Ok(0)
+        }
+        Some(HistoryAction::Baseline { run }) => {
+            let id = h.resolve(run).map_err(fail)?;
+            h.set_baseline(id).map_err(fail)?;
+            let r = h.run(id).map_err(fail)?.unwrap_or_default();
+            emitln!("run {id} is the baseline of {} ({})", r.target, r.name);
+            Ok(0)
+        }
+        None => list(&h, a),
+    }
+}
+
+fn list(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
+    let tags = a
+        .tags
+        .iter()
+        .map(|t| {
+            t.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| Fail::input(format!("--tag '{t}': expected KEY=VALUE")))
+        })
+        .collect::<Result<_, _>>()?;
+    let runs = h
+        .list(&Filter {
+            target: a.target.clone(),
+            name: a.name.clone(),
+            tags,
+            limit: a.limit,
+        })
+        .map_err(fail)?;
+    if a.json {
+        emitln!(
+            "{}",
+            serde_json::to_string_pretty(&runs).unwrap_or_else(|_| "[]".into())
+        );
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        emitln!("no runs recorded in {}", h.path().display());
+        return Ok(0);
+    }
+    emitln!(
+        "{:>5}  {:<20} {:<5} {:<24} {:<36} {:>10} {:>9} {:>9} {:>7}  verdict",
+        "id",
+        "started",
+        "cmd",
+        "name",
+        "target",
+        "requests",
+        "ok req/s",
+        "p99",
+        "errors"
+    );
+    for r in &runs {
+        emitln!("{}", line(r));
+    }
+    Ok(0)
+}
+
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// One run as a table line.
+fn line(r: &Run) -> String {
+    let verdict = match (r.status.as_str(), r.slo_passed, r.interrupted) {
+        ("running", _, _) => "running".to_string(),
+        ("failed", _, _) => "failed".to_string(),
+        (_, _, true) => "interrupted".to_string(),
+        (_, Some(true), _) => "PASS".to_string(),
+        (_, Some(false), _) => "FAIL".to_string(),
+        _ => "-".to_string(),
+    };
+    let extra = match (r.max_sustainable, r.baseline) {
+        (Some(m), b) => format!(" max {m}{}", if b { " baseline" } else { "" }),
+        (None, true) => " baseline".to_string(),
+        (None, false) => String::new(),
+    };
+    format!(
+        "{:>5}  {:<20} {:<5} {:<24} {:<36} {:>10} {:>9} {:>9} {:>7}  {verdict}{extra}",
+        r.id,
+        cut(&r.started_at, 20),
+        r.command,
+        cut(&r.name, 24),
+        cut(&r.target, 36),
+        r.requests
+            .map_or("-".into(), |n| fmt_count(n.max(0) as u64)),
+        r.ok_rps.map_or("-".into(), fmt_rate),
+        r.p99_ms.map_or("-".into(), fmt_ms),
+        r.error_rate
+            .map_or("-".into(), |e| format!("{:.2}%", e * 100.0)),
+    )
+}
+
+pub fn show_cmd(a: &ShowArgs) -> Result<i32, Fail> {
+    let h = open(a.history.as_deref())?;
+    let id = h.resolve(&a.run).map_err(fail)?;
+    let Some(result) = h.result(id).map_err(fail)? else {
+        let r = h.run(id).map_err(fail)?.unwrap_or_default();
+        return Err(Fail::input(format!(
+            "run {id} has no result ({}): it is still running or ended without one",
+            r.status
+        )));
+    };
+    if a.json {
+        emitln!(
+            "{}",
+            serde_json::to_string_pretty(&result).unwrap_or_else(|_| "{}".into())
+        );
+    } else {
+        crate::sinks::print_result(&result);
+    }
+    Ok(0)
+}

@@ -1,0 +1,224 @@
+//! The run history end to end against real SQLite files: runs are recorded with their tags,
+//! note, git commit and exit code; `history`, `show`, `report` and `compare` read them by id,
+//! `latest~N` and `baseline`; seconds are written while a run goes (a killed run keeps them);
+//! two processes recording at once lose nothing; a history that cannot be written warns once
+//! and changes nothing else.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn brink(history: &Path) -> Command {
+    let mut c = Command::cargo_bin("brink").expect("binary built");
+    c.env("BRINK_HISTORY", history);
+    c
+}
+
+fn stdout_json(c: &mut Command) -> Value {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+#[test]
+fn runs_are_recorded_listed_shown_and_compared_by_id() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let json = dir.path().join("r.json");
+    for (tag, note) in [("env=ci", "first"), ("env=prod", "second")] {
+        brink(&h)
+            .args(["run", &srv.url("/"), "-c", "2", "-n", "200", "-q"])
+            .args(["--tag", tag, "--note", note, "--json"])
+            .arg(&json)
+            .timeout(Duration::from_secs(30))
+            .assert()
+            .code(0);
+    }
+    let runs = stdout_json(brink(&h).args(["history", "--json"]));
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let (latest, first) = (&runs[0], &runs[1]);
+    assert!(latest["id"].as_i64() > first["id"].as_i64(), "newest first");
+    assert_eq!(latest["note"], "second");
+    assert_eq!(latest["tags"], serde_json::json!([["env", "prod"]]));
+    assert_eq!(latest["status"], "done");
+    assert_eq!(latest["exit_code"], 0);
+    assert_eq!(latest["requests"], 200);
+    assert_eq!(latest["command"], "run");
+    assert_eq!(latest["target"], srv.url("/"));
+    let in_git = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert_eq!(latest["git_commit"].is_string(), in_git, "{latest}");
+
+    let by_tag = stdout_json(brink(&h).args(["history", "--json", "--tag", "env=ci"]));
+    assert_eq!(by_tag.as_array().unwrap().len(), 1);
+    assert_eq!(by_tag[0]["note"], "first");
+
+    // `show --json` is the stored result: the same as the --json file of that run.
+    let shown = stdout_json(brink(&h).args(["show", "latest", "--json"]));
+    let file: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        shown["summary"]["latency_hdr"],
+        file["summary"]["latency_hdr"]
+    );
+    assert_eq!(shown["seed"], file["seed"]);
+    brink(&h)
+        .args(["show", "latest~1"])
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains(format!("GET {}", srv.url("/"))));
+
+    // The table lists both; report and compare take ids.
+    brink(&h)
+        .arg("history")
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains(srv.url("/")));
+    let page = dir.path().join("r.html");
+    brink(&h)
+        .args(["report", "latest", "--html"])
+        .arg(&page)
+        .assert()
+        .code(0);
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .contains("<!doctype html>"));
+    let first_id = first["id"].as_i64().unwrap().to_string();
+    brink(&h)
+        .args(["compare", "baseline", "latest"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no baseline"));
+    brink(&h)
+        .args(["history", "baseline", &first_id])
+        .assert()
+        .code(0);
+    let c = stdout_json(brink(&h).args(["compare", "baseline", "latest", "--format", "json"]));
+    assert_eq!(c["before"][0], format!("run {first_id}"));
+    assert_eq!(c["after"][0], format!("run {}", latest["id"]));
+
+    brink(&h).args(["history", "rm", "latest"]).assert().code(0);
+    let runs = stdout_json(brink(&h).args(["history", "--json"]));
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    assert_eq!(runs[0]["baseline"], true);
+    brink(&h)
+        .args(["show", "99"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no run 99"));
+}
+
+/// The recorded seconds of the only run in `h`, and its status.
+fn recorded(h: &Path) -> (usize, String) {
+    let db = history::History::open(h).unwrap();
+    let runs = db.list(&history::Filter::default()).unwrap();
+    let run = runs.first().expect("a run was recorded");
+    (db.seconds(run.id, 0).unwrap().len(), run.status.clone())
+}
+
+#[test]
+fn seconds_are_kept_as_the_run_goes_even_when_it_is_killed() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_HISTORY", &h)
+        .args(["run", &srv.url("/"), "-c", "2", "-d", "30s", "-q"])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut seen = 0;
+    while Instant::now() < deadline && seen < 3 {
+        std::thread::sleep(Duration::from_millis(300));
+        if h.exists() {
+            seen = std::panic::catch_unwind(|| recorded(&h).0).unwrap_or(0);
+        }
+    }
+    assert!(seen >= 3, "seconds appear while the run goes");
+    assert_eq!(recorded(&h).1, "running");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (after_kill, status) = recorded(&h);
+    assert!(after_kill >= seen, "{after_kill} < {seen}");
+    assert_eq!(status, "running", "a killed run could not say more");
+}
+
+#[test]
+fn two_processes_recording_at_once_lose_nothing() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            let out = dir.path().join(format!("r{i}.json"));
+            let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+                .env("BRINK_HISTORY", &h)
+                .args(["run", &srv.url("/"), "-c", "2", "-d", "3s", "-q", "--json"])
+                .arg(&out)
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    let db_path = h.clone();
+    let mut seconds_by_result = Vec::new();
+    for (mut child, out) in children {
+        assert!(child.wait().unwrap().success());
+        let r: Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
+        seconds_by_result.push(r["timeseries"].as_array().unwrap().len());
+    }
+    let db = history::History::open(&db_path).unwrap();
+    let runs = db.list(&history::Filter::default()).unwrap();
+    assert_eq!(runs.len(), 2);
+    let mut recorded: Vec<usize> = runs
+        .iter()
+        .map(|r| db.seconds(r.id, 0).unwrap().len())
+        .collect();
+    recorded.sort();
+    seconds_by_result.sort();
+    assert_eq!(recorded, seconds_by_result);
+    assert!(runs
+        .iter()
+        .all(|r| r.status == "done" && r.exit_code == Some(0)));
+}
+
+#[test]
+fn a_history_that_cannot_be_written_changes_nothing_else() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let corrupt = dir.path().join("corrupt.db");
+    std::fs::write(&corrupt, vec![b'x'; 8192]).unwrap();
+    let json = dir.path().join("r.json");
+    for history in [corrupt.as_path(), Path::new("/proc/no/such/dir/history.db")] {
+        let out = brink(history)
+            .args(["run", &srv.url("/"), "-c", "2", "-n", "100", "-q", "--json"])
+            .arg(&json)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.matches("warning: run history not kept").count(),
+            1,
+            "warned once: {err}"
+        );
+        let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(r["summary"]["requests"], 100);
+    }
+    // --no-history records nothing at all.
+    let h = dir.path().join("none.db");
+    brink(&h)
+        .args(["run", &srv.url("/"), "-n", "10", "-q", "--no-history"])
+        .assert()
+        .code(0);
+    assert!(!h.exists());
+}

@@ -1,0 +1,395 @@
+//! Every run kept: an embedded SQLite database (one file, WAL mode, a busy timeout) where each
+//! `run`, `find` and suite is recorded as it goes (its per-second rows while it runs, so a crash
+//! keeps what was measured and a live view can follow it) and then in full (the result JSON is
+//! the source of truth; indexed columns list and filter runs without parsing it). Several brink
+//! processes may write and read the same file at once. The schema has a version
+//! (`PRAGMA user_version`) and migrations from the first release on.
+//!
+//! Nothing here knows the command line or the engine: the binary records through a sink, and a
+//! web view reads through the same functions.
+
+mod meta;
+mod schema;
+
+pub use meta::{git_info, hostname, Meta};
+
+use report::{RunResult, SecondRow};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Why the history could not be used.
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Error {
+        Error(e.to_string())
+    }
+}
+
+/// Where the history lives unless told otherwise: `$BRINK_HISTORY`, else
+/// `$XDG_DATA_HOME/brink/history.db`, else `~/.local/share/brink/history.db`.
+pub fn default_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("BRINK_HISTORY").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")))?;
+    Some(data.join("brink").join("history.db"))
+}
+
+/// One run as listed: the indexed columns.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Run {
+    pub id: i64,
+    pub started_at: String,
+    /// `running`, `done`, or `failed` (the command ended without a result).
+    pub status: String,
+    pub command: String,
+    pub name: String,
+    pub target: String,
+    pub method: String,
+    pub load_model: String,
+    pub load_level: String,
+    pub duration_s: Option<f64>,
+    pub requests: Option<i64>,
+    pub ok_rps: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub error_rate: Option<f64>,
+    pub slo_passed: Option<bool>,
+    pub max_sustainable: Option<f64>,
+    pub interrupted: bool,
+    pub exit_code: Option<i64>,
+    pub brink_version: String,
+    pub git_commit: Option<String>,
+    pub git_branch: Option<String>,
+    pub host: String,
+    pub note: Option<String>,
+    pub baseline: bool,
+    pub tags: Vec<(String, String)>,
+}
+
+/// Which runs to list.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub target: Option<String>,
+    pub name: Option<String>,
+    pub tags: Vec<(String, String)>,
+    pub limit: usize,
+}
+
+/// An open history file.
+pub struct History {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl History {
+    /// Opens (creating it and its directory if needed) and migrates the history at `path`.
+    pub fn open(path: &Path) -> Result<History, Error> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error(format!("{}: {e}", dir.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| Error(format!("{}: {e}", path.display())))?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        schema::migrate(&conn).map_err(|e| Error(format!("{}: {e}", path.display())))?;
+        Ok(History {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records the start of a run; returns its id.
+    pub fn begin(&self, m: &Meta) -> Result<i64, Error> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "INSERT INTO runs (started_at, status, command, name, target, method, load_model,
+                load_level, brink_version, git_commit, git_branch, host, note, interrupted, baseline)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, 0)",
+            params![
+                m.started_at,
+                m.command,
+                m.name,
+                m.target,
+                m.method,
+                m.load_model,
+                m.load_level,
+                env!("CARGO_PKG_VERSION"),
+                m.git_commit,
+                m.git_branch,
+                m.host,
+                m.note,
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        for (k, v) in &m.tags {
+            tx.execute(
+                "INSERT INTO tags (run_id, key, value) VALUES (?1, ?2, ?3)",
+                params![id, k, v],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Records one finished second of part `part` (a scenario or a search step, from 0).
+    pub fn second(&self, id: i64, part: usize, name: &str, row: &SecondRow) -> Result<(), Error> {
+        let json = serde_json::to_string(row).map_err(|e| Error(e.to_string()))?;
+        self.conn.execute(
+            "INSERT INTO seconds (run_id, part, name, t, row) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, part as i64, name, row.t as i64, json],
+        )?;
+        Ok(())
+    }
+
+    /// Records the whole result; the run is then `done`.
+    pub fn finish(&self, id: i64, r: &RunResult) -> Result<(), Error> {
+        let json = serde_json::to_string(r).map_err(|e| Error(e.to_string()))?;
+        let s = &r.summary;
+        let error_rate = if s.requests > 0 {
+            Some(1.0 - s.success_rate)
+        } else {
+            None
+        };
+        let max = r
+            .find
+            .as_ref()
+            .and_then(|f| f.max_sustainable.as_ref())
+            .map(|m| m.level);
+        self.conn.execute(
+            "UPDATE runs SET status = 'done', finished_at = ?2, duration_s = ?3, requests = ?4,
+                ok_rps = ?5, p50_ms = ?6, p99_ms = ?7, error_rate = ?8, slo_passed = ?9,
+                max_sustainable = ?10, interrupted = ?11, result = ?12
+             WHERE id = ?1",
+            params![
+                id,
+                report::rfc3339_utc(std::time::SystemTime::now()),
+                s.duration_s,
+                s.requests as i64,
+                s.ok_rps,
+                s.latency_ms.p50,
+                s.latency_ms.p99,
+                error_rate,
+                r.slo_passed,
+                max,
+                r.interrupted,
+                json,
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Records the command's exit code.
+    pub fn exit(&self, id: i64, exit_code: i32) -> Result<(), Error> {
+        self.conn.execute(
+            "UPDATE runs SET exit_code = ?2 WHERE id = ?1",
+            params![id, exit_code],
+        )?;
+        Ok(())
+    }
+
+    /// Marks a run that ended without a result (it failed before finishing).
+    pub fn fail(&self, id: i64, exit_code: i32) -> Result<(), Error> {
+        self.conn.execute(
+            "UPDATE runs SET status = 'failed', exit_code = ?2,
+                finished_at = ?3 WHERE id = ?1 AND status = 'running'",
+            params![
+                id,
+                exit_code,
+                report::rfc3339_utc(std::time::SystemTime::now())
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Runs matching `f`, newest first.
+    pub fn list(&self, f: &Filter) -> Result<Vec<Run>, Error> {
+        let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE 1 = 1");
+        let mut args: Vec<String> = Vec::new();
+        if let Some(t) = &f.target {
+            args.push(t.clone());
+            sql.push_str(&format!(" AND target = ?{}", args.len()));
+        }
+        if let Some(n) = &f.name {
+            args.push(n.clone());
+            sql.push_str(&format!(" AND name = ?{}", args.len()));
+        }
+        for (k, v) in &f.tags {
+            args.push(k.clone());
+            args.push(v.clone());
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM tags WHERE run_id = runs.id AND key = ?{} AND value = ?{})",
+                args.len() - 1,
+                args.len()
+            ));
+        }
+        let limit = if f.limit == 0 { 50 } else { f.limit };
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT {limit}"));
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt
+            .query_map(rusqlite::params_from_iter(args.iter()), schema::run_of)?
+            .collect::<Result<Vec<_>, _>>()?;
+        rows.into_iter().map(|r| self.with_tags(r)).collect()
+    }
+
+    fn with_tags(&self, mut r: Run) -> Result<Run, Error> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT key, value FROM tags WHERE run_id = ?1 ORDER BY rowid")?;
+        r.tags = stmt
+            .query_map([r.id], |x| Ok((x.get(0)?, x.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok(r)
+    }
+
+    /// One run's columns.
+    pub fn run(&self, id: i64) -> Result<Option<Run>, Error> {
+        let r = self
+            .conn
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM runs WHERE id = ?1"),
+                [id],
+                schema::run_of,
+            )
+            .optional()?;
+        r.map(|r| self.with_tags(r)).transpose()
+    }
+
+    /// One run's stored result (`None` while it runs, or when it failed).
+    pub fn result(&self, id: i64) -> Result<Option<RunResult>, Error> {
+        let text: Option<Option<String>> = self
+            .conn
+            .query_row("SELECT result FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?;
+        match text.flatten() {
+            Some(t) => serde_json::from_str(&t)
+                .map(Some)
+                .map_err(|e| Error(format!("run {id}: stored result unreadable: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    /// The per-second rows recorded so far, after `after_seq` (0: from the start): (seq, part,
+    /// name, row).
+    pub fn seconds(
+        &self,
+        id: i64,
+        after_seq: i64,
+    ) -> Result<Vec<(i64, i64, String, SecondRow)>, Error> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT seq, part, name, row FROM seconds WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+        )?;
+        let rows = stmt
+            .query_map(params![id, after_seq], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        rows.into_iter()
+            .map(|(seq, part, name, row)| {
+                serde_json::from_str(&row)
+                    .map(|row| (seq, part, name, row))
+                    .map_err(|e| Error(e.to_string()))
+            })
+            .collect()
+    }
+
+    /// The run an id, `latest` or `latest~N` names; `baseline` needs the target and name of
+    /// another run, so it is resolved with [`History::baseline_of`].
+    pub fn resolve(&self, spec: &str) -> Result<i64, Error> {
+        let spec = spec.trim();
+        if let Ok(id) = spec.parse::<i64>() {
+            return self
+                .run(id)?
+                .map(|r| r.id)
+                .ok_or_else(|| Error(format!("no run {id} in the history")));
+        }
+        let back = match spec.strip_prefix("latest") {
+            Some("") => 0,
+            Some(rest) => rest
+                .strip_prefix('~')
+                .and_then(|n| n.parse::<i64>().ok())
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| Error(format!("'{spec}': expected latest or latest~N")))?,
+            None => {
+                return Err(Error(format!(
+                    "'{spec}' is not a run: give an id, latest or latest~N"
+                )))
+            }
+        };
+        self.conn
+            .query_row(
+                "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                [back],
+                |r| r.get(0),
+            )
+            .optional()?
+            .ok_or_else(|| Error(format!("'{spec}': the history has fewer runs")))
+    }
+
+    /// Deletes a run and its rows; false when there was no such run.
+    pub fn remove(&self, id: i64) -> Result<bool, Error> {
+        Ok(self.conn.execute("DELETE FROM runs WHERE id = ?1", [id])? > 0)
+    }
+
+    /// Makes `id` the baseline of its target and name (the previous one no longer is).
+    pub fn set_baseline(&self, id: i64) -> Result<(), Error> {
+        let r = self
+            .run(id)?
+            .ok_or_else(|| Error(format!("no run {id} in the history")))?;
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "UPDATE runs SET baseline = 0 WHERE target = ?1 AND name = ?2",
+            params![r.target, r.name],
+        )?;
+        tx.execute("UPDATE runs SET baseline = 1 WHERE id = ?1", [id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The baseline of `id`'s target and name, if one is marked.
+    pub fn baseline_of(&self, id: i64) -> Result<Option<i64>, Error> {
+        let Some(r) = self.run(id)? else {
+            return Ok(None);
+        };
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id FROM runs WHERE target = ?1 AND name = ?2 AND baseline = 1",
+                params![r.target, r.name],
+                |x| x.get(0),
+            )
+            .optional()?)
+    }
+}
+
+const COLUMNS: &str =
+    "id, started_at, status, command, name, target, method, load_model, load_level,
+    duration_s, requests, ok_rps, p50_ms, p99_ms, error_rate, slo_passed, max_sustainable,
+    interrupted, exit_code, brink_version, git_commit, git_branch, host, note, baseline";
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,180 @@
+//! The history against real SQLite files: a run recorded as it goes and then in full, listed
+//! and filtered, named by id or `latest~N`, removed, marked as a baseline; several writers at
+//! once lose nothing; a file that is not a history, or one from a newer brink, is refused.
+
+use super::*;
+
+fn result() -> RunResult {
+    serde_json::from_str(include_str!("fixtures/run.json")).expect("fixture is a result")
+}
+
+fn meta(name: &str, target: &str, tags: &[(&str, &str)]) -> Meta {
+    Meta {
+        started_at: "2026-11-23T01:00:00Z".into(),
+        command: "run".into(),
+        name: name.into(),
+        target: target.into(),
+        method: "GET".into(),
+        load_model: "closed".into(),
+        load_level: "2 connections".into(),
+        host: "test".into(),
+        tags: tags
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Meta::default()
+    }
+}
+
+#[test]
+fn a_run_is_kept_as_it_goes_and_then_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = History::open(&dir.path().join("sub/history.db")).unwrap();
+    let id = h
+        .begin(&meta("run", "http://a/", &[("env", "ci")]))
+        .unwrap();
+    assert_eq!(h.run(id).unwrap().unwrap().status, "running");
+    let r = result();
+    for row in &r.timeseries {
+        h.second(id, 0, "run", row).unwrap();
+    }
+    // While it runs, the seconds are there and the result is not.
+    let seconds = h.seconds(id, 0).unwrap();
+    assert_eq!(seconds.len(), r.timeseries.len());
+    assert_eq!(seconds[0].3.requests, r.timeseries[0].requests);
+    assert!(h.result(id).unwrap().is_none());
+    let after_first = h.seconds(id, seconds[0].0).unwrap();
+    assert_eq!(after_first.len(), r.timeseries.len() - 1);
+
+    h.finish(id, &r).unwrap();
+    h.exit(id, 0).unwrap();
+    let run = h.run(id).unwrap().unwrap();
+    assert_eq!(run.status, "done");
+    assert_eq!(run.requests, Some(r.summary.requests as i64));
+    assert_eq!(run.p99_ms, Some(r.summary.latency_ms.p99));
+    assert_eq!(run.exit_code, Some(0));
+    assert_eq!(run.tags, [("env".to_string(), "ci".to_string())]);
+    let back = h.result(id).unwrap().unwrap();
+    assert_eq!(back.summary.latency_hdr, r.summary.latency_hdr);
+    assert_eq!(back.seed, r.seed);
+}
+
+#[test]
+fn runs_are_listed_newest_first_filtered_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = History::open(&dir.path().join("h.db")).unwrap();
+    let a = h
+        .begin(&meta("login", "http://a/", &[("env", "ci")]))
+        .unwrap();
+    let b = h.begin(&meta("login", "http://b/", &[])).unwrap();
+    let c = h
+        .begin(&meta("search", "http://a/", &[("env", "prod")]))
+        .unwrap();
+    let ids = |f: Filter| -> Vec<i64> { h.list(&f).unwrap().iter().map(|r| r.id).collect() };
+    assert_eq!(ids(Filter::default()), [c, b, a]);
+    let by_target = Filter {
+        target: Some("http://a/".into()),
+        ..Filter::default()
+    };
+    assert_eq!(ids(by_target), [c, a]);
+    let by_tag = Filter {
+        tags: vec![("env".into(), "ci".into())],
+        ..Filter::default()
+    };
+    assert_eq!(ids(by_tag), [a]);
+    let by_name = Filter {
+        name: Some("login".into()),
+        limit: 1,
+        ..Filter::default()
+    };
+    assert_eq!(ids(by_name), [b]);
+
+    assert_eq!(h.resolve("latest").unwrap(), c);
+    assert_eq!(h.resolve("latest~2").unwrap(), a);
+    assert_eq!(h.resolve(&b.to_string()).unwrap(), b);
+    assert!(h.resolve("latest~3").unwrap_err().0.contains("fewer runs"));
+    assert!(h.resolve("999").unwrap_err().0.contains("no run 999"));
+    assert!(h.resolve("yesterday").unwrap_err().0.contains("give an id"));
+
+    assert_eq!(h.baseline_of(a).unwrap(), None);
+    h.set_baseline(a).unwrap();
+    let a2 = h.begin(&meta("login", "http://a/", &[])).unwrap();
+    assert_eq!(h.baseline_of(a2).unwrap(), Some(a));
+    h.set_baseline(a2).unwrap();
+    assert_eq!(
+        h.baseline_of(a).unwrap(),
+        Some(a2),
+        "one baseline per target and name"
+    );
+    assert!(!h.run(a).unwrap().unwrap().baseline);
+
+    assert!(h.remove(b).unwrap());
+    assert!(!h.remove(b).unwrap());
+    assert!(h.run(b).unwrap().is_none());
+}
+
+#[test]
+fn writers_at_once_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let r = result();
+    let threads: Vec<_> = (0..4)
+        .map(|w| {
+            let (path, r) = (path.clone(), r.clone());
+            std::thread::spawn(move || {
+                // Each writer has its own connection, as separate processes would.
+                let h = History::open(&path).unwrap();
+                for i in 0..10 {
+                    let id = h
+                        .begin(&meta(&format!("w{w}-{i}"), "http://a/", &[]))
+                        .unwrap();
+                    for row in &r.timeseries {
+                        h.second(id, 0, "run", row).unwrap();
+                    }
+                    h.finish(id, &r).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let h = History::open(&path).unwrap();
+    let all = h
+        .list(&Filter {
+            limit: 1000,
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(all.len(), 40);
+    assert!(all.iter().all(|r| r.status == "done"));
+    for run in &all {
+        assert_eq!(h.seconds(run.id, 0).unwrap().len(), r.timeseries.len());
+    }
+}
+
+#[test]
+fn what_is_not_a_usable_history_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.db");
+    std::fs::write(&junk, vec![b'x'; 8192]).unwrap();
+    assert!(History::open(&junk).is_err());
+
+    let newer = dir.path().join("newer.db");
+    let conn = Connection::open(&newer).unwrap();
+    conn.pragma_update(None, "user_version", schema::VERSION + 1)
+        .unwrap();
+    drop(conn);
+    let e = History::open(&newer).err().expect("refused");
+    assert!(e.0.contains("newer than this brink"), "{e}");
+
+    // Opening twice migrates once.
+    let fresh = dir.path().join("fresh.db");
+    drop(History::open(&fresh).unwrap());
+    let h = History::open(&fresh).unwrap();
+    let v: i64 = h
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, schema::VERSION);
+}
