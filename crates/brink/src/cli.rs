@@ -33,6 +33,9 @@ pub enum Command {
     History(HistoryArgs),
     /// A recorded run's summary again: ID, latest or latest~N (`--json`: the stored result).
     Show(ShowArgs),
+    /// Browse the run history in a web browser (runs, reports, comparisons, live runs), on
+    /// 127.0.0.1 unless --bind says otherwise (which needs a token).
+    Serve(ServeArgs),
     /// Compare results before and after a change: steady-state figures, 95% intervals by
     /// resampling, and a verdict per metric (exit 1 when p99, errors or throughput regressed).
     Compare(CompareArgs),
@@ -240,6 +243,24 @@ pub enum HistoryAction {
     Rm { run: String },
     /// Mark a run as the baseline of its target and name (`brink compare baseline latest`).
     Baseline { run: String },
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = 8089)]
+    pub port: u16,
+    /// Address to listen on. Anything but loopback requires a token (generated unless
+    /// --token is given); every request without it is refused.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: String,
+    /// The token every request must carry (as ?token=, a Bearer header or the cookie the
+    /// first visit sets).
+    #[arg(long)]
+    pub token: Option<String>,
+    /// The history file (default: $BRINK_HISTORY, else ~/.local/share/brink/history.db).
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -120,6 +120,8 @@
   }
 
   draw();
+  // The web UI's live view adds points to these and redraws.
+  window.brinkReport = { specs: specs, plots: function () { return plots; }, redraw: draw };
   var pending = null;
   window.addEventListener("resize", function () {
     clearTimeout(pending);

@@ -1,4 +1,4 @@
-//! The commands, one module each: `run`, `find`, `validate`, `demo`, `report`, `compare`, `history` and `show`. Each takes its raw
+//! The commands, one module each: `run`, `find`, `validate`, `demo`, `report`, `compare`, `history`, `show` and `serve`. Each takes its raw
 //! arguments (cli.rs), checks them into a configuration, runs, and returns the exit code or a
 //! [`Fail`].
 
@@ -8,6 +8,7 @@ mod find;
 mod history;
 mod report;
 mod run;
+mod serve;
 mod validate;
 
 use crate::cli::Command;
@@ -23,5 +24,6 @@ pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
         Command::Compare(a) => compare::compare_cmd(&a),
         Command::History(a) => history::history_cmd(&a),
         Command::Show(a) => history::show_cmd(&a),
+        Command::Serve(a) => serve::serve_cmd(&a),
     }
 }

@@ -4,7 +4,7 @@ prints one JSON object with what a user would see: console errors, page errors, 
 (canvas elements), every src/href attribute, the text of the page and any element whose tag
 came from data. The Rust test that calls this decides what passes.
 
-usage: python3 check_page.py URL [CHROMIUM]
+usage: python3 check_page.py URL CHROMIUM
 """
 
 import json

@@ -24,4 +24,5 @@ mod protocols;
 mod reports;
 mod results;
 mod schema;
+mod serve;
 mod support;

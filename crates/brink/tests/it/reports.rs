@@ -21,35 +21,7 @@ const HOSTILE_SCENARIO: &str = "</script><script>alert(2)</script>";
 
 /// What the browser saw, or `None` when no browser is installed and none is required.
 fn open_in_browser(page: &Path) -> Option<Value> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/check_page.py");
-    let chromium = ["chromium", "chromium-browser"]
-        .iter()
-        .map(|c| Path::new("/usr/bin").join(c))
-        .find(|p| p.exists());
-    let required = std::env::var_os("BRINK_REQUIRE_BROWSER").is_some();
-    let Some(chromium) = chromium else {
-        assert!(!required, "Chromium is required here but not installed");
-        eprintln!("chromium not installed: skipping the browser check");
-        return None;
-    };
-    let url = format!("file://{}", page.display());
-    let out = std::process::Command::new("python3")
-        .arg(&script)
-        .arg(&url)
-        .arg(&chromium)
-        .output()
-        .expect("python3 runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && stderr.contains("No module named 'playwright'") {
-        assert!(
-            !required,
-            "Playwright for Python is required here: {stderr}"
-        );
-        eprintln!("playwright not installed: skipping the browser check");
-        return None;
-    }
-    assert!(out.status.success(), "browser check failed: {stderr}");
-    Some(serde_json::from_slice(&out.stdout).expect("the check prints JSON"))
+    crate::support::browser_check("check_page.py", &[&format!("file://{}", page.display())])
 }
 
 /// The page as a user's browser sees it: every figure drew its chart, nothing left the page,

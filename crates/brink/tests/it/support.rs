@@ -70,3 +70,39 @@ pub fn run(spec: &RunSpec) -> RunOutput {
 pub fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b
 }
+
+/// Runs a browser check (`tests/browser/NAME`, Playwright for Python driving the system's
+/// Chromium) with `args` after the Chromium path is appended, and returns the JSON it prints;
+/// `None` when no browser is installed and `BRINK_REQUIRE_BROWSER` is not set.
+pub fn browser_check(script: &str, args: &[&str]) -> Option<serde_json::Value> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/browser")
+        .join(script);
+    let required = std::env::var_os("BRINK_REQUIRE_BROWSER").is_some();
+    let Some(chromium) = ["chromium", "chromium-browser"]
+        .iter()
+        .map(|c| std::path::Path::new("/usr/bin").join(c))
+        .find(|p| p.exists())
+    else {
+        assert!(!required, "Chromium is required here but not installed");
+        eprintln!("chromium not installed: skipping the browser check");
+        return None;
+    };
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .args(args)
+        .arg(&chromium)
+        .output()
+        .expect("python3 runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("No module named 'playwright'") {
+        assert!(
+            !required,
+            "Playwright for Python is required here: {stderr}"
+        );
+        eprintln!("playwright not installed: skipping the browser check");
+        return None;
+    }
+    assert!(out.status.success(), "browser check failed: {stderr}");
+    Some(serde_json::from_slice(&out.stdout).expect("the check prints JSON"))
+}

@@ -54,7 +54,7 @@ pub struct Mark {
     pub label: String,
 }
 
-fn series(label: &str, scale: &'static str, values: Vec<Option<f64>>) -> Series {
+pub fn series(label: &str, scale: &'static str, values: Vec<Option<f64>>) -> Series {
     Series {
         label: label.to_string(),
         scale,
@@ -66,11 +66,11 @@ fn series(label: &str, scale: &'static str, values: Vec<Option<f64>>) -> Series 
 }
 
 /// Positive values for a log scale; anything else is a gap.
-fn positive(v: f64) -> Option<f64> {
+pub fn positive(v: f64) -> Option<f64> {
     (v.is_finite() && v > 0.0).then_some(v)
 }
 
-fn axis(scale: &'static str, label: &str, log: bool, side: u8) -> Axis {
+pub fn axis(scale: &'static str, label: &str, log: bool, side: u8) -> Axis {
     Axis {
         scale,
         label: label.to_string(),

@@ -6,11 +6,11 @@
 //! (text and attributes) or [`script_json`] (the embedded data), so a request named
 //! `<img src=x onerror=alert(1)>` shows as text.
 
-mod charts;
+pub mod charts;
 mod tables;
 
 use crate::{RunResult, ScenarioResult};
-use charts::Chart;
+pub use charts::Chart;
 use std::fmt::Write;
 
 const UPLOT_JS: &str = include_str!("../../assets/uplot/uPlot.iife.min.js");
@@ -47,8 +47,14 @@ pub fn script_json<T: serde::Serialize>(v: &T) -> String {
 
 /// The whole page for a result.
 pub fn page(r: &RunResult) -> String {
+    page_with(r, "", &Extra::default())
+}
+
+/// The page for a result with `nav` (trusted HTML, already escaped) at its top, as the web UI
+/// shows it with its links, run details and script.
+pub fn page_with(r: &RunResult, nav: &str, extra: &Extra) -> String {
     let mut charts: Vec<Chart> = Vec::new();
-    let mut body = String::new();
+    let mut body = String::from(nav);
     body.push_str(&tables::headline(r));
     if let Some(f) = &r.find {
         body.push_str(&find_section(r, f, &mut charts));
@@ -61,37 +67,61 @@ pub fn page(r: &RunResult) -> String {
             body.push_str(&tables::suite(r));
         }
     }
+    let _ = writeln!(
+        body,
+        "<footer>Written by brink {} from a result started at {} (seed {}). Latency is timed from each request's intended start.</footer>",
+        escape(&r.brink_version),
+        escape(&r.started_at),
+        r.seed,
+    );
     let title = format!("brink report: {} {}", r.target.method, r.target.url);
-    let mut o = String::new();
-    let _ = write!(
-        o,
+    document(&title, &body, &charts, extra)
+}
+
+/// What a page may do beyond showing itself: the web UI's live view reads a stream from its
+/// own server, and brings its own script.
+#[derive(Default)]
+pub struct Extra<'a> {
+    /// Allow requests to the page's own origin (`connect-src 'self'`).
+    pub connect_self: bool,
+    /// A script run after the charts are drawn (trusted, shipped with brink).
+    pub script: &'a str,
+}
+
+/// A whole page: `body` (trusted HTML, already escaped), `charts` drawn into its
+/// `<figure class="chart" data-chart="i">` slots.
+pub fn document(title: &str, body: &str, charts: &[Chart], extra: &Extra) -> String {
+    let connect = if extra.connect_self {
+        " connect-src 'self';"
+    } else {
+        ""
+    };
+    format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:;{connect}\">\
 <meta name=\"generator\" content=\"brink {}\">\
 <title>{}</title><style>{UPLOT_CSS}\n{PAGE_CSS}</style></head><body>\n\
 <noscript><p class=\"note\">Charts need JavaScript; every table reads without it.</p></noscript>\n\
 {body}\
-<footer>Written by brink {} from a result started at {} (seed {}). Latency is timed from each request's intended start.</footer>\n\
 <script type=\"application/json\" id=\"brink-charts\">{}</script>\n\
-<script>{UPLOT_JS}</script>\n<script>{PAGE_JS}</script>\n</body></html>\n",
-        escape(&r.brink_version),
-        escape(&title),
-        escape(&r.brink_version),
-        escape(&r.started_at),
-        r.seed,
+<script>{UPLOT_JS}</script>\n<script>{PAGE_JS}</script>\n<script>{}</script>\n</body></html>\n",
+        env!("CARGO_PKG_VERSION"),
+        escape(title),
         script_json(&charts),
-    );
-    o
+        extra.script,
+    )
+}
+
+/// A chart slot for chart number `i` of a page's charts.
+pub fn slot(i: usize) -> String {
+    format!("<figure class=\"chart\" data-chart=\"{i}\"></figure>\n")
 }
 
 /// A placeholder the page's script fills with chart `i`.
 fn chart_slot(charts: &mut Vec<Chart>, c: Chart) -> String {
     charts.push(c);
-    format!(
-        "<figure class=\"chart\" data-chart=\"{}\"></figure>\n",
-        charts.len() - 1
-    )
+    slot(charts.len() - 1)
 }
 
 /// One scenario: its figures, charts and tables.

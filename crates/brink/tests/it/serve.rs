@@ -1,0 +1,267 @@
+//! `brink serve` on a real history: the JSON API lists what runs recorded, a run in progress
+//! streams its seconds, writes need the X-Brink header, and bound elsewhere than loopback every
+//! request needs the printed token. In the system's headless Chromium: the live page gains
+//! points while its run goes, the runs list shows the runs (a hostile scenario name as text),
+//! ticking two and comparing shows the verdicts and charts, and a run's page draws its report.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const HOSTILE: &str = "<img src=x onerror=alert(1)>";
+
+/// One HTTP/1.1 exchange over a fresh connection: (status, headers, body).
+fn http(port: u16, request: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("serve listens");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut raw = String::new();
+    let _ = s.read_to_string(&mut raw);
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+fn get(port: u16, path: &str, extra: &str) -> (u16, String, String) {
+    http(
+        port,
+        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{extra}\r\n"),
+    )
+}
+
+fn post(port: u16, path: &str, extra: &str) -> (u16, String, String) {
+    http(
+        port,
+        &format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n{extra}\r\n"),
+    )
+}
+
+/// Starts `brink serve` with `args`; returns the child and the URL it printed.
+fn serve(history: &Path, args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args(["serve", "--port", "0", "--history"])
+        .arg(history)
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line}"))
+        .to_string();
+    (child, url)
+}
+
+fn port_of(url: &str) -> u16 {
+    url.trim_start_matches("http://")
+        .split(['/', '?'])
+        .next()
+        .and_then(|h| h.rsplit(':').next())
+        .and_then(|p| p.parse().ok())
+        .expect("a port in the URL")
+}
+
+fn record(history: &Path, plan: &Path, secs: u64) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_HISTORY", history)
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "-q",
+            "-d",
+            &format!("{secs}s"),
+        ])
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn the_history_in_a_browser() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {}\nscenarios:\n  - name: '{HOSTILE}'\n    load: {{ connections: 2 }}\n    requests: [ {{ path: / }} ]\n",
+            srv.url("")
+        ),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        assert!(record(&h, &plan, 2).wait().unwrap().success());
+    }
+    let (mut server, url) = serve(&h, &[]);
+    let port = port_of(&url);
+
+    let (status, _, body) = get(port, "/api/runs", "");
+    assert_eq!(status, 200, "{body}");
+    let runs: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 2);
+    assert_eq!(runs[0]["name"], HOSTILE);
+    let (status, _, page) = get(port, "/", "");
+    assert_eq!(status, 200);
+    assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;") && !page.contains(HOSTILE));
+    let (a, b) = (
+        runs[1]["id"].as_i64().unwrap(),
+        runs[0]["id"].as_i64().unwrap(),
+    );
+    let (status, _, body) = get(port, &format!("/api/compare?a={a}&b={b}"), "");
+    assert_eq!(status, 200, "{body}");
+    let c: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(c["schema"], "brink.compare/v1");
+    // Writes need the header a page on another site cannot send.
+    assert_eq!(post(port, &format!("/api/run/{a}/baseline"), "").0, 403);
+    assert_eq!(
+        post(port, &format!("/api/run/{a}/baseline"), "X-Brink: 1\r\n").0,
+        200
+    );
+    let (_, _, body) = get(
+        port,
+        &format!(
+            "/api/runs?name={}",
+            "%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
+        ),
+        "",
+    );
+    let listed: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(listed[1]["baseline"], true, "{listed}");
+
+    // A run in progress: its seconds stream as Server-Sent Events.
+    let mut running = record(&h, &plan, 12);
+    let db = history::History::open(&h).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let live_id = loop {
+        let list = db.list(&history::Filter::default()).unwrap();
+        if let Some(r) = list.iter().find(|r| r.status == "running") {
+            if !db.seconds(r.id, 0).unwrap().is_empty() {
+                break r.id;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the third run was never recorded as running"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut sse = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sse.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    sse.write_all(format!("GET /api/live/{live_id} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut buf = vec![0u8; 8192];
+    let mut got = String::new();
+    while !got.contains("\ndata: {\"seq\"") {
+        let n = sse.read(&mut buf).expect("events arrive");
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(got.contains("text/event-stream"), "{got}");
+    drop(sse);
+
+    if let Some(seen) = crate::support::browser_check(
+        "check_serve.py",
+        &[url.trim_end_matches('/'), &live_id.to_string()],
+    ) {
+        for k in ["console_errors", "page_errors", "dialogs", "foreign"] {
+            assert_eq!(seen[k], Value::Array(vec![]), "{k}: {seen}");
+        }
+        let points = seen["live_points"].as_array().unwrap();
+        assert!(
+            points[1].as_u64() > points[0].as_u64(),
+            "the live page gained points: {points:?}"
+        );
+        assert!(seen["live_canvases"].as_u64().unwrap() >= 2);
+        assert!(seen["runs_rows"].as_u64().unwrap() >= 3);
+        assert_eq!(seen["runs_imgs"], 0);
+        assert!(
+            seen["runs_text"].as_str().unwrap().contains(HOSTILE),
+            "shown as text"
+        );
+        assert_eq!(seen["tickable"], 2, "the running run cannot be ticked");
+        assert_eq!(seen["button_disabled_before"], true);
+        assert_eq!(seen["button_disabled_after"], false);
+        let compare = seen["compare_text"].as_str().unwrap();
+        assert!(
+            compare.contains("95% interval") && compare.contains("p99"),
+            "{compare}"
+        );
+        assert!(compare.contains("insufficient data"), "2 s runs: {compare}");
+        assert!(seen["compare_canvases"].as_u64().unwrap() >= 2);
+        assert!(seen["run_figures"].as_u64().unwrap() >= 2);
+        assert_eq!(
+            seen["run_legends"], seen["run_figures"],
+            "every chart drawn"
+        );
+        assert_eq!(seen["run_imgs"], 0);
+    }
+    assert!(running.wait().unwrap().success());
+    let _ = server.kill();
+    let _ = server.wait();
+}
+
+#[test]
+fn bound_elsewhere_every_request_needs_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let (mut server, url) = serve(&h, &["--bind", "0.0.0.0"]);
+    let token = url
+        .split("token=")
+        .nth(1)
+        .expect("a generated token")
+        .to_string();
+    assert_eq!(token.len(), 32);
+    let port = port_of(&url);
+    assert_eq!(get(port, "/", "").0, 401);
+    assert_eq!(get(port, "/api/runs", "").0, 401);
+    assert_eq!(get(port, "/api/runs?token=wrong-token-123", "").0, 401);
+    let (status, head, _) = get(port, &format!("/?token={token}"), "");
+    assert_eq!(status, 200);
+    assert!(head.contains("brink_token="), "{head}");
+    assert_eq!(
+        get(
+            port,
+            "/api/runs",
+            &format!("Cookie: brink_token={token}\r\n")
+        )
+        .0,
+        200
+    );
+    assert_eq!(
+        get(
+            port,
+            "/api/runs",
+            &format!("Authorization: Bearer {token}\r\n")
+        )
+        .0,
+        200
+    );
+    assert_eq!(post(port, "/api/run/1/delete", "X-Brink: 1\r\n").0, 401);
+    let _ = server.kill();
+    let _ = server.wait();
+    // Without a token, loopback only: asking for another address with a short token fails.
+    Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args([
+            "serve",
+            "--bind",
+            "0.0.0.0",
+            "--token",
+            "short",
+            "--history",
+        ])
+        .arg(&h)
+        .output()
+        .map(|o| assert_eq!(o.status.code(), Some(2)))
+        .unwrap();
+}

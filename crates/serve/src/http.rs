@@ -1,0 +1,227 @@
+//! The HTTP side: a small hyper server on its own runtime, access checks before anything else,
+//! routing to pages and API handlers (which read the history on blocking threads), and the
+//! response shapes: whole bodies, and a streamed body for Server-Sent Events.
+
+use crate::access::{self, Presented, Refused};
+use crate::query;
+use crate::Ctx;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Frame};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// Any response body here: whole, or a stream of events.
+pub type Out = Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>;
+
+/// A response with a whole body.
+pub fn whole(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Out {
+    let mut r = Response::new(Full::new(body.into()).boxed());
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    if let Ok(v) = content_type.parse() {
+        h.insert(hyper::header::CONTENT_TYPE, v);
+    }
+    h.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        hyper::header::HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+pub fn html(body: String) -> Out {
+    whole(StatusCode::OK, "text/html; charset=utf-8", body)
+}
+
+pub fn json<T: serde::Serialize>(v: &T) -> Out {
+    match serde_json::to_vec_pretty(v) {
+        Ok(b) => whole(StatusCode::OK, "application/json", b),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+pub fn text(status: StatusCode, msg: &str) -> Out {
+    whole(status, "text/plain; charset=utf-8", format!("{msg}\n"))
+}
+
+/// A body fed by a channel: each message is one chunk; it ends when the sender is dropped.
+pub struct Stream(pub tokio::sync::mpsc::Receiver<Bytes>);
+
+impl Body for Stream {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+/// Binds `addr` and serves on a runtime of its own until the handle is dropped.
+pub fn listen(
+    addr: SocketAddr,
+    ctx: Arc<Ctx>,
+) -> std::io::Result<(SocketAddr, demo_service::Running)> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let bound = listener.local_addr()?;
+    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("brink-serve".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                loop {
+                    let (sock, peer) = tokio::select! {
+                        _ = &mut stop_rx => break,
+                        r = listener.accept() => match r {
+                            Ok(x) => x,
+                            Err(_) => continue,
+                        },
+                    };
+                    let ctx = ctx.clone();
+                    tokio::spawn(async move {
+                        let svc = hyper::service::service_fn(move |req| {
+                            let ctx = ctx.clone();
+                            async move { Ok::<_, Infallible>(route(ctx, peer, req).await) }
+                        });
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(sock), svc)
+                            .await;
+                    });
+                }
+            });
+            rt.shutdown_background();
+        })?;
+    Ok((bound, demo_service::Running::new(stop_tx, thread)))
+}
+
+/// Runs `f` with the history on a blocking thread.
+pub async fn with_history<F>(ctx: &Ctx, f: F) -> Out
+where
+    F: FnOnce(&history::History) -> Out + Send + 'static,
+{
+    let path = ctx.history.clone();
+    tokio::task::spawn_blocking(move || match history::History::open(&path) {
+        Ok(h) => f(&h),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &format!("history: {e}")),
+    })
+    .await
+    .unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "internal error"))
+}
+
+async fn route(ctx: Arc<Ctx>, peer: SocketAddr, req: Request<hyper::body::Incoming>) -> Out {
+    let path = req.uri().path().to_string();
+    let pairs = query::pairs(req.uri().query());
+    let header = |n: hyper::header::HeaderName| {
+        req.headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let (auth, cookies) = (
+        header(hyper::header::AUTHORIZATION),
+        header(hyper::header::COOKIE),
+    );
+    let write = req.method() != Method::GET && req.method() != Method::HEAD;
+    let presented = Presented {
+        query_token: query::get(&pairs, "token"),
+        bearer: auth.as_deref().and_then(|a| a.strip_prefix("Bearer ")),
+        cookie: cookies
+            .as_deref()
+            .and_then(|c| access::cookie(c, access::COOKIE)),
+        write_header: req.headers().get("x-brink").is_some_and(|v| v == "1"),
+        peer,
+    };
+    if let Err(why) = access::check(ctx.token.as_deref(), &presented, write) {
+        return match why {
+            Refused::Token => text(
+                StatusCode::UNAUTHORIZED,
+                "a token is required: open the URL brink serve printed",
+            ),
+            Refused::Write => text(
+                StatusCode::FORBIDDEN,
+                "changes need the X-Brink: 1 header (and, from elsewhere than this machine, the token)",
+            ),
+        };
+    }
+    let set_cookie = presented.query_token.is_some();
+    let mut out = dispatch(&ctx, req.method().clone(), &path, pairs).await;
+    if let (true, Some(t)) = (set_cookie, &ctx.token) {
+        if let Ok(v) = format!("{}={t}; HttpOnly; SameSite=Strict; Path=/", access::COOKIE).parse()
+        {
+            out.headers_mut().insert(hyper::header::SET_COOKIE, v);
+        }
+    }
+    out
+}
+
+/// `/run/12` -> 12 when `path` is `prefix` followed by a number (and optionally `suffix`).
+fn id_in(path: &str, prefix: &str, suffix: &str) -> Option<i64> {
+    path.strip_prefix(prefix)?
+        .strip_suffix(suffix)?
+        .parse()
+        .ok()
+}
+
+async fn dispatch(ctx: &Arc<Ctx>, method: Method, path: &str, q: Vec<(String, String)>) -> Out {
+    match (&method, path) {
+        (&Method::GET, "/") => with_history(ctx, move |h| crate::pages::runs(h, &q)).await,
+        (&Method::GET, "/compare") => {
+            with_history(ctx, move |h| crate::pages::compare(h, &q)).await
+        }
+        (&Method::GET, "/api/runs") => with_history(ctx, move |h| crate::api::runs(h, &q)).await,
+        (&Method::GET, "/api/compare") => {
+            with_history(ctx, move |h| crate::api::compare(h, &q)).await
+        }
+        (&Method::GET, p) if p.starts_with("/run/") => match id_in(p, "/run/", "") {
+            Some(id) => with_history(ctx, move |h| crate::pages::run(h, id)).await,
+            None => not_found(),
+        },
+        (&Method::GET, p) if p.starts_with("/live/") => match id_in(p, "/live/", "") {
+            Some(id) => with_history(ctx, move |h| crate::pages::live(h, id)).await,
+            None => not_found(),
+        },
+        (&Method::GET, p) if p.starts_with("/api/live/") => match id_in(p, "/api/live/", "") {
+            Some(id) => crate::api::live(ctx.clone(), id, &q),
+            None => not_found(),
+        },
+        (&Method::GET, p) if p.starts_with("/api/run/") => match id_in(p, "/api/run/", "") {
+            Some(id) => {
+                let download = query::get(&q, "download").is_some();
+                with_history(ctx, move |h| crate::api::run(h, id, download)).await
+            }
+            None => not_found(),
+        },
+        (&Method::POST, p) if p.starts_with("/api/run/") => {
+            if let Some(id) = id_in(p, "/api/run/", "/baseline") {
+                with_history(ctx, move |h| crate::api::baseline(h, id)).await
+            } else if let Some(id) = id_in(p, "/api/run/", "/delete") {
+                with_history(ctx, move |h| crate::api::delete(h, id)).await
+            } else {
+                not_found()
+            }
+        }
+        _ => not_found(),
+    }
+}
+
+pub fn not_found() -> Out {
+    text(StatusCode::NOT_FOUND, "no such page")
+}
