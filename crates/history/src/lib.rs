@@ -98,16 +98,32 @@ pub struct History {
 
 impl History {
     /// Opens (creating it and its directory if needed) and migrates the history at `path`.
+    /// Processes opening a new file at once take turns: switching it to WAL can find it locked
+    /// (SQLite does not wait on that), so those steps are tried again for up to ten seconds.
     pub fn open(path: &Path) -> Result<History, Error> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| Error(format!("{}: {e}", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| Error(format!("{}: {e}", path.display())))?;
-        conn.busy_timeout(Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        schema::migrate(&conn).map_err(|e| Error(format!("{}: {e}", path.display())))?;
+        let at = |e: Error| Error(format!("{}: {e}", path.display()));
+        let conn = Connection::open(path).map_err(|e| at(e.into()))?;
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(|e| at(e.into()))?;
+        retry(|| {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.pragma_update(None, "foreign_keys", "ON")
+        })
+        .map_err(at)?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match schema::migrate(&conn) {
+                Err(e) if e.contains("locked") && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(at(Error(e))),
+                Ok(()) => break,
+            }
+        }
         Ok(History {
             conn,
             path: path.to_path_buf(),
@@ -120,6 +136,10 @@ impl History {
 
     /// Records the start of a run; returns its id.
     pub fn begin(&self, m: &Meta) -> Result<i64, Error> {
+        retry(|| self.try_begin(m))
+    }
+
+    fn try_begin(&self, m: &Meta) -> rusqlite::Result<i64> {
         let tx = self.conn.unchecked_transaction()?;
         tx.execute(
             "INSERT INTO runs (started_at, status, command, name, target, method, load_model,
@@ -154,10 +174,12 @@ impl History {
     /// Records one finished second of part `part` (a scenario or a search step, from 0).
     pub fn second(&self, id: i64, part: usize, name: &str, row: &SecondRow) -> Result<(), Error> {
         let json = serde_json::to_string(row).map_err(|e| Error(e.to_string()))?;
-        self.conn.execute(
-            "INSERT INTO seconds (run_id, part, name, t, row) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, part as i64, name, row.t as i64, json],
-        )?;
+        retry(|| {
+            self.conn.execute(
+                "INSERT INTO seconds (run_id, part, name, t, row) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, part as i64, name, row.t as i64, json],
+            )
+        })?;
         Ok(())
     }
 
@@ -175,35 +197,39 @@ impl History {
             .as_ref()
             .and_then(|f| f.max_sustainable.as_ref())
             .map(|m| m.level);
-        self.conn.execute(
-            "UPDATE runs SET status = 'done', finished_at = ?2, duration_s = ?3, requests = ?4,
+        retry(|| {
+            self.conn.execute(
+                "UPDATE runs SET status = 'done', finished_at = ?2, duration_s = ?3, requests = ?4,
                 ok_rps = ?5, p50_ms = ?6, p99_ms = ?7, error_rate = ?8, slo_passed = ?9,
                 max_sustainable = ?10, interrupted = ?11, result = ?12
              WHERE id = ?1",
-            params![
-                id,
-                report::rfc3339_utc(std::time::SystemTime::now()),
-                s.duration_s,
-                s.requests as i64,
-                s.ok_rps,
-                s.latency_ms.p50,
-                s.latency_ms.p99,
-                error_rate,
-                r.slo_passed,
-                max,
-                r.interrupted,
-                json,
-            ],
-        )?;
+                params![
+                    id,
+                    report::rfc3339_utc(std::time::SystemTime::now()),
+                    s.duration_s,
+                    s.requests as i64,
+                    s.ok_rps,
+                    s.latency_ms.p50,
+                    s.latency_ms.p99,
+                    error_rate,
+                    r.slo_passed,
+                    max,
+                    r.interrupted,
+                    json,
+                ],
+            )
+        })?;
         Ok(())
     }
 
     /// Records the command's exit code.
     pub fn exit(&self, id: i64, exit_code: i32) -> Result<(), Error> {
-        self.conn.execute(
-            "UPDATE runs SET exit_code = ?2 WHERE id = ?1",
-            params![id, exit_code],
-        )?;
+        retry(|| {
+            self.conn.execute(
+                "UPDATE runs SET exit_code = ?2 WHERE id = ?1",
+                params![id, exit_code],
+            )
+        })?;
         Ok(())
     }
 
@@ -352,7 +378,7 @@ impl History {
 
     /// Deletes a run and its rows; false when there was no such run.
     pub fn remove(&self, id: i64) -> Result<bool, Error> {
-        Ok(self.conn.execute("DELETE FROM runs WHERE id = ?1", [id])? > 0)
+        Ok(retry(|| self.conn.execute("DELETE FROM runs WHERE id = ?1", [id]))? > 0)
     }
 
     /// Makes `id` the baseline of its target and name (the previous one no longer is).
@@ -360,14 +386,15 @@ impl History {
         let r = self
             .run(id)?
             .ok_or_else(|| Error(format!("no run {id} in the history")))?;
-        let tx = self.conn.unchecked_transaction()?;
-        tx.execute(
-            "UPDATE runs SET baseline = 0 WHERE target = ?1 AND name = ?2",
-            params![r.target, r.name],
-        )?;
-        tx.execute("UPDATE runs SET baseline = 1 WHERE id = ?1", [id])?;
-        tx.commit()?;
-        Ok(())
+        retry(|| {
+            let tx = self.conn.unchecked_transaction()?;
+            tx.execute(
+                "UPDATE runs SET baseline = 0 WHERE target = ?1 AND name = ?2",
+                params![r.target, r.name],
+            )?;
+            tx.execute("UPDATE runs SET baseline = 1 WHERE id = ?1", [id])?;
+            tx.commit()
+        })
     }
 
     /// The baseline of `id`'s target and name, if one is marked.
@@ -383,6 +410,26 @@ impl History {
                 |x| x.get(0),
             )
             .optional()?)
+    }
+}
+
+/// Runs a write again while SQLite says the file is busy: besides the busy timeout (which
+/// covers another writer's transaction), a write can find the file locked without waiting,
+/// as when another process's last connection checkpoints the log as it closes.
+fn retry<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> Result<T, Error> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other.map_err(Error::from),
+        }
     }
 }
 

@@ -152,11 +152,11 @@ fn seconds_are_kept_as_the_run_goes_even_when_it_is_killed() {
 }
 
 #[test]
-fn two_processes_recording_at_once_lose_nothing() {
+fn processes_recording_at_once_into_a_new_file_lose_nothing() {
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
-    let children: Vec<_> = (0..2)
+    let children: Vec<_> = (0..3)
         .map(|i| {
             let out = dir.path().join(format!("r{i}.json"));
             let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
@@ -177,7 +177,7 @@ fn two_processes_recording_at_once_lose_nothing() {
     }
     let db = history::History::open(&db_path).unwrap();
     let runs = db.list(&history::Filter::default()).unwrap();
-    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.len(), 3);
     let mut recorded: Vec<usize> = runs
         .iter()
         .map(|r| db.seconds(r.id, 0).unwrap().len())
