@@ -167,16 +167,19 @@ fn table(c: &Comparison) -> String {
     o
 }
 
-/// A Markdown cell: no line breaks, pipes escaped.
+/// A Markdown cell: no line breaks; pipes and emphasis marks escaped.
 fn md(s: &str) -> String {
-    s.replace(['\r', '\n'], " ").replace('|', "\\|")
+    s.replace(['\r', '\n'], " ")
+        .replace('|', "\\|")
+        .replace('*', "\\*")
+        .replace('_', "\\_")
 }
 
 fn markdown(c: &Comparison) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "**brink compare**: before `{}` · after `{}`\n",
+        "**brink compare**: before {} · after {}\n",
         md(&c.before.join(", ")),
         md(&c.after.join(", "))
     );

@@ -152,7 +152,7 @@ fn compare_knows_a_regression_from_noise() {
         .unwrap();
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("| scenario | metric | before | after | change | 95% interval | verdict |"));
-    assert!(md.contains("**regressed *"), "{md}");
+    assert!(md.contains("**regressed \\***"), "{md}");
 
     // Several files per side put their steady seconds one after another.
     let (_, c, err) = compare(
