@@ -73,6 +73,21 @@ pub struct RunArgs {
     /// Read the request body from a file.
     #[arg(long = "body-file")]
     pub body_file: Option<PathBuf>,
+    /// gRPC (grpc:// or grpcs:// URLs): the unary method to call, package.Service/Method.
+    #[arg(long)]
+    pub call: Option<String>,
+    /// gRPC: a .proto file that defines the method (repeatable; compiled at run time).
+    #[arg(long)]
+    pub proto: Vec<PathBuf>,
+    /// gRPC: a directory to look for imported .proto files in (repeatable).
+    #[arg(short = 'I', long = "import-path", value_name = "DIR")]
+    pub import_paths: Vec<PathBuf>,
+    /// gRPC: the request message as JSON (proto3 JSON mapping; default {}). Metadata: -H.
+    #[arg(long)]
+    pub data: Option<String>,
+    /// gRPC: status codes that count as success, e.g. OK,NOT_FOUND (default OK).
+    #[arg(long = "ok-codes")]
+    pub ok_codes: Option<String>,
     /// Per-request timeout, from the send to the end of the response (default 30s).
     #[arg(long)]
     pub timeout: Option<String>,

@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod console;
 mod exit;
+mod grpc_call;
 mod output;
 mod progress;
 mod record;

@@ -187,10 +187,16 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
             "--only selects scenarios of a plan file; this is a URL",
         ));
     }
-    let target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
-    let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
-    let method = a.method.as_deref().unwrap_or("GET");
-    let request = RequestSpec::new(target.clone(), method, &a.headers, body.into())
+    let mut target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
+    let (method, headers, body) = if target.grpc {
+        crate::grpc_call::request(a, &mut target)?
+    } else {
+        crate::grpc_call::refuse_flags(a)?;
+        let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
+        let method = a.method.as_deref().unwrap_or("GET").to_string();
+        (method, a.headers.clone(), body)
+    };
+    let request = RequestSpec::new(target.clone(), &method, &headers, body.into())
         .map_err(|e| Fail::input(e.to_string()))?;
     let workload = Workload::new(vec![request.request()], false, Vec::new(), Vec::new(), seed);
     let spec = spec(
@@ -209,6 +215,7 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
 }
 
 fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
+    crate::grpc_call::refuse_flags(a)?;
     if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
             "-m, -H, -b and --body-file apply to a URL; a plan sets requests in its file",
@@ -300,6 +307,7 @@ fn spec(
         }
         None => engine::workload::capture::DEFAULT_LIMIT,
     };
+    let grpc = target.grpc;
     Ok(RunSpec {
         target,
         workload: Arc::new(workload),
@@ -310,10 +318,11 @@ fn spec(
             .or(plan.connect_timeout)
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
         keepalive: !a.no_keepalive && plan.keepalive.unwrap_or(true),
-        http2: a.http2 || plan.http2.unwrap_or(false),
+        http2: a.http2 || plan.http2.unwrap_or(false) || grpc,
         insecure: a.insecure || plan.insecure.unwrap_or(false),
         cacert: a.cacert.clone(),
         ok_status,
+        ok_codes: crate::grpc_call::ok_codes(a)?,
         threads: a
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),

@@ -31,6 +31,8 @@ pub struct RunSpec {
     pub insecure: bool,
     pub cacert: Option<PathBuf>,
     pub ok_status: StatusSet,
+    /// gRPC status codes that count as success (OK unless `--ok-codes` says otherwise).
+    pub ok_codes: Vec<u16>,
     /// Worker threads (capped by the connection count).
     pub threads: usize,
     /// How long requests still in flight at the end of the schedule may take to finish.
@@ -119,7 +121,11 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     let addr = target.resolve()?;
     let tls = if target.tls {
         Some((
-            client_config(spec.insecure, spec.cacert.as_deref(), spec.http2)?,
+            client_config(
+                spec.insecure,
+                spec.cacert.as_deref(),
+                spec.http2 || target.grpc,
+            )?,
             server_name(&target.host)?,
         ))
     } else {
@@ -128,10 +134,12 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     let connector = Connector {
         addr,
         tls,
-        http2: spec.http2,
+        // gRPC is HTTP/2 only.
+        http2: spec.http2 || target.grpc,
         connect_timeout: spec.connect_timeout,
         keepalive: spec.keepalive,
-        scheme: target.scheme(),
+        // HTTP/2's `:scheme` is http or https, gRPC included.
+        scheme: if target.tls { "https" } else { "http" },
         authority: target.authority.clone(),
         workload: spec.workload.clone(),
         h1_static: Connector::static_requests(&spec.workload, &target.authority, spec.keepalive)
@@ -147,6 +155,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         timeout: spec.timeout,
         keepalive: spec.keepalive,
         ok_status: spec.ok_status.clone(),
+        ok_codes: spec.ok_codes.clone(),
         start,
         end: spec.load.end().map(|d| start + d),
         grace: spec.grace,

@@ -8,7 +8,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 pub enum TargetError {
     #[error("invalid URL '{0}': {1}")]
     Url(String, String),
-    #[error("unsupported scheme '{0}' in '{1}' (use http:// or https://)")]
+    #[error("unsupported scheme '{0}' in '{1}' (use http://, https://, grpc:// or grpcs://)")]
     Scheme(String, String),
     #[error("cannot resolve host '{0}': {1}")]
     Resolve(String, String),
@@ -24,6 +24,8 @@ pub enum TargetError {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
     pub tls: bool,
+    /// `grpc://` (h2c) or `grpcs://` (TLS): requests are gRPC calls over HTTP/2.
+    pub grpc: bool,
     pub host: String,
     pub port: u16,
     /// Path and query, at least `/`.
@@ -39,9 +41,11 @@ impl Target {
         let (scheme, _) = url
             .split_once("://")
             .ok_or_else(|| bad("expected scheme://host"))?;
-        let tls = match scheme.to_ascii_lowercase().as_str() {
-            "http" => false,
-            "https" => true,
+        let (tls, grpc) = match scheme.to_ascii_lowercase().as_str() {
+            "http" => (false, false),
+            "https" => (true, false),
+            "grpc" => (false, true),
+            "grpcs" => (true, true),
             other => return Err(TargetError::Scheme(other.to_string(), url.to_string())),
         };
         let uri: http::Uri = url
@@ -76,6 +80,7 @@ impl Target {
         };
         Ok(Target {
             tls,
+            grpc,
             host: bare_host,
             port,
             path: path.to_string(),
@@ -95,10 +100,11 @@ impl Target {
 
     /// Scheme name.
     pub fn scheme(&self) -> &'static str {
-        if self.tls {
-            "https"
-        } else {
-            "http"
+        match (self.grpc, self.tls) {
+            (false, false) => "http",
+            (false, true) => "https",
+            (true, false) => "grpc",
+            (true, true) => "grpcs",
         }
     }
 

@@ -65,6 +65,9 @@ pub struct ScenarioResult {
     /// The status codes that counted as success, as inclusive ranges (`[[100, 399]]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ok_status: Vec<(u16, u16)>,
+    /// gRPC runs: the status code names that counted as success.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ok_codes: Vec<String>,
 }
 
 impl ScenarioResult {
@@ -213,6 +216,9 @@ pub struct SummaryJson {
     #[serde(default)]
     pub with_connect_ms: Option<LatencySummary>,
     pub status: BTreeMap<String, u64>,
+    /// gRPC calls by status code name (`OK`, `UNAVAILABLE`, ...); absent for HTTP runs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_status: BTreeMap<String, u64>,
     pub errors_by_kind: ErrorsByKind,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -370,6 +376,12 @@ pub fn summary_json(
             .sorted()
             .into_iter()
             .map(|(c, n)| (c.to_string(), n))
+            .collect(),
+        grpc_status: b
+            .grpc
+            .sorted()
+            .into_iter()
+            .map(|(c, n)| (model::grpc::name(c), n))
             .collect(),
         errors_by_kind: ErrorKind::ALL
             .iter()

@@ -65,7 +65,12 @@ pub fn render(r: &ScenarioResult) -> String {
     if s.errors > 0 {
         let mut parts = kinds;
         if failed_status > 0 {
-            parts.push(format!("failed status {}", fmt_count(failed_status)));
+            let what = if s.grpc_status.is_empty() {
+                "failed status"
+            } else {
+                "failed code"
+            };
+            parts.push(format!("{what} {}", fmt_count(failed_status)));
         }
         err = format!("{err}  ({})", parts.join(", "));
     }
@@ -77,6 +82,14 @@ pub fn render(r: &ScenarioResult) -> String {
         .collect();
     if !status.is_empty() {
         row(&mut o, "status", status.join("  "));
+    }
+    let codes: Vec<String> = s
+        .grpc_status
+        .iter()
+        .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
+        .collect();
+    if !codes.is_empty() {
+        row(&mut o, "grpc codes", codes.join("  "));
     }
     row(
         &mut o,

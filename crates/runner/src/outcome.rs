@@ -87,6 +87,14 @@ pub fn scenario_result(
         extract_failures,
         error: None,
         ok_status: spec.ok_status.ranges().to_vec(),
+        ok_codes: if spec.target.grpc {
+            spec.ok_codes
+                .iter()
+                .map(|c| model::grpc::name(*c))
+                .collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 

@@ -87,6 +87,8 @@ pub struct Bucket {
     pub ok: u64,
     /// Responses by status code.
     pub status: StatusCounts,
+    /// gRPC calls by status code (a call counts here instead of in `status`).
+    pub grpc: StatusCounts,
     /// Transport failures by kind, indexed by [`ErrorKind::index`].
     pub errors_by_kind: [u64; ErrorKind::COUNT],
     /// Response bytes read (head and body).
@@ -167,6 +169,7 @@ impl Bucket {
             requests: 0,
             ok: 0,
             status: StatusCounts::default(),
+            grpc: StatusCounts::default(),
             errors_by_kind: [0; ErrorKind::COUNT],
             bytes_in: 0,
             bytes_out: 0,
@@ -180,9 +183,21 @@ impl Bucket {
 
     /// Records a response: status, whether it counts as success, both latencies in µs.
     pub fn record_response(&mut self, status: u16, ok: bool, corrected_us: u64, service_us: u64) {
+        self.status.add(status, 1);
+        self.answered(ok, corrected_us, service_us);
+    }
+
+    /// Records a gRPC call that ended with status `code`: whether it counts as success, both
+    /// latencies in µs.
+    pub fn record_grpc(&mut self, code: u16, ok: bool, corrected_us: u64, service_us: u64) {
+        self.grpc.add(code, 1);
+        self.answered(ok, corrected_us, service_us);
+    }
+
+    /// An attempt that got an answer: counted, and its latencies recorded.
+    fn answered(&mut self, ok: bool, corrected_us: u64, service_us: u64) {
         self.requests += 1;
         self.ok += u64::from(ok);
-        self.status.add(status, 1);
         self.corrected
             .saturating_record(corrected_us.clamp(1, HIST_MAX_US));
         self.service
@@ -230,6 +245,7 @@ impl Bucket {
         self.requests += other.requests;
         self.ok += other.ok;
         self.status.merge(&other.status);
+        self.grpc.merge(&other.grpc);
         for (a, b) in self.errors_by_kind.iter_mut().zip(other.errors_by_kind) {
             *a += b;
         }

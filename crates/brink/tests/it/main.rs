@@ -17,6 +17,7 @@ mod compare;
 mod engine_runs;
 mod examples;
 mod find;
+mod grpc;
 mod hardening;
 mod history;
 mod plans;

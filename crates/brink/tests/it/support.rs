@@ -22,6 +22,7 @@ pub fn spec(url: &str, load: Load) -> RunSpec {
         insecure: false,
         cacert: None,
         ok_status: StatusSet::default(),
+        ok_codes: vec![0],
         threads: 2,
         grace: Duration::from_secs(2),
         capture_limit: engine::workload::capture::DEFAULT_LIMIT,

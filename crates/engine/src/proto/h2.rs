@@ -42,6 +42,10 @@ impl H2Conn {
         req: http::Request<Full<Bytes>>,
         capture: Option<&Arc<Budget>>,
     ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
+        let grpc = req
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
         // A connection that cannot take a request (closing or closed) never saw this one.
         if self.send.ready().await.is_err() {
             return Err(Unprocessed);
@@ -52,7 +56,7 @@ impl H2Conn {
             Err(e) if unprocessed(&e) => return Err(Unprocessed),
             Err(e) => return Ok(Err(hyper_kind(&e))),
         };
-        Ok(read_response(resp, capture).await)
+        Ok(read_response(resp, capture, grpc).await)
     }
 }
 
@@ -77,12 +81,19 @@ fn unprocessed(e: &hyper::Error) -> bool {
     false
 }
 
-/// Reads a response's body, counting it and keeping it when `capture` is set.
+/// Reads a response's body, counting it and keeping it when `capture` is set. For a gRPC
+/// call (`grpc`) the status code comes from `grpc-status`: in the trailers, or in the headers
+/// of a trailers-only answer.
 async fn read_response(
     resp: http::Response<hyper::body::Incoming>,
     capture: Option<&Arc<Budget>>,
+    grpc: bool,
 ) -> Result<(Reply, Option<Captured>), ErrorKind> {
     let status = resp.status().as_u16();
+    let mut grpc_status: Option<Vec<u8>> = resp
+        .headers()
+        .get("grpc-status")
+        .map(|v| v.as_bytes().to_vec());
     let mut kept = capture.map(|budget| {
         let mut c = Captured::new(budget.clone());
         c.headers = model::header_pairs(resp.headers());
@@ -97,6 +108,10 @@ async fn read_response(
             if let Some(k) = kept.as_mut() {
                 k.keep(d);
             }
+        } else if let Some(t) = frame.trailers_ref() {
+            if let Some(v) = t.get("grpc-status") {
+                grpc_status = Some(v.as_bytes().to_vec());
+            }
         }
     }
     let reply = Reply {
@@ -104,6 +119,7 @@ async fn read_response(
         bytes_in,
         keep_alive: true,
         stray: false,
+        grpc: grpc.then(|| model::grpc::status_of(status, grpc_status.as_deref())),
     };
     Ok((reply, kept))
 }

@@ -33,6 +33,8 @@ pub struct Shared {
     pub timeout: Duration,
     pub keepalive: bool,
     pub ok_status: StatusSet,
+    /// gRPC codes that count as success.
+    pub ok_codes: Vec<u16>,
     pub start: Instant,
     pub end: Option<Instant>,
     pub grace: Duration,
@@ -155,8 +157,17 @@ fn record(
     rec.bytes_out += bytes_out;
     match (result, extracted) {
         (Ok(reply), Ok(())) => {
-            let ok = shared.ok_status.contains(reply.status);
-            rec.record_response(reply.status, ok, micros(done - base), micros(done - sent));
+            let (corrected, service) = (micros(done - base), micros(done - sent));
+            match reply.grpc {
+                Some(code) => {
+                    let ok = shared.ok_codes.contains(&code);
+                    rec.record_grpc(code, ok, corrected, service);
+                }
+                None => {
+                    let ok = shared.ok_status.contains(reply.status);
+                    rec.record_response(reply.status, ok, corrected, service);
+                }
+            }
             rec.bytes_in += reply.bytes_in;
             record_stray(rec, reply.stray);
             reply.keep_alive && shared.keepalive

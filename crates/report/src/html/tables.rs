@@ -222,6 +222,18 @@ pub fn errors(s: &ScenarioResult) -> String {
             ]
         })
         .collect();
+    rows.extend(m.grpc_status.iter().map(|(code, n)| {
+        vec![
+            format!("gRPC {}", e(code)),
+            fmt_count(*n),
+            if s.ok_codes.contains(code) || (s.ok_codes.is_empty() && code == "OK") {
+                "ok"
+            } else {
+                "failed"
+            }
+            .into(),
+        ]
+    }));
     rows.extend(
         m.errors_by_kind
             .iter()

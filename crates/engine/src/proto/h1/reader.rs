@@ -26,6 +26,8 @@ pub struct Reply {
     /// the framing was wrong or the server misbehaves. The response still counts; the
     /// connection is closed and one `protocol` error is counted for the stray bytes.
     pub stray: bool,
+    /// A gRPC call's status code (`None` for plain HTTP): it decides success, not `status`.
+    pub grpc: Option<u16>,
 }
 
 #[derive(Clone, Debug)]
@@ -161,6 +163,7 @@ impl Reader {
             bytes_in: self.bytes_in,
             keep_alive: self.keep_alive,
             stray: false,
+            grpc: None,
         }
     }
 
@@ -257,6 +260,7 @@ mod tests {
                     bytes_in: resp.len() as u64,
                     keep_alive: true,
                     stray: false,
+                    grpc: None,
                 },
                 "step {step}"
             );

@@ -1,0 +1,256 @@
+//! Unary gRPC calls end to end against a real HTTP/2 gRPC server on loopback: the message on
+//! the wire is the protobuf of the JSON given, metadata arrives, every call ends in exactly one
+//! status code (counted by name) or transport error, `--ok-codes` moves the success line, TLS
+//! works, calls still in flight at the end are unfinished, and bad input is one line, exit 2.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use testkit::grpc::{serve_grpc, Answer, Call};
+
+fn brink() -> Command {
+    Command::cargo_bin("brink").expect("binary built")
+}
+
+fn greeter() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc/greeter.proto")
+}
+
+/// HelloReply { message: "hi" }.
+const REPLY: [u8; 4] = [0x0a, 0x02, b'h', b'i'];
+
+type Seen = Arc<Mutex<Vec<(String, Vec<u8>, Vec<(String, String)>)>>>;
+
+/// A Greeter that answers OK, except UNAVAILABLE for call 3 of every 10 and NOT_FOUND for 7.
+fn greeter_server(tls: bool, delay: Duration) -> (testkit::Server, Seen) {
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let handler = Arc::new(move |c: &Call| {
+        s.lock()
+            .unwrap()
+            .push((c.path.to_string(), c.message.to_vec(), c.metadata.to_vec()));
+        let mut a = match c.seq % 10 {
+            3 => Answer::code(14),
+            7 => Answer::code(5),
+            _ => Answer::ok(REPLY.to_vec()),
+        };
+        a.delay = delay;
+        a
+    });
+    let opts = testkit::Options {
+        tls,
+        ..testkit::Options::default()
+    };
+    (serve_grpc(opts, handler).expect("server starts"), seen)
+}
+
+fn run(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut c = brink();
+    c.args(["run", url, "--proto", greeter().to_str().unwrap()]);
+    if !extra.contains(&"--call") {
+        c.args(["--call", "helloworld.Greeter/SayHello"]);
+    }
+    let out = c
+        .args(["-q", "--json"])
+        .arg(&json)
+        .args(extra)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let r = std::fs::read(&json)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (
+        out.status.code(),
+        r,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn every_call_ends_in_one_status_code() {
+    let (srv, seen) = greeter_server(false, Duration::ZERO);
+    let url = format!("grpc://{}", srv.addr);
+    let (code, r, err) = run(
+        &url,
+        &[
+            "--data",
+            r#"{"name":"x","times":3}"#,
+            "-H",
+            "authorization: Bearer t0ken",
+            "-n",
+            "200",
+            "-c",
+            "4",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let s = &r["summary"];
+    assert_eq!(s["requests"], 200);
+    assert_eq!(s["ok"], 160);
+    assert_eq!(s["errors"], 40);
+    assert_eq!(
+        s["grpc_status"],
+        serde_json::json!({"OK": 160, "UNAVAILABLE": 20, "NOT_FOUND": 20})
+    );
+    assert_eq!(s["status"], serde_json::json!({}), "no HTTP status counted");
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../../schemas/brink.result.v1.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let problems: Vec<String> = validator.iter_errors(&r).map(|e| e.to_string()).collect();
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(
+        r["target"]["url"],
+        format!("{url}/helloworld.Greeter/SayHello")
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 200);
+    for (path, message, metadata) in seen.iter() {
+        assert_eq!(path, "/helloworld.Greeter/SayHello");
+        assert_eq!(message, &[0x0a, 0x01, b'x', 0x10, 0x03]);
+        let meta = |k: &str| {
+            metadata
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(meta("content-type"), Some("application/grpc"));
+        assert_eq!(meta("te"), Some("trailers"));
+        assert_eq!(meta("authorization"), Some("Bearer t0ken"));
+    }
+    drop(seen);
+
+    // The terminal counts the codes by name.
+    let out = brink()
+        .args(["run", &url, "--proto", greeter().to_str().unwrap()])
+        .args(["--call", "helloworld.Greeter/SayHello", "-n", "20"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("grpc codes"), "{text}");
+    assert!(text.contains("UNAVAILABLE: 2"), "{text}");
+    assert!(text.contains("failed code 4"), "{text}");
+
+    // NOT_FOUND may count as success.
+    let (code, r, err) = run(&url, &["-n", "100", "--ok-codes", "OK,not_found"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["summary"]["ok"], 90);
+    assert_eq!(
+        r["scenarios"][0]["ok_codes"],
+        serde_json::json!(["OK", "NOT_FOUND"])
+    );
+}
+
+#[test]
+fn tls_and_the_open_model_and_calls_in_flight_at_the_end() {
+    let (srv, _) = greeter_server(true, Duration::from_millis(300));
+    let url = format!("grpcs://{}", srv.addr);
+    // 40 calls/s for 2 s; each takes 300 ms, so about 12 are in flight when the schedule
+    // ends, and a 100 ms grace leaves them unfinished: never errors.
+    let (code, r, err) = run(
+        &url,
+        &[
+            "--insecure",
+            "--rate",
+            "40",
+            "-c",
+            "50",
+            "-d",
+            "2s",
+            "--grace",
+            "100ms",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let s = &r["summary"];
+    let unfinished = s["unfinished"].as_u64().unwrap();
+    assert!((5..=20).contains(&unfinished), "{s}");
+    let counted: u64 = s["grpc_status"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, s["requests"].as_u64().unwrap(), "{s}");
+    assert_eq!(s["errors_by_kind"]["timeout"], 0);
+    assert!(s["latency_ms"]["p50"].as_f64().unwrap() >= 300.0, "{s}");
+}
+
+#[test]
+fn bad_grpc_input_is_one_line_before_any_load() {
+    let (srv, seen) = greeter_server(false, Duration::ZERO);
+    let url = format!("grpc://{}", srv.addr);
+    for (extra, says) in [
+        (
+            vec!["--call", "helloworld.Greeter/SayHi"],
+            "methods: SayHello, SayHelloStream",
+        ),
+        (
+            vec!["--data", r#"{"times":"many"}"#],
+            "helloworld.HelloRequest",
+        ),
+        (vec!["--ok-codes", "FINE"], "not a gRPC status code"),
+        (vec!["-m", "PUT"], "a gRPC call is --call with --data"),
+    ] {
+        let (code, _, err) = run(&url, &extra);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    brink()
+        .args(["run", &url, "-n", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("needs --call"));
+    brink()
+        .args(["run", "http://127.0.0.1:1/", "--call", "a.B/C", "-n", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("apply to grpc://"));
+    assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
+}
+
+#[test]
+fn a_capacity_search_steps_grpc_calls() {
+    let (srv, _) = greeter_server(false, Duration::from_millis(2));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("f.json");
+    let out = brink()
+        .args(["find", &format!("grpc://{}", srv.addr), "-q"])
+        .args(["--proto", greeter().to_str().unwrap()])
+        .args([
+            "--call",
+            "helloworld.Greeter/SayHello",
+            "--ok-codes",
+            "OK,14,5",
+        ])
+        .args([
+            "--to",
+            "2",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["find"]["max_sustainable"]["level"], 2.0, "{}", r["find"]);
+    assert!(r["summary"]["grpc_status"]["OK"].as_u64().unwrap() > 0);
+}

@@ -1,0 +1,154 @@
+//! gRPC calls as brink sends them, settled before any load: the `.proto` files compiled at run
+//! time (protox: no `protoc` needed, well-known types included), the method looked up by
+//! `package.Service/Method`, the JSON message encoded once into its wire bytes and framed
+//! (one byte of flags, four of length, the message). On the wire a call is then an ordinary
+//! HTTP/2 POST the engine already sends; the engine reads its `grpc-status`. This crate has no
+//! runtime: errors are one line naming the file, the method or the field at fault.
+
+use prost::Message;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
+use std::path::{Path, PathBuf};
+
+/// A unary call, ready to send.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// `/package.Service/Method`.
+    pub path: String,
+    /// The framed request message.
+    pub frame: Vec<u8>,
+    /// `package.Service/Method`, as the user wrote it.
+    pub name: String,
+}
+
+/// Compiles `files` (looked up in `includes` and the directories of the files themselves).
+pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, String> {
+    if files.is_empty() {
+        return Err(
+            "a gRPC call needs --proto FILE (server reflection is not supported yet)".into(),
+        );
+    }
+    let mut dirs: Vec<PathBuf> = includes.to_vec();
+    for f in files {
+        if !f.is_file() {
+            return Err(format!("--proto {}: no such file", f.display()));
+        }
+        let dir = f
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    let mut compiler = protox::Compiler::new(&dirs).map_err(|e| one_line(&e, &dirs))?;
+    compiler.include_imports(true);
+    for f in files {
+        let name = relative(f, &dirs);
+        compiler.open_file(&name).map_err(|e| one_line(&e, &dirs))?;
+    }
+    Ok(compiler.descriptor_pool())
+}
+
+/// `file` as the compiler names it: relative to the first include directory holding it.
+fn relative(file: &Path, dirs: &[PathBuf]) -> PathBuf {
+    dirs.iter()
+        .find_map(|d| file.strip_prefix(d).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| file.to_path_buf())
+}
+
+/// An error's text on one line, with `file:line:column` when it points into a file (found
+/// in one of `dirs`).
+fn one_line(e: &protox::Error, dirs: &[PathBuf]) -> String {
+    use miette::Diagnostic;
+    let mut text = e.to_string();
+    let offset = e.labels().and_then(|mut l| l.next()).map(|l| l.offset());
+    let path = e
+        .file()
+        .and_then(|f| dirs.iter().map(|d| d.join(f)).find(|p| p.is_file()));
+    if let (Some(path), Some(offset)) = (path, offset) {
+        if let Ok(src) = std::fs::read_to_string(&path) {
+            let at = offset.min(src.len());
+            let line = src[..at].matches('\n').count() + 1;
+            let col = at - src[..at].rfind('\n').map_or(0, |i| i + 1) + 1;
+            text = format!("{}:{line}:{col}: {text}", path.display());
+        }
+    }
+    text.replace('\n', " ")
+}
+
+/// The method `call` (`package.Service/Method`, or with a dot before the method) names;
+/// an unknown one lists what exists.
+pub fn method(pool: &DescriptorPool, call: &str) -> Result<MethodDescriptor, String> {
+    let (service, name) = call
+        .rsplit_once('/')
+        .or_else(|| call.rsplit_once('.'))
+        .ok_or_else(|| format!("--call {call}: expected package.Service/Method"))?;
+    let services: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
+    let Some(svc) = pool.get_service_by_name(service.trim_start_matches('/')) else {
+        return Err(format!(
+            "--call {call}: no service {service} (services: {})",
+            if services.is_empty() {
+                "none".to_string()
+            } else {
+                services.join(", ")
+            }
+        ));
+    };
+    let found = svc.methods().find(|m| m.name() == name);
+    let Some(m) = found else {
+        let names: Vec<String> = svc.methods().map(|m| m.name().to_string()).collect();
+        return Err(format!(
+            "--call {call}: {service} has no method {name} (methods: {})",
+            names.join(", ")
+        ));
+    };
+    if m.is_client_streaming() || m.is_server_streaming() {
+        return Err(format!(
+            "--call {call}: streaming methods are not supported yet; unary calls are"
+        ));
+    }
+    Ok(m)
+}
+
+/// `json` (canonical proto3 JSON) as the wire bytes of message type `desc`.
+pub fn encode_json(desc: &MessageDescriptor, json: &str) -> Result<Vec<u8>, String> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let msg = DynamicMessage::deserialize(desc.clone(), &mut de)
+        .map_err(|e| format!("the data does not match {}: {e}", desc.full_name()))?;
+    de.end()
+        .map_err(|e| format!("the data for {}: {e}", desc.full_name()))?;
+    Ok(msg.encode_to_vec())
+}
+
+/// `message` framed as gRPC sends it: uncompressed flag, big-endian length, the bytes.
+pub fn frame(message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(message.len() + 5);
+    out.push(0);
+    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    out.extend_from_slice(message);
+    out
+}
+
+/// A unary call of `call` with the message `json`, from the `.proto` files.
+pub fn prepare(
+    files: &[PathBuf],
+    includes: &[PathBuf],
+    call: &str,
+    json: &str,
+) -> Result<Call, String> {
+    let pool = compile(files, includes)?;
+    let m = method(&pool, call)?;
+    let bytes = encode_json(&m.input(), json)?;
+    Ok(Call {
+        path: format!("/{}/{}", m.parent_service().full_name(), m.name()),
+        frame: frame(&bytes),
+        name: call.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,64 @@
+//! Compiling real `.proto` files, finding methods, encoding JSON: the bytes on the wire are
+//! checked against the protobuf encoding written out by hand.
+
+use super::*;
+
+fn greeter() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc/greeter.proto")
+}
+
+#[test]
+fn a_unary_call_is_framed_protobuf() {
+    let call = prepare(
+        &[greeter()],
+        &[],
+        "helloworld.Greeter/SayHello",
+        r#"{"name":"a","times":2,"at":"1970-01-01T00:00:01Z"}"#,
+    )
+    .unwrap();
+    assert_eq!(call.path, "/helloworld.Greeter/SayHello");
+    // field 1 (string "a"), field 2 (varint 2), field 3 (Timestamp{seconds: 1}).
+    let message = [0x0a, 0x01, b'a', 0x10, 0x02, 0x1a, 0x02, 0x08, 0x01];
+    let mut want = vec![0, 0, 0, 0, message.len() as u8];
+    want.extend_from_slice(&message);
+    assert_eq!(call.frame, want);
+    // The dotted form names the same method.
+    let dotted = prepare(&[greeter()], &[], "helloworld.Greeter.SayHello", "{}").unwrap();
+    assert_eq!(dotted.path, call.path);
+    assert_eq!(dotted.frame, [0, 0, 0, 0, 0]);
+}
+
+#[test]
+fn bad_input_says_what_exists_and_where() {
+    let err = |call: &str, json: &str| prepare(&[greeter()], &[], call, json).unwrap_err();
+    let e = err("helloworld.Greter/SayHello", "{}");
+    assert!(
+        e.contains("no service helloworld.Greter (services: helloworld.Greeter)"),
+        "{e}"
+    );
+    let e = err("helloworld.Greeter/SayHi", "{}");
+    assert!(e.contains("methods: SayHello, SayHelloStream"), "{e}");
+    let e = err("helloworld.Greeter/SayHelloStream", "{}");
+    assert!(e.contains("streaming methods are not supported yet"), "{e}");
+    let e = err("helloworld.Greeter/SayHello", r#"{"times":"many"}"#);
+    assert!(e.contains("helloworld.HelloRequest"), "{e}");
+    let e = err("helloworld.Greeter/SayHello", r#"{"nmae":"x"}"#);
+    assert!(e.contains("nmae"), "{e}");
+    let e = err("Greeter", "{}");
+    assert!(e.contains("expected package.Service/Method"), "{e}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.proto");
+    std::fs::write(
+        &broken,
+        "syntax = \"proto3\";\nmessage A {\n  string x = ;\n}\n",
+    )
+    .unwrap();
+    let e = compile(&[broken], &[]).unwrap_err();
+    assert!(e.contains("broken.proto:3:"), "{e}");
+    assert!(!e.contains('\n'));
+    let e = compile(&[dir.path().join("missing.proto")], &[]).unwrap_err();
+    assert!(e.contains("no such file"), "{e}");
+    let e = compile(&[], &[]).unwrap_err();
+    assert!(e.contains("--proto"), "{e}");
+}

@@ -1,0 +1,86 @@
+//! gRPC status codes: their names (as counted in results and written in `--ok-codes`), and the
+//! code a response carries, read from its HTTP status and `grpc-status` as the gRPC spec says.
+
+/// The codes' names, by number (0-16).
+pub const CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// `OK`, `UNAVAILABLE`, ...; `CODE_n` beyond 16.
+pub fn name(code: u16) -> String {
+    CODES
+        .get(code as usize)
+        .map_or_else(|| format!("CODE_{code}"), |n| n.to_string())
+}
+
+/// A code from its name (any case) or number.
+pub fn parse(text: &str) -> Option<u16> {
+    let t = text.trim();
+    if let Ok(n) = t.parse::<u16>() {
+        return (n <= 16).then_some(n);
+    }
+    CODES
+        .iter()
+        .position(|c| c.eq_ignore_ascii_case(t))
+        .map(|i| i as u16)
+}
+
+/// The status of a gRPC response: a response that is not HTTP 200 maps as the spec says
+/// (400 INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 UNIMPLEMENTED, 429 and
+/// 502-504 UNAVAILABLE, else UNKNOWN); otherwise its `grpc-status` (trailer, or header for a
+/// trailers-only answer), and INTERNAL when there is none (the call did not complete).
+pub fn status_of(http_status: u16, grpc_status: Option<&[u8]>) -> u16 {
+    if http_status != 200 {
+        return match http_status {
+            400 => 13,
+            401 => 16,
+            403 => 7,
+            404 => 12,
+            429 | 502..=504 => 14,
+            _ => 2,
+        };
+    }
+    match grpc_status.and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<u16>().ok()) {
+        Some(code) if code <= 16 => code,
+        Some(_) => 2,
+        None => 13,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_read_as_the_spec_says() {
+        assert_eq!(status_of(200, Some(b"0")), 0);
+        assert_eq!(status_of(200, Some(b"14")), 14);
+        assert_eq!(status_of(200, Some(b"99")), 2);
+        assert_eq!(status_of(200, None), 13);
+        assert_eq!(status_of(503, Some(b"0")), 14);
+        assert_eq!(status_of(404, None), 12);
+        assert_eq!(status_of(500, None), 2);
+        assert_eq!(name(14), "UNAVAILABLE");
+        assert_eq!(name(20), "CODE_20");
+        assert_eq!(parse("unavailable"), Some(14));
+        assert_eq!(parse("5"), Some(5));
+        assert_eq!(parse("17"), None);
+        assert_eq!(parse("NOPE"), None);
+    }
+}
