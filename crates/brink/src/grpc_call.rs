@@ -1,7 +1,8 @@
 //! `grpc://` and `grpcs://` URLs: `--call`, `--proto`, `-I`, `--data` and `-H` (metadata) become
 //! the one request every call sends (a POST of the framed message with gRPC's headers), checked
 //! before any load: a `.proto` that does not compile, an unknown method or data that does not
-//! fit the message is one line and exit 2. `--ok-codes` says which status codes succeed.
+//! fit the message is one line and exit 2. `--timeout` is sent as the call's deadline
+//! (`grpc-timeout`). `--ok-codes` says which status codes succeed.
 
 use crate::cli::RunArgs;
 use crate::exit::Fail;
@@ -21,9 +22,18 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<(String, Vec<String>,
     let data = a.data.as_deref().unwrap_or("{}");
     let prepared = grpc::prepare(&a.proto, &a.import_paths, call, data).map_err(Fail::input)?;
     target.path = prepared.path;
+    // The server learns the deadline the call is held to (`--timeout`, 30 s by default).
+    let timeout = match &a.timeout {
+        Some(t) => model::parse_duration(t).map_err(|e| Fail::input(format!("--timeout: {e}")))?,
+        None => crate::resolve::DEFAULT_TIMEOUT,
+    };
     let mut headers = vec![
         "content-type: application/grpc".to_string(),
         "te: trailers".to_string(),
+        format!(
+            "grpc-timeout: {}m",
+            timeout.as_millis().clamp(1, 99_999_999)
+        ),
     ];
     headers.extend(a.headers.iter().cloned());
     Ok(("POST".to_string(), headers, prepared.frame))

@@ -16,7 +16,7 @@ use stats::slo::Slo;
 use std::sync::Arc;
 use std::time::Duration;
 
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 

@@ -37,6 +37,10 @@ pub enum Metric {
     Errors,
     /// Attempts per second.
     Rps,
+    /// The share of attempts whose gRPC call ended with this status code (`code.UNAVAILABLE`).
+    Code(u16),
+    /// The share of attempts answered with this HTTP status (`status.429`).
+    Status(u16),
 }
 
 /// Comparison that must hold for the objective to pass.
@@ -77,7 +81,7 @@ pub struct Slo {
     pub request: Option<String>,
     pub metric: Metric,
     /// Canonical metric name (`p99.9`, `errors`, ...).
-    pub metric_name: &'static str,
+    pub metric_name: String,
     pub op: Op,
     /// Milliseconds for latency, a fraction (0.001 = 0.1%) for errors, req/s for rps.
     pub threshold: f64,
@@ -128,11 +132,14 @@ impl Slo {
             (b'<', _) => (Op::Lt, &rest[1..]),
             _ => (Op::Gt, &rest[1..]),
         };
-        let (request, metric_name, metric) = split_metric(left).ok_or_else(|| {
-            bad(format!(
-                "unknown metric '{left}' (expected [request.]p50|p75|p90|p95|p99|p99.9|mean|max|errors|rps)"
-            ))
-        })?;
+        let (request, metric_name, metric) = split_metric(left)
+            .map(|(r, n, m)| (r, n.to_string(), m))
+            .or_else(|| share_metric(left))
+            .ok_or_else(|| {
+                bad(format!(
+                    "unknown metric '{left}' (expected [request.]p50|p75|p90|p95|p99|p99.9|mean|max|errors|rps|status.CODE|code.NAME)"
+                ))
+            })?;
         let mut words = rest.split_whitespace();
         let value = words
             .next()
@@ -144,7 +151,7 @@ impl Slo {
                     .as_secs_f64()
                     * 1000.0
             }
-            Metric::Errors => parse_percent(value)
+            Metric::Errors | Metric::Code(_) | Metric::Status(_) => parse_percent(value)
                 .ok_or_else(|| bad(format!("'{value}' is not a percentage (e.g. 0.1%)")))?,
             Metric::Rps => parse_number(value)
                 .ok_or_else(|| bad(format!("'{value}' is not a number of requests per second")))?,
@@ -195,7 +202,9 @@ impl Slo {
     pub fn fmt_value(&self, v: f64) -> String {
         match self.metric {
             Metric::Latency(_) => fmt_ms(v),
-            Metric::Errors => format!("{}%", trim_float(v * 100.0)),
+            Metric::Errors | Metric::Code(_) | Metric::Status(_) => {
+                format!("{}%", trim_float(v * 100.0))
+            }
             Metric::Rps => format!("{} req/s", trim_float_to(v, 1)),
         }
     }
@@ -228,6 +237,10 @@ impl Slo {
                 })
             }
             Metric::Errors => (w.requests > 0).then(|| w.errors() as f64 / w.requests as f64),
+            Metric::Code(c) => (w.requests > 0).then(|| w.grpc.get(c) as f64 / w.requests as f64),
+            Metric::Status(c) => {
+                (w.requests > 0).then(|| w.status.get(c) as f64 / w.requests as f64)
+            }
             Metric::Rps => (seconds > 0.0).then(|| w.requests as f64 / seconds),
         }
     }
@@ -260,6 +273,36 @@ fn split_metric(left: &str) -> Option<(Option<String>, &'static str, Metric)> {
                 return Some((Some(req.to_string()), name, metric));
             }
         }
+    }
+    None
+}
+
+/// `[request.]code.NAME` (a gRPC status code by name or number) or `[request.]status.NNN`.
+fn share_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
+    for prefix in ["code.", "status."] {
+        let (request, rest) = match left.strip_prefix(prefix) {
+            Some(rest) => (None, rest),
+            None => {
+                let Some(at) = left.find(&format!(".{prefix}")) else {
+                    continue;
+                };
+                let req = &left[..at];
+                if req.is_empty() || req.contains(char::is_whitespace) {
+                    continue;
+                }
+                (Some(req.to_string()), &left[at + 1 + prefix.len()..])
+            }
+        };
+        let metric = if prefix == "code." {
+            Metric::Code(model::grpc::parse(rest)?)
+        } else {
+            Metric::Status(rest.parse().ok().filter(|s| (100..=599).contains(s))?)
+        };
+        let name = match metric {
+            Metric::Code(c) => format!("code.{}", model::grpc::name(c)),
+            _ => format!("status.{rest}"),
+        };
+        return Some((request, name, metric));
     }
     None
 }
@@ -470,7 +513,7 @@ mod tests {
         // Plain latency objective.
         let s = parse("p95<100ms").unwrap();
         assert_eq!(
-            (s.request.as_deref(), s.metric_name, s.op),
+            (s.request.as_deref(), s.metric_name.as_str(), s.op),
             (None, "p95", Op::Lt)
         );
         assert_eq!(s.threshold, 100.0);
@@ -493,6 +536,38 @@ mod tests {
         assert_eq!(
             parse("api.v2.mean < 5ms").unwrap().request.as_deref(),
             Some("api.v2")
+        );
+        // The share of one gRPC code (by name, any case, or number) or one HTTP status.
+        let s = parse("code.unavailable < 0.1%").unwrap();
+        assert_eq!((s.metric, s.threshold), (Metric::Code(14), 0.001));
+        assert_eq!(s.label(), "code.UNAVAILABLE");
+        assert_eq!(parse("code.14 < 1%").unwrap().metric, Metric::Code(14));
+        let s = parse("login.status.429 <= 2% over 10s").unwrap();
+        assert_eq!(s.request.as_deref(), Some("login"));
+        assert_eq!(s.metric, Metric::Status(429));
+        assert_eq!(s.label(), "login.status.429 over 10s");
+        assert!(parse("code.FINE < 1%").is_err());
+        assert!(parse("status.999 < 1%").is_err());
+    }
+
+    #[test]
+    fn code_and_status_shares_are_measured_per_attempt() {
+        let mut b = Bucket::new(0);
+        for i in 0..100u16 {
+            match i % 10 {
+                0 => b.record_grpc(14, false, 1000, 1000),
+                1 => b.record_error(crate::ErrorKind::Timeout),
+                _ => b.record_grpc(0, true, 1000, 1000),
+            }
+        }
+        b.record_response(429, false, 1000, 1000);
+        let share = |t: &str| parse(t).unwrap().measure(&b, 1.0).unwrap();
+        assert!((share("code.UNAVAILABLE < 1%") - 10.0 / 101.0).abs() < 1e-12);
+        assert!((share("code.OK < 1%") - 80.0 / 101.0).abs() < 1e-12);
+        assert!((share("status.429 < 1%") - 1.0 / 101.0).abs() < 1e-12);
+        assert_eq!(
+            parse("code.UNAVAILABLE < 5%").unwrap().fmt_value(0.1),
+            "10%"
         );
     }
 

@@ -122,6 +122,7 @@ fn every_call_ends_in_one_status_code() {
         assert_eq!(meta("content-type"), Some("application/grpc"));
         assert_eq!(meta("te"), Some("trailers"));
         assert_eq!(meta("authorization"), Some("Bearer t0ken"));
+        assert_eq!(meta("grpc-timeout"), Some("30000m"), "the default deadline");
     }
     drop(seen);
 
@@ -135,6 +136,14 @@ fn every_call_ends_in_one_status_code() {
     assert!(text.contains("grpc codes"), "{text}");
     assert!(text.contains("UNAVAILABLE: 2"), "{text}");
     assert!(text.contains("failed code 4"), "{text}");
+
+    // An objective on one code's share: 10% UNAVAILABLE breaks a 5% limit.
+    let (code, r, _) = run(&url, &["-n", "100", "--slo", "code.UNAVAILABLE < 5%"]);
+    assert_eq!(code, Some(1));
+    let slo = &r["scenarios"][0]["slo"][0];
+    assert_eq!(slo["metric"], "code.UNAVAILABLE");
+    assert_eq!(slo["result"], "10%");
+    assert_eq!(slo["pass"], false);
 
     // NOT_FOUND may count as success.
     let (code, r, err) = run(&url, &["-n", "100", "--ok-codes", "OK,not_found"]);
