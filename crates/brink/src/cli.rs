@@ -46,9 +46,14 @@ pub struct RunArgs {
     /// Target URL (http:// or https://), or a plan file (.yaml).
     #[arg(value_name = "URL|PLAN")]
     pub url: String,
-    /// Connections: the closed-model concurrency, or the open model's pool (max in flight).
-    #[arg(short = 'c', long = "connections", allow_hyphen_values = true)]
+    /// Concurrency: the closed model's connections (HTTP/1.1) or requests in flight (HTTP/2,
+    /// gRPC), or the open model's pool (most in flight).
+    #[arg(short = 'c', long = "concurrency", allow_hyphen_values = true)]
     pub connections: Option<String>,
+    /// HTTP/2 and gRPC: carry the -c requests in flight over this many connections, as
+    /// streams (default: one connection per request in flight).
+    #[arg(long = "connections", value_name = "N")]
+    pub h2_connections: Option<String>,
     /// Run for this long (e.g. 30s, 2m). Default 10s unless -n is given.
     #[arg(short = 'd', long = "duration", allow_hyphen_values = true)]
     pub duration: Option<String>,

@@ -308,6 +308,16 @@ fn spec(
         None => engine::workload::capture::DEFAULT_LIMIT,
     };
     let grpc = target.grpc;
+    let http2 = a.http2 || plan.http2.unwrap_or(false) || grpc;
+    let connections = match &a.h2_connections {
+        None => None,
+        Some(_) if !http2 => {
+            return Err(Fail::input(
+                "--connections shares connections between requests in flight: it needs --http2 or a grpc:// URL (with HTTP/1.1, -c is the connections)",
+            ))
+        }
+        Some(n) => Some(plan::load::connections("--connections", n).map_err(Fail::input)?),
+    };
     Ok(RunSpec {
         target,
         workload: Arc::new(workload),
@@ -318,7 +328,8 @@ fn spec(
             .or(plan.connect_timeout)
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
         keepalive: !a.no_keepalive && plan.keepalive.unwrap_or(true),
-        http2: a.http2 || plan.http2.unwrap_or(false) || grpc,
+        http2,
+        connections,
         insecure: a.insecure || plan.insecure.unwrap_or(false),
         cacert: a.cacert.clone(),
         ok_status,

@@ -33,6 +33,9 @@ pub struct RunSpec {
     pub ok_status: StatusSet,
     /// gRPC status codes that count as success (OK unless `--ok-codes` says otherwise).
     pub ok_codes: Vec<u16>,
+    /// HTTP/2 (and gRPC): spread the connection slots over this many connections, each slot
+    /// a stream on one of them; `None`: one connection per slot.
+    pub connections: Option<usize>,
     /// Worker threads (capped by the connection count).
     pub threads: usize,
     /// How long requests still in flight at the end of the schedule may take to finish.
@@ -146,7 +149,11 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
             .map_err(RunError::Request)?,
         captures: Budget::new(spec.capture_limit),
     };
-    let workers = spec.threads.clamp(1, spec.load.max_connections().max(1));
+    // Every worker needs a slot, and with shared connections at least one connection.
+    let most = spec.connections.map_or(spec.load.max_connections(), |n| {
+        n.min(spec.load.max_connections())
+    });
+    let workers = spec.threads.clamp(1, most.max(1));
     let start = Instant::now();
     Ok(Shared {
         connector,
@@ -156,6 +163,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         keepalive: spec.keepalive,
         ok_status: spec.ok_status.clone(),
         ok_codes: spec.ok_codes.clone(),
+        connections: spec.connections,
         start,
         end: spec.load.end().map(|d| start + d),
         grace: spec.grace,

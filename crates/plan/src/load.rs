@@ -32,7 +32,7 @@ pub struct Names {
 
 /// Flag names.
 pub const FLAGS: Names = Names {
-    connections: "-c/--connections",
+    connections: "-c/--concurrency",
     rate: "--rate",
     stages: "--stages",
     duration: "-d/--duration",
@@ -252,7 +252,7 @@ mod tests {
         let e = build(&input(None, Some("5"), Some("1s:5/s"), None), &KEYS).unwrap_err();
         assert!(e.starts_with("rate and stages cannot be combined"), "{e}");
         let e = build(&input(Some("0"), None, None, None), &FLAGS).unwrap_err();
-        assert_eq!(e, "-c/--connections must be at least 1, got '0'");
+        assert_eq!(e, "-c/--concurrency must be at least 1, got '0'");
         let (load, n) = build(&input(Some("3"), None, None, None), &KEYS).unwrap();
         assert_eq!(n, None);
         assert_eq!(load.end(), Some(DEFAULT_DURATION));

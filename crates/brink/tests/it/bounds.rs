@@ -180,11 +180,11 @@ fn the_values_that_used_to_crash_are_clear_errors() {
         ),
         (
             &["-c", "18446744073709551615"],
-            "-c/--connections must be at most 1000000",
+            "-c/--concurrency must be at most 1000000",
         ),
         (
             &["-c", "10000000"],
-            "-c/--connections must be at most 1000000",
+            "-c/--concurrency must be at most 1000000",
         ),
         (
             &["--stages", "1s:4294967295"],

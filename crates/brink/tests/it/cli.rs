@@ -21,7 +21,7 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["run", "http://127.0.0.1:99999/"], "out of range"),
         (
             vec!["run", &url, "-c", "0"],
-            "-c/--connections must be at least 1",
+            "-c/--concurrency must be at least 1",
         ),
         (vec!["run", &url, "-d", "-5s"], "must not be negative"),
         (vec!["run", &url, "-d", "soon"], "invalid duration 'soon'"),

@@ -263,3 +263,68 @@ fn a_capacity_search_steps_grpc_calls() {
     assert_eq!(r["find"]["max_sustainable"]["level"], 2.0, "{}", r["find"]);
     assert!(r["summary"]["grpc_status"]["OK"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn calls_in_flight_share_the_connections_asked_for() {
+    // 20 calls in flight over 2 HTTP/2 connections: the server sees exactly two.
+    let (srv, _) = greeter_server(false, Duration::from_millis(5));
+    let (code, r, err) = run(
+        &format!("grpc://{}", srv.addr),
+        &[
+            "-c",
+            "20",
+            "--connections",
+            "2",
+            "--threads",
+            "1",
+            "-n",
+            "400",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["summary"]["requests"], 400);
+    assert_eq!(r["summary"]["grpc_status"]["OK"], 320);
+    assert_eq!(srv.counters.connections(), 2);
+    // The same for plain HTTP/2, and only there.
+    let h2 = testkit::serve_hyper(
+        testkit::Options::default(),
+        testkit::handlers::fixed(Duration::from_millis(2)),
+    )
+    .unwrap();
+    let out = brink()
+        .args([
+            "run",
+            &h2.url("/"),
+            "--http2",
+            "-c",
+            "16",
+            "--connections",
+            "1",
+        ])
+        .args(["--threads", "1", "-n", "300", "-q"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(h2.counters.requests(), 300);
+    assert_eq!(h2.counters.connections(), 1);
+    brink()
+        .args([
+            "run",
+            &h2.url("/"),
+            "-c",
+            "4",
+            "--connections",
+            "2",
+            "-n",
+            "1",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("needs --http2"));
+}

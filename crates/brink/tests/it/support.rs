@@ -23,6 +23,7 @@ pub fn spec(url: &str, load: Load) -> RunSpec {
         cacert: None,
         ok_status: StatusSet::default(),
         ok_codes: vec![0],
+        connections: None,
         threads: 2,
         grace: Duration::from_secs(2),
         capture_limit: engine::workload::capture::DEFAULT_LIMIT,

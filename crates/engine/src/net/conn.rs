@@ -58,6 +58,15 @@ pub enum Conn {
 }
 
 impl Conn {
+    /// Another handle on the same connection, for HTTP/2 (whose streams run side by side);
+    /// `None` for HTTP/1.1, which carries one request at a time.
+    pub fn share(&self) -> Option<Conn> {
+        match self {
+            Conn::H2(c) => Some(Conn::H2(c.clone())),
+            Conn::Tls(_) => None,
+        }
+    }
+
     /// Whether the connection can take the next request (HTTP/2 streams need no check).
     pub async fn idle(&mut self) -> Idle {
         match self {

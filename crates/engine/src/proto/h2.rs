@@ -13,7 +13,9 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use workload::capture::{Budget, Captured};
 
-/// One HTTP/2 connection; its driver runs as a task on the worker's runtime.
+/// One HTTP/2 connection; its driver runs as a task on the worker's runtime. Clones are
+/// handles on the same connection (each request is a stream of its own).
+#[derive(Clone)]
 pub struct H2Conn {
     send: SendRequest<Full<Bytes>>,
 }

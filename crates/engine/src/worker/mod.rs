@@ -12,6 +12,7 @@
 
 mod alarm;
 mod epoll;
+mod pool;
 mod sys;
 mod tasks;
 
@@ -35,6 +36,8 @@ pub struct Shared {
     pub ok_status: StatusSet,
     /// gRPC codes that count as success.
     pub ok_codes: Vec<u16>,
+    /// HTTP/2: the connections all slots share (`--connections`); `None`: one per slot.
+    pub connections: Option<usize>,
     pub start: Instant,
     pub end: Option<Instant>,
     pub grace: Duration,

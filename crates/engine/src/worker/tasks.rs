@@ -3,6 +3,7 @@
 //! `ticket -> exchange` in a loop; only the ticket differs between load models (see the parent
 //! module for the rules).
 
+use super::pool::{Pool, Taken};
 use super::{
     backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
     share, REFUSED_REST,
@@ -39,6 +40,8 @@ struct Local {
     target: Cell<usize>,
     alive: RefCell<Vec<bool>>,
     in_flight: Cell<u64>,
+    /// HTTP/2 connections the slots share (`--connections`), when asked.
+    pool: Option<Pool>,
 }
 
 /// Runs the worker; returns its last partial buckets and the requests still in flight.
@@ -59,6 +62,9 @@ pub fn run(
         target: Cell::new(0),
         alive: RefCell::new(Vec::new()),
         in_flight: Cell::new(0),
+        pool: shared
+            .connections
+            .map(|n| Pool::new(share(n, id, shared.workers))),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async {
@@ -195,7 +201,11 @@ async fn open_task(ctx: Rc<Local>, slot: usize) {
 /// errors), its connect failures, and its request-timeout timer.
 struct Slot {
     vu: Vu,
+    /// Which connection of the worker's pool this slot uses (with `--connections`).
+    slot: usize,
     conn: Option<Conn>,
+    /// The pool generation of `conn` when it is shared.
+    pooled: Option<u64>,
     failures: u32,
     /// Lazy deadline: armed for some earlier request's deadline, which is never later than the
     /// current one. When it fires before the current deadline it is re-armed, so a fast
@@ -211,9 +221,30 @@ impl Slot {
                 &shared.connector.workload,
                 (slot * shared.workers + ctx.id) as u64,
             ),
+            slot,
             conn: None,
+            pooled: None,
             failures: 0,
             timer: Box::pin(tokio::time::sleep(shared.timeout)),
+        }
+    }
+
+    /// With a pool: takes this slot's shared connection (waiting while another slot opens
+    /// it); returns the pool entry when this slot must open it. `now` moves on if it waited.
+    async fn take_shared(&mut self, ctx: &Local, now: &mut Instant) -> Option<usize> {
+        let pool = ctx.pool.as_ref()?;
+        if self.conn.is_some() {
+            return None;
+        }
+        let i = pool.index(self.slot);
+        match pool.take(i).await {
+            Taken::Shared(c, g) => {
+                self.conn = Some(c);
+                self.pooled = Some(g);
+                *now = Instant::now();
+                None
+            }
+            Taken::Open => Some(i),
         }
     }
 
@@ -232,6 +263,8 @@ impl Slot {
                 }
             }
         }
+        let mut now = now;
+        let opening = self.take_shared(ctx, &mut now).await;
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         self.vu.next(&connector.workload);
         let mut base = base;
@@ -258,9 +291,15 @@ impl Slot {
                             base = sent;
                         }
                         opened_at = Some(started);
+                        if let (Some(i), Some(pool)) = (opening, &ctx.pool) {
+                            self.pooled = pool.opened(i, &c);
+                        }
                         (self.conn.insert(c), sent)
                     }
                     Err(kind) => {
+                        if let (Some(i), Some(pool)) = (opening, &ctx.pool) {
+                            pool.failed(i);
+                        }
                         ctx.in_flight.set(ctx.in_flight.get() - 1);
                         {
                             let mut rec = ctx.rec.borrow_mut();
@@ -313,6 +352,9 @@ impl Slot {
         );
         if !keep {
             self.conn = None;
+            if let (Some(g), Some(pool)) = (self.pooled.take(), &ctx.pool) {
+                pool.drop_conn(pool.index(self.slot), g);
+            }
         }
         if refused {
             tokio::time::sleep(REFUSED_REST).await;
