@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # gRPC calls per generator CPU-second, brink beside ghz, in one run: each drives the same Go
-# gRPC Greeter (bench/grpc-server, pinned to CPU 1) with C calls in flight over C connections
+# gRPC Greeter (bench/grpc-server, pinned to CPU 1) with C calls in flight over CONNS connections
 # for D seconds, the generator pinned to CPU 0. RATE 0 saturates; a rate both can reach shows
 # whether each offered what it was asked for.
 #
-#   bash bench/grpc.sh [CONCURRENCY] [SECONDS] [RATE]      (from the project root)
+#   bash bench/grpc.sh [CONCURRENCY] [SECONDS] [RATE] [CONNECTIONS]   (from the project root;
+#                                                   CONNECTIONS defaults to CONCURRENCY)
 #
 # ghz (v0.121.0) and the server are built once from the Go module proxy into $PEERS (default
 # ~/.cache/brink-peers), outside the repository. Prints per tool: calls, calls/s, generator CPU
 # seconds, calls per generator CPU-second, peak RSS.
 set -euo pipefail
-C=${1:-50}; D=${2:-10}; RATE=${3:-0}
+C=${1:-50}; D=${2:-10}; RATE=${3:-0}; CONNS=${4:-$C}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PEERS=${PEERS:-$HOME/.cache/brink-peers}
 BRINK=${BRINK:-target/release/brink}
@@ -31,10 +32,10 @@ printf "%-6s %10s %10s %8s %14s %8s\n" tool calls calls/s cpu_s calls/cpu_s rss_
 for t in brink ghz; do
   case $t in
     brink) run brink "$BRINK" run "grpc://$ADDR" --proto $PROTO --call helloworld.Greeter/SayHello \
-             --data '{"name":"brink"}' -c "$C" -d "${D}s" "${rate_brink[@]}" --threads 1 -q --no-history --json "$out/brink.json"
+             --data '{"name":"brink"}' -c "$C" --connections "$CONNS" -d "${D}s" "${rate_brink[@]}" --threads 1 -q --no-history --json "$out/brink.json"
            calls=$(python3 -c "import json;print(json.load(open('$out/brink.json'))['summary']['requests'])");;
     ghz)   run ghz "$PEERS/bin/ghz" --insecure --proto $PROTO --call helloworld.Greeter.SayHello \
-             -d '{"name":"ghz"}' -c "$C" --connections "$C" -z "${D}s" "${rate_ghz[@]}" -O json "$ADDR"
+             -d '{"name":"ghz"}' -c "$C" --connections "$CONNS" -z "${D}s" "${rate_ghz[@]}" -O json "$ADDR"
            calls=$(python3 -c "import json;print(json.load(open('$out/ghz.out'))['count'])");;
   esac
   read -r u s m < "$out/$t.time"
