@@ -84,6 +84,13 @@ pub struct RunArgs {
     /// gRPC: a .proto file that defines the method (repeatable; compiled at run time).
     #[arg(long)]
     pub proto: Vec<PathBuf>,
+    /// gRPC: a compiled descriptor set (protoc --descriptor_set_out, buf build -o), instead of
+    /// or beside --proto (repeatable).
+    #[arg(long = "protoset", value_name = "FILE")]
+    pub protosets: Vec<PathBuf>,
+    /// gRPC: print the services and methods of --proto/--protoset and send nothing.
+    #[arg(long)]
+    pub list: bool,
     /// gRPC: a directory to look for imported .proto files in (repeatable).
     #[arg(short = 'I', long = "import-path", value_name = "DIR")]
     pub import_paths: Vec<PathBuf>,

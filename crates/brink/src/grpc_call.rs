@@ -20,7 +20,7 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<(String, Vec<String>,
         .as_deref()
         .ok_or_else(|| Fail::input("a grpc:// URL needs --call package.Service/Method"))?;
     let data = a.data.as_deref().unwrap_or("{}");
-    let prepared = grpc::prepare(&a.proto, &a.import_paths, call, data).map_err(Fail::input)?;
+    let prepared = grpc::prepare(&sources(a), call, data).map_err(Fail::input)?;
     target.path = prepared.path;
     // The server learns the deadline the call is held to (`--timeout`, 30 s by default).
     let timeout = match &a.timeout {
@@ -39,11 +39,32 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<(String, Vec<String>,
     Ok(("POST".to_string(), headers, prepared.frame))
 }
 
+/// `--proto`, `-I` and `--protoset`.
+fn sources(a: &RunArgs) -> grpc::Sources {
+    grpc::Sources {
+        protos: a.proto.clone(),
+        includes: a.import_paths.clone(),
+        protosets: a.protosets.clone(),
+    }
+}
+
+/// `--list`: the services and methods the definitions hold; sends nothing.
+pub fn list(a: &RunArgs) -> Result<i32, Fail> {
+    let pool = grpc::pool(&sources(a)).map_err(Fail::input)?;
+    crate::console::emit(&grpc::list(&pool));
+    Ok(0)
+}
+
 /// Refuses gRPC flags on an HTTP URL.
 pub fn refuse_flags(a: &RunArgs) -> Result<(), Fail> {
-    if a.call.is_some() || !a.proto.is_empty() || a.data.is_some() || a.ok_codes.is_some() {
+    if a.call.is_some()
+        || !a.proto.is_empty()
+        || !a.protosets.is_empty()
+        || a.data.is_some()
+        || a.ok_codes.is_some()
+    {
         return Err(Fail::input(
-            "--call, --proto, --data and --ok-codes apply to grpc:// and grpcs:// URLs",
+            "--call, --proto, --protoset, --data and --ok-codes apply to grpc:// and grpcs:// URLs",
         ));
     }
     Ok(())

@@ -20,12 +20,64 @@ pub struct Call {
     pub name: String,
 }
 
+/// Where the service definitions come from: `.proto` files (compiled here) and/or compiled
+/// descriptor sets (`protoc --descriptor_set_out`, `buf build -o`).
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    pub protos: Vec<PathBuf>,
+    pub includes: Vec<PathBuf>,
+    pub protosets: Vec<PathBuf>,
+}
+
+/// Every service and method the sources define.
+pub fn pool(src: &Sources) -> Result<DescriptorPool, String> {
+    if src.protos.is_empty() && src.protosets.is_empty() {
+        return Err(
+            "a gRPC call needs --proto FILE or --protoset FILE (server reflection is not supported yet)"
+                .into(),
+        );
+    }
+    let mut pool = if src.protos.is_empty() {
+        DescriptorPool::new()
+    } else {
+        compile(&src.protos, &src.includes)?
+    };
+    for set in &src.protosets {
+        let bytes = std::fs::read(set).map_err(|e| format!("--protoset {}: {e}", set.display()))?;
+        pool.decode_file_descriptor_set(bytes.as_slice())
+            .map_err(|e| format!("--protoset {}: not a descriptor set: {e}", set.display()))?;
+    }
+    Ok(pool)
+}
+
+/// The services and their methods, one per line (`package.Service/Method`, the message types
+/// and the kind of call), for `--list`.
+pub fn list(pool: &DescriptorPool) -> String {
+    let mut out = String::new();
+    for svc in pool.services() {
+        for m in svc.methods() {
+            let kind = match (m.is_client_streaming(), m.is_server_streaming()) {
+                (false, false) => "unary",
+                (true, false) => "client streaming",
+                (false, true) => "server streaming",
+                (true, true) => "bidi streaming",
+            };
+            out.push_str(&format!(
+                "{}/{}  ({} -> {}, {kind})\n",
+                svc.full_name(),
+                m.name(),
+                m.input().full_name(),
+                m.output().full_name()
+            ));
+        }
+    }
+    out
+}
+
 /// Compiles `files` (looked up in `includes` and the directories of the files themselves).
 pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool, String> {
     if files.is_empty() {
-        return Err(
-            "a gRPC call needs --proto FILE (server reflection is not supported yet)".into(),
-        );
+        return Err("no .proto file given".into());
     }
     let mut dirs: Vec<PathBuf> = includes.to_vec();
     for f in files {
@@ -133,14 +185,9 @@ pub fn frame(message: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A unary call of `call` with the message `json`, from the `.proto` files.
-pub fn prepare(
-    files: &[PathBuf],
-    includes: &[PathBuf],
-    call: &str,
-    json: &str,
-) -> Result<Call, String> {
-    let pool = compile(files, includes)?;
+/// A unary call of `call` with the message `json`, from the service definitions in `src`.
+pub fn prepare(src: &Sources, call: &str, json: &str) -> Result<Call, String> {
+    let pool = pool(src)?;
     let m = method(&pool, call)?;
     let bytes = encode_json(&m.input(), json)?;
     Ok(Call {

@@ -7,11 +7,54 @@ fn greeter() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc/greeter.proto")
 }
 
+fn protos(files: &[PathBuf]) -> Sources {
+    Sources {
+        protos: files.to_vec(),
+        ..Sources::default()
+    }
+}
+
+#[test]
+fn a_descriptor_set_serves_as_well_as_the_proto_and_lists_its_methods() {
+    let compiled = compile(&[greeter()], &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let set = dir.path().join("greeter.protoset");
+    std::fs::write(&set, compiled.encode_to_vec()).unwrap();
+    let from_set = Sources {
+        protosets: vec![set],
+        ..Sources::default()
+    };
+    let a = prepare(&from_set, "helloworld.Greeter/SayHello", r#"{"name":"a"}"#).unwrap();
+    let b = prepare(
+        &protos(&[greeter()]),
+        "helloworld.Greeter/SayHello",
+        r#"{"name":"a"}"#,
+    )
+    .unwrap();
+    assert_eq!(a.frame, b.frame);
+    let listed = list(&pool(&from_set).unwrap());
+    assert_eq!(
+        listed,
+        "helloworld.Greeter/SayHello  (helloworld.HelloRequest -> helloworld.HelloReply, unary)\n\
+         helloworld.Greeter/SayHelloStream  (helloworld.HelloRequest -> helloworld.HelloReply, server streaming)\n"
+    );
+    let junk = dir.path().join("junk.protoset");
+    std::fs::write(&junk, b"\xff\xff not protobuf").unwrap();
+    let e = pool(&Sources {
+        protosets: vec![junk],
+        ..Sources::default()
+    })
+    .unwrap_err();
+    assert!(e.contains("not a descriptor set"), "{e}");
+    assert!(pool(&Sources::default())
+        .unwrap_err()
+        .contains("--protoset"));
+}
+
 #[test]
 fn a_unary_call_is_framed_protobuf() {
     let call = prepare(
-        &[greeter()],
-        &[],
+        &protos(&[greeter()]),
         "helloworld.Greeter/SayHello",
         r#"{"name":"a","times":2,"at":"1970-01-01T00:00:01Z"}"#,
     )
@@ -23,14 +66,14 @@ fn a_unary_call_is_framed_protobuf() {
     want.extend_from_slice(&message);
     assert_eq!(call.frame, want);
     // The dotted form names the same method.
-    let dotted = prepare(&[greeter()], &[], "helloworld.Greeter.SayHello", "{}").unwrap();
+    let dotted = prepare(&protos(&[greeter()]), "helloworld.Greeter.SayHello", "{}").unwrap();
     assert_eq!(dotted.path, call.path);
     assert_eq!(dotted.frame, [0, 0, 0, 0, 0]);
 }
 
 #[test]
 fn bad_input_says_what_exists_and_where() {
-    let err = |call: &str, json: &str| prepare(&[greeter()], &[], call, json).unwrap_err();
+    let err = |call: &str, json: &str| prepare(&protos(&[greeter()]), call, json).unwrap_err();
     let e = err("helloworld.Greter/SayHello", "{}");
     assert!(
         e.contains("no service helloworld.Greter (services: helloworld.Greeter)"),
@@ -59,6 +102,6 @@ fn bad_input_says_what_exists_and_where() {
     assert!(!e.contains('\n'));
     let e = compile(&[dir.path().join("missing.proto")], &[]).unwrap_err();
     assert!(e.contains("no such file"), "{e}");
-    let e = compile(&[], &[]).unwrap_err();
+    let e = pool(&Sources::default()).unwrap_err();
     assert!(e.contains("--proto"), "{e}");
 }

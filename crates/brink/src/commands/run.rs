@@ -39,6 +39,9 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
 }
 
 pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
+    if a.list {
+        return crate::grpc_call::list(a);
+    }
     let RunConfig { jobs, session } = run_config(a)?;
     runner::preflight(&jobs)?;
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;

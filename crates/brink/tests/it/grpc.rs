@@ -222,6 +222,15 @@ fn bad_grpc_input_is_one_line_before_any_load() {
         .code(2)
         .stderr(predicates::str::contains("apply to grpc://"));
     assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
+    // --list prints the methods and sends nothing.
+    brink()
+        .args(["run", &url, "--proto", greeter().to_str().unwrap(), "--list"])
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains(
+            "helloworld.Greeter/SayHello  (helloworld.HelloRequest -> helloworld.HelloReply, unary)",
+        ));
+    assert!(seen.lock().unwrap().is_empty(), "--list sends nothing");
 }
 
 #[test]
