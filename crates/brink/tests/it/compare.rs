@@ -72,10 +72,7 @@ fn compare(args: &[&Path], extra: &[&str]) -> (Option<i32>, Value, String) {
 
 /// The committed schema describes real output.
 fn assert_schema(c: &Value) {
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../../schemas/brink.compare.v1.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let problems: Vec<String> = validator.iter_errors(c).map(|e| e.to_string()).collect();
+    let problems = crate::support::schema_problems(crate::support::COMPARE_SCHEMA, c);
     assert!(problems.is_empty(), "{problems:?}");
 }
 

@@ -99,10 +99,7 @@ fn every_call_ends_in_one_status_code() {
         serde_json::json!({"OK": 160, "UNAVAILABLE": 20, "NOT_FOUND": 20})
     );
     assert_eq!(s["status"], serde_json::json!({}), "no HTTP status counted");
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../../schemas/brink.result.v1.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let problems: Vec<String> = validator.iter_errors(&r).map(|e| e.to_string()).collect();
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
     assert!(problems.is_empty(), "{problems:?}");
     assert_eq!(
         r["target"]["url"],

@@ -6,8 +6,7 @@ use std::time::Duration;
 use testkit::handlers;
 
 fn schema() -> serde_json::Value {
-    let text = include_str!("../../../../schemas/brink.result.v1.json");
-    serde_json::from_str(text).expect("schema is JSON")
+    serde_json::from_str(crate::support::RESULT_SCHEMA).expect("schema is JSON")
 }
 
 fn result_of(args: &[&str]) -> serde_json::Value {

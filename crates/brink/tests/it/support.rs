@@ -108,3 +108,18 @@ pub fn browser_check(script: &str, args: &[&str]) -> Option<serde_json::Value> {
     assert!(out.status.success(), "browser check failed: {stderr}");
     Some(serde_json::from_slice(&out.stdout).expect("the check prints JSON"))
 }
+
+/// The committed result schema.
+pub const RESULT_SCHEMA: &str = include_str!("../../../../schemas/brink.result.v1.json");
+/// The committed comparison schema.
+pub const COMPARE_SCHEMA: &str = include_str!("../../../../schemas/brink.compare.v1.json");
+
+/// The places where `v` breaks `schema` (empty when it is valid), each with its JSON path.
+pub fn schema_problems(schema: &str, v: &serde_json::Value) -> Vec<String> {
+    let schema: serde_json::Value = serde_json::from_str(schema).expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    validator
+        .iter_errors(v)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect()
+}
