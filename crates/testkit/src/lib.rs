@@ -199,24 +199,20 @@ pub fn serve_with(opts: Options, handler: Handler) -> std::io::Result<Server> {
     raw::serve(opts, handler)
 }
 
-/// Starts a runtime thread running `main(listener, stop)`; shared by both server kinds.
-pub(crate) fn spawn_server<F, Fut>(
+/// Starts a runtime thread that accepts connections until the server is dropped, counts each,
+/// and hands it to `each` (called on the runtime, so it may spawn tasks) with the server's
+/// counters and TLS acceptor; shared by every server kind here.
+pub(crate) fn spawn_server<F>(
     threads: usize,
     port: u16,
     tls: bool,
     h2: bool,
-    main: F,
+    each: F,
 ) -> std::io::Result<Server>
 where
-    F: FnOnce(
-            tokio::net::TcpListener,
-            Arc<Counters>,
-            Option<tokio_rustls::TlsAcceptor>,
-            tokio::sync::oneshot::Receiver<()>,
-        ) -> Fut
+    F: Fn(tokio::net::TcpStream, &Arc<Counters>, &Option<tokio_rustls::TlsAcceptor>)
         + Send
         + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
 {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
@@ -232,15 +228,26 @@ where
         (None, None)
     };
     let counters = Arc::new(Counters::default());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
     let c = counters.clone();
     let thread = std::thread::Builder::new()
         .name("testkit-server".into())
         .spawn(move || {
             rt.block_on(async move {
-                match tokio::net::TcpListener::from_std(std_listener) {
-                    Ok(l) => main(l, c, acceptor, stop_rx).await,
-                    Err(e) => eprintln!("testkit: cannot listen: {e}"),
+                let listener = match tokio::net::TcpListener::from_std(std_listener) {
+                    Ok(l) => l,
+                    Err(e) => return eprintln!("testkit: cannot listen: {e}"),
+                };
+                loop {
+                    let sock = tokio::select! {
+                        _ = &mut stop_rx => break,
+                        r = listener.accept() => match r {
+                            Ok((s, _)) => s,
+                            Err(_) => continue,
+                        },
+                    };
+                    c.connections.fetch_add(1, Ordering::Relaxed);
+                    each(sock, &c, &acceptor);
                 }
             });
             rt.shutdown_background();
