@@ -118,6 +118,16 @@ pub struct RunArgs {
     /// Trust the CA certificates in this PEM file.
     #[arg(long)]
     pub cacert: Option<PathBuf>,
+    /// Mutual TLS: present this client certificate (PEM chain); needs --key.
+    #[arg(long)]
+    pub cert: Option<PathBuf>,
+    /// Mutual TLS: the client certificate's private key (PEM).
+    #[arg(long)]
+    pub key: Option<PathBuf>,
+    /// Send this authority (HTTP/2 :authority, HTTP/1.1 Host) and expect it in the server's
+    /// certificate, instead of the URL's host and port.
+    #[arg(long)]
+    pub authority: Option<String>,
     /// Statuses that count as success, e.g. 200-299,404 (default: below 400).
     #[arg(long = "ok-status")]
     pub ok_status: Option<String>,

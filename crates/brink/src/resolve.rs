@@ -7,7 +7,7 @@
 
 use crate::cli::RunArgs;
 use crate::exit::Fail;
-use engine::{RequestSpec, RunSpec, StatusSet, Target, Workload};
+use engine::{RequestSpec, RunSpec, StatusSet, Target, TlsOptions, Workload};
 use plan::load::{self, LoadInput, FLAGS};
 use plan::{parse_duration, Settings};
 pub use runner::Job;
@@ -265,6 +265,75 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
         .collect()
 }
 
+/// `--insecure`, `--cacert`, `--cert`/`--key` and `--authority`, checked: the files exist, the
+/// certificate comes with its key, the authority is a `host[:port]`. The authority replaces the
+/// target's (sent as `Host` or `:authority`) and names the certificate the server must show.
+fn tls_options(
+    a: &RunArgs,
+    mut target: Target,
+    plan: &Settings,
+) -> Result<(Target, TlsOptions), Fail> {
+    for (flag, p) in [
+        ("--cacert", &a.cacert),
+        ("--cert", &a.cert),
+        ("--key", &a.key),
+    ] {
+        if let Some(p) = p {
+            if !p.is_file() {
+                return Err(Fail::input(format!("{flag} {}: no such file", p.display())));
+            }
+        }
+    }
+    let client = match (&a.cert, &a.key) {
+        (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+        (None, None) => None,
+        _ => {
+            return Err(Fail::input(
+                "--cert and --key go together (mutual TLS needs both)",
+            ))
+        }
+    };
+    let mut server_name = None;
+    if let Some(auth) = &a.authority {
+        let host = authority_host(auth).ok_or_else(|| {
+            Fail::input(format!(
+                "--authority '{}': expected host or host:port",
+                auth.escape_debug()
+            ))
+        })?;
+        server_name = Some(host.to_string());
+        target.authority = auth.clone();
+    }
+    let tls = TlsOptions {
+        insecure: a.insecure || plan.insecure.unwrap_or(false),
+        cacert: a.cacert.clone(),
+        client,
+        server_name,
+    };
+    Ok((target, tls))
+}
+
+/// The host of `host[:port]` (`[v6]:port` too), when the whole is a valid authority.
+fn authority_host(auth: &str) -> Option<&str> {
+    let (host, port, colons) = match auth.strip_prefix('[') {
+        Some(rest) => {
+            let (h, after) = rest.split_once(']')?;
+            if !after.is_empty() && !after.starts_with(':') {
+                return None;
+            }
+            (h, after.strip_prefix(':'), true)
+        }
+        None => match auth.split_once(':') {
+            Some((h, p)) => (h, Some(p), false),
+            None => (auth, None, false),
+        },
+    };
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._".contains(&b) || (colons && b == b':');
+    let host_ok = !host.is_empty() && host.bytes().all(allowed);
+    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok());
+    (host_ok && port_ok).then_some(host)
+}
+
 /// One run: the plan's (or built-in) settings with every typed flag on top.
 fn spec(
     a: &RunArgs,
@@ -279,14 +348,7 @@ fn spec(
         Some(s) => StatusSet::parse(s).map_err(|e| Fail::input(format!("--ok-status: {e}")))?,
         None => plan.ok_status.clone().unwrap_or_default(),
     };
-    if let Some(p) = &a.cacert {
-        if !p.is_file() {
-            return Err(Fail::input(format!(
-                "--cacert {}: no such file",
-                p.display()
-            )));
-        }
-    }
+    let (target, tls) = tls_options(a, target, plan)?;
     if let Some(t) = a.threads {
         if !(1..=MAX_THREADS).contains(&t) {
             return Err(Fail::input(format!(
@@ -330,8 +392,7 @@ fn spec(
         keepalive: !a.no_keepalive && plan.keepalive.unwrap_or(true),
         http2,
         connections,
-        insecure: a.insecure || plan.insecure.unwrap_or(false),
-        cacert: a.cacert.clone(),
+        tls,
         ok_status,
         ok_codes: crate::grpc_call::ok_codes(a)?,
         threads: a

@@ -3,11 +3,10 @@
 //! an observer (live progress, later sliding-window SLOs), and return the totals.
 
 use crate::net::conn::Connector;
-use crate::net::tls::{client_config, server_name, TlsError};
+use crate::net::tls::{client_config, server_name, TlsError, TlsOptions};
 use crate::worker::{self, Msg, Shared};
 use model::{Load, StatusSet, Target, TargetError};
 use stats::{Bucket, LatencySummary, Timeline, Totals};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -28,8 +27,7 @@ pub struct RunSpec {
     pub connect_timeout: Duration,
     pub keepalive: bool,
     pub http2: bool,
-    pub insecure: bool,
-    pub cacert: Option<PathBuf>,
+    pub tls: TlsOptions,
     pub ok_status: StatusSet,
     /// gRPC status codes that count as success (OK unless `--ok-codes` says otherwise).
     pub ok_codes: Vec<u16>,
@@ -124,12 +122,8 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     let addr = target.resolve()?;
     let tls = if target.tls {
         Some((
-            client_config(
-                spec.insecure,
-                spec.cacert.as_deref(),
-                spec.http2 || target.grpc,
-            )?,
-            server_name(&target.host)?,
+            client_config(&spec.tls, spec.http2 || target.grpc)?,
+            server_name(spec.tls.server_name.as_deref().unwrap_or(&target.host))?,
         ))
     } else {
         None

@@ -26,6 +26,8 @@ pub struct Call<'a> {
     pub message: &'a [u8],
     /// Request headers (metadata), lower-case names.
     pub metadata: &'a [(String, String)],
+    /// The `:authority` the client sent.
+    pub authority: &'a str,
     /// 0 for the first call the server received, then 1, 2, ...
     pub seq: u64,
 }
@@ -106,6 +108,11 @@ async fn answer(
     req: hyper::Request<hyper::body::Incoming>,
 ) -> hyper::Response<Reply> {
     let path = req.uri().path().to_string();
+    let authority = req
+        .uri()
+        .authority()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     let metadata = model::header_pairs(req.headers());
     let body = req
         .into_body()
@@ -118,6 +125,7 @@ async fn answer(
         path: &path,
         message,
         metadata: &metadata,
+        authority: &authority,
         seq,
     });
     tokio::time::sleep(a.delay).await;
@@ -148,7 +156,7 @@ pub fn serve_grpc(opts: Options, handler: GrpcHandler) -> std::io::Result<Server
     spawn_server(
         opts.threads,
         opts.port,
-        opts.tls,
+        (opts.tls, opts.mtls),
         true,
         move |sock, counters, acceptor| {
             let (handler, counters, seq, acceptor) = (

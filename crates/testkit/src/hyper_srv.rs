@@ -54,7 +54,7 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
     spawn_server(
         opts.threads,
         opts.port,
-        opts.tls,
+        (opts.tls, opts.mtls),
         true,
         move |sock, counters, acceptor| {
             let (handler, counters, seq, acceptor) = (

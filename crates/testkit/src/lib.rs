@@ -119,6 +119,9 @@ pub struct Options {
     pub slots: Option<usize>,
     /// Serve TLS with a fresh self-signed certificate for 127.0.0.1 and localhost.
     pub tls: bool,
+    /// With `tls`: demand a client certificate (mutual TLS); [`Server::client`] holds one
+    /// the server accepts.
+    pub mtls: bool,
     /// Port on 127.0.0.1; 0 (the default) picks a free one.
     pub port: u16,
     /// Raw server only: answer as soon as the request head is read, as gateways answer 401 or
@@ -139,6 +142,7 @@ impl Default for Options {
             threads: 2,
             slots: None,
             tls: false,
+            mtls: false,
             port: 0,
             answer_before_body: false,
             rotate_after: None,
@@ -173,6 +177,8 @@ pub struct Server {
     pub counters: Arc<Counters>,
     /// PEM of the self-signed certificate when serving TLS.
     pub cert_pem: Option<String>,
+    /// With mutual TLS: a client identity the server accepts.
+    pub client: Option<tls::ClientIdentity>,
     pub started: Instant,
     _running: demo_service::Running,
 }
@@ -205,7 +211,7 @@ pub fn serve_with(opts: Options, handler: Handler) -> std::io::Result<Server> {
 pub(crate) fn spawn_server<F>(
     threads: usize,
     port: u16,
-    tls: bool,
+    tls: (bool, bool),
     h2: bool,
     each: F,
 ) -> std::io::Result<Server>
@@ -221,11 +227,11 @@ where
     let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
-    let (acceptor, cert_pem) = if tls {
-        let (a, pem) = tls::acceptor(h2).map_err(std::io::Error::other)?;
-        (Some(a), Some(pem))
+    let (acceptor, cert_pem, client) = if tls.0 {
+        let (a, pem, client) = tls::acceptor(h2, tls.1).map_err(std::io::Error::other)?;
+        (Some(a), Some(pem), client)
     } else {
-        (None, None)
+        (None, None, None)
     };
     let counters = Arc::new(Counters::default());
     let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -256,6 +262,7 @@ where
         addr,
         counters,
         cert_pem,
+        client,
         started: Instant::now(),
         _running: demo_service::Running::new(stop_tx, thread),
     })

@@ -14,7 +14,7 @@ pub fn serve(opts: Options, handler: Handler) -> std::io::Result<Server> {
     spawn_server(
         opts.threads,
         opts.port,
-        opts.tls,
+        (opts.tls, opts.mtls),
         false,
         move |sock, counters, acceptor| {
             let _ = sock.set_nodelay(true);

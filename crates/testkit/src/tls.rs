@@ -1,24 +1,65 @@
 //! A fresh self-signed certificate (rcgen) for 127.0.0.1 and localhost, and a TLS acceptor
-//! that offers HTTP/2 (when the server speaks it) and HTTP/1.1 over ALPN.
+//! that offers HTTP/2 (when the server speaks it) and HTTP/1.1 over ALPN. For mutual TLS the
+//! acceptor also demands a client certificate issued by a fresh CA, and hands the test one.
 
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::RootCertStore;
 use std::sync::Arc;
 use tokio_rustls::TlsAcceptor;
 
-/// An acceptor and the certificate's PEM (for clients that verify it). ALPN offers `h2` only
-/// when the server can speak it.
-pub fn acceptor(h2: bool) -> Result<(TlsAcceptor, String), String> {
+/// A client identity for mutual TLS, in PEM.
+#[derive(Clone, Debug)]
+pub struct ClientIdentity {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// An acceptor, the certificate's PEM (for clients that verify it) and, with `mtls`, the
+/// client identity the acceptor requires. ALPN offers `h2` only when the server can speak it.
+pub fn acceptor(
+    h2: bool,
+    mtls: bool,
+) -> Result<(TlsAcceptor, String, Option<ClientIdentity>), String> {
+    let err = |e: rcgen::Error| e.to_string();
     let cert =
         rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()])
-            .map_err(|e| e.to_string())?;
+            .map_err(err)?;
     let pem = cert.cert.pem();
     let chain = vec![CertificateDer::from(cert.cert.der().to_vec())];
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key_pair.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
+        .map_err(|e| e.to_string())?;
+    let (builder, identity) = if mtls {
+        // A CA of the test's own, and one client certificate it issued.
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_key = KeyPair::generate().map_err(err)?;
+        let ca = ca_params.self_signed(&ca_key).map_err(err)?;
+        let client_key = KeyPair::generate().map_err(err)?;
+        let client = CertificateParams::new(vec!["brink-test-client".to_string()])
+            .map_err(err)?
+            .signed_by(&client_key, &ca, &ca_key)
+            .map_err(err)?;
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(CertificateDer::from(ca.der().to_vec()))
+            .map_err(|e| e.to_string())?;
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let identity = ClientIdentity {
+            cert_pem: client.pem(),
+            key_pem: client_key.serialize_pem(),
+        };
+        (builder.with_client_cert_verifier(verifier), Some(identity))
+    } else {
+        (builder.with_no_client_auth(), None)
+    };
+    let mut config = builder
         .with_single_cert(chain, key)
         .map_err(|e| e.to_string())?;
     config.alpn_protocols = if h2 {
@@ -26,5 +67,5 @@ pub fn acceptor(h2: bool) -> Result<(TlsAcceptor, String), String> {
     } else {
         vec![b"http/1.1".to_vec()]
     };
-    Ok((TlsAcceptor::from(Arc::new(config)), pem))
+    Ok((TlsAcceptor::from(Arc::new(config)), pem, identity))
 }

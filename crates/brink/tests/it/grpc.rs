@@ -21,16 +21,27 @@ fn greeter() -> PathBuf {
 /// HelloReply { message: "hi" }.
 const REPLY: [u8; 4] = [0x0a, 0x02, b'h', b'i'];
 
+/// (path, message, metadata) of each call, with the `:authority` as metadata `:authority`.
 type Seen = Arc<Mutex<Vec<(String, Vec<u8>, Vec<(String, String)>)>>>;
 
 /// A Greeter that answers OK, except UNAVAILABLE for call 3 of every 10 and NOT_FOUND for 7.
 fn greeter_server(tls: bool, delay: Duration) -> (testkit::Server, Seen) {
+    let opts = testkit::Options {
+        tls,
+        ..testkit::Options::default()
+    };
+    greeter_with(opts, delay)
+}
+
+fn greeter_with(opts: testkit::Options, delay: Duration) -> (testkit::Server, Seen) {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     let handler = Arc::new(move |c: &Call| {
+        let mut metadata = c.metadata.to_vec();
+        metadata.push((":authority".into(), c.authority.to_string()));
         s.lock()
             .unwrap()
-            .push((c.path.to_string(), c.message.to_vec(), c.metadata.to_vec()));
+            .push((c.path.to_string(), c.message.to_vec(), metadata));
         let mut a = match c.seq % 10 {
             3 => Answer::code(14),
             7 => Answer::code(5),
@@ -39,10 +50,6 @@ fn greeter_server(tls: bool, delay: Duration) -> (testkit::Server, Seen) {
         a.delay = delay;
         a
     });
-    let opts = testkit::Options {
-        tls,
-        ..testkit::Options::default()
-    };
     (serve_grpc(opts, handler).expect("server starts"), seen)
 }
 
@@ -333,4 +340,86 @@ fn calls_in_flight_share_the_connections_asked_for() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("needs --http2"));
+}
+
+#[test]
+fn mutual_tls_and_the_authority() {
+    let opts = testkit::Options {
+        tls: true,
+        mtls: true,
+        ..testkit::Options::default()
+    };
+    let (srv, seen) = greeter_with(opts, Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let ca = write("ca.pem", srv.cert_pem.as_deref().unwrap());
+    let id = srv.client.clone().unwrap();
+    let (cert, key) = (write("c.pem", &id.cert_pem), write("k.pem", &id.key_pem));
+    let url = format!("grpcs://127.0.0.1:{}", srv.addr.port());
+    let verified = ["--cacert", ca.as_str(), "-n", "20", "--ok-codes", "OK,5,14"];
+
+    // With the client certificate every call goes through, verified against the CA.
+    let mut args = verified.to_vec();
+    args.extend(["--cert", cert.as_str(), "--key", key.as_str()]);
+    let (code, r, err) = run(&url, &args);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["summary"]["ok"], 20, "{}", r["summary"]);
+
+    // --authority is sent as :authority and names the certificate to expect: the server's
+    // holds "localhost", not "svc.internal".
+    let localhost = format!("localhost:{}", srv.addr.port());
+    let mut args_auth = args.clone();
+    args_auth.extend(["--authority", localhost.as_str()]);
+    let (code, r, err) = run(&url, &args_auth);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["summary"]["ok"], 20);
+    let last = seen.lock().unwrap().last().cloned().unwrap();
+    assert!(
+        last.2.contains(&(":authority".into(), localhost.clone())),
+        "{last:?}"
+    );
+    let mut args_wrong = args.clone();
+    args_wrong.extend(["--authority", "svc.internal"]);
+    let (_, r, _) = run(&url, &args_wrong);
+    assert_eq!(r["summary"]["ok"], 0);
+    assert_eq!(
+        r["summary"]["errors_by_kind"]["tls"], 20,
+        "{}",
+        r["summary"]
+    );
+
+    // Without it the server refuses every handshake; the calls are TLS errors, none OK.
+    let served = seen.lock().unwrap().len();
+    let (_, r, _) = run(&url, &verified);
+    assert_eq!(r["summary"]["ok"], 0);
+    assert_eq!(r["summary"]["errors"], 20, "{}", r["summary"]);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        served,
+        "no call reached the service"
+    );
+
+    // Half an identity, or a missing file, is one line and exit 2.
+    for (extra, says) in [
+        (
+            vec!["--cert", cert.as_str()],
+            "--cert and --key go together",
+        ),
+        (
+            vec!["--cert", cert.as_str(), "--key", "/nonexistent.key"],
+            "--key /nonexistent.key: no such file",
+        ),
+        (
+            vec!["--authority", "a b"],
+            "--authority 'a b': expected host",
+        ),
+    ] {
+        let (code, _, err) = run(&url, &extra);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    }
 }

@@ -112,16 +112,16 @@ fn tls_verifies_with_cacert_and_fails_without() {
     pem.write_all(srv.cert_pem.as_ref().unwrap().as_bytes())
         .unwrap();
     let mut s = n_requests(&srv.url("/"), 30);
-    s.cacert = Some(pem.path().to_path_buf());
+    s.tls.cacert = Some(pem.path().to_path_buf());
     assert_eq!(run(&s).totals.all.ok, 30, "verified against the test CA");
-    s.cacert = None;
+    s.tls.cacert = None;
     let out = run(&s);
     assert_eq!(
         out.totals.all.errors_by_kind[ErrorKind::Tls.index()],
         30,
         "an unknown CA is a TLS error"
     );
-    s.insecure = true;
+    s.tls.insecure = true;
     let out = run(&s);
     assert_eq!(
         out.totals.all.ok, 30,
@@ -134,7 +134,7 @@ fn tls_verifies_with_cacert_and_fails_without() {
 fn http2_over_tls_via_alpn() {
     let srv = tls_server(true);
     let mut s = n_requests(&srv.url("/"), 40);
-    s.insecure = true;
+    s.tls.insecure = true;
     s.http2 = true;
     let out = run(&s);
     assert_eq!(out.totals.all.ok, 40, "{:?}", out.totals.all.errors_by_kind);

@@ -1,13 +1,13 @@
 //! TLS client configuration with rustls and the `ring` provider: system roots plus an optional
-//! `--cacert`, ALPN for HTTP/2, and `--insecure`, which accepts any certificate while still
-//! checking handshake signatures.
+//! `--cacert`, a client certificate for mutual TLS (`--cert`/`--key`), ALPN for HTTP/2, and
+//! `--insecure`, which accepts any certificate while still checking handshake signatures.
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{ring, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Why TLS could not be configured.
@@ -15,29 +15,49 @@ use std::sync::Arc;
 pub enum TlsError {
     #[error("cannot read CA certificates from {0}: {1}")]
     CaFile(String, String),
+    #[error("cannot read the client certificate from {0}: {1}")]
+    CertFile(String, String),
+    #[error("cannot read the client key from {0}: {1}")]
+    KeyFile(String, String),
     #[error("TLS configuration: {0}")]
     Config(String),
 }
 
+/// How a run's connections speak TLS.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// `--insecure`: accept any server certificate.
+    pub insecure: bool,
+    /// `--cacert`: CA certificates trusted beside the system's.
+    pub cacert: Option<PathBuf>,
+    /// `--cert` and `--key`: the client's certificate chain and private key (mutual TLS).
+    pub client: Option<(PathBuf, PathBuf)>,
+    /// The name the server's certificate must hold when it is not the URL's host
+    /// (`--authority`).
+    pub server_name: Option<String>,
+}
+
 /// Builds the client configuration shared by every connection of a run.
-pub fn client_config(
-    insecure: bool,
-    cacert: Option<&Path>,
-    http2: bool,
-) -> Result<Arc<ClientConfig>, TlsError> {
+pub fn client_config(opts: &TlsOptions, http2: bool) -> Result<Arc<ClientConfig>, TlsError> {
     let provider = Arc::new(ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?;
-    let mut config = if insecure {
+    let builder = if opts.insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
-            .with_no_client_auth()
     } else {
-        builder
-            .with_root_certificates(roots(cacert)?)
-            .with_no_client_auth()
+        builder.with_root_certificates(roots(opts.cacert.as_deref())?)
+    };
+    let mut config = match &opts.client {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            let (chain, key) = client_identity(cert, key)?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| TlsError::Config(format!("client certificate and key: {e}")))?
+        }
     };
     config.alpn_protocols = if http2 {
         vec![b"h2".to_vec(), b"http/1.1".to_vec()]
@@ -69,6 +89,27 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsError> {
         }
     }
     Ok(store)
+}
+
+/// The certificate chain in `cert` and the private key in `key` (PEM).
+fn client_identity(
+    cert: &Path,
+    key: &Path,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+    let shown = cert.display().to_string();
+    let chain = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| TlsError::CertFile(shown.clone(), e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::CertFile(shown.clone(), e.to_string()))?;
+    if chain.is_empty() {
+        return Err(TlsError::CertFile(
+            shown,
+            "no PEM certificates found".into(),
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| TlsError::KeyFile(key.display().to_string(), e.to_string()))?;
+    Ok((chain, key))
 }
 
 /// The server name to verify: an IP address or a DNS name.
