@@ -94,9 +94,14 @@ pub struct RunArgs {
     /// gRPC: a directory to look for imported .proto files in (repeatable).
     #[arg(short = 'I', long = "import-path", value_name = "DIR")]
     pub import_paths: Vec<PathBuf>,
-    /// gRPC: the request message as JSON (proto3 JSON mapping; default {}). Metadata: -H.
-    #[arg(long)]
+    /// gRPC: the request message as JSON (proto3 JSON mapping; default {}); string values may
+    /// hold templates ({{seq}}, {{uuid}}, ...). Metadata: -H, templated too.
+    #[arg(long, conflicts_with = "data_file")]
     pub data: Option<String>,
+    /// gRPC: request messages from a file, a JSON array or one JSON message per line, sent
+    /// in turn.
+    #[arg(long = "data-file", value_name = "FILE")]
+    pub data_file: Option<PathBuf>,
     /// gRPC: status codes that count as success, e.g. OK,NOT_FOUND (default OK).
     #[arg(long = "ok-codes")]
     pub ok_codes: Option<String>,

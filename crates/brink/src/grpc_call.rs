@@ -1,15 +1,20 @@
-//! `grpc://` and `grpcs://` URLs: `--call`, `--proto`, `-I`, `--data` and `-H` (metadata) become
-//! the one request every call sends (a POST of the framed message with gRPC's headers), checked
-//! before any load: a `.proto` that does not compile, an unknown method or data that does not
-//! fit the message is one line and exit 2. `--timeout` is sent as the call's deadline
-//! (`grpc-timeout`). `--ok-codes` says which status codes succeed.
+//! `grpc://` and `grpcs://` URLs: `--call`, `--proto`, `-I`, `--data`/`--data-file` and `-H`
+//! (metadata) become the one request every call sends (a POST of the framed message with
+//! gRPC's headers), checked before any load: a `.proto` that does not compile, an unknown
+//! method or data that does not fit the message is one line and exit 2. String values of the
+//! message and metadata values may hold templates; messages without placeholders are encoded
+//! once. `--timeout` is sent as the call's deadline (`grpc-timeout`). `--ok-codes` says which
+//! status codes succeed.
 
 use crate::cli::RunArgs;
 use crate::exit::Fail;
+use engine::workload::message::{parse_documents, Message};
+use engine::workload::template::{Names, Template};
+use engine::Request;
 use model::Target;
 
-/// What every call sends: method, headers, body. `target`'s path becomes the method's.
-pub fn request(a: &RunArgs, target: &mut Target) -> Result<(String, Vec<String>, Vec<u8>), Fail> {
+/// What every call sends. `target`'s path becomes the method's.
+pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
     if a.method.is_some() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
             "-m, -b and --body-file apply to HTTP; a gRPC call is --call with --data (JSON)",
@@ -19,24 +24,79 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<(String, Vec<String>,
         .call
         .as_deref()
         .ok_or_else(|| Fail::input("a grpc:// URL needs --call package.Service/Method"))?;
-    let data = a.data.as_deref().unwrap_or("{}");
-    let prepared = grpc::prepare(&sources(a), call, data).map_err(Fail::input)?;
-    target.path = prepared.path;
-    // The server learns the deadline the call is held to (`--timeout`, 30 s by default).
+    let prepared = grpc::prepare(&sources(a), call).map_err(Fail::input)?;
+    target.path = prepared.path.clone();
+    let env = |k: &str| std::env::var(k).ok();
+    let names = Names {
+        data: &[],
+        vars: &[],
+        env: &env,
+    };
+    let (docs, origin) = documents(a)?;
+    let message = Message::new(prepared.codec.clone(), &docs, &names).map_err(|e| {
+        let at = if docs.len() > 1 {
+            format!(" message {}", e.row + 1)
+        } else {
+            String::new()
+        };
+        Fail::input(format!("{origin}{at}: {}", e.message))
+    })?;
+    let mut headers = Vec::new();
+    for (name, value) in call_headers(a)? {
+        let t = Template::compile(&value, &names)
+            .map_err(|e| Fail::input(format!("-H {name}: {}", e.message)))?;
+        headers.push((name, t));
+    }
+    let mut req = Request::fixed(
+        &format!("POST {}", prepared.path),
+        "POST",
+        &prepared.path,
+        &[],
+        b"",
+    );
+    req.headers = headers;
+    match message.fixed() {
+        // The same bytes every call: encoded once, sent as a plain body.
+        Some(bytes) => req.body = Template::literal(bytes),
+        None => req.message = Some(message),
+    }
+    Ok(req)
+}
+
+/// The message documents (`--data`, `--data-file`, or `{}`) and the flag they came from.
+fn documents(a: &RunArgs) -> Result<(Vec<serde_json::Value>, String), Fail> {
+    if let Some(path) = &a.data_file {
+        let shown = format!("--data-file {}", path.display());
+        let text =
+            std::fs::read_to_string(path).map_err(|e| Fail::input(format!("{shown}: {e}")))?;
+        let docs = parse_documents(&text).map_err(|e| Fail::input(format!("{shown}: {e}")))?;
+        return Ok((docs, shown));
+    }
+    let text = a.data.as_deref().unwrap_or("{}");
+    let doc =
+        serde_json::from_str(text).map_err(|e| Fail::input(format!("--data: not JSON: {e}")))?;
+    Ok((vec![doc], "--data".to_string()))
+}
+
+/// gRPC's own headers, then `-H` metadata as given. The server learns the deadline the call
+/// is held to (`--timeout`, 30 s by default).
+fn call_headers(a: &RunArgs) -> Result<Vec<(String, String)>, Fail> {
     let timeout = match &a.timeout {
         Some(t) => model::parse_duration(t).map_err(|e| Fail::input(format!("--timeout: {e}")))?,
         None => crate::resolve::DEFAULT_TIMEOUT,
     };
     let mut headers = vec![
-        "content-type: application/grpc".to_string(),
-        "te: trailers".to_string(),
-        format!(
-            "grpc-timeout: {}m",
-            timeout.as_millis().clamp(1, 99_999_999)
+        ("content-type".to_string(), "application/grpc".to_string()),
+        ("te".to_string(), "trailers".to_string()),
+        (
+            "grpc-timeout".to_string(),
+            format!("{}m", timeout.as_millis().clamp(1, 99_999_999)),
         ),
     ];
-    headers.extend(a.headers.iter().cloned());
-    Ok(("POST".to_string(), headers, prepared.frame))
+    for h in &a.headers {
+        headers.push(model::parse_header(h).map_err(|e| Fail::input(e.to_string()))?);
+    }
+    Ok(headers)
 }
 
 /// `--proto`, `-I` and `--protoset`.
@@ -61,10 +121,11 @@ pub fn refuse_flags(a: &RunArgs) -> Result<(), Fail> {
         || !a.proto.is_empty()
         || !a.protosets.is_empty()
         || a.data.is_some()
+        || a.data_file.is_some()
         || a.ok_codes.is_some()
     {
         return Err(Fail::input(
-            "--call, --proto, --protoset, --data and --ok-codes apply to grpc:// and grpcs:// URLs",
+            "--call, --proto, --protoset, --data, --data-file and --ok-codes apply to grpc:// and grpcs:// URLs",
         ));
     }
     Ok(())

@@ -188,17 +188,17 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
         ));
     }
     let mut target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
-    let (method, headers, body) = if target.grpc {
+    let request = if target.grpc {
         crate::grpc_call::request(a, &mut target)?
     } else {
         crate::grpc_call::refuse_flags(a)?;
         let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
-        let method = a.method.as_deref().unwrap_or("GET").to_string();
-        (method, a.headers.clone(), body)
+        let method = a.method.as_deref().unwrap_or("GET");
+        RequestSpec::new(target.clone(), method, &a.headers, body.into())
+            .map_err(|e| Fail::input(e.to_string()))?
+            .request()
     };
-    let request = RequestSpec::new(target.clone(), &method, &headers, body.into())
-        .map_err(|e| Fail::input(e.to_string()))?;
-    let workload = Workload::new(vec![request.request()], false, Vec::new(), Vec::new(), seed);
+    let workload = Workload::new(vec![request], false, Vec::new(), Vec::new(), seed);
     let spec = spec(
         a,
         target,

@@ -1,23 +1,27 @@
 //! gRPC calls as brink sends them, settled before any load: the `.proto` files compiled at run
 //! time (protox: no `protoc` needed, well-known types included), the method looked up by
-//! `package.Service/Method`, the JSON message encoded once into its wire bytes and framed
-//! (one byte of flags, four of length, the message). On the wire a call is then an ordinary
-//! HTTP/2 POST the engine already sends; the engine reads its `grpc-status`. This crate has no
-//! runtime: errors are one line naming the file, the method or the field at fault.
+//! `package.Service/Method`, and its codec ([`codec`]): JSON messages to framed protobuf (one
+//! byte of flags, four of length, the message) and responses back to JSON. On the wire a call
+//! is then an ordinary HTTP/2 POST the engine already sends; the engine reads its
+//! `grpc-status`. This crate has no runtime: errors are one line naming the file, the method or
+//! the field at fault.
 
-use prost::Message;
-use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
+mod codec;
+
+pub use codec::{encode_json, frame, MethodCodec};
+use prost_reflect::{DescriptorPool, MethodDescriptor};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// A unary call, ready to send.
+/// A unary call's method, ready to encode messages for.
 #[derive(Clone, Debug)]
 pub struct Call {
     /// `/package.Service/Method`.
     pub path: String,
-    /// The framed request message.
-    pub frame: Vec<u8>,
     /// `package.Service/Method`, as the user wrote it.
     pub name: String,
+    /// Request JSON to wire bytes, response bytes to JSON.
+    pub codec: Arc<MethodCodec>,
 }
 
 /// Where the service definitions come from: `.proto` files (compiled here) and/or compiled
@@ -166,34 +170,14 @@ pub fn method(pool: &DescriptorPool, call: &str) -> Result<MethodDescriptor, Str
     Ok(m)
 }
 
-/// `json` (canonical proto3 JSON) as the wire bytes of message type `desc`.
-pub fn encode_json(desc: &MessageDescriptor, json: &str) -> Result<Vec<u8>, String> {
-    let mut de = serde_json::Deserializer::from_str(json);
-    let msg = DynamicMessage::deserialize(desc.clone(), &mut de)
-        .map_err(|e| format!("the data does not match {}: {e}", desc.full_name()))?;
-    de.end()
-        .map_err(|e| format!("the data for {}: {e}", desc.full_name()))?;
-    Ok(msg.encode_to_vec())
-}
-
-/// `message` framed as gRPC sends it: uncompressed flag, big-endian length, the bytes.
-pub fn frame(message: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(message.len() + 5);
-    out.push(0);
-    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    out.extend_from_slice(message);
-    out
-}
-
-/// A unary call of `call` with the message `json`, from the service definitions in `src`.
-pub fn prepare(src: &Sources, call: &str, json: &str) -> Result<Call, String> {
+/// The method `call` names, from the service definitions in `src`.
+pub fn prepare(src: &Sources, call: &str) -> Result<Call, String> {
     let pool = pool(src)?;
     let m = method(&pool, call)?;
-    let bytes = encode_json(&m.input(), json)?;
     Ok(Call {
         path: format!("/{}/{}", m.parent_service().full_name(), m.name()),
-        frame: frame(&bytes),
         name: call.to_string(),
+        codec: Arc::new(MethodCodec::new(&m)),
     })
 }
 

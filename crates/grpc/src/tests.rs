@@ -2,6 +2,14 @@
 //! checked against the protobuf encoding written out by hand.
 
 use super::*;
+use workload::Codec;
+
+/// The framed request of `call` with the message `json`.
+fn encoded(src: &Sources, call: &str, json: &str) -> Result<(Call, Vec<u8>), String> {
+    let c = prepare(src, call)?;
+    let frame = c.codec.encode_text(json)?;
+    Ok((c, frame))
+}
 
 fn greeter() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc/greeter.proto")
@@ -24,14 +32,14 @@ fn a_descriptor_set_serves_as_well_as_the_proto_and_lists_its_methods() {
         protosets: vec![set],
         ..Sources::default()
     };
-    let a = prepare(&from_set, "helloworld.Greeter/SayHello", r#"{"name":"a"}"#).unwrap();
-    let b = prepare(
+    let a = encoded(&from_set, "helloworld.Greeter/SayHello", r#"{"name":"a"}"#).unwrap();
+    let b = encoded(
         &protos(&[greeter()]),
         "helloworld.Greeter/SayHello",
         r#"{"name":"a"}"#,
     )
     .unwrap();
-    assert_eq!(a.frame, b.frame);
+    assert_eq!(a.1, b.1);
     let listed = list(&pool(&from_set).unwrap());
     assert_eq!(
         listed,
@@ -53,7 +61,7 @@ fn a_descriptor_set_serves_as_well_as_the_proto_and_lists_its_methods() {
 
 #[test]
 fn a_unary_call_is_framed_protobuf() {
-    let call = prepare(
+    let (call, frame) = encoded(
         &protos(&[greeter()]),
         "helloworld.Greeter/SayHello",
         r#"{"name":"a","times":2,"at":"1970-01-01T00:00:01Z"}"#,
@@ -64,16 +72,52 @@ fn a_unary_call_is_framed_protobuf() {
     let message = [0x0a, 0x01, b'a', 0x10, 0x02, 0x1a, 0x02, 0x08, 0x01];
     let mut want = vec![0, 0, 0, 0, message.len() as u8];
     want.extend_from_slice(&message);
-    assert_eq!(call.frame, want);
+    assert_eq!(frame, want);
+    // The same document as a JSON value encodes the same; a string for an int32 is accepted
+    // (the proto3 JSON mapping allows it, so a `{{seq}}` can fill a number field).
+    let v = serde_json::json!({"name": "a", "times": "2", "at": "1970-01-01T00:00:01Z"});
+    assert_eq!(call.codec.encode(&v).unwrap(), want);
     // The dotted form names the same method.
-    let dotted = prepare(&protos(&[greeter()]), "helloworld.Greeter.SayHello", "{}").unwrap();
+    let (dotted, empty) =
+        encoded(&protos(&[greeter()]), "helloworld.Greeter.SayHello", "{}").unwrap();
     assert_eq!(dotted.path, call.path);
-    assert_eq!(dotted.frame, [0, 0, 0, 0, 0]);
+    assert_eq!(empty, [0, 0, 0, 0, 0]);
+}
+
+#[test]
+fn responses_decode_to_json_for_extraction() {
+    let call = prepare(&protos(&[greeter()]), "helloworld.Greeter/SayHello").unwrap();
+    let reply = [0, 0, 0, 0, 4, 0x0a, 0x02, b'h', b'i'];
+    assert_eq!(
+        call.codec.decode(&reply).unwrap(),
+        serde_json::json!({"message": "hi"})
+    );
+    let two: Vec<u8> = reply.iter().chain(reply.iter()).copied().collect();
+    assert_eq!(
+        call.codec.decode(&two).unwrap(),
+        serde_json::json!([{"message": "hi"}, {"message": "hi"}])
+    );
+    assert!(call
+        .codec
+        .decode(&reply[..7])
+        .unwrap_err()
+        .contains("cut short"));
+    assert!(call
+        .codec
+        .decode(&[1, 0, 0, 0, 0])
+        .unwrap_err()
+        .contains("compressed"));
+    assert!(call.codec.decode(b"").unwrap_err().contains("no message"));
+    let bad = call
+        .codec
+        .encode(&serde_json::json!({"times": "many"}))
+        .unwrap_err();
+    assert!(bad.contains("helloworld.HelloRequest"), "{bad}");
 }
 
 #[test]
 fn bad_input_says_what_exists_and_where() {
-    let err = |call: &str, json: &str| prepare(&protos(&[greeter()]), call, json).unwrap_err();
+    let err = |call: &str, json: &str| encoded(&protos(&[greeter()]), call, json).unwrap_err();
     let e = err("helloworld.Greter/SayHello", "{}");
     assert!(
         e.contains("no service helloworld.Greter (services: helloworld.Greeter)"),

@@ -446,6 +446,7 @@ impl Cx<'_> {
             path,
             headers: self.headers(&headers, names)?,
             body,
+            message: None,
             extract,
             weight,
         })

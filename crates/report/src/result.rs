@@ -98,7 +98,7 @@ pub struct RefusedJson {
     pub request: String,
     /// How many attempts were refused.
     pub count: u64,
-    /// `path` or `header NAME` of the first refusal.
+    /// `path`, `header NAME` or (gRPC) `message` of the first refusal.
     pub part: String,
     /// The first refused value, escaped (`\r\n` as text) and shortened.
     pub value: String,

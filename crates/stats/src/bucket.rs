@@ -55,15 +55,19 @@ pub struct Refusal {
 const SHOWN: usize = 120;
 
 impl Refusal {
-    /// A refusal of `part` holding `value`, the value escaped so it prints on one line.
+    /// A refusal of `part` holding `value`, the value escaped so it prints on one line:
+    /// control bytes, bytes beyond ASCII and backslashes as escapes, quotes as they are.
     pub fn new(part: impl Into<String>, value: &[u8]) -> Refusal {
         let mut shown = String::new();
-        for c in value.escape_ascii().map(char::from) {
+        for &b in value {
             if shown.len() >= SHOWN {
                 shown.push_str("...");
                 break;
             }
-            shown.push(c);
+            match b {
+                b'"' | b'\'' => shown.push(char::from(b)),
+                _ => shown.extend(b.escape_ascii().map(char::from)),
+            }
         }
         Refusal {
             part: part.into(),

@@ -109,7 +109,7 @@ impl Captured {
     }
 
     /// Why nothing can be extracted from this response, if nothing can.
-    fn unusable(&self) -> Option<String> {
+    pub(crate) fn unusable(&self) -> Option<String> {
         self.too_large.then(|| {
             let limit = self.budget.as_ref().map_or(0, |b| b.limit());
             format!(

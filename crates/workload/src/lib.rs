@@ -1,13 +1,16 @@
 //! What a run sends, apart from how it is sent: requests, weighted mixes and flows
 //! ([`request`]), the templates they are written in and the data sets those read
-//! ([`template`]), and what is taken back from responses under a memory budget ([`capture`]).
+//! ([`template`]), gRPC messages written as templated JSON ([`message`]), and what is taken
+//! back from responses under a memory budget ([`capture`]).
 //! Plans compile into these types and the engine walks them, so this crate has no runtime,
 //! no sockets and no TLS: a plan can be read, checked and rendered without the engine.
 
 pub mod capture;
+pub mod message;
 mod request;
 pub mod template;
 
 pub use capture::{Captured, Extractor};
+pub use message::{Codec, Message};
 pub use request::{H2Parts, Request, Vu, Workload};
 pub use template::Table;

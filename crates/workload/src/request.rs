@@ -17,6 +17,7 @@
 //! data rows.
 
 use crate::capture::{Captured, Extractor};
+use crate::message::Message;
 use crate::template::Table;
 use crate::template::{Scope, Template};
 use model::guard;
@@ -34,6 +35,8 @@ pub struct Request {
     pub path: Template,
     pub headers: Vec<(String, Template)>,
     pub body: Template,
+    /// A gRPC call's message: replaces `body` (the framed protobuf of a JSON document).
+    pub message: Option<Message>,
     /// (variable index, where it comes from)
     pub extract: Vec<(usize, Extractor)>,
     /// Mix: relative weight. Flow: times the step runs in a row per iteration.
@@ -58,6 +61,7 @@ impl Request {
                 .map(|(n, v)| (n.clone(), Template::literal(v.as_bytes())))
                 .collect(),
             body: Template::literal(body),
+            message: None,
             extract: Vec::new(),
             weight: 1,
         }
@@ -71,6 +75,7 @@ impl Request {
     pub fn is_static(&self) -> bool {
         self.path.is_static()
             && self.body.is_static()
+            && self.message.as_ref().is_none_or(|m| m.fixed().is_some())
             && self.headers.iter().all(|(_, v)| v.is_static())
     }
 
@@ -365,7 +370,12 @@ impl Vu {
             headers.push(out);
         }
         let mut body = Vec::new();
-        step.body.render(&mut scope, &mut body);
+        match &step.message {
+            Some(m) => m
+                .render(&mut scope, &mut body)
+                .map_err(|doc| Refusal::new("message", doc.as_bytes()))?,
+            None => step.body.render(&mut scope, &mut body),
+        }
         Ok((String::from_utf8_lossy(&path).into_owned(), headers, body))
     }
 
@@ -382,10 +392,19 @@ impl Vu {
         let ok = matches!(status, Ok(s) if ok_status.contains(s));
         let mut result = status.map(|_| ());
         if ok && !step.extract.is_empty() {
+            let decoded = match (&step.message, captured) {
+                (Some(m), Some(c)) => Some(decode(m, c)),
+                _ => None,
+            };
+            let captured = match &decoded {
+                Some(Ok(c)) => Some(c),
+                _ => captured,
+            };
             for (var, ex) in &step.extract {
-                let found = match captured {
-                    Some(c) => ex.apply(c),
-                    None => Err("the response was not kept".to_string()),
+                let found = match (captured, &decoded) {
+                    (_, Some(Err(why))) => Err(why.clone()),
+                    (Some(c), _) => ex.apply(c),
+                    (None, _) => Err("the response was not kept".to_string()),
                 };
                 match found {
                     Ok(v) => self.vars[*var] = Some(v),
@@ -411,6 +430,21 @@ impl Vu {
         }
         result
     }
+}
+
+/// A gRPC response as JSON, for the extractors: its headers kept, its messages decoded.
+fn decode(m: &Message, c: &Captured) -> Result<Captured, String> {
+    if let Some(why) = c.unusable() {
+        return Err(why);
+    }
+    let json = m
+        .codec()
+        .decode(&c.body)
+        .map_err(|e| format!("the response message does not decode: {e}"))?;
+    Ok(Captured::of(
+        c.headers.clone(),
+        json.to_string().into_bytes(),
+    ))
 }
 
 #[cfg(test)]

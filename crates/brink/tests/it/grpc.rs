@@ -423,3 +423,111 @@ fn mutual_tls_and_the_authority() {
         assert!(err.contains(says), "{extra:?}: {err}");
     }
 }
+
+/// The `name` (field 1) of a HelloRequest as sent.
+fn name_of(message: &[u8]) -> String {
+    match message {
+        [0x0a, len, rest @ ..] => String::from_utf8_lossy(&rest[..usize::from(*len)]).into_owned(),
+        _ => String::new(),
+    }
+}
+
+#[test]
+fn templated_messages_and_data_files() {
+    let (srv, seen) = greeter_server(false, Duration::ZERO);
+    let url = format!("grpc://{}", srv.addr);
+    // {{seq}} fills a string and (as the JSON mapping allows) an int32 given as a string;
+    // metadata is templated too.
+    let (code, r, err) = run(
+        &url,
+        &[
+            "--data",
+            r#"{"name":"user{{seq}}","times":"{{seq}}"}"#,
+            "-H",
+            "x-request: r{{seq}}",
+            "-n",
+            "10",
+            "-c",
+            "1",
+            "--ok-codes",
+            "OK,5,14",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(r["summary"]["ok"], 10);
+    let calls = std::mem::take(&mut *seen.lock().unwrap());
+    let mut names: Vec<String> = calls.iter().map(|c| name_of(&c.1)).collect();
+    names.sort_by_key(|n| n[4..].parse::<u32>().unwrap_or(99));
+    let want: Vec<String> = (0..10).map(|i| format!("user{i}")).collect();
+    assert_eq!(names, want);
+    for (_, message, metadata) in &calls {
+        let n: u8 = name_of(message)[4..].parse().unwrap();
+        // times (field 2) is n, left out when 0 as proto3 does.
+        let tail = &message[2 + message[1] as usize..];
+        assert_eq!(tail, if n == 0 { vec![] } else { vec![0x10, n] });
+        assert!(
+            metadata.contains(&("x-request".into(), format!("r{n}"))),
+            "{metadata:?}"
+        );
+    }
+
+    // A data file's messages go out in turn.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("requests.ndjson");
+    std::fs::write(
+        &file,
+        "{\"name\":\"a\"}\n{\"name\":\"b\"}\n\n{\"name\":\"c\"}\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(
+        &url,
+        &["--data-file", file.to_str().unwrap(), "-n", "6", "-c", "1"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let names: Vec<String> = seen.lock().unwrap().iter().map(|c| name_of(&c.1)).collect();
+    assert_eq!(names, ["a", "b", "c", "a", "b", "c"]);
+
+    // A rendered value that makes the message unfit (text in an int32) is refused before it
+    // is sent, and shown as rendered.
+    seen.lock().unwrap().clear();
+    let (_, r, _) = run(
+        &url,
+        &["--data", r#"{"times":"n{{seq}}"}"#, "-n", "3", "-c", "1"],
+    );
+    assert_eq!(
+        r["summary"]["errors_by_kind"]["invalid_request"], 3,
+        "{}",
+        r["summary"]
+    );
+    let refused = &r["scenarios"][0]["refused"][0];
+    assert_eq!(refused["part"], "message", "{refused}");
+    assert_eq!(refused["value"], r#"{"times":"n0"}"#, "{refused}");
+    assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
+
+    // A message that does not fit, JSON that does not parse, an unknown placeholder: named,
+    // exit 2, nothing sent.
+    seen.lock().unwrap().clear();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"[{"name":"a"},{"times":"many"}]"#).unwrap();
+    let broken = dir.path().join("broken.ndjson");
+    std::fs::write(&broken, "{\"name\":\"a\"}\n{oops\n").unwrap();
+    for (extra, says) in [
+        (
+            vec!["--data-file", bad.to_str().unwrap()],
+            "message 2: the data does not match helloworld.HelloRequest",
+        ),
+        (
+            vec!["--data-file", broken.to_str().unwrap()],
+            "broken.ndjson: line 2",
+        ),
+        (vec!["--data", r#"{"name":"{{sqe}}"}"#], "--data: "),
+        (vec!["--data", "{"], "--data: not JSON"),
+        (vec!["-H", "x: {{nope}}"], "-H x: "),
+    ] {
+        let (code, _, err) = run(&url, &extra);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
+}
