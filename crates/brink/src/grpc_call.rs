@@ -24,7 +24,16 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
         .call
         .as_deref()
         .ok_or_else(|| Fail::input("a grpc:// URL needs --call package.Service/Method"))?;
-    let prepared = grpc::prepare(&sources(a), call).map_err(Fail::input)?;
+    let src = sources(a);
+    let prepared = if src.is_empty() {
+        let (service, _) = grpc::split_call(call).map_err(Fail::input)?;
+        let (_, pool) = reflect(a, target, Some(service))
+            .map_err(|e| Fail::input(format!("--call {call}: {e}")))?;
+        grpc::prepare_in(&pool, call)
+    } else {
+        grpc::prepare(&src, call)
+    }
+    .map_err(Fail::input)?;
     target.path = prepared.path.clone();
     let env = |k: &str| std::env::var(k).ok();
     let names = Names {
@@ -108,11 +117,47 @@ fn sources(a: &RunArgs) -> grpc::Sources {
     }
 }
 
-/// `--list`: the services and methods the definitions hold; sends nothing.
+/// `--list`: the services and methods the definitions hold (from the server's reflection
+/// when none are given); sends no load.
 pub fn list(a: &RunArgs) -> Result<i32, Fail> {
-    let pool = grpc::pool(&sources(a)).map_err(Fail::input)?;
+    let src = sources(a);
+    let pool = if src.is_empty() {
+        let target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
+        if !target.grpc {
+            return Err(Fail::input(
+                "--list needs a grpc:// or grpcs:// URL, or --proto/--protoset",
+            ));
+        }
+        reflect(a, &target, None)
+            .map_err(|e| Fail::input(format!("{}: {e}", a.url)))?
+            .1
+    } else {
+        grpc::pool(&src).map_err(Fail::input)?
+    };
     crate::console::emit(&grpc::list(&pool));
     Ok(0)
+}
+
+/// Asks the server's reflection for `service` (every service when `None`), over a connection
+/// made as the run's will be (TLS options, `--authority`), each exchange held to
+/// `--connect-timeout`.
+fn reflect(
+    a: &RunArgs,
+    target: &Target,
+    service: Option<&str>,
+) -> Result<(Vec<String>, grpc::DescriptorPool), String> {
+    let (target, tls) = crate::resolve::tls_options(a, target.clone(), &plan::Settings::default())
+        .map_err(|f| f.message)?;
+    let timeout = match &a.connect_timeout {
+        Some(t) => model::parse_duration(t).map_err(|e| format!("--connect-timeout: {e}"))?,
+        None => crate::resolve::DEFAULT_CONNECT_TIMEOUT,
+    };
+    let mut ask = |path: &str, body: Vec<u8>| {
+        engine::grpc_call(&target, &tls, timeout, path, body)
+            .map(|answer| (answer.code, answer.body))
+            .map_err(|e| format!("server reflection: {e}"))
+    };
+    grpc::reflection::reflect(&mut ask, service)
 }
 
 /// Refuses gRPC flags on an HTTP URL.

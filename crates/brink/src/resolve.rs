@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 
 /// Most worker threads a run may start.
@@ -268,7 +268,7 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
 /// `--insecure`, `--cacert`, `--cert`/`--key` and `--authority`, checked: the files exist, the
 /// certificate comes with its key, the authority is a `host[:port]`. The authority replaces the
 /// target's (sent as `Host` or `:authority`) and names the certificate the server must show.
-fn tls_options(
+pub fn tls_options(
     a: &RunArgs,
     mut target: Target,
     plan: &Settings,

@@ -7,6 +7,7 @@
 //! compiles without this one. Public beyond that small API: [`h1`] (benchmarked on its own).
 
 mod net;
+mod once;
 mod proto;
 mod run;
 mod target;
@@ -17,6 +18,7 @@ pub use proto::h1;
 
 pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
 pub use net::tls::TlsOptions;
+pub use once::{grpc_call, Answer};
 pub use run::{check, run, OnSecond, RunError, RunOutput, RunSpec, Second, SecondView};
 pub use target::RequestSpec;
 /// What a run sends (requests, templates, extraction), re-exported for callers of [`run()`].

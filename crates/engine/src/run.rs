@@ -117,17 +117,31 @@ impl<F: FnMut(&SecondView) -> bool> OnSecond for F {
     }
 }
 
+/// The TLS configuration and server name for `target`, when it is a TLS URL.
+pub(crate) fn tls_for(
+    target: &Target,
+    opts: &TlsOptions,
+    http2: bool,
+) -> Result<
+    Option<(
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+    TlsError,
+> {
+    if !target.tls {
+        return Ok(None);
+    }
+    Ok(Some((
+        client_config(opts, http2)?,
+        server_name(opts.server_name.as_deref().unwrap_or(&target.host))?,
+    )))
+}
+
 fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     let target = &spec.target;
     let addr = target.resolve()?;
-    let tls = if target.tls {
-        Some((
-            client_config(&spec.tls, spec.http2 || target.grpc)?,
-            server_name(spec.tls.server_name.as_deref().unwrap_or(&target.host))?,
-        ))
-    } else {
-        None
-    };
+    let tls = tls_for(target, &spec.tls, spec.http2 || target.grpc)?;
     let connector = Connector {
         addr,
         tls,

@@ -7,9 +7,11 @@
 //! the field at fault.
 
 mod codec;
+pub mod reflection;
 
 pub use codec::{encode_json, frame, MethodCodec};
-use prost_reflect::{DescriptorPool, MethodDescriptor};
+pub use prost_reflect::DescriptorPool;
+use prost_reflect::MethodDescriptor;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -33,13 +35,17 @@ pub struct Sources {
     pub protosets: Vec<PathBuf>,
 }
 
+impl Sources {
+    /// No definitions given: the server's reflection must provide them.
+    pub fn is_empty(&self) -> bool {
+        self.protos.is_empty() && self.protosets.is_empty()
+    }
+}
+
 /// Every service and method the sources define.
 pub fn pool(src: &Sources) -> Result<DescriptorPool, String> {
-    if src.protos.is_empty() && src.protosets.is_empty() {
-        return Err(
-            "a gRPC call needs --proto FILE or --protoset FILE (server reflection is not supported yet)"
-                .into(),
-        );
+    if src.is_empty() {
+        return Err("no service definitions: give --proto FILE or --protoset FILE".into());
     }
     let mut pool = if src.protos.is_empty() {
         DescriptorPool::new()
@@ -139,12 +145,9 @@ fn one_line(e: &protox::Error, dirs: &[PathBuf]) -> String {
 /// The method `call` (`package.Service/Method`, or with a dot before the method) names;
 /// an unknown one lists what exists.
 pub fn method(pool: &DescriptorPool, call: &str) -> Result<MethodDescriptor, String> {
-    let (service, name) = call
-        .rsplit_once('/')
-        .or_else(|| call.rsplit_once('.'))
-        .ok_or_else(|| format!("--call {call}: expected package.Service/Method"))?;
+    let (service, name) = split_call(call)?;
     let services: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
-    let Some(svc) = pool.get_service_by_name(service.trim_start_matches('/')) else {
+    let Some(svc) = pool.get_service_by_name(service) else {
         return Err(format!(
             "--call {call}: no service {service} (services: {})",
             if services.is_empty() {
@@ -170,10 +173,23 @@ pub fn method(pool: &DescriptorPool, call: &str) -> Result<MethodDescriptor, Str
     Ok(m)
 }
 
+/// The service and method `call` names (`package.Service/Method` or `package.Service.Method`).
+pub fn split_call(call: &str) -> Result<(&str, &str), String> {
+    let (service, name) = call
+        .rsplit_once('/')
+        .or_else(|| call.rsplit_once('.'))
+        .ok_or_else(|| format!("--call {call}: expected package.Service/Method"))?;
+    Ok((service.trim_start_matches('/'), name))
+}
+
 /// The method `call` names, from the service definitions in `src`.
 pub fn prepare(src: &Sources, call: &str) -> Result<Call, String> {
-    let pool = pool(src)?;
-    let m = method(&pool, call)?;
+    prepare_in(&pool(src)?, call)
+}
+
+/// The method `call` names, from `pool` (compiled, or from server reflection).
+pub fn prepare_in(pool: &DescriptorPool, call: &str) -> Result<Call, String> {
+    let m = method(pool, call)?;
     Ok(Call {
         path: format!("/{}/{}", m.parent_service().full_name(), m.name()),
         name: call.to_string(),

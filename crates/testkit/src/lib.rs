@@ -9,6 +9,7 @@ pub mod grpc;
 pub mod handlers;
 mod hyper_srv;
 mod raw;
+pub mod reflection;
 pub mod tls;
 
 /// The demo service (`brink demo`), for tests that load it.

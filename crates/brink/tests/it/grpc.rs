@@ -4,6 +4,7 @@
 //! works, calls still in flight at the end are unfinished, and bad input is one line, exit 2.
 
 use assert_cmd::Command;
+use predicates::prelude::PredicateBooleanExt;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -530,4 +531,122 @@ fn templated_messages_and_data_files() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
     assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
+}
+
+/// A Greeter that knows only SayHello (UNIMPLEMENTED for any other path), with server
+/// reflection of greeter.proto in the `versions` given (none when `None`).
+fn reflecting_server(
+    versions: Option<testkit::reflection::Versions>,
+) -> (testkit::Server, Arc<Mutex<Vec<String>>>) {
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let p = paths.clone();
+    let service: testkit::grpc::GrpcHandler = Arc::new(move |c: &Call| {
+        p.lock().unwrap().push(c.path.to_string());
+        if c.path == "/helloworld.Greeter/SayHello" {
+            Answer::ok(REPLY.to_vec())
+        } else {
+            Answer::code(12)
+        }
+    });
+    let handler = match versions {
+        Some(v) => {
+            let pool = grpc::compile(&[greeter()], &[]).unwrap();
+            testkit::reflection::with_reflection(service, pool, v)
+        }
+        None => service,
+    };
+    let srv = serve_grpc(testkit::Options::default(), handler).expect("server starts");
+    (srv, paths)
+}
+
+#[test]
+fn server_reflection_stands_in_for_the_proto() {
+    use testkit::reflection::Versions;
+    for versions in [Versions::Both, Versions::V1AlphaOnly] {
+        let (srv, paths) = reflecting_server(Some(versions));
+        let url = format!("grpc://{}", srv.addr);
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        let out = brink()
+            .args(["run", &url, "--call", "helloworld.Greeter/SayHello"])
+            .args(["--data", r#"{"name":"r","at":"1970-01-01T00:00:01Z"}"#])
+            .args(["-n", "10", "-q", "--json"])
+            .arg(&json)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{versions:?}: {err}");
+        let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(r["summary"]["grpc_status"], serde_json::json!({"OK": 10}));
+        let paths = paths.lock().unwrap();
+        assert_eq!(
+            paths.iter().filter(|p| p.ends_with("/SayHello")).count(),
+            10,
+            "reflection calls are not load: {paths:?}"
+        );
+        // The import (google/protobuf/timestamp.proto) was asked for by name: the Timestamp
+        // field encoded, so the pool is complete.
+        drop(paths);
+
+        brink()
+            .args(["run", &url, "--list"])
+            .assert()
+            .code(0)
+            .stdout(predicates::str::contains(
+                "helloworld.Greeter/SayHelloStream  (helloworld.HelloRequest -> helloworld.HelloReply, server streaming)",
+            ))
+            .stdout(predicates::str::contains("grpc.reflection").not());
+    }
+
+    let (srv, paths) = reflecting_server(Some(Versions::Both));
+    let url = format!("grpc://{}", srv.addr);
+    for (call, says) in [
+        (
+            "helloworld.Greter/SayHello",
+            "no service helloworld.Greter on the server (services: helloworld.Greeter)",
+        ),
+        (
+            "helloworld.Greeter/SayHi",
+            "methods: SayHello, SayHelloStream",
+        ),
+    ] {
+        brink()
+            .args(["run", &url, "--call", call, "-n", "1"])
+            .assert()
+            .code(2)
+            .stderr(predicates::str::contains(says));
+    }
+    assert!(!paths
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|p| p.ends_with("/SayHello")));
+
+    // A server without reflection: said, with the way out.
+    let (srv, paths) = reflecting_server(None);
+    let out = brink()
+        .args(["run", &format!("grpc://{}", srv.addr)])
+        .args(["--call", "helloworld.Greeter/SayHello", "-n", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not offer reflection"), "{err}");
+    assert!(err.contains("--proto FILE"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(
+        paths.lock().unwrap().len(),
+        2,
+        "v1 then v1alpha, and no load"
+    );
+    // Nobody listening: said too.
+    drop(srv);
+    let out = brink()
+        .args(["run", "grpc://127.0.0.1:1", "--call", "a.B/C", "-n", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("server reflection: cannot connect"), "{err}");
 }
