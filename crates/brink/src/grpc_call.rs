@@ -3,7 +3,7 @@
 //! gRPC's headers), checked before any load: a `.proto` that does not compile, an unknown
 //! method or data that does not fit the message is one line and exit 2. String values of the
 //! message and metadata values may hold templates; messages without placeholders are encoded
-//! once. `--timeout` is sent as the call's deadline (`grpc-timeout`). `--ok-codes` says which
+//! once. The engine sends `--timeout` as the call's deadline (`grpc-timeout`). `--ok-codes` says which
 //! status codes succeed.
 
 use crate::cli::RunArgs;
@@ -64,11 +64,7 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
         b"",
     );
     req.headers = headers;
-    match message.fixed() {
-        // The same bytes every call: encoded once, sent as a plain body.
-        Some(bytes) => req.body = Template::literal(bytes),
-        None => req.message = Some(message),
-    }
+    req.message = Some(message);
     Ok(req)
 }
 
@@ -87,25 +83,12 @@ fn documents(a: &RunArgs) -> Result<(Vec<serde_json::Value>, String), Fail> {
     Ok((vec![doc], "--data".to_string()))
 }
 
-/// gRPC's own headers, then `-H` metadata as given. The server learns the deadline the call
-/// is held to (`--timeout`, 30 s by default).
+/// `-H` metadata as given (the engine adds gRPC's own headers and the deadline).
 fn call_headers(a: &RunArgs) -> Result<Vec<(String, String)>, Fail> {
-    let timeout = match &a.timeout {
-        Some(t) => model::parse_duration(t).map_err(|e| Fail::input(format!("--timeout: {e}")))?,
-        None => crate::resolve::DEFAULT_TIMEOUT,
-    };
-    let mut headers = vec![
-        ("content-type".to_string(), "application/grpc".to_string()),
-        ("te".to_string(), "trailers".to_string()),
-        (
-            "grpc-timeout".to_string(),
-            format!("{}m", timeout.as_millis().clamp(1, 99_999_999)),
-        ),
-    ];
-    for h in &a.headers {
-        headers.push(model::parse_header(h).map_err(|e| Fail::input(e.to_string()))?);
-    }
-    Ok(headers)
+    a.headers
+        .iter()
+        .map(|h| model::parse_header(h).map_err(|e| Fail::input(e.to_string())))
+        .collect()
 }
 
 /// `--proto`, `-I` and `--protoset`.
@@ -141,7 +124,7 @@ pub fn list(a: &RunArgs) -> Result<i32, Fail> {
 /// Asks the server's reflection for `service` (every service when `None`), over a connection
 /// made as the run's will be (TLS options, `--authority`), each exchange held to
 /// `--connect-timeout`.
-fn reflect(
+pub fn reflect(
     a: &RunArgs,
     target: &Target,
     service: Option<&str>,
@@ -152,43 +135,53 @@ fn reflect(
         Some(t) => model::parse_duration(t).map_err(|e| format!("--connect-timeout: {e}"))?,
         None => crate::resolve::DEFAULT_CONNECT_TIMEOUT,
     };
+    reflect_with(&target, &tls, timeout, service)
+}
+
+/// [`reflect`] with the TLS options and time limit given.
+pub fn reflect_with(
+    target: &Target,
+    tls: &engine::TlsOptions,
+    timeout: std::time::Duration,
+    service: Option<&str>,
+) -> Result<(Vec<String>, grpc::DescriptorPool), String> {
     let mut ask = |path: &str, body: Vec<u8>| {
-        engine::grpc_call(&target, &tls, timeout, path, body)
+        engine::grpc_call(target, tls, timeout, path, body)
             .map(|answer| (answer.code, answer.body))
             .map_err(|e| format!("server reflection: {e}"))
     };
     grpc::reflection::reflect(&mut ask, service)
 }
 
-/// Refuses gRPC flags on an HTTP URL.
-pub fn refuse_flags(a: &RunArgs) -> Result<(), Fail> {
+/// Refuses the flags that describe a gRPC call on an HTTP URL or a plan (whose steps say
+/// what they call).
+pub fn refuse_flags(a: &RunArgs, plan: bool) -> Result<(), Fail> {
     if a.call.is_some()
         || !a.proto.is_empty()
         || !a.protosets.is_empty()
         || a.data.is_some()
         || a.data_file.is_some()
-        || a.ok_codes.is_some()
     {
+        return Err(Fail::input(if plan {
+            "--call, --proto, --protoset, --data and --data-file apply to a grpc:// URL; a plan's steps say what they call (grpc: {call, proto, data})"
+        } else {
+            "--call, --proto, --protoset, --data and --data-file apply to grpc:// and grpcs:// URLs"
+        }));
+    }
+    if !plan && a.ok_codes.is_some() {
         return Err(Fail::input(
-            "--call, --proto, --protoset, --data, --data-file and --ok-codes apply to grpc:// and grpcs:// URLs",
+            "--ok-codes applies to grpc:// and grpcs:// URLs and plans",
         ));
     }
     Ok(())
 }
 
-/// `--ok-codes OK,NOT_FOUND` (names or numbers); OK alone by default.
-pub fn ok_codes(a: &RunArgs) -> Result<Vec<u16>, Fail> {
-    let Some(list) = &a.ok_codes else {
-        return Ok(vec![0]);
-    };
-    list.split(',')
-        .map(|c| {
-            model::grpc::parse(c).ok_or_else(|| {
-                Fail::input(format!(
-                    "--ok-codes: '{}' is not a gRPC status code (OK, CANCELLED, ..., UNAUTHENTICATED, or 0-16)",
-                    c.trim()
-                ))
-            })
+/// `--ok-codes OK,NOT_FOUND` (names or numbers), when given.
+pub fn ok_codes(a: &RunArgs) -> Result<Option<Vec<u16>>, Fail> {
+    a.ok_codes
+        .as_deref()
+        .map(|list| {
+            model::grpc::parse_list(list).map_err(|e| Fail::input(format!("--ok-codes: {e}")))
         })
-        .collect()
+        .transpose()
 }

@@ -191,7 +191,7 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
     let request = if target.grpc {
         crate::grpc_call::request(a, &mut target)?
     } else {
-        crate::grpc_call::refuse_flags(a)?;
+        crate::grpc_call::refuse_flags(a, false)?;
         let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
         let method = a.method.as_deref().unwrap_or("GET");
         RequestSpec::new(target.clone(), method, &a.headers, body.into())
@@ -215,14 +215,19 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
 }
 
 fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
-    crate::grpc_call::refuse_flags(a)?;
+    crate::grpc_call::refuse_flags(a, true)?;
     if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
             "-m, -H, -b and --body-file apply to a URL; a plan sets requests in its file",
         ));
     }
     let path = std::path::Path::new(&a.url);
-    let plan = plan::load_file(path, seed).map_err(|e| Fail::input(e.to_string()))?;
+    // A gRPC step without definitions asks the server's reflection (with the run's TLS flags).
+    let reflect = |t: &Target, service: &str| {
+        crate::grpc_call::reflect(a, t, Some(service)).map(|(_, pool)| pool)
+    };
+    let plan =
+        plan::load_file_with(path, seed, &reflect).map_err(|e| Fail::input(e.to_string()))?;
     for name in &a.only {
         if !plan.scenarios.iter().any(|s| &s.name == name) {
             let known: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();
@@ -394,7 +399,9 @@ fn spec(
         connections,
         tls,
         ok_status,
-        ok_codes: crate::grpc_call::ok_codes(a)?,
+        ok_codes: crate::grpc_call::ok_codes(a)?
+            .or_else(|| plan.ok_codes.clone())
+            .unwrap_or_else(|| vec![0]),
         threads: a
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),

@@ -49,6 +49,7 @@ pub fn grpc_call(
         workload: Arc::new(Workload::single(Request::fixed("", "POST", path, &[], b""))),
         h1_static: vec![None],
         captures: Budget::new(MOST),
+        grpc_timeout: None,
     };
     let uri = format!("{}://{}{path}", connector.scheme, connector.authority);
     let req = http::Request::builder()

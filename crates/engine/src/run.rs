@@ -117,6 +117,11 @@ impl<F: FnMut(&SecondView) -> bool> OnSecond for F {
     }
 }
 
+/// `timeout` as a `grpc-timeout` value: whole milliseconds, at most eight digits.
+fn grpc_timeout(timeout: Duration) -> String {
+    format!("{}m", timeout.as_millis().clamp(1, 99_999_999))
+}
+
 /// The TLS configuration and server name for `target`, when it is a TLS URL.
 pub(crate) fn tls_for(
     target: &Target,
@@ -156,6 +161,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         h1_static: Connector::static_requests(&spec.workload, &target.authority, spec.keepalive)
             .map_err(RunError::Request)?,
         captures: Budget::new(spec.capture_limit),
+        grpc_timeout: target.grpc.then(|| grpc_timeout(spec.timeout)),
     };
     // Every worker needs a slot, and with shared connections at least one connection.
     let most = spec.connections.map_or(spec.load.max_connections(), |n| {

@@ -41,6 +41,20 @@ pub fn parse(text: &str) -> Option<u16> {
         .map(|i| i as u16)
 }
 
+/// `OK,NOT_FOUND` (names or numbers, comma-separated): the codes that count as success.
+pub fn parse_list(text: &str) -> Result<Vec<u16>, String> {
+    text.split(',')
+        .map(|c| {
+            parse(c).ok_or_else(|| {
+                format!(
+                    "'{}' is not a gRPC status code (OK, CANCELLED, ..., UNAUTHENTICATED, or 0-16)",
+                    c.trim()
+                )
+            })
+        })
+        .collect()
+}
+
 /// The status of a gRPC response: a response that is not HTTP 200 maps as the spec says
 /// (400 INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 UNIMPLEMENTED, 429 and
 /// 502-504 UNAVAILABLE, else UNKNOWN); otherwise its `grpc-status` (trailer, or header for a

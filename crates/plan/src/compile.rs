@@ -20,6 +20,8 @@ pub struct Settings {
     pub timeout: Option<Duration>,
     pub connect_timeout: Option<Duration>,
     pub ok_status: Option<StatusSet>,
+    /// gRPC status codes that count as success.
+    pub ok_codes: Option<Vec<u16>>,
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
@@ -45,8 +47,20 @@ pub struct Plan {
     pub scenarios: Vec<Scenario>,
 }
 
+/// Asks a gRPC server's reflection for a service (a plan step without `proto`/`protoset`):
+/// the target and the service's full name give the definitions, or why there are none.
+pub type Reflect<'a> = dyn Fn(&Target, &str) -> Result<grpc::DescriptorPool, String> + 'a;
+
 /// Reads and checks the plan at `path`; random template values are seeded with `seed`.
+/// gRPC steps without definitions fail: see [`load_file_with`].
 pub fn load_file(path: &Path, seed: u64) -> Result<Plan, PlanError> {
+    load_file_with(path, seed, &|_, _| {
+        Err("no service definitions: give proto or protoset".to_string())
+    })
+}
+
+/// [`load_file`], with gRPC steps without `proto`/`protoset` defined by `reflect`.
+pub fn load_file_with(path: &Path, seed: u64, reflect: &Reflect) -> Result<Plan, PlanError> {
     let file = path.display().to_string();
     let source = std::fs::read_to_string(path)
         .map_err(|e| PlanError::at(&file, "", None, format!("cannot read plan: {e}")))?;
@@ -54,7 +68,7 @@ pub fn load_file(path: &Path, seed: u64) -> Result<Plan, PlanError> {
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let env = |k: &str| std::env::var(k).ok();
-    parse(&file, &source, &dir, seed, &env)
+    parse_with(&file, &source, &dir, seed, &env, reflect)
 }
 
 /// Checks a plan given as text; `dir` is where relative data and body files are looked up.
@@ -65,11 +79,26 @@ pub fn parse(
     seed: u64,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Plan, PlanError> {
+    parse_with(file, source, dir, seed, env, &|_, _| {
+        Err("no service definitions: give proto or protoset".to_string())
+    })
+}
+
+/// [`parse`], with gRPC steps without `proto`/`protoset` defined by `reflect`.
+pub fn parse_with(
+    file: &str,
+    source: &str,
+    dir: &Path,
+    seed: u64,
+    env: &dyn Fn(&str) -> Option<String>,
+    reflect: &Reflect,
+) -> Result<Plan, PlanError> {
     let cx = Cx {
         file,
         source,
         dir,
         env,
+        reflect,
     };
     let raw: RawPlan = serde_saphyr::from_str(source).map_err(|e| cx.yaml_error(&e))?;
     let mut tables = Vec::new();
@@ -96,15 +125,16 @@ pub fn parse(
     })
 }
 
-struct Cx<'a> {
+pub(crate) struct Cx<'a> {
     file: &'a str,
     source: &'a str,
-    dir: &'a Path,
+    pub(crate) dir: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
+    pub(crate) reflect: &'a Reflect<'a>,
 }
 
 impl Cx<'_> {
-    fn err<T>(&self, at: &S<T>, message: impl Into<String>) -> PlanError {
+    pub(crate) fn err<T>(&self, at: &S<T>, message: impl Into<String>) -> PlanError {
         PlanError::at(self.file, self.source, Some(at.referenced.into()), message)
     }
 
@@ -243,6 +273,14 @@ impl Cx<'_> {
             env: self.env,
         };
         let mut steps: Vec<Request> = Vec::new();
+        if target.grpc {
+            if raw_steps.is_empty() {
+                return Err(self.err(s, format!("scenario '{name}' has a gRPC target: its requests are grpc: calls (requests: [{{ grpc: {{ call: package.Service/Method }} }}])")));
+            }
+            if let Some(st) = raw_steps.iter().find(|st| st.value.grpc.is_none()) {
+                return Err(self.err(*st, "a step of a grpc:// scenario is a grpc: call (grpc: { call: package.Service/Method, data: ... })"));
+            }
+        }
         if raw_steps.is_empty() {
             let mut st = Request::fixed("", "GET", &target.path, &[], b"");
             st.name = format!("GET {}", target.path);
@@ -347,7 +385,7 @@ impl Cx<'_> {
         Template::compile(&at.value, names).map_err(|e| self.err_in(at, e.at, e.message))
     }
 
-    fn headers(
+    pub(crate) fn headers(
         &self,
         headers: &[(String, S<String>)],
         names: &Names,
@@ -376,6 +414,12 @@ impl Cx<'_> {
         vars: &[String],
     ) -> Result<Request, PlanError> {
         let r = &st.value;
+        if let Some(g) = &r.grpc {
+            let mut req = self.grpc_request(st, g, target, names)?;
+            req.weight = self.weight(r)?;
+            req.extract = self.extracts(r, vars)?;
+            return Ok(req);
+        }
         let method = match &r.method {
             Some(m) => {
                 let up = m.value.to_ascii_uppercase();
@@ -421,16 +465,8 @@ impl Cx<'_> {
             }
             (None, None) => Template::default(),
         };
-        let weight = match &r.weight {
-            Some(w) if w.value == 0 => return Err(self.err(w, "weight must be at least 1")),
-            Some(w) => w.value,
-            None => 1,
-        };
-        let mut extract = Vec::new();
-        for (var, ex) in &r.extract {
-            let idx = vars.iter().position(|v| v == var).unwrap_or(0);
-            extract.push((idx, self.extractor(ex)?));
-        }
+        let weight = self.weight(r)?;
+        let extract = self.extracts(r, vars)?;
         let name = match &r.name {
             Some(n) => n.value.clone(),
             None => format!(
@@ -450,6 +486,29 @@ impl Cx<'_> {
             extract,
             weight,
         })
+    }
+
+    fn weight(&self, r: &RawRequest) -> Result<u32, PlanError> {
+        match &r.weight {
+            Some(w) if w.value == 0 => Err(self.err(w, "weight must be at least 1")),
+            Some(w) => Ok(w.value),
+            None => Ok(1),
+        }
+    }
+
+    /// The step's extractions: (variable index, extractor).
+    fn extracts(
+        &self,
+        r: &RawRequest,
+        vars: &[String],
+    ) -> Result<Vec<(usize, Extractor)>, PlanError> {
+        r.extract
+            .iter()
+            .map(|(var, ex)| {
+                let idx = vars.iter().position(|v| v == var).unwrap_or(0);
+                Ok((idx, self.extractor(ex)?))
+            })
+            .collect()
     }
 
     fn extractor(&self, ex: &S<RawExtract>) -> Result<Extractor, PlanError> {
@@ -531,6 +590,14 @@ impl Cx<'_> {
                     .map_err(|e| self.err(s, format!("ok_status: {e}")))
             })
             .transpose()?;
+        let ok_codes = r
+            .ok_codes
+            .as_ref()
+            .or(d.ok_codes.as_ref())
+            .map(|s| {
+                model::grpc::parse_list(&s.value).map_err(|e| self.err(s, format!("ok_codes: {e}")))
+            })
+            .transpose()?;
         Ok(Settings {
             timeout: dur(r.timeout.as_ref().or(d.timeout.as_ref()), "timeout")?,
             connect_timeout: dur(
@@ -538,6 +605,7 @@ impl Cx<'_> {
                 "connect_timeout",
             )?,
             ok_status,
+            ok_codes,
             http2: r.http2.or(d.http2),
             insecure: r.insecure.or(d.insecure),
             keepalive: r.keepalive.or(d.keepalive),

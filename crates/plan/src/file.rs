@@ -10,6 +10,7 @@
 //!   connect_timeout: 5s
 //!   headers: { Content-Type: application/json }
 //!   ok_status: 200-399
+//!   ok_codes: OK,NOT_FOUND                 # gRPC codes that succeed (default OK)
 //!   http2: false
 //!   insecure: false
 //!   keepalive: true
@@ -22,6 +23,16 @@
 //!       - { name: register, method: POST, path: /register, body: '...', weight: 1 }
 //!     flow:                                     # ... or a sequence per iteration
 //!       - { name: login, path: /login, extract: { token: "$.access_token" } }
+//!   - name: greet                               # gRPC: a grpc:// or grpcs:// target
+//!     target: grpc://127.0.0.1:50051
+//!     requests:
+//!       - grpc:
+//!           call: helloworld.Greeter/SayHello
+//!           proto: greeter.proto                # or a list; import_paths, protoset; none:
+//!                                               # the server's reflection
+//!           data: { name: "user{{seq}}" }       # or data_file: messages.ndjson
+//!           metadata: { authorization: "Bearer {{env TOKEN}}" }
+//!         extract: { reply: "$.message" }       # JSONPath on the decoded response
 //!     slo: [ "errors < 1%", "p95 < 20s" ]
 //!     pause: 10s                                # wait after this scenario
 //! ```
@@ -73,6 +84,7 @@ pub struct RawSettings {
     #[serde(default)]
     pub headers: BTreeMap<String, S<String>>,
     pub ok_status: Option<S<Scalar>>,
+    pub ok_codes: Option<S<String>>,
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
@@ -102,6 +114,7 @@ pub struct RawScenario {
     #[serde(default)]
     pub headers: BTreeMap<String, S<String>>,
     pub ok_status: Option<S<Scalar>>,
+    pub ok_codes: Option<S<String>>,
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
@@ -130,6 +143,40 @@ pub struct RawRequest {
     pub weight: Option<S<u32>>,
     #[serde(default)]
     pub extract: BTreeMap<String, S<RawExtract>>,
+    /// A gRPC call instead of an HTTP request.
+    pub grpc: Option<S<RawGrpc>>,
+}
+
+/// A step's gRPC call.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGrpc {
+    pub call: S<String>,
+    pub proto: Option<S<OneOrMore>>,
+    pub import_paths: Option<S<OneOrMore>>,
+    pub protoset: Option<S<OneOrMore>>,
+    /// The message: a mapping, or JSON text.
+    pub data: Option<S<serde_json::Value>>,
+    pub data_file: Option<S<String>>,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, S<String>>,
+}
+
+/// `x` or `[x, y]` (an error points at the whole value: untagged values keep no positions).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMore {
+    One(String),
+    More(Vec<String>),
+}
+
+impl OneOrMore {
+    pub fn items(&self) -> &[String] {
+        match self {
+            OneOrMore::One(s) => std::slice::from_ref(s),
+            OneOrMore::More(v) => v,
+        }
+    }
 }
 
 /// `token: "$.access_token"` (JSONPath), or `{ json: ... }`, `{ header: ... }`, `{ regex: ... }`.

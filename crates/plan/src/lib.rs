@@ -1,15 +1,18 @@
 //! From what the user typed to what the engine runs: the units grammar shared by flags and plans
 //! (durations, rates, stages), the load rules ([`load`]), and plan files: YAML with realistic
 //! data, request mixes and flows, and SLOs ([`file`] as written, [`compile`] checked and
-//! runnable, errors at `file:line:column`).
+//! runnable, errors at `file:line:column`), whose steps may be gRPC calls ([`grpc_step`]).
 
 pub mod compile;
 mod csv;
 pub mod error;
 pub mod file;
+mod grpc_step;
 pub mod load;
 
-pub use compile::{load_file, parse, Plan, Scenario, Settings};
+pub use compile::{
+    load_file, load_file_with, parse, parse_with, Plan, Reflect, Scenario, Settings,
+};
 pub use error::PlanError;
 pub use load::{LoadInput, DEFAULT_CONNECTIONS, DEFAULT_DURATION};
 pub use model::units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};

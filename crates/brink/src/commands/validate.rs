@@ -1,12 +1,25 @@
 //! `brink validate`: check a plan (syntax, keys, durations, rates, templates, JSONPaths, SLOs,
-//! literal values that could never be sent) and run nothing.
+//! literal values that could never be sent) and run nothing. A gRPC step without `proto` or
+//! `protoset` is checked against the server's reflection (a question, not load), with TLS
+//! verified as the system's roots allow.
 
 use crate::cli::ValidateArgs;
 use crate::emitln;
 use crate::exit::Fail;
 
 pub fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
-    let plan = plan::load_file(&a.plan, 0).map_err(|e| Fail::input(e.to_string()))?;
+    let reflect = |t: &model::Target, service: &str| {
+        let tls = engine::TlsOptions::default();
+        crate::grpc_call::reflect_with(
+            t,
+            &tls,
+            crate::resolve::DEFAULT_CONNECT_TIMEOUT,
+            Some(service),
+        )
+        .map(|(_, pool)| pool)
+    };
+    let plan =
+        plan::load_file_with(&a.plan, 0, &reflect).map_err(|e| Fail::input(e.to_string()))?;
     emitln!("{}: ok, {} scenario(s)", plan.file, plan.scenarios.len());
     for s in &plan.scenarios {
         let kind = if s.workload.flow { "flow" } else { "mix" };

@@ -15,18 +15,18 @@ fn brink() -> Command {
     Command::cargo_bin("brink").expect("binary built")
 }
 
-fn greeter() -> PathBuf {
+pub(crate) fn greeter() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grpc/greeter.proto")
 }
 
 /// HelloReply { message: "hi" }.
-const REPLY: [u8; 4] = [0x0a, 0x02, b'h', b'i'];
+pub(crate) const REPLY: [u8; 4] = [0x0a, 0x02, b'h', b'i'];
 
 /// (path, message, metadata) of each call, with the `:authority` as metadata `:authority`.
-type Seen = Arc<Mutex<Vec<(String, Vec<u8>, Vec<(String, String)>)>>>;
+pub(crate) type Seen = Arc<Mutex<Vec<(String, Vec<u8>, Vec<(String, String)>)>>>;
 
 /// A Greeter that answers OK, except UNAVAILABLE for call 3 of every 10 and NOT_FOUND for 7.
-fn greeter_server(tls: bool, delay: Duration) -> (testkit::Server, Seen) {
+pub(crate) fn greeter_server(tls: bool, delay: Duration) -> (testkit::Server, Seen) {
     let opts = testkit::Options {
         tls,
         ..testkit::Options::default()
@@ -34,7 +34,7 @@ fn greeter_server(tls: bool, delay: Duration) -> (testkit::Server, Seen) {
     greeter_with(opts, delay)
 }
 
-fn greeter_with(opts: testkit::Options, delay: Duration) -> (testkit::Server, Seen) {
+pub(crate) fn greeter_with(opts: testkit::Options, delay: Duration) -> (testkit::Server, Seen) {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     let handler = Arc::new(move |c: &Call| {
@@ -426,7 +426,7 @@ fn mutual_tls_and_the_authority() {
 }
 
 /// The `name` (field 1) of a HelloRequest as sent.
-fn name_of(message: &[u8]) -> String {
+pub(crate) fn name_of(message: &[u8]) -> String {
     match message {
         [0x0a, len, rest @ ..] => String::from_utf8_lossy(&rest[..usize::from(*len)]).into_owned(),
         _ => String::new(),
@@ -535,7 +535,7 @@ fn templated_messages_and_data_files() {
 
 /// A Greeter that knows only SayHello (UNIMPLEMENTED for any other path), with server
 /// reflection of greeter.proto in the `versions` given (none when `None`).
-fn reflecting_server(
+pub(crate) fn reflecting_server(
     versions: Option<testkit::reflection::Versions>,
 ) -> (testkit::Server, Arc<Mutex<Vec<String>>>) {
     let paths = Arc::new(Mutex::new(Vec::new()));

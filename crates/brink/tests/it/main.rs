@@ -18,6 +18,7 @@ mod engine_runs;
 mod examples;
 mod find;
 mod grpc;
+mod grpc_plans;
 mod hardening;
 mod history;
 mod plans;

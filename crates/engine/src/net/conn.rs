@@ -33,6 +33,10 @@ pub struct Connector {
     pub h1_static: Vec<Option<Bytes>>,
     /// What responses kept for extraction may hold together.
     pub captures: Arc<Budget>,
+    /// gRPC targets: the call's deadline as sent in `grpc-timeout` (the run's `--timeout`).
+    /// Every call then also says `content-type: application/grpc` and `te: trailers`, unless
+    /// the request sets them itself.
+    pub grpc_timeout: Option<String>,
 }
 
 /// How long opening one connection took.
@@ -193,6 +197,21 @@ impl Connector {
                         .uri(uri.as_str());
                     for ((name, _), value) in step.headers.iter().zip(&values) {
                         req = req.header(name.as_str(), value.as_slice());
+                    }
+                    if let Some(deadline) = &self.grpc_timeout {
+                        for (name, value) in [
+                            ("content-type", "application/grpc"),
+                            ("te", "trailers"),
+                            ("grpc-timeout", deadline.as_str()),
+                        ] {
+                            if !step
+                                .headers
+                                .iter()
+                                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+                            {
+                                req = req.header(name, value);
+                            }
+                        }
                     }
                     req.body(Full::new(body.clone()))
                 };
