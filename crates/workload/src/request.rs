@@ -21,7 +21,6 @@ use crate::message::Message;
 use crate::template::Table;
 use crate::template::{Scope, Template};
 use model::guard;
-use model::StatusSet;
 use stats::rng::Rng;
 use stats::{ErrorKind, Refusal};
 use std::sync::atomic::AtomicU64;
@@ -379,18 +378,19 @@ impl Vu {
         Ok((String::from_utf8_lossy(&path).into_owned(), headers, body))
     }
 
-    /// Takes the outcome of the current request: extracts its variables and moves the flow
-    /// on. An extraction that finds nothing turns a success into [`ErrorKind::Extract`].
+    /// Takes the outcome of the current request (an answer, and whether it counts as a
+    /// success: its HTTP status or its gRPC code; or why there was none): extracts its
+    /// variables and moves the flow on. An extraction that finds nothing turns a success
+    /// into [`ErrorKind::Extract`].
     pub fn complete(
         &mut self,
         w: &Workload,
-        status: Result<u16, ErrorKind>,
-        ok_status: &StatusSet,
+        answer: Result<bool, ErrorKind>,
         captured: Option<&Captured>,
     ) -> Result<(), ErrorKind> {
         let step = &w.requests[self.current];
-        let ok = matches!(status, Ok(s) if ok_status.contains(s));
-        let mut result = status.map(|_| ());
+        let ok = answer == Ok(true);
+        let mut result = answer.map(|_| ());
         if ok && !step.extract.is_empty() {
             let decoded = match (&step.message, captured) {
                 (Some(m), Some(c)) => Some(decode(m, c)),
@@ -492,28 +492,28 @@ mod tests {
         )];
         let list = step("list", "/items?t={{token}}", &vars, 2);
         let w = Workload::new(vec![login, list], true, Vec::new(), vars, 1);
-        let ok = StatusSet::parse("200-399").unwrap();
+        let ok = |s: u16| Ok(model::StatusSet::parse("200-399").unwrap().contains(s));
         let mut vu = Vu::new(&w, 3);
         let token = Captured::of(Vec::new(), br#"{"access_token":"t-1"}"#.to_vec());
         assert_eq!(vu.next(&w), 0);
-        assert_eq!(vu.complete(&w, Ok(200), &ok, Some(&token)), Ok(()));
+        assert_eq!(vu.complete(&w, ok(200), Some(&token)), Ok(()));
         assert_eq!(vu.next(&w), 1);
         vu.render_h1(&w, "h", true).unwrap();
         assert!(vu.buf.starts_with(b"GET /items?t=t-1 HTTP/1.1\r\n"));
-        assert_eq!(vu.complete(&w, Ok(200), &ok, None), Ok(()));
+        assert_eq!(vu.complete(&w, ok(200), None), Ok(()));
         assert_eq!(vu.next(&w), 1, "weight 2: the step runs twice");
-        assert_eq!(vu.complete(&w, Ok(200), &ok, None), Ok(()));
+        assert_eq!(vu.complete(&w, ok(200), None), Ok(()));
         assert!(!vu.in_iteration(), "iteration over after the last step");
         // A login whose body lacks the token is an extraction error and restarts the flow.
         assert_eq!(vu.next(&w), 0);
         let empty = Captured::of(Vec::new(), Vec::new());
         assert_eq!(
-            vu.complete(&w, Ok(200), &ok, Some(&empty)),
+            vu.complete(&w, ok(200), Some(&empty)),
             Err(ErrorKind::Extract)
         );
         assert_eq!(vu.next(&w), 0);
         // A failing status ends the iteration too, and is not an extraction error.
-        assert_eq!(vu.complete(&w, Ok(503), &ok, Some(&token)), Ok(()));
+        assert_eq!(vu.complete(&w, ok(503), Some(&token)), Ok(()));
         assert_eq!(vu.next(&w), 0);
     }
 

@@ -172,3 +172,29 @@ fn grpc_plan_errors_point_at_the_value() {
     assert!(err.contains("needs a grpc:// or grpcs:// target"), "{err}");
     assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
 }
+
+#[test]
+fn a_failed_call_in_a_flow_counts_its_code_not_an_extraction() {
+    // Calls 3 and 7 answer UNAVAILABLE and NOT_FOUND without a message: they count by their
+    // codes, and the step's extraction is not attempted.
+    let (srv, _) = greeter_server(false, Duration::ZERO);
+    let plan = r#"
+target: {URL}
+scenarios:
+  - name: s
+    load: { connections: 1, requests: 10 }
+    flow:
+      - grpc: { call: helloworld.Greeter/SayHello, proto: {PROTO} }
+        extract: { reply: "$.message" }
+"#;
+    let (code, r, err) = run_plan(plan, &format!("grpc://{}", srv.addr));
+    assert_eq!(code, Some(0), "{err}");
+    let s = &r["summary"];
+    assert_eq!(
+        s["grpc_status"],
+        serde_json::json!({"OK": 8, "UNAVAILABLE": 1, "NOT_FOUND": 1}),
+        "{s}"
+    );
+    assert_eq!(s["errors_by_kind"]["extract"], 0, "{s}");
+    assert_eq!(s["ok"], 8);
+}

@@ -154,22 +154,20 @@ fn record(
         Err(kind) => (Err(kind), None),
     };
     let workload = &shared.connector.workload;
-    let status = result.map(|r| r.status);
-    let extracted = vu.complete(workload, status, &shared.ok_status, captured.as_ref());
+    let answered_ok = result.as_ref().map(|r| match r.grpc {
+        Some(code) => shared.ok_codes.contains(&code),
+        None => shared.ok_status.contains(r.status),
+    });
+    let extracted = vu.complete(workload, answered_ok.map_err(|k| *k), captured.as_ref());
     let rec = &mut rec[vu.current];
     rec.bytes_out += bytes_out;
     match (result, extracted) {
         (Ok(reply), Ok(())) => {
             let (corrected, service) = (micros(done - base), micros(done - sent));
+            let ok = answered_ok == Ok(true);
             match reply.grpc {
-                Some(code) => {
-                    let ok = shared.ok_codes.contains(&code);
-                    rec.record_grpc(code, ok, corrected, service);
-                }
-                None => {
-                    let ok = shared.ok_status.contains(reply.status);
-                    rec.record_response(reply.status, ok, corrected, service);
-                }
+                Some(code) => rec.record_grpc(code, ok, corrected, service),
+                None => rec.record_response(reply.status, ok, corrected, service),
             }
             rec.bytes_in += reply.bytes_in;
             record_stray(rec, reply.stray);
@@ -218,19 +216,14 @@ fn record_refused(rec: &mut Bucket, vu: &mut Vu) {
 /// iteration ends, as after any failed step.
 fn record_refusal(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu) {
     let workload = &shared.connector.workload;
-    let _ = vu.complete(
-        workload,
-        Err(ErrorKind::InvalidRequest),
-        &shared.ok_status,
-        None,
-    );
+    let _ = vu.complete(workload, Err(ErrorKind::InvalidRequest), None);
     record_refused(&mut rec[vu.current], vu);
 }
 
 /// Records a connect failure for `vu`'s current request (its flow iteration ends).
 fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, kind: ErrorKind) {
     let workload = &shared.connector.workload;
-    let _ = vu.complete(workload, Err(kind), &shared.ok_status, None);
+    let _ = vu.complete(workload, Err(kind), None);
     rec[vu.current].record_error(kind);
 }
 
