@@ -102,6 +102,12 @@ pub struct RunArgs {
     /// in turn.
     #[arg(long = "data-file", value_name = "FILE")]
     pub data_file: Option<PathBuf>,
+    /// gRPC client and bidi streaming: messages each call sends (default 1).
+    #[arg(long = "stream-messages", value_name = "N")]
+    pub stream_messages: Option<u32>,
+    /// gRPC client and bidi streaming: the pause between a call's messages (default none).
+    #[arg(long = "stream-interval", value_name = "DURATION")]
+    pub stream_interval: Option<String>,
     /// gRPC: status codes that count as success, e.g. OK,NOT_FOUND (default OK).
     #[arg(long = "ok-codes")]
     pub ok_codes: Option<String>,

@@ -42,7 +42,19 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
         env: &env,
     };
     let (docs, origin) = documents(a)?;
-    let message = Message::new(prepared.codec.clone(), &docs, &names).map_err(|e| {
+    let interval = a
+        .stream_interval
+        .as_deref()
+        .map(|d| {
+            model::parse_duration(d).map_err(|e| Fail::input(format!("--stream-interval: {e}")))
+        })
+        .transpose()?;
+    let stream = grpc::streaming(&prepared, a.stream_messages, interval).map_err(|e| {
+        Fail::input(format!(
+            "--call {call}: {e} (--stream-messages, --stream-interval)"
+        ))
+    })?;
+    let mut message = Message::new(prepared.codec.clone(), &docs, &names).map_err(|e| {
         let at = if docs.len() > 1 {
             format!(" message {}", e.row + 1)
         } else {
@@ -64,6 +76,7 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
         b"",
     );
     req.headers = headers;
+    message.stream = stream;
     req.message = Some(message);
     Ok(req)
 }
@@ -161,11 +174,13 @@ pub fn refuse_flags(a: &RunArgs, plan: bool) -> Result<(), Fail> {
         || !a.protosets.is_empty()
         || a.data.is_some()
         || a.data_file.is_some()
+        || a.stream_messages.is_some()
+        || a.stream_interval.is_some()
     {
         return Err(Fail::input(if plan {
-            "--call, --proto, --protoset, --data and --data-file apply to a grpc:// URL; a plan's steps say what they call (grpc: {call, proto, data})"
+            "--call, --proto, --protoset, --data, --data-file and --stream-* apply to a grpc:// URL; a plan's steps say what they call (grpc: {call, proto, data, stream})"
         } else {
-            "--call, --proto, --protoset, --data and --data-file apply to grpc:// and grpcs:// URLs"
+            "--call, --proto, --protoset, --data, --data-file and --stream-* apply to grpc:// and grpcs:// URLs"
         }));
     }
     if !plan && a.ok_codes.is_some() {

@@ -5,9 +5,9 @@
 
 use crate::net::conn::{Conn, Connector};
 use crate::net::tls::TlsOptions;
+use crate::proto::body::CallBody;
 use crate::run::tls_for;
 use bytes::Bytes;
-use http_body_util::Full;
 use model::Target;
 use stats::ErrorKind;
 use std::sync::Arc;
@@ -57,7 +57,7 @@ pub fn grpc_call(
         .uri(uri)
         .header("content-type", "application/grpc")
         .header("te", "trailers")
-        .body(Full::new(Bytes::from(message)))
+        .body(CallBody::full(Bytes::from(message)))
         .map_err(|e| e.to_string())?;
     let call = async {
         let (conn, _) = connector.connect().await.map_err(describe)?;
@@ -70,7 +70,7 @@ pub fn grpc_call(
             .map_err(|_| "the server closed the connection".to_string())?;
         let (reply, kept) = outcome.map_err(describe)?;
         Ok(Answer {
-            code: reply.grpc.unwrap_or(2),
+            code: reply.grpc.map_or(2, |g| g.code),
             body: kept.map(|k| k.body.clone()).unwrap_or_default(),
         })
     };

@@ -24,6 +24,10 @@ pub struct Call {
     pub name: String,
     /// Request JSON to wire bytes, response bytes to JSON.
     pub codec: Arc<MethodCodec>,
+    /// The client sends a stream of messages.
+    pub client_streaming: bool,
+    /// The server answers with a stream of messages.
+    pub server_streaming: bool,
 }
 
 /// Where the service definitions come from: `.proto` files (compiled here) and/or compiled
@@ -165,11 +169,6 @@ pub fn method(pool: &DescriptorPool, call: &str) -> Result<MethodDescriptor, Str
             names.join(", ")
         ));
     };
-    if m.is_client_streaming() || m.is_server_streaming() {
-        return Err(format!(
-            "--call {call}: streaming methods are not supported yet; unary calls are"
-        ));
-    }
     Ok(m)
 }
 
@@ -194,7 +193,35 @@ pub fn prepare_in(pool: &DescriptorPool, call: &str) -> Result<Call, String> {
         path: format!("/{}/{}", m.parent_service().full_name(), m.name()),
         name: call.to_string(),
         codec: Arc::new(MethodCodec::new(&m)),
+        client_streaming: m.is_client_streaming(),
+        server_streaming: m.is_server_streaming(),
     })
+}
+
+/// How `call` streams: `None` for a unary method. `messages` and `interval` (client and bidi
+/// streaming only) say what each call sends: by default one message, at once.
+pub fn streaming(
+    call: &Call,
+    messages: Option<u32>,
+    interval: Option<std::time::Duration>,
+) -> Result<Option<workload::Streaming>, String> {
+    if !call.client_streaming && (messages.is_some() || interval.is_some()) {
+        return Err(format!(
+            "{} does not stream requests: stream messages and interval apply to client and bidi streaming methods",
+            call.name
+        ));
+    }
+    if messages == Some(0) {
+        return Err("a stream sends at least one message".into());
+    }
+    Ok(
+        (call.client_streaming || call.server_streaming).then(|| workload::Streaming {
+            client: call.client_streaming,
+            server: call.server_streaming,
+            messages: messages.unwrap_or(1),
+            interval: interval.unwrap_or_default(),
+        }),
+    )
 }
 
 #[cfg(test)]

@@ -44,7 +44,9 @@ fn a_descriptor_set_serves_as_well_as_the_proto_and_lists_its_methods() {
     assert_eq!(
         listed,
         "helloworld.Greeter/SayHello  (helloworld.HelloRequest -> helloworld.HelloReply, unary)\n\
-         helloworld.Greeter/SayHelloStream  (helloworld.HelloRequest -> helloworld.HelloReply, server streaming)\n"
+         helloworld.Greeter/SayHelloStream  (helloworld.HelloRequest -> helloworld.HelloReply, server streaming)\n\
+         helloworld.Greeter/SayHellos  (helloworld.HelloRequest -> helloworld.HelloReply, client streaming)\n\
+         helloworld.Greeter/Chat  (helloworld.HelloRequest -> helloworld.HelloReply, bidi streaming)\n"
     );
     let junk = dir.path().join("junk.protoset");
     std::fs::write(&junk, b"\xff\xff not protobuf").unwrap();
@@ -125,8 +127,8 @@ fn bad_input_says_what_exists_and_where() {
     );
     let e = err("helloworld.Greeter/SayHi", "{}");
     assert!(e.contains("methods: SayHello, SayHelloStream"), "{e}");
-    let e = err("helloworld.Greeter/SayHelloStream", "{}");
-    assert!(e.contains("streaming methods are not supported yet"), "{e}");
+    let streaming = prepare(&protos(&[greeter()]), "helloworld.Greeter/SayHelloStream").unwrap();
+    assert!(streaming.server_streaming && !streaming.client_streaming);
     let e = err("helloworld.Greeter/SayHello", r#"{"times":"many"}"#);
     assert!(e.contains("helloworld.HelloRequest"), "{e}");
     let e = err("helloworld.Greeter/SayHello", r#"{"nmae":"x"}"#);

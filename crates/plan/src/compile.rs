@@ -164,7 +164,12 @@ impl Cx<'_> {
         )
     }
 
-    fn duration<T>(&self, at: &S<T>, text: &str, key: &str) -> Result<Duration, PlanError> {
+    pub(crate) fn duration<T>(
+        &self,
+        at: &S<T>,
+        text: &str,
+        key: &str,
+    ) -> Result<Duration, PlanError> {
         parse_duration(text).map_err(|e| self.err(at, format!("{key}: {e}")))
     }
 

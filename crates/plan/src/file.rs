@@ -32,6 +32,7 @@
 //!                                               # the server's reflection
 //!           data: { name: "user{{seq}}" }       # or data_file: messages.ndjson
 //!           metadata: { authorization: "Bearer {{env TOKEN}}" }
+//!           stream: { messages: 10, interval: 100ms }   # client and bidi streaming
 //!         extract: { reply: "$.message" }       # JSONPath on the decoded response
 //!     slo: [ "errors < 1%", "p95 < 20s" ]
 //!     pause: 10s                                # wait after this scenario
@@ -160,6 +161,16 @@ pub struct RawGrpc {
     pub data_file: Option<S<String>>,
     #[serde(default)]
     pub metadata: BTreeMap<String, S<String>>,
+    /// Client and bidi streaming: what each call sends.
+    pub stream: Option<S<RawStream>>,
+}
+
+/// `stream: { messages: 10, interval: 100ms }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStream {
+    pub messages: Option<S<u32>>,
+    pub interval: Option<S<String>>,
 }
 
 /// `x` or `[x, y]` (an error points at the whole value: untagged values keep no positions).

@@ -56,13 +56,14 @@ impl Cx<'_> {
             (Some(d), None) => self.err(d, e),
             (None, None) => self.err(&g.call, e),
         };
-        let message = Message::new(call.codec.clone(), &docs, names).map_err(|e| {
+        let mut message = Message::new(call.codec.clone(), &docs, names).map_err(|e| {
             at_data(if docs.len() > 1 {
                 format!("message {}: {}", e.row + 1, e.message)
             } else {
                 e.message
             })
         })?;
+        message.stream = self.grpc_stream(g, &call)?;
         let metadata: Vec<(String, S<String>)> = g
             .metadata
             .iter()
@@ -109,6 +110,28 @@ impl Cx<'_> {
             grpc::prepare(&src, &g.call.value)
         };
         found.map_err(|e| self.err(&g.call, e.trim_start_matches("--call ").to_string()))
+    }
+
+    /// How the call streams, with the step's `stream:` settings checked against the method.
+    fn grpc_stream(
+        &self,
+        g: &RawGrpc,
+        call: &grpc::Call,
+    ) -> Result<Option<workload::Streaming>, PlanError> {
+        let (messages, interval) = match &g.stream {
+            Some(st) => {
+                let interval = match &st.value.interval {
+                    Some(i) => Some(self.duration(i, &i.value, "interval")?),
+                    None => None,
+                };
+                (st.value.messages.as_ref().map(|m| m.value), interval)
+            }
+            None => (None, None),
+        };
+        grpc::streaming(call, messages, interval).map_err(|e| match &g.stream {
+            Some(st) => self.err(st, e),
+            None => self.err(&g.call, e),
+        })
     }
 
     /// The step's message documents: `data` (a mapping, or JSON text), `data_file`, or `{}`.

@@ -219,6 +219,9 @@ pub struct SummaryJson {
     /// gRPC calls by status code name (`OK`, `UNAVAILABLE`, ...); absent for HTTP runs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub grpc_status: BTreeMap<String, u64>,
+    /// Streaming gRPC calls: messages each way, time to the first message; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_stream: Option<StreamJson>,
     pub errors_by_kind: ErrorsByKind,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -232,6 +235,18 @@ pub struct SummaryJson {
     pub latency_hdr: String,
     #[serde(default)]
     pub service_hdr: String,
+}
+
+/// What streaming gRPC calls carried.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StreamJson {
+    pub calls: u64,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    pub received_per_call: f64,
+    pub received_per_s: f64,
+    /// From the intended start to the first message received; `null` when none came.
+    pub first_message_ms: Option<LatencySummary>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -383,6 +398,19 @@ pub fn summary_json(
             .into_iter()
             .map(|(c, n)| (model::grpc::name(c), n))
             .collect(),
+        grpc_stream: b.stream.as_deref().map(|s| StreamJson {
+            calls: s.calls,
+            messages_sent: s.sent,
+            messages_received: s.received,
+            received_per_call: if s.calls > 0 {
+                s.received as f64 / s.calls as f64
+            } else {
+                0.0
+            },
+            received_per_s: per_second(s.received),
+            first_message_ms: (!s.first_message.is_empty())
+                .then(|| LatencySummary::of(&s.first_message)),
+        }),
         errors_by_kind: ErrorKind::ALL
             .iter()
             .map(|k| (k.name().to_string(), b.errors_by_kind[k.index()]))

@@ -91,6 +91,23 @@ pub fn render(r: &ScenarioResult) -> String {
     if !codes.is_empty() {
         row(&mut o, "grpc codes", codes.join("  "));
     }
+    if let Some(st) = &s.grpc_stream {
+        let mut text = format!(
+            "{} sent, {} received ({:.1} per call, {}/s)",
+            fmt_count(st.messages_sent),
+            fmt_count(st.messages_received),
+            st.received_per_call,
+            fmt_count(st.received_per_s.round() as u64)
+        );
+        if let Some(f) = &st.first_message_ms {
+            text.push_str(&format!(
+                "; first message p50 {} p99 {}",
+                fmt_ms(f.p50),
+                fmt_ms(f.p99)
+            ));
+        }
+        row(&mut o, "messages", text);
+    }
     row(
         &mut o,
         "transfer",

@@ -111,6 +111,31 @@ pub struct Bucket {
     /// times, TLS handshake times, and (without keep-alive) connect plus request, in µs. The
     /// histograms exist only in seconds that opened connections.
     pub setup: Setup,
+    /// Streaming gRPC calls: messages each way and the time to the first message received;
+    /// only in seconds that finished streaming calls.
+    pub stream: Option<Box<Streamed>>,
+}
+
+/// What streaming calls carried.
+#[derive(Clone, Debug)]
+pub struct Streamed {
+    /// Streaming calls answered.
+    pub calls: u64,
+    pub sent: u64,
+    pub received: u64,
+    /// From the intended start to the first complete message received, µs; calls that
+    /// received none are not in it.
+    pub first_message: Histogram,
+}
+
+impl Streamed {
+    fn merge(&mut self, other: &Streamed) {
+        self.calls += other.calls;
+        self.sent += other.sent;
+        self.received += other.received;
+        // Same bounds on both sides, so `add` cannot fail.
+        let _ = self.first_message.add(&other.first_message);
+    }
 }
 
 /// How long connections took to open, per second.
@@ -182,6 +207,26 @@ impl Bucket {
             refused: None,
             extract_failure: None,
             setup: Setup::default(),
+            stream: None,
+        }
+    }
+
+    /// Records what an answered streaming call carried: messages sent and received, and the
+    /// time to its first message (µs from the intended start), if one came.
+    pub fn record_stream(&mut self, sent: u64, received: u64, first_us: Option<u64>) {
+        let s = self.stream.get_or_insert_with(|| {
+            Box::new(Streamed {
+                calls: 0,
+                sent: 0,
+                received: 0,
+                first_message: new_histogram(),
+            })
+        });
+        s.calls += 1;
+        s.sent += sent;
+        s.received += received;
+        if let Some(us) = first_us {
+            s.first_message.saturating_record(us.clamp(1, HIST_MAX_US));
         }
     }
 
@@ -264,6 +309,11 @@ impl Bucket {
             self.extract_failure.clone_from(&other.extract_failure);
         }
         self.setup.merge(&other.setup);
+        match (&mut self.stream, &other.stream) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.stream = Some(b.clone()),
+            _ => {}
+        }
     }
 }
 
@@ -290,6 +340,14 @@ mod tests {
         assert_eq!(a.corrected.len(), 3);
         assert_eq!(a.late, 1);
         assert_eq!(a.max_lag_us, 7000);
+        assert!(a.stream.is_none(), "no streaming call, no stream figures");
+        b.record_stream(3, 10, Some(1500));
+        b.record_stream(3, 0, None);
+        a.merge(&b);
+        a.merge(&b);
+        let s = a.stream.as_deref().unwrap();
+        assert_eq!((s.calls, s.sent, s.received), (4, 12, 20));
+        assert_eq!(s.first_message.len(), 2);
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub mod slo;
 mod summary;
 mod timeline;
 
-pub use bucket::{Bucket, Refusal, Setup, StatusCounts};
+pub use bucket::{Bucket, Refusal, Setup, StatusCounts, Streamed};
 pub use hist::{decode, encode, new_histogram, DecodeError, Histogram, HIST_MAX_US};
 pub use kind::ErrorKind;
 pub use summary::{LatencySummary, Totals};

@@ -1,8 +1,9 @@
-//! A gRPC server over hyper's HTTP/2 (h2c, or TLS with ALPN): each call's request message
-//! (unframed) goes to a handler that chooses the status code, the reply message and a delay;
-//! the answer is a framed message and `grpc-status` / `grpc-message` trailers, as gRPC servers
-//! send them (a non-OK status comes as a trailers-only answer). The handler sees raw message
-//! bytes, so a test decodes them with the `.proto` it sent them with.
+//! A gRPC server over hyper's HTTP/2 (h2c, or TLS with ALPN): each call's request messages
+//! (unframed, all of a client stream) go to a handler that chooses the status code, the reply
+//! messages (several, paced, for a server stream) and a delay; the answer is framed messages
+//! and `grpc-status` / `grpc-message` trailers, as gRPC servers send them (a non-OK status
+//! comes as a trailers-only answer). The handler sees raw message bytes, so a test decodes
+//! them with the `.proto` it sent them with.
 
 use crate::{spawn_server, Options, Server};
 use bytes::Bytes;
@@ -22,8 +23,10 @@ use std::time::Duration;
 pub struct Call<'a> {
     /// `/package.Service/Method`.
     pub path: &'a str,
-    /// The request message, without its 5-byte frame header.
+    /// The (first) request message, without its 5-byte frame header.
     pub message: &'a [u8],
+    /// Every request message of the call (a client stream sends several).
+    pub messages: &'a [Vec<u8>],
     /// Request headers (metadata), lower-case names.
     pub metadata: &'a [(String, String)],
     /// The `:authority` the client sent.
@@ -38,6 +41,9 @@ pub struct Answer {
     pub code: u16,
     pub message: Vec<u8>,
     pub delay: Duration,
+    /// Server streaming: messages sent after `message`, each `interval` after the last.
+    pub more: Vec<Vec<u8>>,
+    pub interval: Duration,
 }
 
 impl Answer {
@@ -46,6 +52,8 @@ impl Answer {
             code: 0,
             message,
             delay: Duration::ZERO,
+            more: Vec::new(),
+            interval: Duration::ZERO,
         }
     }
 
@@ -54,30 +62,60 @@ impl Answer {
             code,
             message: Vec::new(),
             delay: Duration::ZERO,
+            more: Vec::new(),
+            interval: Duration::ZERO,
         }
     }
 }
 
 pub type GrpcHandler = Arc<dyn Fn(&Call) -> Answer + Send + Sync>;
 
-/// A response body: one data frame (if any), then the trailers.
-struct Reply {
-    data: Option<Bytes>,
-    trailers: Option<hyper::HeaderMap>,
-}
+/// A response body: frames a task hands over as it produces them (messages, paced, then the
+/// trailers); a trailers-only answer has none.
+struct Reply(Option<tokio::sync::mpsc::Receiver<Frame<Bytes>>>);
 
 impl Body for Reply {
     type Data = Bytes;
     type Error = Infallible;
     fn poll_frame(
         mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if let Some(d) = self.data.take() {
-            return Poll::Ready(Some(Ok(Frame::data(d))));
+        match self.0.as_mut() {
+            Some(rx) => rx.poll_recv(cx).map(|f| f.map(Ok)),
+            None => Poll::Ready(None),
         }
-        Poll::Ready(self.trailers.take().map(|t| Ok(Frame::trailers(t))))
     }
+}
+
+/// Sends `a`'s messages (the first at once, the rest `a.interval` apart), then OK trailers.
+fn stream_reply(a: Answer) -> Reply {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tokio::spawn(async move {
+        let mut first = true;
+        for m in std::iter::once(a.message).chain(a.more) {
+            if !first {
+                tokio::time::sleep(a.interval).await;
+            }
+            first = false;
+            if tx.send(Frame::data(framed(&m))).await.is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Frame::trailers(status_headers(0))).await;
+    });
+    Reply(Some(rx))
+}
+
+/// The messages of a request body (5-byte header, then the length it gives), unframed.
+fn unframe(mut body: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while let [_, a, b, c, d, rest @ ..] = body {
+        let len = (u32::from_be_bytes([*a, *b, *c, *d]) as usize).min(rest.len());
+        out.push(rest[..len].to_vec());
+        body = &rest[len..];
+    }
+    out
 }
 
 fn framed(message: &[u8]) -> Bytes {
@@ -120,26 +158,21 @@ async fn answer(
         .await
         .map(|b| b.to_bytes())
         .unwrap_or_default();
-    let message = body.get(5..).unwrap_or_default();
+    let messages = unframe(&body);
     let a = handler(&Call {
         path: &path,
-        message,
+        message: messages.first().map_or(&[][..], Vec::as_slice),
+        messages: &messages,
         metadata: &metadata,
         authority: &authority,
         seq,
     });
     tokio::time::sleep(a.delay).await;
     let mut resp = if a.code == 0 {
-        hyper::Response::new(Reply {
-            data: Some(framed(&a.message)),
-            trailers: Some(status_headers(0)),
-        })
+        hyper::Response::new(stream_reply(a))
     } else {
         // Trailers-only: the status travels in the headers of an empty answer.
-        let mut r = hyper::Response::new(Reply {
-            data: None,
-            trailers: None,
-        });
+        let mut r = hyper::Response::new(Reply(None));
         r.headers_mut().extend(status_headers(a.code));
         r
     };

@@ -254,6 +254,9 @@ where
                         },
                     };
                     c.connections.fetch_add(1, Ordering::Relaxed);
+                    // As servers in production do: a small write (a streamed message after
+                    // the headers) must not wait for the client's delayed ACK.
+                    let _ = sock.set_nodelay(true);
                     each(sock, &c, &acceptor);
                 }
             });

@@ -11,6 +11,6 @@ mod request;
 pub mod template;
 
 pub use capture::{Captured, Extractor};
-pub use message::{Codec, Message};
+pub use message::{Codec, Message, Streaming};
 pub use request::{H2Parts, Request, Vu, Workload};
 pub use template::Table;

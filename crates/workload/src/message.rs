@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Turns JSON into a call's wire message and a response's messages back into JSON.
 pub trait Codec: Send + Sync + Debug {
@@ -100,6 +101,30 @@ pub struct Message {
     codec: Arc<dyn Codec>,
     rows: Vec<Row>,
     next: AtomicU64,
+    /// A streaming method: what each call sends and receives.
+    pub stream: Option<Streaming>,
+}
+
+/// A streaming call: client streaming sends `messages` messages (each the next document,
+/// rendered afresh) `interval` apart, then half-closes; server streaming reads every message
+/// the answer carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Streaming {
+    pub client: bool,
+    pub server: bool,
+    pub messages: u32,
+    pub interval: Duration,
+}
+
+impl Streaming {
+    /// Messages each call sends.
+    pub fn sent(&self) -> u32 {
+        if self.client {
+            self.messages
+        } else {
+            1
+        }
+    }
 }
 
 /// Why a message cannot be built: the document (0-based) and what is wrong in it.
@@ -142,20 +167,37 @@ impl Message {
             codec,
             rows,
             next: AtomicU64::new(0),
+            stream: None,
         })
     }
 
-    /// The wire bytes when they never change (one document, no placeholders).
+    /// The wire bytes when they never change (one document, no placeholders, one message
+    /// per call).
     pub fn fixed(&self) -> Option<&[u8]> {
+        if self.stream.is_some_and(|s| s.sent() > 1) {
+            return None;
+        }
         match self.rows.as_slice() {
             [only] => only.encoded.as_deref(),
             _ => None,
         }
     }
 
-    /// Appends the next document's wire bytes to `out`; `Err` holds the rendered document
-    /// when it does not fit the message type (a value that made an integer field non-numeric).
+    /// Appends what one call sends to `out`: the next document's wire bytes, or for client
+    /// streaming as many messages as a call sends, back to back. `Err` holds the rendered
+    /// document when it does not fit the message type (a value that made an integer field
+    /// non-numeric).
     pub fn render(&self, scope: &mut Scope, out: &mut Vec<u8>) -> Result<(), String> {
+        let n = self.stream.map_or(1, |s| s.sent());
+        for _ in 0..n {
+            self.render_one(scope, out)?;
+            // Each message of a stream gets its own `{{seq}}`.
+            scope.seq_value = None;
+        }
+        Ok(())
+    }
+
+    fn render_one(&self, scope: &mut Scope, out: &mut Vec<u8>) -> Result<(), String> {
         let i = match self.rows.len() {
             1 => 0,
             n => (self.next.fetch_add(1, Ordering::Relaxed) % n as u64) as usize,
@@ -338,6 +380,20 @@ mod tests {
             Some("line 2")
         );
         assert!(parse_documents("[]").is_err());
+
+        // A client stream sends three messages per call, each the next row.
+        let mut m = Message::new(Arc::new(Text), &docs[..1], &names()).unwrap();
+        m.stream = Some(Streaming {
+            client: true,
+            server: false,
+            messages: 3,
+            interval: Duration::ZERO,
+        });
+        assert!(m.fixed().is_none());
+        assert_eq!(
+            render_all(&m, 1)[0].as_deref(),
+            Ok(r#"{"n":"1"}{"n":"1"}{"n":"1"}"#)
+        );
         assert!(parse_documents("\n\n").is_err());
     }
 }

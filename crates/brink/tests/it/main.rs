@@ -19,6 +19,7 @@ mod examples;
 mod find;
 mod grpc;
 mod grpc_plans;
+mod grpc_streams;
 mod hardening;
 mod history;
 mod plans;

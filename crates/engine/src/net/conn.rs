@@ -1,10 +1,10 @@
 //! Opening connections for the tokio worker and speaking the chosen protocol over them: TCP
 //! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
 
+use crate::proto::body::{messages, CallBody};
 use crate::proto::h1::{H1Conn, Idle, Reply};
 use crate::proto::h2::{H2Conn, Unprocessed};
 use bytes::Bytes;
-use http_body_util::Full;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use stats::ErrorKind;
@@ -191,6 +191,12 @@ impl Connector {
                 let len = body.len() as u64;
                 let uri = format!("{}://{}{}", self.scheme, self.authority, path);
                 let body = Bytes::from(body);
+                let paced = step
+                    .message
+                    .as_ref()
+                    .and_then(|m| m.stream)
+                    .filter(|s| s.client && !s.interval.is_zero())
+                    .map(|s| s.interval);
                 let build = || {
                     let mut req = http::Request::builder()
                         .method(step.method.as_str())
@@ -213,7 +219,10 @@ impl Connector {
                             }
                         }
                     }
-                    req.body(Full::new(body.clone()))
+                    req.body(match paced {
+                        Some(interval) => CallBody::paced(messages(&body), interval),
+                        None => CallBody::full(body.clone()),
+                    })
                 };
                 // A request the server never processed (it was rotating the connection: GOAWAY,
                 // REFUSED_STREAM) is sent again, once per fresh connection, and counted once.

@@ -1,15 +1,17 @@
 //! HTTP/2 through hyper's connection API: h2c with prior knowledge for `http://`, ALPN `h2` for
-//! `https://`. Each connection slot owns one HTTP/2 connection and keeps one stream in flight,
-//! so `-c` means the same concurrency for both protocols.
+//! `https://`. Each connection slot keeps one stream in flight, on a connection of its own or
+//! one it shares (`--connections`). A gRPC answer is read for its status and its messages
+//! (counted as they complete, the first one timed, for streaming calls).
 
+use crate::proto::body::CallBody;
 use crate::proto::h1::io_kind;
 use crate::proto::h1::Reply;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use stats::ErrorKind;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncWrite};
 use workload::capture::{Budget, Captured};
 
@@ -17,7 +19,7 @@ use workload::capture::{Budget, Captured};
 /// handles on the same connection (each request is a stream of its own).
 #[derive(Clone)]
 pub struct H2Conn {
-    send: SendRequest<Full<Bytes>>,
+    send: SendRequest<CallBody>,
 }
 
 impl H2Conn {
@@ -41,7 +43,7 @@ impl H2Conn {
     /// closing, a GOAWAY named a lower last stream, or REFUSED_STREAM): it may be sent again.
     pub async fn roundtrip(
         &mut self,
-        req: http::Request<Full<Bytes>>,
+        req: http::Request<CallBody>,
         capture: Option<&Arc<Budget>>,
     ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
         let grpc = req
@@ -103,10 +105,14 @@ async fn read_response(
     });
     let mut body = resp.into_body();
     let mut bytes_in = 0u64;
+    let mut messages = Messages::default();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| hyper_kind(&e))?;
         if let Some(d) = frame.data_ref() {
             bytes_in += d.len() as u64;
+            if grpc {
+                messages.feed(d);
+            }
             if let Some(k) = kept.as_mut() {
                 k.keep(d);
             }
@@ -121,9 +127,63 @@ async fn read_response(
         bytes_in,
         keep_alive: true,
         stray: false,
-        grpc: grpc.then(|| model::grpc::status_of(status, grpc_status.as_deref())),
+        grpc: grpc.then(|| GrpcReply {
+            code: model::grpc::status_of(status, grpc_status.as_deref()),
+            messages: messages.count,
+            first_message: messages.first,
+        }),
     };
     Ok((reply, kept))
+}
+
+/// What a gRPC call's answer said: its status code, and the messages it carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrpcReply {
+    pub code: u16,
+    /// Complete messages received.
+    pub messages: u64,
+    /// When the first complete message arrived.
+    pub first_message: Option<Instant>,
+}
+
+/// Counts gRPC messages (5-byte header, then the length it gives) across DATA frames.
+#[derive(Default)]
+struct Messages {
+    header: [u8; 5],
+    have: usize,
+    /// Bytes of the current message still to come, once its header is complete.
+    left: Option<usize>,
+    count: u64,
+    first: Option<Instant>,
+}
+
+impl Messages {
+    fn feed(&mut self, mut data: &[u8]) {
+        while !data.is_empty() {
+            match self.left {
+                None => {
+                    let take = (5 - self.have).min(data.len());
+                    self.header[self.have..self.have + take].copy_from_slice(&data[..take]);
+                    self.have += take;
+                    data = &data[take..];
+                    if self.have == 5 {
+                        let [_, a, b, c, d] = self.header;
+                        self.left = Some(u32::from_be_bytes([a, b, c, d]) as usize);
+                    }
+                }
+                Some(n) => {
+                    let take = n.min(data.len());
+                    self.left = Some(n - take);
+                    data = &data[take..];
+                }
+            }
+            if self.left == Some(0) {
+                self.count += 1;
+                self.first.get_or_insert_with(Instant::now);
+                (self.left, self.have) = (None, 0);
+            }
+        }
+    }
 }
 
 fn hyper_kind(e: &hyper::Error) -> ErrorKind {
@@ -140,5 +200,34 @@ fn hyper_kind(e: &hyper::Error) -> ErrorKind {
         ErrorKind::Closed
     } else {
         ErrorKind::Protocol
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Messages;
+
+    #[test]
+    fn messages_are_counted_across_frames() {
+        let stream: Vec<u8> = [
+            &[0u8, 0, 0, 0, 3, 1, 2, 3][..],
+            &[0, 0, 0, 0, 0],
+            &[0, 0, 0, 0, 2, 9, 9],
+        ]
+        .concat();
+        for cut in 0..stream.len() {
+            let mut m = Messages::default();
+            m.feed(&stream[..cut]);
+            m.feed(&stream[cut..]);
+            assert_eq!(m.count, 3, "cut at {cut}");
+            assert!(m.first.is_some());
+        }
+        let mut m = Messages::default();
+        m.feed(&stream[..7]);
+        assert_eq!(
+            (m.count, m.first.is_none()),
+            (0, true),
+            "an unfinished message"
+        );
     }
 }

@@ -155,7 +155,7 @@ fn record(
     };
     let workload = &shared.connector.workload;
     let answered_ok = result.as_ref().map(|r| match r.grpc {
-        Some(code) => shared.ok_codes.contains(&code),
+        Some(g) => shared.ok_codes.contains(&g.code),
         None => shared.ok_status.contains(r.status),
     });
     let extracted = vu.complete(workload, answered_ok.map_err(|k| *k), captured.as_ref());
@@ -166,7 +166,19 @@ fn record(
             let (corrected, service) = (micros(done - base), micros(done - sent));
             let ok = answered_ok == Ok(true);
             match reply.grpc {
-                Some(code) => rec.record_grpc(code, ok, corrected, service),
+                Some(g) => {
+                    rec.record_grpc(g.code, ok, corrected, service);
+                    let stream = workload.requests[vu.current]
+                        .message
+                        .as_ref()
+                        .and_then(|m| m.stream);
+                    if let Some(s) = stream {
+                        let first = g
+                            .first_message
+                            .map(|t| micros(t.saturating_duration_since(base)));
+                        rec.record_stream(u64::from(s.sent()), g.messages, first);
+                    }
+                }
                 None => rec.record_response(reply.status, ok, corrected, service),
             }
             rec.bytes_in += reply.bytes_in;

@@ -26,8 +26,8 @@ pub struct Reply {
     /// the framing was wrong or the server misbehaves. The response still counts; the
     /// connection is closed and one `protocol` error is counted for the stray bytes.
     pub stray: bool,
-    /// A gRPC call's status code (`None` for plain HTTP): it decides success, not `status`.
-    pub grpc: Option<u16>,
+    /// A gRPC call's answer (`None` for plain HTTP): its code decides success, not `status`.
+    pub grpc: Option<crate::proto::h2::GrpcReply>,
 }
 
 #[derive(Clone, Debug)]
