@@ -1,5 +1,5 @@
 //! The rows of a comparison: per scenario the resampled verdict metrics, then figures for
-//! context (max, connect time, server figures), per-request rows, and for searches the maximum
+//! context (max, connect time, server figures, each gRPC code's share), per-request rows, and for searches the maximum
 //! sustainable level and the knee.
 
 use crate::steady::{self, Figures, Indexed};
@@ -243,6 +243,7 @@ fn context(name: &str, sb: &[&ScenarioResult], sa: &[&ScenarioResult], c: &mut C
             ));
         }
     }
+    codes(name, sb, sa, c);
     let Some(first) = sb.first() else {
         return;
     };
@@ -265,6 +266,33 @@ fn context(name: &str, sb: &[&ScenarioResult], sa: &[&ScenarioResult], c: &mut C
             if let (Some(b), Some(a)) = (pick(sb, f), pick(sa, f)) {
                 c.rows.push(info(name, Some(&q.name), metric, unit, b, a));
             }
+        }
+    }
+}
+
+/// gRPC: each status code other than OK seen on either side, as its share of the calls.
+fn codes(name: &str, sb: &[&ScenarioResult], sa: &[&ScenarioResult], c: &mut Comparison) {
+    let seen: std::collections::BTreeSet<&String> = sb
+        .iter()
+        .chain(sa)
+        .flat_map(|s| s.summary.grpc_status.keys())
+        .filter(|code| code.as_str() != "OK")
+        .collect();
+    let share = |v: &[&ScenarioResult], code: &str| {
+        let shares: Vec<f64> = v
+            .iter()
+            .filter(|s| s.summary.requests > 0)
+            .map(|s| {
+                s.summary.grpc_status.get(code).copied().unwrap_or(0) as f64
+                    / s.summary.requests as f64
+            })
+            .collect();
+        (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
+    };
+    for code in seen {
+        if let (Some(b), Some(a)) = (share(sb, code), share(sa, code)) {
+            c.rows
+                .push(info(name, None, &format!("code {code}"), Unit::Share, b, a));
         }
     }
 }

@@ -74,8 +74,10 @@ pub struct Second {
     /// ([`stats::encode`]): kept small so memory grows by about a kilobyte per second.
     pub latency_hdr: String,
     pub service_hdr: String,
-    /// Responses by status code, and transport errors by kind (only those that occurred).
+    /// Responses by status code, gRPC calls by code, and transport errors by kind (only
+    /// those that occurred).
     pub status: Vec<(u16, u64)>,
+    pub grpc: Vec<(u16, u64)>,
     pub errors_by_kind: Vec<(&'static str, u64)>,
 }
 
@@ -350,6 +352,7 @@ impl<'a> Aggregator<'a> {
             latency_hdr: stats::encode(&b.corrected),
             service_hdr: stats::encode(&b.service),
             status: b.status.sorted(),
+            grpc: b.grpc.sorted(),
             errors_by_kind: stats::ErrorKind::ALL
                 .iter()
                 .map(|k| (k.name(), b.errors_by_kind[k.index()]))

@@ -81,6 +81,15 @@ impl ScenarioResult {
             .iter()
             .any(|&(a, b)| (a..=b).contains(&status))
     }
+
+    /// Whether gRPC calls ending with the code `name` counted as success (OK alone when the
+    /// result does not say).
+    pub fn code_counts_as_ok(&self, name: &str) -> bool {
+        if self.ok_codes.is_empty() {
+            return name == "OK";
+        }
+        self.ok_codes.iter().any(|c| c == name)
+    }
 }
 
 /// Extractions of one request that found nothing.
@@ -299,6 +308,9 @@ pub struct SecondRow {
     /// that occurred).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub status: BTreeMap<String, u64>,
+    /// gRPC calls in this second by code name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_status: BTreeMap<String, u64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub errors_by_kind: BTreeMap<String, u64>,
 }

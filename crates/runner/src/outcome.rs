@@ -176,6 +176,11 @@ pub fn second_row(x: &engine::Second) -> SecondRow {
         service_hdr: x.service_hdr.clone(),
         observed: BTreeMap::new(),
         status: x.status.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+        grpc_status: x
+            .grpc
+            .iter()
+            .map(|(c, n)| (model::grpc::name(*c), *n))
+            .collect(),
         errors_by_kind: x
             .errors_by_kind
             .iter()

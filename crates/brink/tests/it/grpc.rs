@@ -650,3 +650,82 @@ fn server_reflection_stands_in_for_the_proto() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("server reflection: cannot connect"), "{err}");
 }
+
+#[test]
+fn codes_per_second_reach_the_report_and_compare() {
+    // Before: 10% UNAVAILABLE and 10% NOT_FOUND; after: every call OK.
+    let (faulty, _) = greeter_server(false, Duration::ZERO);
+    let healthy = serve_grpc(
+        testkit::Options::default(),
+        Arc::new(|_: &Call| Answer::ok(REPLY.to_vec())),
+    )
+    .expect("server starts");
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (
+        dir.path().join("before.json"),
+        dir.path().join("after.json"),
+    );
+    for (srv, file) in [(&faulty, &before), (&healthy, &after)] {
+        let (code, r, err) = run(&format!("grpc://{}", srv.addr), &["-n", "200", "-c", "2"]);
+        assert_eq!(code.map(|c| c <= 1), Some(true), "{err}");
+        std::fs::write(file, serde_json::to_vec(&r).unwrap()).unwrap();
+    }
+    let r: Value = serde_json::from_slice(&std::fs::read(&before).unwrap()).unwrap();
+    let per_second = |code: &str| -> u64 {
+        r["timeseries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["grpc_status"][code].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert_eq!(
+        (
+            per_second("OK"),
+            per_second("UNAVAILABLE"),
+            per_second("NOT_FOUND")
+        ),
+        (160, 20, 20)
+    );
+
+    let html = dir.path().join("r.html");
+    brink()
+        .args([
+            "report",
+            before.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ])
+        .assert()
+        .code(0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("code UNAVAILABLE") && page.contains("code NOT_FOUND"));
+    assert!(!page.contains("code OK"), "OK is not an error");
+
+    let out = brink()
+        .args(["compare", before.to_str().unwrap(), after.to_str().unwrap()])
+        .args(["--format", "json", "--allow-mismatch"])
+        .output()
+        .unwrap();
+    let c: Value = serde_json::from_slice(&out.stdout).expect("compare JSON");
+    let row = |metric: &str| {
+        c["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == metric)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let unavailable = row("code UNAVAILABLE");
+    assert_eq!(
+        (
+            unavailable["before"].as_f64(),
+            unavailable["after"].as_f64()
+        ),
+        (Some(0.1), Some(0.0)),
+        "{c}"
+    );
+    assert_eq!(row("code NOT_FOUND")["before"], 0.1);
+    assert!(row("code OK").is_null());
+}

@@ -65,7 +65,14 @@ fn run(url: &str, method: &str, extra: &[&str]) -> (Option<i32>, Value, String, 
 fn server_streams_are_counted_and_their_first_message_timed() {
     let (srv, _) = streaming_server();
     let url = format!("grpc://{}", srv.addr);
-    let (code, r, out, err) = run(&url, "SayHelloStream", &["-n", "10", "-c", "2"]);
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let html_arg = html.to_str().unwrap();
+    let (code, r, out, err) = run(
+        &url,
+        "SayHelloStream",
+        &["-n", "10", "-c", "2", "--html", html_arg],
+    );
     assert_eq!(code, Some(0), "{err}");
     let s = &r["summary"];
     let st = &s["grpc_stream"];
@@ -82,6 +89,11 @@ fn server_streams_are_counted_and_their_first_message_timed() {
     assert!(problems.is_empty(), "{problems:?}");
     assert!(out.contains("10 sent, 50 received (5.0 per call"), "{out}");
     assert!(out.contains("first message p50"), "{out}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("Streams (time to the first message"),
+        "the HTML shows them"
+    );
 }
 
 #[test]

@@ -147,42 +147,37 @@ pub fn throughput(rows: &[SecondRow]) -> Chart {
     c
 }
 
-/// Failed responses by status and transport errors by kind, per second; `None` when every
-/// request succeeded.
-pub fn errors(rows: &[SecondRow], ok_status: impl Fn(&str) -> bool) -> Option<Chart> {
-    let statuses: BTreeSet<&str> = rows
-        .iter()
-        .flat_map(|r| r.status.keys().map(String::as_str))
-        .filter(|s| !ok_status(s))
-        .collect();
-    let kinds: BTreeSet<&str> = rows
-        .iter()
-        .flat_map(|r| r.errors_by_kind.keys().map(String::as_str))
-        .collect();
-    if statuses.is_empty() && kinds.is_empty() {
-        return None;
-    }
-    let mut c = timeline("Errors per second, by status and kind", rows);
+/// Failed responses by status, failed gRPC calls by code and transport errors by kind, per
+/// second; `None` when every request succeeded.
+pub fn errors(rows: &[SecondRow], s: &ScenarioResult) -> Option<Chart> {
+    let ok_status = |code: &str| code.parse().is_ok_and(|c| s.counts_as_ok(c));
+    let ok_code = |name: &str| s.code_counts_as_ok(name);
+    type Get = fn(&SecondRow) -> &std::collections::BTreeMap<String, u64>;
+    type Ok<'a> = &'a dyn Fn(&str) -> bool;
+    let groups: [(&str, Get, Ok); 3] = [
+        ("status ", |r| &r.status, &ok_status),
+        ("code ", |r| &r.grpc_status, &ok_code),
+        ("", |r| &r.errors_by_kind, &|_| false),
+    ];
+    let mut c = timeline("Errors per second, by status, code and kind", rows);
     c.axes = vec![axis("n", "per second", false, 0)];
-    for s in statuses {
-        c.series.push(series(
-            &format!("status {s}"),
-            "n",
-            rows.iter()
-                .map(|r| Some(r.status.get(s).copied().unwrap_or(0) as f64))
-                .collect(),
-        ));
+    for (prefix, get, ok) in groups {
+        let failed: BTreeSet<&str> = rows
+            .iter()
+            .flat_map(|r| get(r).keys().map(String::as_str))
+            .filter(|k| !ok(k))
+            .collect();
+        for k in failed {
+            c.series.push(series(
+                &format!("{prefix}{k}"),
+                "n",
+                rows.iter()
+                    .map(|r| Some(get(r).get(k).copied().unwrap_or(0) as f64))
+                    .collect(),
+            ));
+        }
     }
-    for k in kinds {
-        c.series.push(series(
-            k,
-            "n",
-            rows.iter()
-                .map(|r| Some(r.errors_by_kind.get(k).copied().unwrap_or(0) as f64))
-                .collect(),
-        ));
-    }
-    Some(c)
+    (!c.series.is_empty()).then_some(c)
 }
 
 /// TCP connect and TLS handshake p99 per second, with connections opened; `None` when no

@@ -144,8 +144,7 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
         o.push_str("<div class=\"grid\">\n");
         o.push_str(&chart_slot(charts, charts::latency(rows, &s.load.model)));
         o.push_str(&chart_slot(charts, charts::throughput(rows)));
-        let ok = |code: &str| code.parse().is_ok_and(|c| s.counts_as_ok(c));
-        if let Some(c) = charts::errors(rows, ok) {
+        if let Some(c) = charts::errors(rows, s) {
             o.push_str(&chart_slot(charts, c));
         }
         if let Some(c) = charts::setup(rows) {

@@ -226,7 +226,7 @@ pub fn errors(s: &ScenarioResult) -> String {
         vec![
             format!("gRPC {}", e(code)),
             fmt_count(*n),
-            if s.ok_codes.contains(code) || (s.ok_codes.is_empty() && code == "OK") {
+            if s.code_counts_as_ok(code) {
                 "ok"
             } else {
                 "failed"
@@ -246,6 +246,36 @@ pub fn errors(s: &ScenarioResult) -> String {
         &["outcome", "count", "counted as"],
         &rows,
     );
+    if let Some(st) = &m.grpc_stream {
+        let first = |f: fn(&stats::LatencySummary) -> f64| {
+            st.first_message_ms
+                .as_ref()
+                .map_or("-".to_string(), |l| fmt_ms(f(l)))
+        };
+        let row = vec![
+            fmt_count(st.calls),
+            fmt_count(st.messages_sent),
+            fmt_count(st.messages_received),
+            format!("{:.1}", st.received_per_call),
+            fmt_count(st.received_per_s.round() as u64),
+            first(|l| l.p50),
+            first(|l| l.p99),
+        ];
+        o.push_str(&table(
+            "num",
+            "Streams (time to the first message from the intended start)",
+            &[
+                "calls",
+                "sent",
+                "received",
+                "per call",
+                "received/s",
+                "first p50",
+                "first p99",
+            ],
+            &[row],
+        ));
+    }
     let refused: Vec<_> = s
         .refused
         .iter()
