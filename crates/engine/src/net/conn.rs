@@ -233,7 +233,8 @@ impl Connector {
                     let Conn::H2(h2c) = &mut *conn else { break };
                     match h2c.roundtrip(req, capture).await {
                         Ok(outcome) => return (outcome, len),
-                        Err(Unprocessed) => match self.connect().await {
+                        // Boxed: rare, and large (see the worker's connect).
+                        Err(Unprocessed) => match Box::pin(self.connect()).await {
                             Ok((fresh, _)) => *conn = fresh,
                             Err(kind) => return (Err(kind), 0),
                         },

@@ -273,7 +273,10 @@ impl Slot {
             Some(c) => (c, now),
             None => {
                 let started = Instant::now();
-                let opened = tokio::time::timeout(connector.connect_timeout, connector.connect())
+                // Boxed: a connect (TLS handshake included) is a large future, and a slot
+                // that kept room for it inline would hold it for every request in flight.
+                let connect = Box::pin(connector.connect());
+                let opened = tokio::time::timeout(connector.connect_timeout, connect)
                     .await
                     .unwrap_or(Err(ErrorKind::ConnectTimeout));
                 match opened {
