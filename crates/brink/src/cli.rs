@@ -51,7 +51,7 @@ pub struct RunArgs {
     #[arg(short = 'c', long = "concurrency", allow_hyphen_values = true)]
     pub connections: Option<String>,
     /// HTTP/2 and gRPC: carry the -c requests in flight over this many connections, as
-    /// streams (default: one connection per request in flight).
+    /// streams (default: gRPC one per worker thread; HTTP/2 one per request in flight).
     #[arg(long = "connections", value_name = "N")]
     pub h2_connections: Option<String>,
     /// Run for this long (e.g. 30s, 2m). Default 10s unless -n is given.

@@ -376,7 +376,12 @@ fn spec(
     };
     let grpc = target.grpc;
     let http2 = a.http2 || plan.http2.unwrap_or(false) || grpc;
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let connections = match &a.h2_connections {
+        // gRPC multiplexes by default: one connection per worker thread, as gRPC clients do.
+        None if grpc => Some(threads),
         None => None,
         Some(_) if !http2 => {
             return Err(Fail::input(
@@ -402,9 +407,7 @@ fn spec(
         ok_codes: crate::grpc_call::ok_codes(a)?
             .or_else(|| plan.ok_codes.clone())
             .unwrap_or_else(|| vec![0]),
-        threads: a
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        threads,
         grace,
         capture_limit,
     })

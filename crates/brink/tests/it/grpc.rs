@@ -299,6 +299,14 @@ fn calls_in_flight_share_the_connections_asked_for() {
     assert_eq!(r["summary"]["requests"], 400);
     assert_eq!(r["summary"]["grpc_status"]["OK"], 320);
     assert_eq!(srv.counters.connections(), 2);
+    // Without --connections, gRPC takes one connection per worker thread.
+    let (srv, _) = greeter_server(false, Duration::from_millis(5));
+    let (code, _, err) = run(
+        &format!("grpc://{}", srv.addr),
+        &["-c", "20", "--threads", "2", "-n", "200"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(srv.counters.connections(), 2);
     // The same for plain HTTP/2, and only there.
     let h2 = testkit::serve_hyper(
         testkit::Options::default(),
