@@ -11,6 +11,7 @@ mod hyper_srv;
 mod raw;
 pub mod reflection;
 pub mod tls;
+pub mod tonic_srv;
 
 /// The demo service (`brink demo`), for tests that load it.
 pub use demo_service as demo;

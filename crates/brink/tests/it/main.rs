@@ -20,6 +20,7 @@ mod find;
 mod grpc;
 mod grpc_plans;
 mod grpc_streams;
+mod grpc_tonic;
 mod hardening;
 mod history;
 mod plans;
