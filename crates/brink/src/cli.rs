@@ -129,6 +129,19 @@ pub struct RunArgs {
     /// Trust the CA certificates in this PEM file.
     #[arg(long)]
     pub cacert: Option<PathBuf>,
+    /// Send a W3C traceparent (fresh ids) and baggage on every request, the sampled flag on
+    /// this share of them (default 1.0); the result keeps the slowest and first failed ids.
+    #[arg(
+        long,
+        value_name = "RATIO",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "1.0"
+    )]
+    pub trace: Option<f64>,
+    /// Where a trace opens, with {trace_id} for the id (e.g. 'http://jaeger:16686/trace/{trace_id}').
+    #[arg(long = "trace-link", value_name = "URL")]
+    pub trace_link: Option<String>,
     /// Mutual TLS: present this client certificate (PEM chain); needs --key.
     #[arg(long)]
     pub cert: Option<PathBuf>,

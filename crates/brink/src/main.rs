@@ -11,6 +11,7 @@ mod record;
 mod resolve;
 mod signals;
 mod sinks;
+mod trace_flags;
 
 use clap::Parser;
 use std::io::Write;

@@ -198,7 +198,11 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
             .map_err(|e| Fail::input(e.to_string()))?
             .request()
     };
-    let workload = Workload::new(vec![request], false, Vec::new(), Vec::new(), seed);
+    let mut workload = Workload::new(vec![request], false, Vec::new(), Vec::new(), seed);
+    let run_id = crate::trace_flags::run_id(seed);
+    if let Some(t) = crate::trace_flags::tracing(a, None, "run", &run_id)? {
+        workload.enable_tracing(t);
+    }
     let spec = spec(
         a,
         target,
@@ -228,6 +232,7 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
     };
     let plan =
         plan::load_file_with(path, seed, &reflect).map_err(|e| Fail::input(e.to_string()))?;
+    let run_id = crate::trace_flags::run_id(seed);
     for name in &a.only {
         if !plan.scenarios.iter().any(|s| &s.name == name) {
             let known: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();
@@ -256,7 +261,11 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
                 },
                 None => s.target,
             };
-            let spec = spec(a, target, s.workload, &s.load, &s.settings)
+            let mut workload = s.workload;
+            if let Some(t) = crate::trace_flags::tracing(a, s.settings.trace, &s.name, &run_id)? {
+                workload.enable_tracing(t);
+            }
+            let spec = spec(a, target, workload, &s.load, &s.settings)
                 .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             let mut slos = s.slos;
             slos.extend(extra.iter().cloned());

@@ -22,6 +22,8 @@ pub struct Settings {
     pub ok_status: Option<StatusSet>,
     /// gRPC status codes that count as success.
     pub ok_codes: Option<Vec<u16>>,
+    /// W3C trace context: the sampled share.
+    pub trace: Option<f64>,
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
@@ -603,6 +605,26 @@ impl Cx<'_> {
                 model::grpc::parse_list(&s.value).map_err(|e| self.err(s, format!("ok_codes: {e}")))
             })
             .transpose()?;
+        let trace = r
+            .trace
+            .as_ref()
+            .or(d.trace.as_ref())
+            .map(|t| match &t.value {
+                Scalar::Bool(true) => Ok(Some(1.0)),
+                Scalar::Bool(false) => Ok(None),
+                v => match v.text().parse::<f64>() {
+                    Ok(x) if (0.0..=1.0).contains(&x) => Ok(Some(x)),
+                    _ => Err(self.err(
+                        t,
+                        format!(
+                            "trace: '{}' is not a share between 0 and 1 (or true)",
+                            v.text()
+                        ),
+                    )),
+                },
+            })
+            .transpose()?
+            .flatten();
         Ok(Settings {
             timeout: dur(r.timeout.as_ref().or(d.timeout.as_ref()), "timeout")?,
             connect_timeout: dur(
@@ -611,6 +633,7 @@ impl Cx<'_> {
             )?,
             ok_status,
             ok_codes,
+            trace,
             http2: r.http2.or(d.http2),
             insecure: r.insecure.or(d.insecure),
             keepalive: r.keepalive.or(d.keepalive),

@@ -11,6 +11,7 @@
 //!   headers: { Content-Type: application/json }
 //!   ok_status: 200-399
 //!   ok_codes: OK,NOT_FOUND                 # gRPC codes that succeed (default OK)
+//!   trace: 0.1                             # traceparent on every request, 10% sampled
 //!   http2: false
 //!   insecure: false
 //!   keepalive: true
@@ -86,6 +87,8 @@ pub struct RawSettings {
     pub headers: BTreeMap<String, S<String>>,
     pub ok_status: Option<S<Scalar>>,
     pub ok_codes: Option<S<String>>,
+    /// W3C trace context on every request: the sampled share (0-1), or true for all.
+    pub trace: Option<S<Scalar>>,
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
@@ -116,6 +119,8 @@ pub struct RawScenario {
     pub headers: BTreeMap<String, S<String>>,
     pub ok_status: Option<S<Scalar>>,
     pub ok_codes: Option<S<String>>,
+    /// W3C trace context on every request: the sampled share (0-1), or true for all.
+    pub trace: Option<S<Scalar>>,
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,

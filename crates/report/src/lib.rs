@@ -16,7 +16,7 @@ pub use fmt::{fmt_count, fmt_ms, fmt_rate};
 pub use result::{
     summary_json, ErrorsByKind, ExtractFailureJson, HistBin, LoadInfo, RefusedJson, RequestResult,
     RunResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson, SummaryJson,
-    TargetInfo, SCHEMA,
+    TargetInfo, TraceJson, TracesJson, SCHEMA,
 };
 pub use sla::suite_table;
 pub use terminal::{describe_load, render};

@@ -68,6 +68,41 @@ pub struct ScenarioResult {
     /// gRPC runs: the status code names that counted as success.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ok_codes: Vec<String>,
+    /// `--trace`: the requests to open in a tracing system.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<TracesJson>,
+}
+
+/// The slowest answered requests and the first failed ones, by W3C trace id.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TracesJson {
+    /// Share of requests sent with the sampled flag.
+    pub ratio: f64,
+    /// `--trace-link`: where a trace opens, `{trace_id}` standing for the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    pub slowest: Vec<TraceJson>,
+    pub failed: Vec<TraceJson>,
+}
+
+/// One traced request.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TraceJson {
+    pub trace_id: String,
+    pub request: String,
+    /// From the intended start.
+    pub latency_ms: f64,
+    /// The HTTP status, the gRPC code name, or the error kind.
+    pub outcome: String,
+    /// When it ended, seconds into the scenario.
+    pub t_s: f64,
+}
+
+impl TracesJson {
+    /// The link to the trace `id`, when a link template was given.
+    pub fn link_to(&self, id: &str) -> Option<String> {
+        self.link.as_ref().map(|l| l.replace("{trace_id}", id))
+    }
 }
 
 impl ScenarioResult {

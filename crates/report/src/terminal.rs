@@ -32,9 +32,7 @@ pub fn render(r: &ScenarioResult) -> String {
         );
     }
     let _ = writeln!(o);
-    let row = |o: &mut String, k: &str, v: String| {
-        let _ = writeln!(o, "  {k:<13} {v}");
-    };
+    let row = row_to;
     row(
         &mut o,
         "requests",
@@ -191,6 +189,9 @@ pub fn render(r: &ScenarioResult) -> String {
             ),
         );
     }
+    if let Some(t) = &r.traces {
+        traces(&mut o, t);
+    }
     if s.unfinished > 0 {
         row(
             &mut o,
@@ -302,4 +303,28 @@ mod tests {
         assert_eq!(fmt_rate(109_848.04), "109,848");
         assert_eq!(fmt_rate(12.34), "12.3");
     }
+}
+
+/// The three slowest traced requests and the first failed one, with links when given.
+fn traces(o: &mut String, t: &crate::TracesJson) {
+    let line = |x: &crate::TraceJson| {
+        let at = t.link_to(&x.trace_id).unwrap_or_else(|| x.trace_id.clone());
+        format!(
+            "{} {} at {:.1}s  {at}",
+            fmt_ms(x.latency_ms),
+            x.outcome,
+            x.t_s
+        )
+    };
+    for x in t.slowest.iter().take(3) {
+        row_to(o, "slowest", line(x));
+    }
+    if let Some(x) = t.failed.first() {
+        row_to(o, "first failed", line(x));
+    }
+}
+
+/// One labelled line of the summary.
+fn row_to(o: &mut String, k: &str, v: String) {
+    let _ = writeln!(o, "  {k:<13} {v}");
 }

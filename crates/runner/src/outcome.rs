@@ -6,8 +6,9 @@
 use engine::{Load, RunOutput, RunSpec};
 use report::{
     summary_json, ExtractFailureJson, LoadInfo, RefusedJson, RequestResult, ScenarioResult,
-    ScheduleInfo, SecondRow, SloResult, StageJson, TargetInfo,
+    ScheduleInfo, SecondRow, SloResult, StageJson, TargetInfo, TraceJson, TracesJson,
 };
+use stats::traces::{TraceOutcome, TraceRow};
 use stats::ErrorKind;
 use std::collections::BTreeMap;
 
@@ -95,7 +96,42 @@ pub fn scenario_result(
         } else {
             Vec::new()
         },
+        traces: traces(spec, out),
     }
+}
+
+/// `--trace`: the slowest and the first failed requests over every request of the workload.
+fn traces(spec: &RunSpec, out: &RunOutput) -> Option<TracesJson> {
+    let t = spec.workload.trace.as_ref()?;
+    let mut all: Vec<(&str, TraceRow)> = Vec::new();
+    let mut failed: Vec<(&str, TraceRow)> = Vec::new();
+    for (name, totals) in &out.by_request {
+        if let Some(tr) = &totals.all.traces {
+            all.extend(tr.slowest.iter().map(|r| (name.as_str(), *r)));
+            failed.extend(tr.failed.iter().map(|r| (name.as_str(), *r)));
+        }
+    }
+    all.sort_by_key(|r| std::cmp::Reverse(r.1.latency_us));
+    all.truncate(stats::traces::KEEP);
+    failed.sort_by_key(|r| r.1.at_us);
+    failed.truncate(stats::traces::KEEP);
+    let json = |(request, r): &(&str, TraceRow)| TraceJson {
+        trace_id: engine::workload::trace::id_hex(&r.id),
+        request: (*request).to_string(),
+        latency_ms: r.latency_us as f64 / 1000.0,
+        outcome: match r.outcome {
+            TraceOutcome::Status(s) => s.to_string(),
+            TraceOutcome::Grpc(c) => model::grpc::name(c),
+            TraceOutcome::Error(k) => k.name().to_string(),
+        },
+        t_s: r.at_us as f64 / 1e6,
+    };
+    Some(TracesJson {
+        ratio: t.ratio,
+        link: t.link.clone(),
+        slowest: all.iter().map(json).collect(),
+        failed: failed.iter().map(json).collect(),
+    })
 }
 
 fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {

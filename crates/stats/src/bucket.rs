@@ -114,6 +114,8 @@ pub struct Bucket {
     /// Streaming gRPC calls: messages each way and the time to the first message received;
     /// only in seconds that finished streaming calls.
     pub stream: Option<Box<Streamed>>,
+    /// `--trace`: the slowest and the first failed requests of this second, by trace id.
+    pub traces: Option<Box<crate::traces::Traces>>,
 }
 
 /// What streaming calls carried.
@@ -208,7 +210,15 @@ impl Bucket {
             extract_failure: None,
             setup: Setup::default(),
             stream: None,
+            traces: None,
         }
+    }
+
+    /// Records a traced request (see [`crate::traces::Traces::record`]).
+    pub fn record_trace(&mut self, row: crate::traces::TraceRow, answered: bool, ok: bool) {
+        self.traces
+            .get_or_insert_with(Box::default)
+            .record(row, answered, ok);
     }
 
     /// Records what an answered streaming call carried: messages sent and received, and the
@@ -313,6 +323,9 @@ impl Bucket {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.stream = Some(b.clone()),
             _ => {}
+        }
+        if let Some(t) = &other.traces {
+            self.traces.get_or_insert_with(Box::default).merge(t);
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod rng;
 pub mod slo;
 mod summary;
 mod timeline;
+pub mod traces;
 
 pub use bucket::{Bucket, Refusal, Setup, StatusCounts, Streamed};
 pub use hist::{decode, encode, new_histogram, DecodeError, Histogram, HIST_MAX_US};

@@ -1,7 +1,8 @@
 //! What a run sends, apart from how it is sent: requests, weighted mixes and flows
 //! ([`request`]), the templates they are written in and the data sets those read
 //! ([`template`]), gRPC messages written as templated JSON ([`message`]), and what is taken
-//! back from responses under a memory budget ([`capture`]).
+//! back from responses under a memory budget ([`capture`]), and the trace context stamped on
+//! each request ([`trace`]).
 //! Plans compile into these types and the engine walks them, so this crate has no runtime,
 //! no sockets and no TLS: a plan can be read, checked and rendered without the engine.
 
@@ -9,6 +10,7 @@ pub mod capture;
 pub mod message;
 mod request;
 pub mod template;
+pub mod trace;
 
 pub use capture::{Captured, Extractor};
 pub use message::{Codec, Message, Streaming};

@@ -185,6 +185,8 @@ pub struct Workload {
     pub seed: u64,
     /// `{{seq}}`: the next global request number.
     pub seq: AtomicU64,
+    /// `--trace`: every request carries a fresh `traceparent`.
+    pub trace: Option<crate::trace::Tracing>,
     /// Mix: running sums of the weights.
     cumulative: Vec<u64>,
 }
@@ -212,8 +214,26 @@ impl Workload {
             vars,
             seed,
             seq: AtomicU64::new(0),
+            trace: None,
             cumulative,
         }
+    }
+
+    /// Turns on trace context: every request gets a `traceparent` (stamped per attempt) and
+    /// `baggage` header, unless it sets them itself.
+    pub fn enable_tracing(&mut self, t: crate::trace::Tracing) {
+        for r in &mut self.requests {
+            for (name, value) in [
+                ("traceparent", crate::trace::PLACEHOLDER),
+                ("baggage", t.baggage.as_str()),
+            ] {
+                if !r.has_header(name) {
+                    r.headers
+                        .push((name.to_string(), Template::literal(value.as_bytes())));
+                }
+            }
+        }
+        self.trace = Some(t);
     }
 
     /// One fixed request (the `brink run URL` case).
@@ -233,6 +253,9 @@ impl Workload {
             .is_some_and(|s| !s.extract.is_empty())
     }
 }
+
+/// Salt of the trace-id generator (apart from the one templates read).
+const TRACE_STREAM: u64 = 0x7472_6163_6570_6172;
 
 /// A request rendered for HTTP/2: path, header values (in the step's order), body.
 pub type H2Parts = (String, Vec<Vec<u8>>, Vec<u8>);
@@ -255,6 +278,9 @@ pub struct Vu {
     /// Why the current request's extraction failed, until it is recorded.
     pub extract_failure: Option<String>,
     body: Vec<u8>,
+    /// `--trace`: the current request's trace id, and the generator ids come from.
+    pub trace_id: Option<[u8; 16]>,
+    trace_rng: Rng,
 }
 
 impl Vu {
@@ -272,6 +298,22 @@ impl Vu {
             refused: None,
             extract_failure: None,
             body: Vec::new(),
+            trace_id: None,
+            trace_rng: Rng::stream(w.seed ^ TRACE_STREAM, id),
+        }
+    }
+
+    /// `--trace`: stamps a fresh `traceparent` into the request's serialised HTTP/1.1 bytes
+    /// ([`Vu::buf`]) and keeps its trace id. (HTTP/2 stamps in [`Vu::render_parts`].)
+    pub fn stamp_trace(&mut self, w: &Workload) {
+        let Some(t) = &w.trace else { return };
+        if let Some(at) = crate::trace::find_in_h1(&self.buf) {
+            let end = (at + crate::trace::PLACEHOLDER.len()).min(self.buf.len());
+            self.trace_id = Some(crate::trace::stamp(
+                &mut self.buf[at..end],
+                &mut self.trace_rng,
+                t.ratio,
+            ));
         }
     }
 
@@ -368,12 +410,23 @@ impl Vu {
             }
             headers.push(out);
         }
+        let traced = step
+            .headers
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case("traceparent"));
         let mut body = Vec::new();
         match &step.message {
             Some(m) => m
                 .render(&mut scope, &mut body)
                 .map_err(|doc| Refusal::new("message", doc.as_bytes()))?,
             None => step.body.render(&mut scope, &mut body),
+        }
+        if let (Some(t), Some(i)) = (&w.trace, traced) {
+            self.trace_id = Some(crate::trace::stamp(
+                &mut headers[i],
+                &mut self.trace_rng,
+                t.ratio,
+            ));
         }
         Ok((String::from_utf8_lossy(&path).into_owned(), headers, body))
     }

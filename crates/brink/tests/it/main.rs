@@ -30,3 +30,4 @@ mod results;
 mod schema;
 mod serve;
 mod support;
+mod traces;

@@ -144,24 +144,32 @@ impl Connector {
     /// Makes the HTTP/1.1 bytes of `vu`'s current request available: a static request needs
     /// nothing; a templated one is rendered into `vu.buf`. Returns the bytes' length, or
     /// `Err` when the rendered request was refused (the refusal is left in `vu.refused`).
+    /// With `--trace` every request is its own bytes: a static one is copied into `vu.buf`
+    /// (no allocation once the buffer has grown) and its `traceparent` stamped there.
     pub fn prepare_h1(&self, vu: &mut Vu) -> Result<usize, ErrorKind> {
+        let traced = self.workload.trace.is_some();
         match &self.h1_static[vu.current] {
-            Some(b) => Ok(b.len()),
-            None => match vu.render_h1(&self.workload, &self.authority, self.keepalive) {
-                Ok(()) => Ok(vu.buf.len()),
-                Err(r) => {
+            Some(b) if !traced => return Ok(b.len()),
+            Some(b) => {
+                vu.buf.clear();
+                vu.buf.extend_from_slice(b);
+            }
+            None => {
+                if let Err(r) = vu.render_h1(&self.workload, &self.authority, self.keepalive) {
                     vu.refused = Some(r);
-                    Err(ErrorKind::InvalidRequest)
+                    return Err(ErrorKind::InvalidRequest);
                 }
-            },
+            }
         }
+        vu.stamp_trace(&self.workload);
+        Ok(vu.buf.len())
     }
 
     /// The HTTP/1.1 bytes prepared by [`Connector::prepare_h1`].
     pub fn h1_bytes<'a>(&'a self, vu: &'a Vu) -> &'a [u8] {
         match &self.h1_static[vu.current] {
-            Some(b) => b,
-            None => &vu.buf,
+            Some(b) if self.workload.trace.is_none() => b,
+            _ => &vu.buf,
         }
     }
 

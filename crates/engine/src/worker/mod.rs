@@ -19,6 +19,7 @@ mod tasks;
 use crate::net::conn::Connector;
 use crate::net::conn::Outcome;
 use model::{Load, StatusSet};
+use stats::traces::{TraceOutcome, TraceRow};
 use stats::{Bucket, ErrorKind, Refusal};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -159,6 +160,24 @@ fn record(
         None => shared.ok_status.contains(r.status),
     });
     let extracted = vu.complete(workload, answered_ok.map_err(|k| *k), captured.as_ref());
+    if let Some(id) = vu.trace_id.take() {
+        let outcome = match (&result, extracted) {
+            (Ok(r), Ok(())) => match r.grpc {
+                Some(g) => TraceOutcome::Grpc(g.code),
+                None => TraceOutcome::Status(r.status),
+            },
+            (Ok(_), Err(kind)) => TraceOutcome::Error(kind),
+            (Err(kind), _) => TraceOutcome::Error(*kind),
+        };
+        let row = TraceRow {
+            id,
+            latency_us: micros(done - base),
+            outcome,
+            at_us: micros(done.saturating_duration_since(shared.start)),
+        };
+        let ok = answered_ok == Ok(true) && extracted.is_ok();
+        rec[vu.current].record_trace(row, result.is_ok(), ok);
+    }
     let rec = &mut rec[vu.current];
     rec.bytes_out += bytes_out;
     match (result, extracted) {
@@ -229,6 +248,7 @@ fn record_refused(rec: &mut Bucket, vu: &mut Vu) {
 fn record_refusal(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu) {
     let workload = &shared.connector.workload;
     let _ = vu.complete(workload, Err(ErrorKind::InvalidRequest), None);
+    vu.trace_id = None;
     record_refused(&mut rec[vu.current], vu);
 }
 
@@ -236,6 +256,8 @@ fn record_refusal(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu) {
 fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, kind: ErrorKind) {
     let workload = &shared.connector.workload;
     let _ = vu.complete(workload, Err(kind), None);
+    // Never sent: its trace id names nothing a server saw.
+    vu.trace_id = None;
     rec[vu.current].record_error(kind);
 }
 

@@ -162,6 +162,7 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
     o.push_str(&tables::requests(s));
     o.push_str(&tables::sla(s));
     o.push_str(&tables::errors(s));
+    o.push_str(&tables::traces(s));
     o.push_str(&tables::observed(s));
     o.push_str("</section>\n");
     o

@@ -401,3 +401,44 @@ pub fn steps(f: &FindResult) -> String {
         .collect();
     table("num", "Steps", &head, &rows)
 }
+
+/// `--trace`: the slowest and the first failed requests by trace id, linked when the result
+/// has a link template (http and https links only).
+pub fn traces(s: &ScenarioResult) -> String {
+    let Some(t) = &s.traces else {
+        return String::new();
+    };
+    let rows = |list: &[crate::TraceJson]| -> Vec<Vec<String>> {
+        list.iter()
+            .map(|x| {
+                let id = match t.link_to(&x.trace_id) {
+                    Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+                        format!("<a href=\"{}\">{}</a>", e(&url), e(&x.trace_id))
+                    }
+                    _ => format!("<code>{}</code>", e(&x.trace_id)),
+                };
+                vec![
+                    id,
+                    e(&x.request),
+                    fmt_ms(x.latency_ms),
+                    e(&x.outcome),
+                    format!("{:.1}s", x.t_s),
+                ]
+            })
+            .collect()
+    };
+    let head = ["trace id", "request", "latency", "outcome", "at"];
+    let mut o = table(
+        "num",
+        "Slowest requests (trace ids)",
+        &head,
+        &rows(&t.slowest),
+    );
+    o.push_str(&table(
+        "num",
+        "First failed requests (trace ids)",
+        &head,
+        &rows(&t.failed),
+    ));
+    o
+}
