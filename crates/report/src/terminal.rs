@@ -287,24 +287,6 @@ fn distribution(o: &mut String, r: &ScenarioResult) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats() {
-        assert_eq!(fmt_count(0), "0");
-        assert_eq!(fmt_count(1234567), "1,234,567");
-        assert_eq!(fmt_count(100), "100");
-        assert_eq!(fmt_ms(0.57), "0.57ms");
-        assert_eq!(fmt_ms(117.2), "117ms");
-        assert_eq!(fmt_ms(1250.0), "1.25s");
-        assert_eq!(fmt_ms(19.49), "19.5ms");
-        assert_eq!(fmt_rate(109_848.04), "109,848");
-        assert_eq!(fmt_rate(12.34), "12.3");
-    }
-}
-
 /// The three slowest traced requests and the first failed one, with links when given.
 fn traces(o: &mut String, t: &crate::TracesJson) {
     let line = |x: &crate::TraceJson| {
@@ -327,4 +309,22 @@ fn traces(o: &mut String, t: &crate::TracesJson) {
 /// One labelled line of the summary.
 fn row_to(o: &mut String, k: &str, v: String) {
     let _ = writeln!(o, "  {k:<13} {v}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(fmt_count(0), "0");
+        assert_eq!(fmt_count(1234567), "1,234,567");
+        assert_eq!(fmt_count(100), "100");
+        assert_eq!(fmt_ms(0.57), "0.57ms");
+        assert_eq!(fmt_ms(117.2), "117ms");
+        assert_eq!(fmt_ms(1250.0), "1.25s");
+        assert_eq!(fmt_ms(19.49), "19.5ms");
+        assert_eq!(fmt_rate(109_848.04), "109,848");
+        assert_eq!(fmt_rate(12.34), "12.3");
+    }
 }
