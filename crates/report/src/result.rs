@@ -71,6 +71,23 @@ pub struct ScenarioResult {
     /// `--trace`: the requests to open in a tracing system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<TracesJson>,
+    /// How busy brink itself was, and whether it, not the service, limited the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<GeneratorJson>,
+}
+
+/// brink's own load during a scenario.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GeneratorJson {
+    /// Worker CPU: process CPU time over wall time and worker threads.
+    pub busy_percent: f64,
+    /// Open model: share of requests started late, and the worst lag.
+    pub late_share: f64,
+    pub max_lag_ms: f64,
+    /// The generator limited the run (then `why` says how).
+    pub limited: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// The slowest answered requests and the first failed ones, by W3C trace id.

@@ -192,6 +192,9 @@ pub fn render(r: &ScenarioResult) -> String {
     if let Some(t) = &r.traces {
         traces(&mut o, t);
     }
+    if let Some(why) = r.generator.as_ref().and_then(|g| g.why.as_ref()) {
+        row(&mut o, "generator", format!("WARNING {why}"));
+    }
     if s.unfinished > 0 {
         row(
             &mut o,

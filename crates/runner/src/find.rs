@@ -167,20 +167,6 @@ impl search::StepRunner for Controller<'_> {
     }
 }
 
-/// CPU seconds this process has used so far.
-fn own_cpu() -> f64 {
-    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct; RUSAGE_SELF is always valid.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) };
-    if rc != 0 {
-        return 0.0;
-    }
-    // SAFETY: initialised by the successful call above.
-    let u = unsafe { u.assume_init() };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(u.ru_utime) + tv(u.ru_stime)
-}
-
 fn run_step(
     job: &Job,
     s: &Search,
@@ -203,9 +189,9 @@ fn run_step(
     let names = spec.workload.names();
     let total = spec.load.end();
     let mut watch = Watch::new(sinks, &job.slos, &names, s.warmup.as_secs(), false, total);
-    let (cpu0, t0) = (own_cpu(), Instant::now());
+    let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
     let out = engine::run(&spec, interrupt, &mut watch);
-    let (cpu, wall) = (own_cpu() - cpu0, t0.elapsed().as_secs_f64());
+    let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
     let out = out.map_err(|e| Error(e.to_string()))?;
     // The steady part: from the end of the warm-up to the end of the step.

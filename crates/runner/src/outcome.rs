@@ -5,8 +5,9 @@
 
 use engine::{Load, RunOutput, RunSpec};
 use report::{
-    summary_json, ExtractFailureJson, LoadInfo, RefusedJson, RequestResult, ScenarioResult,
-    ScheduleInfo, SecondRow, SloResult, StageJson, TargetInfo, TraceJson, TracesJson,
+    summary_json, ExtractFailureJson, GeneratorJson, LoadInfo, RefusedJson, RequestResult,
+    ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson, TargetInfo, TraceJson,
+    TracesJson,
 };
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::ErrorKind;
@@ -97,6 +98,7 @@ pub fn scenario_result(
             Vec::new()
         },
         traces: traces(spec, out),
+        generator: None,
     }
 }
 
@@ -222,5 +224,63 @@ pub fn second_row(x: &engine::Second) -> SecondRow {
             .iter()
             .map(|(k, n)| (k.to_string(), *n))
             .collect(),
+    }
+}
+
+/// CPU seconds this process has used so far.
+pub fn own_cpu() -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct; RUSAGE_SELF is always valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) };
+    if rc != 0 {
+        return 0.0;
+    }
+    // SAFETY: initialised by the successful call above.
+    let u = unsafe { u.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Share of late requests (open model) that counts as noticeable.
+const LATE_NOTICEABLE: f64 = 0.01;
+/// Worker CPU above which late requests are the generator's doing (it had none to spare).
+const NO_CPU_TO_SPARE: f64 = 0.75;
+
+/// Whether brink itself limited the run: its workers' CPU (`cpu` seconds over `wall` seconds
+/// and `workers` threads), and in the open model the share started late and the worst lag.
+pub fn generator_check(
+    cpu: f64,
+    wall: f64,
+    out: &RunOutput,
+    summary: &report::SummaryJson,
+) -> GeneratorJson {
+    let busy = if wall > 0.0 {
+        cpu / (wall * out.workers.max(1) as f64)
+    } else {
+        0.0
+    };
+    let (late_share, max_lag_ms) = summary.schedule.as_ref().map_or((0.0, 0.0), |s| {
+        (s.late as f64 / s.intended.max(1) as f64, s.max_lag_ms)
+    });
+    let why = if busy >= search::GENERATOR_BUSY {
+        Some(format!(
+            "brink's workers were {:.0}% busy: the generator, not the service, limited this run (add --threads or machines)",
+            busy * 100.0
+        ))
+    } else if late_share >= LATE_NOTICEABLE && busy >= NO_CPU_TO_SPARE {
+        Some(format!(
+            "{:.1}% of requests started late (worst {max_lag_ms:.1} ms) while brink's workers were {:.0}% busy: the generator could not keep the schedule",
+            late_share * 100.0,
+            busy * 100.0
+        ))
+    } else {
+        None
+    };
+    GeneratorJson {
+        busy_percent: busy * 100.0,
+        late_share,
+        max_lag_ms,
+        limited: why.is_some(),
+        why,
     }
 }

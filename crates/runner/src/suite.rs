@@ -112,12 +112,20 @@ fn run_one(
     let names = job.spec.workload.names();
     let total = job.spec.load.end();
     let mut watch = Watch::new(sinks, &job.slos, &names, 0, true, total);
+    let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
     let out = engine::run(&job.spec, interrupt, &mut watch).map_err(|e| Error(e.to_string()));
+    let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
     let out = out?;
     let slo = watch.verdicts(out.duration.as_secs_f64());
-    let scenario =
+    let mut scenario =
         crate::outcome::scenario_result(&job.name, &job.spec, &out, slo, watch.aborted_by);
+    scenario.generator = Some(crate::outcome::generator_check(
+        cpu,
+        wall,
+        &out,
+        &scenario.summary,
+    ));
     Ok((scenario, out.totals))
 }
 

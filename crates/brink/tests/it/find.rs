@@ -528,3 +528,45 @@ fn bad_search_settings_are_one_line_and_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn a_plain_run_says_when_the_generator_was_the_limit() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("heavy.yaml");
+    let body = "{{rand_str 4096}}".repeat(16);
+    std::fs::write(
+        &plan,
+        format!("target: {}\nscenarios:\n  - name: heavy\n    load: {{ connections: 16, duration: 2s }}\n    requests: [ {{ method: POST, path: /, body: \"{body}\" }} ]\n", srv.url("")),
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let out = brink()
+        .args(["run", plan.to_str().unwrap(), "--threads", "1", "--json"])
+        .arg(&json)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let g = &r["scenarios"][0]["generator"];
+    assert_eq!(g["limited"], true, "{g}\n{text}");
+    assert!(g["busy_percent"].as_f64().unwrap() >= 90.0, "{g}");
+    assert!(
+        text.contains("generator     WARNING brink's workers were"),
+        "{text}"
+    );
+
+    // A light run: the generator idles and says nothing.
+    let slow = testkit::serve(testkit::handlers::fixed(Duration::from_millis(5))).unwrap();
+    let out = brink()
+        .args(["run", &slow.url("/"), "-c", "2", "-n", "100", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let g = &r["scenarios"][0]["generator"];
+    assert_eq!(g["limited"], false, "{g}");
+    assert!(g["busy_percent"].as_f64().unwrap() < 50.0, "{g}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("WARNING"));
+}

@@ -132,6 +132,9 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
         let _ = writeln!(o, "<h2>Scenario {}</h2>", escape(&s.name));
         o.push_str(&tables::scenario_figures(s));
     }
+    if let Some(why) = s.generator.as_ref().and_then(|g| g.why.as_ref()) {
+        let _ = writeln!(o, "<p class=\"bad\">{}</p>", escape(why));
+    }
     if let Some(why) = &s.error {
         let _ = writeln!(
             o,
