@@ -129,6 +129,20 @@ pub struct RunArgs {
     /// Trust the CA certificates in this PEM file.
     #[arg(long)]
     pub cacert: Option<PathBuf>,
+    /// Async completion: poll a URL (or a path on the target) from the start of the load until
+    /// a JSONPath condition on its body holds, e.g. '/sold until $.sold >= 1000'.
+    #[arg(long = "complete-when", value_name = "URL until CONDITION")]
+    pub complete_when: Option<String>,
+    /// With --complete-when: a number to chart while the work drains (default: the
+    /// condition's own path).
+    #[arg(long = "complete-progress", value_name = "JSONPATH")]
+    pub complete_progress: Option<String>,
+    /// With --complete-when: how often to poll (default 100ms).
+    #[arg(long = "complete-every", value_name = "DURATION")]
+    pub complete_every: Option<String>,
+    /// With --complete-when: how long after the first send the work may take (default 2m).
+    #[arg(long = "complete-within", value_name = "DURATION")]
+    pub complete_within: Option<String>,
     /// Send a W3C traceparent (fresh ids) and baggage on every request, the sampled flag on
     /// this share of them (default 1.0); the result keeps the slowest and first failed ids.
     #[arg(

@@ -210,10 +210,14 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
         &LoadInput::default(),
         &Settings::default(),
     )?;
+    let completion = completion(a, &spec.target)?;
+    let slos = flag_slos(a)?;
+    needs_probe(&slos, completion.is_some(), "--complete-when")?;
     Ok(vec![Job {
+        completion,
         name: "run".to_string(),
         spec,
-        slos: flag_slos(a)?,
+        slos,
         pause: Duration::ZERO,
     }])
 }
@@ -223,6 +227,11 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
     if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
             "-m, -H, -b and --body-file apply to a URL; a plan sets requests in its file",
+        ));
+    }
+    if a.complete_when.is_some() {
+        return Err(Fail::input(
+            "--complete-when applies to a URL; a plan sets complete_when per scenario",
         ));
     }
     let path = std::path::Path::new(&a.url);
@@ -269,7 +278,14 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
                 .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             let mut slos = s.slos;
             slos.extend(extra.iter().cloned());
+            needs_probe(
+                &slos,
+                s.completion.is_some(),
+                "complete_when in the scenario",
+            )
+            .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             Ok(Job {
+                completion: s.completion,
                 name: s.name,
                 spec,
                 slos,
@@ -346,6 +362,53 @@ fn authority_host(auth: &str) -> Option<&str> {
     let host_ok = !host.is_empty() && host.bytes().all(allowed);
     let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok());
     (host_ok && port_ok).then_some(host)
+}
+
+/// A `complete` objective needs a completion probe (`what` names where it is set).
+fn needs_probe(slos: &[Slo], probe: bool, what: &str) -> Result<(), Fail> {
+    match slos
+        .iter()
+        .find(|s| s.metric == stats::slo::Metric::Complete)
+    {
+        Some(s) if !probe => Err(Fail::input(format!(
+            "SLO '{}' needs a completion probe: {what}",
+            s.text
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `--complete-when 'URL until CONDITION'` with `--complete-progress`, `--complete-every` and
+/// `--complete-within`.
+fn completion(a: &RunArgs, target: &Target) -> Result<Option<observe::completion::Probe>, Fail> {
+    let Some(when) = &a.complete_when else {
+        if a.complete_progress.is_some()
+            || a.complete_every.is_some()
+            || a.complete_within.is_some()
+        {
+            return Err(Fail::input("--complete-progress, --complete-every and --complete-within go with --complete-when"));
+        }
+        return Ok(None);
+    };
+    let (get, until) = when.split_once(" until ").ok_or_else(|| {
+        Fail::input(format!(
+            "--complete-when '{when}': expected 'URL until CONDITION', e.g. '/sold until $.sold >= 1000'"
+        ))
+    })?;
+    let every = flag_duration("--complete-every", a.complete_every.as_deref())?
+        .unwrap_or(plan::compile::DEFAULT_EVERY);
+    let within = flag_duration("--complete-within", a.complete_within.as_deref())?
+        .unwrap_or(plan::compile::DEFAULT_WITHIN);
+    observe::completion::Probe::new(
+        target,
+        get.trim(),
+        until.trim(),
+        a.complete_progress.as_deref(),
+        every,
+        within,
+    )
+    .map(Some)
+    .map_err(|e| Fail::input(format!("--complete-when: {e}")))
 }
 
 /// One run: the plan's (or built-in) settings with every typed flag on top.

@@ -79,6 +79,7 @@ impl Sink for Terminal {
             Event::ScenarioFailed { name, why } => {
                 emit(&format!("scenario {name} failed: {why}\n"));
             }
+            Event::Waiting { what } => emit(&format!("{what}\n")),
             Event::StepDone(row) => {
                 if let Some((by, columns)) = &self.search {
                     emit(&report::find::step_line(*by, row, columns, None));

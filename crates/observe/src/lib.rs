@@ -1,8 +1,10 @@
 //! Watching the service while brink loads it, on the same one-second timeline as the load:
 //! a Prometheus scrape (`--observe prometheus=URL`, plus `--metric NAME=SERIES`), a local
 //! process read from /proc (`--observe pid=N`), and the health probe of a capacity search.
-//! Observation never fails a run: a scrape that fails is a gap in the samples.
+//! Observation never fails a run: a scrape that fails is a gap in the samples. Also the
+//! async completion probe ([`completion`]): when the work the load started is really done.
 
+pub mod completion;
 pub mod health;
 mod http;
 pub mod procfs;

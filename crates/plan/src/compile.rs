@@ -14,6 +14,10 @@ use std::time::Duration;
 use workload::template::{did_you_mean, Names, Template};
 use workload::{Extractor, Request, Table, Workload};
 
+/// How often a completion probe polls, and how long it may wait, unless the plan says.
+pub const DEFAULT_EVERY: Duration = Duration::from_millis(100);
+pub const DEFAULT_WITHIN: Duration = Duration::from_secs(120);
+
 /// Per-scenario settings; `None` leaves the command line's (or the built-in) default.
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
@@ -40,6 +44,8 @@ pub struct Scenario {
     /// Wait after this scenario before the next one.
     pub pause: Duration,
     pub settings: Settings,
+    /// Async completion: the probe that says when the work the load started is done.
+    pub completion: Option<observe::completion::Probe>,
 }
 
 /// A whole plan.
@@ -323,6 +329,22 @@ impl Cx<'_> {
             None => Duration::ZERO,
         };
         let settings = self.settings(plan, r)?;
+        let completion = match &r.complete_when {
+            Some(c) => Some(self.completion(c, &target)?),
+            None => None,
+        };
+        if let Some(t) = r
+            .slo
+            .iter()
+            .find(|t| t.value.trim_start().starts_with("complete"))
+        {
+            if completion.is_none() {
+                return Err(self.err(
+                    t,
+                    "'complete' needs the scenario's complete_when (what says the work is done)",
+                ));
+            }
+        }
         let owned: Vec<Table> = tables
             .iter()
             .map(|t| Table::new(t.name.clone(), t.columns.clone(), t.rows.clone(), t.per_vu))
@@ -335,6 +357,43 @@ impl Cx<'_> {
             slos,
             pause,
             settings,
+            completion,
+        })
+    }
+
+    fn completion(
+        &self,
+        c: &S<crate::file::RawComplete>,
+        target: &Target,
+    ) -> Result<observe::completion::Probe, PlanError> {
+        let v = &c.value;
+        let dur = |d: &Option<S<String>>, key: &str, default: Duration| match d {
+            Some(s) => self.duration(s, &s.value, key),
+            None => Ok(default),
+        };
+        let every = dur(&v.every, "every", DEFAULT_EVERY)?;
+        let within = dur(&v.within, "within", DEFAULT_WITHIN)?;
+        observe::completion::Probe::new(
+            target,
+            &v.get.value,
+            &v.until.value,
+            v.progress.as_ref().map(|p| p.value.as_str()),
+            every,
+            within,
+        )
+        .map_err(|e| {
+            let at = if e.starts_with("get ") {
+                self.err(&v.get, e)
+            } else if e.starts_with("progress ") {
+                v.progress
+                    .as_ref()
+                    .map_or_else(|| self.err(c, e.clone()), |p| self.err(p, e.clone()))
+            } else if e.starts_with("every") {
+                self.err(c, e)
+            } else {
+                self.err(&v.until, e)
+            };
+            at
         })
     }
 

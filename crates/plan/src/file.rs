@@ -35,7 +35,9 @@
 //!           metadata: { authorization: "Bearer {{env TOKEN}}" }
 //!           stream: { messages: 10, interval: 100ms }   # client and bidi streaming
 //!         extract: { reply: "$.message" }       # JSONPath on the decoded response
-//!     slo: [ "errors < 1%", "p95 < 20s" ]
+//!     slo: [ "errors < 1%", "p95 < 20s", "complete < 30s" ]
+//!     complete_when:                            # async completion: poll until the work is done
+//!       { get: /sold, until: "$.sold >= 1000", progress: "$.sold", every: 100ms, within: 2m }
 //!     pause: 10s                                # wait after this scenario
 //! ```
 
@@ -113,6 +115,8 @@ pub struct RawScenario {
     #[serde(default)]
     pub slo: Vec<S<String>>,
     pub pause: Option<S<String>>,
+    /// Async completion: poll until the work the load started is done.
+    pub complete_when: Option<S<RawComplete>>,
     pub timeout: Option<S<String>>,
     pub connect_timeout: Option<S<String>>,
     #[serde(default)]
@@ -151,6 +155,18 @@ pub struct RawRequest {
     pub extract: BTreeMap<String, S<RawExtract>>,
     /// A gRPC call instead of an HTTP request.
     pub grpc: Option<S<RawGrpc>>,
+}
+
+/// `complete_when: { get: /sold, until: "$.sold >= 1000", progress: "$.sold", every: 100ms,
+/// within: 2m }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawComplete {
+    pub get: S<String>,
+    pub until: S<String>,
+    pub progress: Option<S<String>>,
+    pub every: Option<S<String>>,
+    pub within: Option<S<String>>,
 }
 
 /// A step's gRPC call.

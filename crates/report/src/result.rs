@@ -71,9 +71,36 @@ pub struct ScenarioResult {
     /// `--trace`: the requests to open in a tracing system.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<TracesJson>,
+    /// Async completion (`complete_when`): when the work the load started was done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<CompletionJson>,
     /// How busy brink itself was, and whether it, not the service, limited the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<GeneratorJson>,
+}
+
+/// When the work the load started was done, by the completion probe.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CompletionJson {
+    /// The condition, as written (`$.sold >= 1000`), and the URL polled.
+    pub until: String,
+    pub url: String,
+    /// First send to the last response.
+    pub responses_done_s: f64,
+    /// First send to the condition holding (to within one poll interval); `null` when it
+    /// never held within the time allowed.
+    pub complete_s: Option<f64>,
+    /// `complete_s - responses_done_s`: how long the work went on after the last response.
+    pub drain_s: Option<f64>,
+    pub complete: bool,
+    /// The condition's value at the last poll (JSON text).
+    pub last_value: Option<String>,
+    pub polls: u64,
+    pub failed_polls: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
+    /// (seconds from the first send, progress value) per poll.
+    pub timeline: Vec<(f64, f64)>,
 }
 
 /// brink's own load during a scenario.

@@ -189,6 +189,9 @@ pub fn render(r: &ScenarioResult) -> String {
             ),
         );
     }
+    if let Some(c) = &r.completion {
+        row(&mut o, "completion", completion_text(c));
+    }
     if let Some(t) = &r.traces {
         traces(&mut o, t);
     }
@@ -288,6 +291,30 @@ fn distribution(o: &mut String, r: &ScenarioResult) {
             "█".repeat(width)
         );
     }
+}
+
+/// When the async work was done, beside when the responses were.
+pub fn completion_text(c: &crate::CompletionJson) -> String {
+    let last = c.last_value.as_deref().unwrap_or("none");
+    let mut text = match (c.complete_s, c.drain_s) {
+        (Some(done), Some(drain)) => format!(
+            "complete at {done:.2}s ({}), {drain:.2}s after the last response at {:.2}s",
+            c.until, c.responses_done_s
+        ),
+        _ => format!(
+            "INCOMPLETE: {} never held; last value {last} (last response at {:.2}s)",
+            c.until, c.responses_done_s
+        ),
+    };
+    if c.failed_polls > 0 {
+        text.push_str(&format!(
+            "; {} of {} polls failed (first: {})",
+            c.failed_polls,
+            c.polls,
+            c.first_failure.as_deref().unwrap_or("?")
+        ));
+    }
+    text
 }
 
 /// The three slowest traced requests and the first failed one, with links when given.

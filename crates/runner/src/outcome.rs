@@ -5,9 +5,9 @@
 
 use engine::{Load, RunOutput, RunSpec};
 use report::{
-    summary_json, ExtractFailureJson, GeneratorJson, LoadInfo, RefusedJson, RequestResult,
-    ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson, TargetInfo, TraceJson,
-    TracesJson,
+    summary_json, CompletionJson, ExtractFailureJson, GeneratorJson, LoadInfo, RefusedJson,
+    RequestResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson, TargetInfo,
+    TraceJson, TracesJson,
 };
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::ErrorKind;
@@ -98,6 +98,7 @@ pub fn scenario_result(
             Vec::new()
         },
         traces: traces(spec, out),
+        completion: None,
         generator: None,
     }
 }
@@ -282,5 +283,57 @@ pub fn generator_check(
         max_lag_ms,
         limited: why.is_some(),
         why,
+    }
+}
+
+/// The result's completion section from what the probe saw; the responses ended `responses`
+/// after the first send.
+pub fn completion_json(
+    p: &observe::completion::Probe,
+    seen: &observe::completion::Outcome,
+    responses: std::time::Duration,
+) -> CompletionJson {
+    let done = responses.as_secs_f64();
+    let complete = seen.complete_at.map(|d| d.as_secs_f64());
+    CompletionJson {
+        until: p.until.text.clone(),
+        url: p.target.url(),
+        responses_done_s: done,
+        complete_s: complete,
+        drain_s: complete.map(|c| (c - done).max(0.0)),
+        complete: complete.is_some(),
+        last_value: seen.last_value.clone(),
+        polls: seen.polls,
+        failed_polls: seen.failed_polls,
+        first_failure: seen.first_failure.clone(),
+        timeline: seen.timeline.clone(),
+    }
+}
+
+/// Judges `complete < 30s` objectives on the probe's outcome (they cannot be judged per
+/// second): incomplete fails, with the last value.
+pub fn judge_completion(slos: &[stats::slo::Slo], c: &CompletionJson, results: &mut [SloResult]) {
+    for (slo, r) in slos.iter().zip(results.iter_mut()) {
+        if slo.metric != stats::slo::Metric::Complete {
+            continue;
+        }
+        match c.complete_s {
+            Some(s) => {
+                let ms = s * 1000.0;
+                r.value = Some(ms);
+                r.result = slo.fmt_value(ms);
+                r.margin = Some(slo.margin(ms));
+                r.pass = slo.holds(ms);
+            }
+            None => {
+                r.value = None;
+                r.result = format!(
+                    "incomplete (last value {})",
+                    c.last_value.as_deref().unwrap_or("none")
+                );
+                r.margin = None;
+                r.pass = false;
+            }
+        }
     }
 }

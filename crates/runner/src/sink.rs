@@ -30,6 +30,8 @@ pub enum Event<'a> {
     Second(&'a SecondView<'a>),
     /// The current run ended.
     RunEnded,
+    /// The load is over; the command waits for something else (the completion probe).
+    Waiting { what: &'a str },
     /// A scenario's result.
     ScenarioDone(&'a ScenarioResult),
     /// A scenario could not run; the command stops after it.

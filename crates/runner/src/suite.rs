@@ -20,6 +20,8 @@ pub struct Job {
     pub slos: Vec<stats::slo::Slo>,
     /// Wait after it before the next job.
     pub pause: Duration,
+    /// When the work the load started is done (`complete_when`), if asked.
+    pub completion: Option<observe::completion::Probe>,
 }
 
 /// What to observe on the server while the load runs, and the figures it gives (table
@@ -113,13 +115,32 @@ fn run_one(
     let total = job.spec.load.end();
     let mut watch = Watch::new(sinks, &job.slos, &names, 0, true, total);
     let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
+    let probe = job.completion.clone().map(|p| p.start(t0));
     let out = engine::run(&job.spec, interrupt, &mut watch).map_err(|e| Error(e.to_string()));
     let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
     let out = out?;
-    let slo = watch.verdicts(out.duration.as_secs_f64());
-    let mut scenario =
-        crate::outcome::scenario_result(&job.name, &job.spec, &out, slo, watch.aborted_by);
+    let mut slo = watch.verdicts(out.duration.as_secs_f64());
+    let aborted_by = watch.aborted_by.take();
+    drop(watch);
+    let completion = match (probe, &job.completion) {
+        (Some(running), Some(p)) => {
+            sinks.show(&Event::Waiting {
+                what: &format!(
+                    "load done; waiting for completion: {} (within {:.0}s)",
+                    p.until.text,
+                    p.within.as_secs_f64()
+                ),
+            });
+            let seen = running.finish(interrupt);
+            let c = crate::outcome::completion_json(p, &seen, out.duration);
+            crate::outcome::judge_completion(&job.slos, &c, &mut slo);
+            Some(c)
+        }
+        _ => None,
+    };
+    let mut scenario = crate::outcome::scenario_result(&job.name, &job.spec, &out, slo, aborted_by);
+    scenario.completion = completion;
     scenario.generator = Some(crate::outcome::generator_check(
         cpu,
         wall,

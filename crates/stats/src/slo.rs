@@ -6,6 +6,7 @@
 //! metric    := "p50" | "p75" | "p90" | "p95" | "p99" | "p99.9" | "mean" | "max"   (latency)
 //!            | "errors"                                                           (share failed)
 //!            | "rps"                                                              (attempts/s)
+//!            | "complete"                    (async completion: first send to done; a duration)
 //! op        := "<" | "<=" | ">" | ">="
 //! value     := duration for latency ("200ms", "1.5s", "20s")
 //!            | percentage for errors ("0.1%", "1%"; a bare number is a percentage too)
@@ -41,6 +42,9 @@ pub enum Metric {
     Code(u16),
     /// The share of attempts answered with this HTTP status (`status.429`).
     Status(u16),
+    /// Async completion: from the first send until the completion probe's condition held
+    /// (ms). Judged once, at the end, by whoever ran the probe; never per second.
+    Complete,
 }
 
 /// Comparison that must hold for the objective to pass.
@@ -102,7 +106,8 @@ impl fmt::Display for SloError {
 
 impl std::error::Error for SloError {}
 
-const METRICS: [(&str, Metric); 10] = [
+const METRICS: [(&str, Metric); 11] = [
+    ("complete", Metric::Complete),
     ("p99.9", Metric::Latency(Some(0.999))),
     ("p50", Metric::Latency(Some(0.50))),
     ("p75", Metric::Latency(Some(0.75))),
@@ -137,15 +142,20 @@ impl Slo {
             .or_else(|| share_metric(left))
             .ok_or_else(|| {
                 bad(format!(
-                    "unknown metric '{left}' (expected [request.]p50|p75|p90|p95|p99|p99.9|mean|max|errors|rps|status.CODE|code.NAME)"
+                    "unknown metric '{left}' (expected [request.]p50|p75|p90|p95|p99|p99.9|mean|max|errors|rps|status.CODE|code.NAME, or complete)"
                 ))
             })?;
         let mut words = rest.split_whitespace();
         let value = words
             .next()
             .ok_or_else(|| bad("missing the value after the comparison".into()))?;
+        if metric == Metric::Complete && request.is_some() {
+            return Err(bad(
+                "'complete' is the whole scenario's; it takes no request name".into(),
+            ));
+        }
         let threshold = match metric {
-            Metric::Latency(_) => {
+            Metric::Latency(_) | Metric::Complete => {
                 parse_duration(value)
                     .map_err(|e| bad(format!("'{value}' is not a duration: {e}")))?
                     .as_secs_f64()
@@ -181,6 +191,11 @@ impl Slo {
                 }
             }
         }
+        if metric == Metric::Complete && (window.is_some() || abort) {
+            return Err(bad(
+                "'complete' is judged once, when the probe ends: no 'over' or 'abort'".into(),
+            ));
+        }
         Ok(Slo {
             text: text.trim().to_string(),
             request,
@@ -201,7 +216,7 @@ impl Slo {
     /// A measured value in this objective's unit.
     pub fn fmt_value(&self, v: f64) -> String {
         match self.metric {
-            Metric::Latency(_) => fmt_ms(v),
+            Metric::Latency(_) | Metric::Complete => fmt_ms(v),
             Metric::Errors | Metric::Code(_) | Metric::Status(_) => {
                 format!("{}%", trim_float(v * 100.0))
             }
@@ -242,6 +257,7 @@ impl Slo {
                 (w.requests > 0).then(|| w.status.get(c) as f64 / w.requests as f64)
             }
             Metric::Rps => (seconds > 0.0).then(|| w.requests as f64 / seconds),
+            Metric::Complete => None,
         }
     }
 

@@ -55,3 +55,69 @@ pub fn faults() -> Handler {
         }
     })
 }
+
+/// A pipeline that answers 202 at once and does the work later, as a ticket sale through a
+/// queue does: `POST /book` is accepted and queued; consumers sell `rate` bookings per second
+/// from the first booking on; `GET /sold` answers `{"sold": N, "booked": M}`. The moment the
+/// last of `total` bookings is sold is known exactly ([`Pipeline::sold_out_at`]).
+pub fn pipeline(rate: f64) -> (Handler, Arc<Pipeline>) {
+    let p = Arc::new(Pipeline {
+        rate,
+        booked: std::sync::atomic::AtomicU64::new(0),
+        first: std::sync::OnceLock::new(),
+    });
+    let state = p.clone();
+    let handler: Handler = Arc::new(move |r: &Req| match (r.method, r.path) {
+        ("POST", "/book") => {
+            state.first.get_or_init(Instant::now);
+            state
+                .booked
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Reply::status(202)
+        }
+        (_, "/sold") => {
+            let body = format!(
+                "{{\"sold\":{},\"booked\":{}}}",
+                state.sold(Instant::now()),
+                state.booked()
+            );
+            Reply::ok(&body, Duration::ZERO)
+        }
+        _ => Reply::status(404),
+    });
+    (handler, p)
+}
+
+/// The state of [`pipeline`].
+pub struct Pipeline {
+    rate: f64,
+    booked: std::sync::atomic::AtomicU64,
+    first: std::sync::OnceLock<Instant>,
+}
+
+impl Pipeline {
+    pub fn booked(&self) -> u64 {
+        self.booked.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Bookings sold by `now`: the consumers' pace since the first booking, never more than
+    /// were booked.
+    pub fn sold(&self, now: Instant) -> u64 {
+        let Some(first) = self.first.get() else {
+            return 0;
+        };
+        let done = (now.saturating_duration_since(*first).as_secs_f64() * self.rate) as u64;
+        done.min(self.booked())
+    }
+
+    /// When the `total`-th booking is sold (all of them booked by then).
+    pub fn sold_out_at(&self, total: u64) -> Option<Instant> {
+        let first = *self.first.get()?;
+        Some(first + Duration::from_secs_f64(total as f64 / self.rate))
+    }
+
+    /// When the first booking arrived.
+    pub fn first_booking(&self) -> Option<Instant> {
+        self.first.get().copied()
+    }
+}

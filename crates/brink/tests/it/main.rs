@@ -14,6 +14,7 @@ mod accuracy;
 mod bounds;
 mod cli;
 mod compare;
+mod completion;
 mod engine_runs;
 mod examples;
 mod find;

@@ -180,6 +180,40 @@ pub fn errors(rows: &[SecondRow], s: &ScenarioResult) -> Option<Chart> {
     (!c.series.is_empty()).then_some(c)
 }
 
+/// Async completion: the probe's progress value over time, with the last response and the
+/// moment the condition held marked; `None` without a probe or progress values.
+pub fn completion(s: &ScenarioResult) -> Option<Chart> {
+    let c = s.completion.as_ref()?;
+    if c.timeline.is_empty() {
+        return None;
+    }
+    let mut marks = vec![Mark {
+        x: c.responses_done_s,
+        label: "last response".into(),
+    }];
+    if let Some(done) = c.complete_s {
+        marks.push(Mark {
+            x: done,
+            label: "complete".into(),
+        });
+    }
+    Some(Chart {
+        title: format!("Completion: {}", c.until),
+        x_label: "seconds from the first send".into(),
+        x_log: false,
+        x_percentile: false,
+        x: c.timeline.iter().map(|(t, _)| *t).collect(),
+        axes: vec![axis("v", "progress", false, 0)],
+        series: vec![series(
+            "progress",
+            "v",
+            c.timeline.iter().map(|(_, v)| Some(*v)).collect(),
+        )],
+        marks,
+        note: None,
+    })
+}
+
 /// TCP connect and TLS handshake p99 per second, with connections opened; `None` when no
 /// second opened a connection with a measured time.
 pub fn setup(rows: &[SecondRow]) -> Option<Chart> {

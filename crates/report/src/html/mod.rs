@@ -132,6 +132,14 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
         let _ = writeln!(o, "<h2>Scenario {}</h2>", escape(&s.name));
         o.push_str(&tables::scenario_figures(s));
     }
+    if let Some(c) = &s.completion {
+        let class = if c.complete { "" } else { " class=\"bad\"" };
+        let _ = writeln!(
+            o,
+            "<p{class}>Completion: {}</p>",
+            escape(&crate::terminal::completion_text(c))
+        );
+    }
     if let Some(why) = s.generator.as_ref().and_then(|g| g.why.as_ref()) {
         let _ = writeln!(o, "<p class=\"bad\">{}</p>", escape(why));
     }
@@ -148,6 +156,9 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
         o.push_str(&chart_slot(charts, charts::latency(rows, &s.load.model)));
         o.push_str(&chart_slot(charts, charts::throughput(rows)));
         if let Some(c) = charts::errors(rows, s) {
+            o.push_str(&chart_slot(charts, c));
+        }
+        if let Some(c) = charts::completion(s) {
             o.push_str(&chart_slot(charts, c));
         }
         if let Some(c) = charts::setup(rows) {

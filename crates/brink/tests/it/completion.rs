@@ -1,0 +1,198 @@
+//! Async completion against a real pipeline on loopback: bookings answered 202 at once and
+//! sold later at a known pace. The probe's completion time matches the pipeline's own
+//! sellout within one poll interval plus 5%; an objective judges it; work that is not done in
+//! time is reported incomplete with its last value.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::time::Duration;
+
+fn run(args: &[&str]) -> (Option<i32>, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = Command::cargo_bin("brink")
+        .unwrap()
+        .arg("run")
+        .args(args)
+        .args(["--json", json.to_str().unwrap()])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let r =
+        serde_json::from_slice(&std::fs::read(&json).unwrap_or_default()).unwrap_or(Value::Null);
+    (
+        out.status.code(),
+        r,
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+#[test]
+fn the_probe_finds_the_sellout_the_pipeline_knows() {
+    // 1,000 bookings sold at 500 per second: sold out 2 s after the first booking.
+    let (handler, pipeline) = testkit::handlers::pipeline(500.0);
+    let srv = testkit::serve(handler).unwrap();
+    let (code, r, out) = run(&[
+        &srv.url("/book"),
+        "-m",
+        "POST",
+        "-n",
+        "1000",
+        "-c",
+        "20",
+        "--complete-when",
+        "/sold until $.sold >= 1000",
+        "--complete-every",
+        "100ms",
+        "--slo",
+        "complete < 10s",
+        "--slo",
+        "p99 < 5s",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(pipeline.booked(), 1000);
+    let c = &r["scenarios"][0]["completion"];
+    let sellout = pipeline.sold_out_at(1000).unwrap() - pipeline.first_booking().unwrap();
+    let expected = sellout.as_secs_f64();
+    let complete = c["complete_s"].as_f64().unwrap();
+    let tolerance = 0.1 + 0.05 * expected;
+    assert!(
+        complete >= expected - 0.02 && complete <= expected + tolerance,
+        "probe {complete:.3}s vs sellout {expected:.3}s: {c}"
+    );
+    let done = c["responses_done_s"].as_f64().unwrap();
+    assert!(done < complete, "{c}");
+    assert!((c["drain_s"].as_f64().unwrap() - (complete - done)).abs() < 1e-9);
+    assert_eq!(c["last_value"], "1000");
+    let timeline = c["timeline"].as_array().unwrap();
+    assert!(
+        timeline.len() >= 15,
+        "a poll every 100 ms: {}",
+        timeline.len()
+    );
+    let values: Vec<f64> = timeline.iter().map(|p| p[1].as_f64().unwrap()).collect();
+    assert!(
+        values.windows(2).all(|w| w[0] <= w[1]),
+        "progress only grows: {values:?}"
+    );
+    let slo = &r["scenarios"][0]["slo"][0];
+    assert_eq!(
+        (slo["metric"].as_str(), slo["pass"].as_bool()),
+        (Some("complete"), Some(true))
+    );
+    assert!(out.contains("completion    complete at"), "{out}");
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn work_not_done_in_time_is_incomplete_and_fails_its_objective() {
+    // 300 bookings at 100 per second need 3 s; the probe may wait 1 s.
+    let (handler, _) = testkit::handlers::pipeline(100.0);
+    let srv = testkit::serve(handler).unwrap();
+    let (code, r, out) = run(&[
+        &srv.url("/book"),
+        "-m",
+        "POST",
+        "-n",
+        "300",
+        "--complete-when",
+        &format!("{} until $.sold >= 300", srv.url("/sold")),
+        "--complete-within",
+        "1s",
+        "--slo",
+        "complete < 30s",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    let c = &r["scenarios"][0]["completion"];
+    assert_eq!(c["complete"], false);
+    assert!(c["complete_s"].is_null());
+    let last: u64 = c["last_value"].as_str().unwrap().parse().unwrap();
+    assert!((50..300).contains(&last), "{c}");
+    let slo = &r["scenarios"][0]["slo"][0];
+    assert_eq!(slo["pass"], false);
+    assert!(
+        slo["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("incomplete (last value"),
+        "{slo}"
+    );
+    assert!(out.contains("INCOMPLETE"), "{out}");
+}
+
+#[test]
+fn bad_completion_input_is_one_line() {
+    for (args, says) in [
+        (
+            vec!["--complete-when", "/sold $.sold >= 1"],
+            "expected 'URL until CONDITION'",
+        ),
+        (
+            vec!["--complete-when", "/sold until $.sold >= lots"],
+            "is not a JSON value",
+        ),
+        (
+            vec!["--complete-when", "https://x/sold until $.a == 1"],
+            "plain http",
+        ),
+        (vec!["--complete-every", "1s"], "go with --complete-when"),
+        (vec!["--slo", "complete < 10s"], "needs a completion probe"),
+        (
+            vec![
+                "--slo",
+                "complete < 10s over 5s",
+                "--complete-when",
+                "/s until $.a == 1",
+            ],
+            "no 'over'",
+        ),
+    ] {
+        let out = Command::cargo_bin("brink")
+            .unwrap()
+            .args(["run", "http://127.0.0.1:1/", "-n", "1"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn a_plan_scenario_names_its_completion() {
+    let (handler, _) = testkit::handlers::pipeline(1000.0);
+    let srv = testkit::serve(handler).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("sale.yaml");
+    let text = format!(
+        "target: {}\nscenarios:\n  - name: sale\n    load: {{ connections: 10, requests: 200 }}\n    requests: [ {{ method: POST, path: /book }} ]\n    slo: [ \"complete < 10s\" ]\n    complete_when: {{ get: /sold, until: \"$.sold >= 200\", progress: \"$.sold\", every: 50ms, within: 20s }}\n",
+        srv.url("")
+    );
+    std::fs::write(&plan, &text).unwrap();
+    let (code, r, out) = run(&[plan.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}");
+    let c = &r["scenarios"][0]["completion"];
+    assert_eq!(c["complete"], true, "{c}");
+    assert!(c["complete_s"].as_f64().unwrap() >= 0.19, "{c}");
+
+    std::fs::write(
+        &plan,
+        text.replace("    complete_when: {", "    other: {")
+            .replace("other: {", "# {"),
+    )
+    .unwrap();
+    let out = Command::cargo_bin("brink")
+        .unwrap()
+        .args(["run", plan.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sale.yaml:6:") && err.contains("needs the scenario's complete_when"),
+        "{err}"
+    );
+}

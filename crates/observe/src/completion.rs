@@ -1,0 +1,348 @@
+//! Async completion: when the work the load started is really done. A service that answers
+//! 202 and finishes through a queue is judged by when the last job completes, not by its
+//! response times. A probe polls a URL (from the start of the load, every `every`) until a
+//! JSONPath condition on its body holds (`$.sold >= 1000`), or `within` runs out; it keeps
+//! the progress value over time. It runs on its own thread with bounded requests, so it
+//! never changes the load and never hangs the run.
+
+use model::Target;
+use serde_json::Value;
+use serde_json_path::JsonPath;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A comparison on a JSON body: `PATH OP VALUE`.
+#[derive(Clone, Debug)]
+pub struct Condition {
+    pub path: JsonPath,
+    pub op: Cmp,
+    pub value: Value,
+    /// As written.
+    pub text: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Condition {
+    /// `$.sold >= 1000`, `$.state == "CONFIRMED"`: a JSONPath, a comparison, and a JSON
+    /// value (number, string in double quotes, true, false, null). The comparison is the last
+    /// one outside brackets and quotes, so a filter inside the path may hold its own.
+    pub fn parse(text: &str) -> Result<Condition, String> {
+        let (at, op, len) = last_operator(text)
+            .ok_or_else(|| format!("'{text}': expected PATH OP VALUE, e.g. '$.sold >= 1000'"))?;
+        let path_text = text[..at].trim();
+        let value_text = text[at + len..].trim();
+        let path = JsonPath::parse(path_text)
+            .map_err(|e| format!("'{text}': invalid JSONPath '{path_text}': {e}"))?;
+        let value: Value = serde_json::from_str(value_text).map_err(|_| {
+            format!("'{text}': '{value_text}' is not a JSON value (a number, \"text\", true, false or null)")
+        })?;
+        if matches!(op, Cmp::Lt | Cmp::Le | Cmp::Gt | Cmp::Ge) && !value.is_number() {
+            return Err(format!(
+                "'{text}': {value_text} is not a number to compare with"
+            ));
+        }
+        Ok(Condition {
+            path,
+            op,
+            value,
+            text: text.trim().to_string(),
+        })
+    }
+
+    /// Whether `body` meets the condition (its path's first match compared), and that match.
+    pub fn eval(&self, body: &Value) -> (bool, Option<Value>) {
+        let found = self.path.query(body).first().cloned();
+        let holds = found
+            .as_ref()
+            .is_some_and(|v| compare(v, self.op, &self.value));
+        (holds, found)
+    }
+}
+
+/// Finds the last comparison operator outside `[...]` and quotes: (offset, op, length).
+fn last_operator(text: &str) -> Option<(usize, Cmp, usize)> {
+    let b = text.as_bytes();
+    let (mut depth, mut quote, mut found) = (0i32, None::<u8>, None);
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                b'"' | b'\'' => quote = Some(c),
+                b'[' | b'(' => depth += 1,
+                b']' | b')' => depth -= 1,
+                b'<' | b'>' | b'=' | b'!' if depth == 0 => {
+                    let two = b.get(i + 1) == Some(&b'=');
+                    let op = match (c, two) {
+                        (b'<', true) => Some(Cmp::Le),
+                        (b'>', true) => Some(Cmp::Ge),
+                        (b'=', true) => Some(Cmp::Eq),
+                        (b'!', true) => Some(Cmp::Ne),
+                        (b'<', false) => Some(Cmp::Lt),
+                        (b'>', false) => Some(Cmp::Gt),
+                        _ => None,
+                    };
+                    if let Some(op) = op {
+                        let len = if two { 2 } else { 1 };
+                        found = Some((i, op, len));
+                        i += len;
+                        continue;
+                    }
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    found
+}
+
+fn compare(found: &Value, op: Cmp, want: &Value) -> bool {
+    // A number may come as a string ("1000"), as some APIs write them.
+    let num = |v: &Value| {
+        v.as_f64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+    };
+    match op {
+        Cmp::Eq | Cmp::Ne => {
+            let same = match (num(found), want.as_f64()) {
+                (Some(a), Some(b)) => a == b,
+                _ => found == want,
+            };
+            same == (op == Cmp::Eq)
+        }
+        _ => match (num(found), want.as_f64()) {
+            (Some(a), Some(b)) => match op {
+                Cmp::Lt => a < b,
+                Cmp::Le => a <= b,
+                Cmp::Gt => a > b,
+                _ => a >= b,
+            },
+            _ => false,
+        },
+    }
+}
+
+/// What to poll and when it counts as complete.
+#[derive(Clone, Debug)]
+pub struct Probe {
+    pub target: Target,
+    pub until: Condition,
+    /// A number to chart while it drains (default: the condition's own path).
+    pub progress: Option<JsonPath>,
+    pub every: Duration,
+    pub within: Duration,
+}
+
+impl Probe {
+    /// A probe of `get` (a full `http://` URL, or a path on `base`'s host) until `until`
+    /// holds, with an optional `progress` JSONPath. The probe speaks plain HTTP/1.1.
+    pub fn new(
+        base: &Target,
+        get: &str,
+        until: &str,
+        progress: Option<&str>,
+        every: Duration,
+        within: Duration,
+    ) -> Result<Probe, String> {
+        let target = if get.starts_with('/') {
+            if base.tls || base.grpc {
+                return Err(format!(
+                    "get {get}: the probe speaks plain http; give a full http:// URL"
+                ));
+            }
+            Target {
+                path: get.to_string(),
+                ..base.clone()
+            }
+        } else {
+            let t = Target::parse(get).map_err(|e| format!("get {get}: {e}"))?;
+            if t.tls || t.grpc {
+                return Err(format!("get {get}: the probe speaks plain http:// only"));
+            }
+            t
+        };
+        let progress = progress
+            .map(|p| {
+                JsonPath::parse(p).map_err(|e| format!("progress '{p}': invalid JSONPath: {e}"))
+            })
+            .transpose()?;
+        if every.is_zero() || within.is_zero() {
+            return Err("every and within must be longer than zero".into());
+        }
+        Ok(Probe {
+            target,
+            until: Condition::parse(until)?,
+            progress,
+            every,
+            within,
+        })
+    }
+}
+
+/// What a probe saw.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// When the condition first held, from the start.
+    pub complete_at: Option<Duration>,
+    /// The last value of the condition's path, as JSON text.
+    pub last_value: Option<String>,
+    /// (seconds from the start, progress value) per poll that read one.
+    pub timeline: Vec<(f64, f64)>,
+    pub polls: u64,
+    /// Polls that got no usable answer (connection, status, not JSON), and the first reason.
+    pub failed_polls: u64,
+    pub first_failure: Option<String>,
+}
+
+/// A probe polling on its thread.
+pub struct Running {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Outcome>>,
+}
+
+impl Probe {
+    /// Starts polling now; times are from `start` (the load's start).
+    pub fn start(self, start: Instant) -> Running {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("brink-completion".into())
+            .spawn(move || self.poll(start, &flag))
+            .ok();
+        Running { stop, thread }
+    }
+
+    fn poll(&self, start: Instant, stop: &AtomicBool) -> Outcome {
+        let mut out = Outcome::default();
+        let deadline = start + self.within;
+        let mut next = Instant::now();
+        while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+            let at = Instant::now();
+            out.polls += 1;
+            // Each poll is bounded: a probe that stops answering cannot hold the run.
+            let limit = self
+                .every
+                .clamp(Duration::from_millis(200), Duration::from_secs(5));
+            match crate::http::get(&self.target, limit) {
+                Ok((200..=299, body)) => match serde_json::from_slice::<Value>(&body) {
+                    Ok(json) => {
+                        let (holds, found) = self.until.eval(&json);
+                        let t = at.saturating_duration_since(start);
+                        let progress = match &self.progress {
+                            Some(p) => p.query(&json).first().and_then(number),
+                            None => found.as_ref().and_then(number),
+                        };
+                        if let Some(v) = progress {
+                            out.timeline.push((t.as_secs_f64(), v));
+                        }
+                        out.last_value = found.map(|v| v.to_string());
+                        if holds {
+                            out.complete_at = Some(t);
+                            return out;
+                        }
+                    }
+                    Err(e) => failed(&mut out, format!("the answer is not JSON: {e}")),
+                },
+                Ok((status, _)) => failed(&mut out, format!("status {status}")),
+                Err(e) => failed(&mut out, e),
+            }
+            next += self.every;
+            let now = Instant::now();
+            if next > now {
+                sleep_until(next.min(deadline), stop);
+            } else {
+                next = now;
+            }
+        }
+        out
+    }
+}
+
+fn number(v: &Value) -> Option<f64> {
+    v.as_f64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+}
+
+fn failed(out: &mut Outcome, why: String) {
+    out.failed_polls += 1;
+    out.first_failure.get_or_insert(why);
+}
+
+/// Sleeps until `t`, waking early when `stop` is set.
+fn sleep_until(t: Instant, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        std::thread::sleep((t - now).min(Duration::from_millis(20)));
+    }
+}
+
+impl Running {
+    /// Waits for the probe to finish (complete, or out of time); `interrupt` ends the wait
+    /// early, keeping what was seen.
+    pub fn finish(mut self, interrupt: &AtomicBool) -> Outcome {
+        let Some(thread) = self.thread.take() else {
+            return Outcome::default();
+        };
+        while !thread.is_finished() {
+            if interrupt.load(Ordering::Relaxed) {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        thread.join().unwrap_or_default()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_parse_and_compare() {
+        let c = Condition::parse("$.sold >= 1000").unwrap();
+        assert!(c.eval(&serde_json::json!({"sold": 1000})).0);
+        assert!(!c.eval(&serde_json::json!({"sold": 999})).0);
+        assert!(
+            c.eval(&serde_json::json!({"sold": "1200"})).0,
+            "numbers as strings"
+        );
+        assert!(!c.eval(&serde_json::json!({})).0);
+        let s = Condition::parse(r#"$.state == "CONFIRMED""#).unwrap();
+        assert!(s.eval(&serde_json::json!({"state": "CONFIRMED"})).0);
+        assert!(!s.eval(&serde_json::json!({"state": "PENDING"})).0);
+        // A filter inside the path keeps its own comparison.
+        let f = Condition::parse(r#"$.jobs[?@.state == "done"].n > 2"#).unwrap();
+        assert!(
+            f.eval(&serde_json::json!({"jobs": [{"state": "done", "n": 3}]}))
+                .0
+        );
+        let ne = Condition::parse("$.lag != 0").unwrap();
+        assert!(ne.eval(&serde_json::json!({"lag": 4})).0);
+        for bad in ["$.sold", "$.sold >= lots", "sold >= 1", r#"$.state < "x""#] {
+            assert!(Condition::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
