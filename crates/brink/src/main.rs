@@ -7,6 +7,7 @@ mod exit;
 mod grpc_call;
 mod output;
 mod progress;
+mod proxy_check;
 mod record;
 mod resolve;
 mod signals;

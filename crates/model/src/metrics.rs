@@ -12,3 +12,13 @@ pub const THREADS: &str = "srv threads";
 pub const FDS: &str = "srv fds";
 /// Server sockets.
 pub const SOCKETS: &str = "srv sockets";
+/// Server CPU throttling: % of the cgroup's CFS periods that were throttled.
+pub const THROTTLED: &str = "srv throttled";
+/// Server context switches per second: voluntary (waiting) and involuntary (preempted).
+pub const CTX_VOL: &str = "srv ctx vol/s";
+pub const CTX_INVOL: &str = "srv ctx invol/s";
+/// This host's TCP listen-queue overflows and drops, and retransmitted segments, per second
+/// (from /proc/net: the whole network namespace, not only the service).
+pub const LISTEN_OVERFLOWS: &str = "host listen overflows/s";
+pub const LISTEN_DROPS: &str = "host listen drops/s";
+pub const RETRANSMITS: &str = "host retransmits/s";

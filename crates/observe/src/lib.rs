@@ -7,6 +7,8 @@
 pub mod completion;
 pub mod health;
 mod http;
+pub mod listener;
+pub mod netstat;
 pub mod procfs;
 pub mod prom;
 mod sampler;

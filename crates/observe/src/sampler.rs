@@ -4,6 +4,7 @@
 //! never an error.
 
 use crate::{procfs, prom, Source, CPU, FDS, RSS, SOCKETS, THREADS};
+use model::metrics::{CTX_INVOL, CTX_VOL, LISTEN_DROPS, LISTEN_OVERFLOWS, RETRANSMITS, THROTTLED};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -119,6 +120,25 @@ fn read(src: &Source, prev: &mut Prev, s: &mut Sample, period: Duration) {
                 s.values.insert(THREADS.into(), r.threads);
                 s.values.insert(FDS.into(), r.fds);
                 s.values.insert(SOCKETS.into(), r.sockets);
+                for (name, v) in [(CTX_VOL, r.ctx_vol), (CTX_INVOL, r.ctx_invol)] {
+                    if let Some(rate) = prev.rate(name, now, v) {
+                        s.values.insert(name.into(), rate);
+                    }
+                }
+                if let Some((periods, throttled)) = r.cfs {
+                    throttle(prev, s, now, periods, throttled);
+                }
+                if let Some(c) = crate::netstat::read() {
+                    for (name, v) in [
+                        (LISTEN_OVERFLOWS, c.listen_overflows),
+                        (LISTEN_DROPS, c.listen_drops),
+                        (RETRANSMITS, c.retransmits),
+                    ] {
+                        if let Some(rate) = prev.rate(name, now, v) {
+                            s.values.insert(name.into(), rate);
+                        }
+                    }
+                }
             }
             None => s.gaps.push(format!("pid {pid}: process not found")),
         },
@@ -148,6 +168,13 @@ fn read(src: &Source, prev: &mut Prev, s: &mut Sample, period: Duration) {
             if let Some(v) = THREAD_SERIES.iter().find_map(|t| scrape.value(t)) {
                 s.values.insert(THREADS.into(), v);
             }
+            // cAdvisor's view of a container's CPU limit, when the scrape has it.
+            if let (Some(periods), Some(throttled)) = (
+                scrape.value("container_cpu_cfs_periods_total"),
+                scrape.value("container_cpu_cfs_throttled_periods_total"),
+            ) {
+                throttle(prev, s, now, periods, throttled);
+            }
             for (name, series) in extra {
                 match scrape.value(series) {
                     Some(v) if scrape.is_counter(series) => {
@@ -161,6 +188,18 @@ fn read(src: &Source, prev: &mut Prev, s: &mut Sample, period: Duration) {
                     None => s.gaps.push(format!("{}: no series {series}", target.url())),
                 }
             }
+        }
+    }
+}
+
+/// The share of CFS periods throttled since the last reading, in %.
+fn throttle(prev: &mut Prev, s: &mut Sample, now: Instant, periods: f64, throttled: f64) {
+    let p = prev.rate("cfs periods", now, periods);
+    let t = prev.rate("cfs throttled", now, throttled);
+    if let (Some(p), Some(t)) = (p, t) {
+        if p > 0.0 {
+            s.values
+                .insert(THROTTLED.into(), (t / p * 100.0).min(100.0));
         }
     }
 }

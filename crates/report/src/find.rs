@@ -178,6 +178,25 @@ pub enum Finding {
         ok_rps: f64,
         knee: String,
     },
+    /// At `level` the server's cgroup was throttled in `throttled_percent` of its CPU periods
+    /// while it used `cpu_cores` cores on average: its CPU limit, not the host, was the limit.
+    CpuThrottled {
+        level: f64,
+        throttled_percent: f64,
+        cpu_cores: f64,
+    },
+    /// This host's TCP listen queues overflowed during the failing step at `level`.
+    AcceptQueueOverflow {
+        level: f64,
+        peak_per_s: f64,
+        mean_per_s: f64,
+    },
+    /// TCP retransmitted during the failing step at `level` while p99 reached `p99_ms`.
+    Retransmits {
+        level: f64,
+        peak_per_s: f64,
+        p99_ms: f64,
+    },
 }
 
 impl Finding {
@@ -217,6 +236,18 @@ impl Finding {
             ),
             Finding::Queueing { level, ok_rps, knee } => format!(
                 "queueing at ~{ok_rps:.0} req/s: the knee is at {} ({knee}); requests wait for something the service has a fixed amount of (workers, pool slots, CPU). Add --observe to see which",
+                lvl(*level)
+            ),
+            Finding::CpuThrottled { level, throttled_percent, cpu_cores } => format!(
+                "CPU-throttled: {throttled_percent:.0}% of periods throttled at {} while CPU averaged {cpu_cores:.1} core(s): the container's CPU limit (quota), not the host, is the limit: raise the limit or remove it",
+                lvl(*level)
+            ),
+            Finding::AcceptQueueOverflow { level, peak_per_s, mean_per_s } => format!(
+                "accept queue overflowed during the failing step at {} (up to {peak_per_s:.0}/s, {mean_per_s:.1}/s on average): connections arrived faster than the service accepted them: raise its listen backlog (and net.core.somaxconn) or accept faster",
+                lvl(*level)
+            ),
+            Finding::Retransmits { level, peak_per_s, p99_ms } => format!(
+                "TCP retransmissions during the failing step at {} (up to {peak_per_s:.0}/s) with p99 at {p99_ms:.0} ms: latency clusters at retransmission timeouts (200 ms minimum RTO, 1 s for a lost SYN): look for drops on the path (queues, conntrack, a proxy)",
                 lvl(*level)
             ),
         }

@@ -13,12 +13,23 @@
 //!   at the knee, CPU at least 80% and at least 90% of the search's peak (as when a model server's pods
 //!   need more CPU) versus CPU under 60% (the cause is elsewhere: pools, locks, connection
 //!   handling or the network path, as when a container network bridge was the limit);
-//! * **queueing**: throughput flat while latency grows, without server metrics to say why.
+//! * **queueing**: throughput flat while latency grows, without server metrics to say why;
+//! * **CPU-throttled** (cgroup `cpu.stat` or cAdvisor's CFS counters): at the knee (or the
+//!   first failing step) >= 10% of the CPU periods were throttled: a CPU quota is the limit
+//!   even when the CPU figure looks low;
+//! * **accept queue overflow**: this host's listen queues overflowed during the first
+//!   failing step (`/proc/net/netstat`);
+//! * **retransmissions**: TCP retransmitted during the first failing step and p99 reached
+//!   200 ms or more (the minimum retransmission timeout).
 
 use report::find::{Finding, KneeInfo, StepRow};
 use stats::{Bucket, ErrorKind};
 
 const SERVER_CPU: &str = model::metrics::CPU;
+/// Share of throttled CPU periods (%) that makes a CPU quota the finding.
+const THROTTLED_FINDING: f64 = 10.0;
+/// The minimum TCP retransmission timeout, ms.
+const MIN_RTO_MS: f64 = 200.0;
 
 /// What the summary and the diagnosis read of one step.
 #[derive(Clone, Copy)]
@@ -62,7 +73,31 @@ pub fn diagnose(knee: Option<&KneeInfo>, steps: &[StepFacts]) -> Vec<Finding> {
     if let Some(k) = knee {
         out.push(at_the_knee(k, steps));
     }
+    let judged = knee
+        .and_then(|k| steps.iter().find(|s| s.row.level == k.level))
+        .or(first_fail);
+    if let Some(s) = judged {
+        throttled(s, &mut out);
+    }
     out
+}
+
+/// A CPU quota throttling the service at `s`.
+fn throttled(s: &StepFacts, out: &mut Vec<Finding>) {
+    let Some(t) = s.row.observed.get(model::metrics::THROTTLED) else {
+        return;
+    };
+    if t.mean >= THROTTLED_FINDING {
+        out.push(Finding::CpuThrottled {
+            level: s.row.level,
+            throttled_percent: t.mean,
+            cpu_cores: s
+                .row
+                .observed
+                .get(SERVER_CPU)
+                .map_or(0.0, |c| c.mean / 100.0),
+        });
+    }
 }
 
 /// What the first failing step's errors say.
@@ -100,6 +135,23 @@ fn failing_step(s: &StepFacts, out: &mut Vec<Finding>) {
             timeouts,
             attempts: b.requests,
         });
+    }
+    let host = |name: &str| s.row.observed.get(name).filter(|o| o.peak > 0.0);
+    if let Some(o) = host(model::metrics::LISTEN_OVERFLOWS) {
+        out.push(Finding::AcceptQueueOverflow {
+            level,
+            peak_per_s: o.peak,
+            mean_per_s: o.mean,
+        });
+    }
+    if let Some(o) = host(model::metrics::RETRANSMITS) {
+        if s.row.p99 >= MIN_RTO_MS {
+            out.push(Finding::Retransmits {
+                level,
+                peak_per_s: o.peak,
+                p99_ms: s.row.p99,
+            });
+        }
     }
 }
 
@@ -332,5 +384,73 @@ mod tests {
             let steps = [step(8.0, true, at), step(16.0, true, peak)];
             assert_eq!(run(Some(8.0), &steps), [want], "{at:?} {peak:?}");
         }
+    }
+
+    #[test]
+    fn throttling_overflows_and_retransmits_are_quoted() {
+        let obs = |row: &mut StepRow, name: &str, peak: f64, mean: f64| {
+            row.observed.insert(name.into(), Observed { peak, mean });
+        };
+        // The knee step: 41% of periods throttled at 0.1 core; the failing step: the accept
+        // queue overflowed and segments were retransmitted while p99 reached 212 ms.
+        let mut knee = step(4.0, true, Some(10.0));
+        obs(&mut knee.row, model::metrics::THROTTLED, 55.0, 41.0);
+        let mut fail = step(8.0, false, Some(12.0));
+        fail.row.p99 = 212.0;
+        obs(&mut fail.row, model::metrics::LISTEN_OVERFLOWS, 312.0, 40.0);
+        obs(&mut fail.row, model::metrics::RETRANSMITS, 9.0, 3.0);
+        let f = run(Some(4.0), &[knee, fail]);
+        assert!(
+            f.contains(&Finding::AcceptQueueOverflow {
+                level: 8.0,
+                peak_per_s: 312.0,
+                mean_per_s: 40.0
+            }),
+            "{f:?}"
+        );
+        assert!(
+            f.contains(&Finding::Retransmits {
+                level: 8.0,
+                peak_per_s: 9.0,
+                p99_ms: 212.0
+            }),
+            "{f:?}"
+        );
+        assert!(
+            f.contains(&Finding::CpuThrottled {
+                level: 4.0,
+                throttled_percent: 41.0,
+                cpu_cores: 0.1
+            }),
+            "{f:?}"
+        );
+        let text = f
+            .iter()
+            .map(|x| x.describe(report::find::By::Connections))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            text.contains("CPU-throttled: 41% of periods throttled"),
+            "{text}"
+        );
+        assert!(text.contains("accept queue overflowed"), "{text}");
+
+        // Below the thresholds: no such findings.
+        let mut quiet = step(4.0, true, Some(10.0));
+        obs(&mut quiet.row, model::metrics::THROTTLED, 5.0, 2.0);
+        let mut fail = step(8.0, false, None);
+        fail.row.p99 = 20.0;
+        obs(&mut fail.row, model::metrics::RETRANSMITS, 2.0, 1.0);
+        obs(&mut fail.row, model::metrics::LISTEN_OVERFLOWS, 0.0, 0.0);
+        let f = run(Some(4.0), &[quiet, fail]);
+        assert!(
+            f.iter().all(|x| !matches!(
+                x,
+                Finding::CpuThrottled { .. }
+                    | Finding::AcceptQueueOverflow { .. }
+                    | Finding::Retransmits { .. }
+            )),
+            "{f:?}"
+        );
     }
 }

@@ -186,39 +186,33 @@ async fn answer(
 /// Serves `handler` over HTTP/2 (TLS when `opts.tls`).
 pub fn serve_grpc(opts: Options, handler: GrpcHandler) -> std::io::Result<Server> {
     let seq = Arc::new(AtomicU64::new(0));
-    spawn_server(
-        opts.threads,
-        opts.port,
-        (opts.tls, opts.mtls),
-        true,
-        move |sock, counters, acceptor| {
-            let (handler, counters, seq, acceptor) = (
-                handler.clone(),
-                counters.clone(),
-                seq.clone(),
-                acceptor.clone(),
-            );
-            let svc = service_fn(move |req| {
-                let (handler, counters) = (handler.clone(), counters.clone());
-                let n = seq.fetch_add(1, Ordering::Relaxed);
-                async move {
-                    counters.requests.fetch_add(1, Ordering::Relaxed);
-                    Ok::<_, Infallible>(answer(handler, n, req).await)
-                }
-            });
-            tokio::spawn(async move {
-                let builder = auto::Builder::new(TokioExecutor::new());
-                match acceptor {
-                    Some(a) => {
-                        if let Ok(tls) = a.accept(sock).await {
-                            let _ = builder.serve_connection(TokioIo::new(tls), svc).await;
-                        }
-                    }
-                    None => {
-                        let _ = builder.serve_connection(TokioIo::new(sock), svc).await;
+    spawn_server(&opts, true, move |sock, counters, acceptor| {
+        let (handler, counters, seq, acceptor) = (
+            handler.clone(),
+            counters.clone(),
+            seq.clone(),
+            acceptor.clone(),
+        );
+        let svc = service_fn(move |req| {
+            let (handler, counters) = (handler.clone(), counters.clone());
+            let n = seq.fetch_add(1, Ordering::Relaxed);
+            async move {
+                counters.requests.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, Infallible>(answer(handler, n, req).await)
+            }
+        });
+        tokio::spawn(async move {
+            let builder = auto::Builder::new(TokioExecutor::new());
+            match acceptor {
+                Some(a) => {
+                    if let Ok(tls) = a.accept(sock).await {
+                        let _ = builder.serve_connection(TokioIo::new(tls), svc).await;
                     }
                 }
-            });
-        },
-    )
+                None => {
+                    let _ = builder.serve_connection(TokioIo::new(sock), svc).await;
+                }
+            }
+        });
+    })
 }

@@ -51,64 +51,58 @@ impl Rotate {
 /// Serves `handler` with hyper (HTTP/1.1 + HTTP/2).
 pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
     let seq = Arc::new(AtomicU64::new(0));
-    spawn_server(
-        opts.threads,
-        opts.port,
-        (opts.tls, opts.mtls),
-        true,
-        move |sock, counters, acceptor| {
-            let (handler, counters, seq, acceptor) = (
-                handler.clone(),
-                counters.clone(),
-                seq.clone(),
-                acceptor.clone(),
-            );
-            let rotate = Arc::new(Rotate {
-                after: opts.rotate_after,
-                served: AtomicU64::new(0),
-                due: tokio::sync::Notify::new(),
-            });
-            let r = rotate.clone();
-            let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                let (handler, counters, seq) = (handler.clone(), counters.clone(), seq.clone());
-                r.served_one();
-                async move {
-                    let req = demo_service::OwnedReq::read(req).await;
-                    counters.requests.fetch_add(1, Ordering::Relaxed);
-                    let reply = handler(&req.as_req(seq.fetch_add(1, Ordering::Relaxed)));
-                    let (status, body) = match reply {
-                        Reply::Full {
-                            status,
-                            body,
-                            delay,
-                            ..
-                        } => {
-                            tokio::time::sleep(delay).await;
-                            (status, body)
-                        }
-                        _ => (500, b"unsupported reply".to_vec()),
-                    };
-                    let mut resp = hyper::Response::new(Full::new(Bytes::from(body)));
-                    *resp.status_mut() = hyper::StatusCode::from_u16(status)
-                        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-                    Ok::<_, Infallible>(resp)
-                }
-            });
-            tokio::spawn(async move {
-                let builder = auto::Builder::new(TokioExecutor::new());
-                match acceptor {
-                    Some(a) => {
-                        if let Ok(tls) = a.accept(sock).await {
-                            let conn = builder.serve_connection(TokioIo::new(tls), svc);
-                            rotate.serve(conn).await;
-                        }
+    spawn_server(&opts, true, move |sock, counters, acceptor| {
+        let (handler, counters, seq, acceptor) = (
+            handler.clone(),
+            counters.clone(),
+            seq.clone(),
+            acceptor.clone(),
+        );
+        let rotate = Arc::new(Rotate {
+            after: opts.rotate_after,
+            served: AtomicU64::new(0),
+            due: tokio::sync::Notify::new(),
+        });
+        let r = rotate.clone();
+        let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            let (handler, counters, seq) = (handler.clone(), counters.clone(), seq.clone());
+            r.served_one();
+            async move {
+                let req = demo_service::OwnedReq::read(req).await;
+                counters.requests.fetch_add(1, Ordering::Relaxed);
+                let reply = handler(&req.as_req(seq.fetch_add(1, Ordering::Relaxed)));
+                let (status, body) = match reply {
+                    Reply::Full {
+                        status,
+                        body,
+                        delay,
+                        ..
+                    } => {
+                        tokio::time::sleep(delay).await;
+                        (status, body)
                     }
-                    None => {
-                        let conn = builder.serve_connection(TokioIo::new(sock), svc);
+                    _ => (500, b"unsupported reply".to_vec()),
+                };
+                let mut resp = hyper::Response::new(Full::new(Bytes::from(body)));
+                *resp.status_mut() = hyper::StatusCode::from_u16(status)
+                    .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+                Ok::<_, Infallible>(resp)
+            }
+        });
+        tokio::spawn(async move {
+            let builder = auto::Builder::new(TokioExecutor::new());
+            match acceptor {
+                Some(a) => {
+                    if let Ok(tls) = a.accept(sock).await {
+                        let conn = builder.serve_connection(TokioIo::new(tls), svc);
                         rotate.serve(conn).await;
                     }
                 }
-            });
-        },
-    )
+                None => {
+                    let conn = builder.serve_connection(TokioIo::new(sock), svc);
+                    rotate.serve(conn).await;
+                }
+            }
+        });
+    })
 }

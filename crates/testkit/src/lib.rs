@@ -136,6 +136,11 @@ pub struct Options {
     /// Raw TLS server only: wait this long before each TLS handshake (a slow handshake, as
     /// behind an overloaded TLS terminator).
     pub handshake_delay: Duration,
+    /// The listen backlog (default 1024): a tiny one with `accept_pause` overflows the accept
+    /// queue for real.
+    pub backlog: u32,
+    /// Pause after each accept (a service that accepts slowly).
+    pub accept_pause: Duration,
 }
 
 impl Default for Options {
@@ -149,6 +154,8 @@ impl Default for Options {
             answer_before_body: false,
             rotate_after: None,
             handshake_delay: Duration::ZERO,
+            backlog: 1024,
+            accept_pause: Duration::ZERO,
         }
     }
 }
@@ -210,27 +217,26 @@ pub fn serve_with(opts: Options, handler: Handler) -> std::io::Result<Server> {
 /// Starts a runtime thread that accepts connections until the server is dropped, counts each,
 /// and hands it to `each` (called on the runtime, so it may spawn tasks) with the server's
 /// counters and TLS acceptor; shared by every server kind here.
-pub(crate) fn spawn_server<F>(
-    threads: usize,
-    port: u16,
-    tls: (bool, bool),
-    h2: bool,
-    each: F,
-) -> std::io::Result<Server>
+pub(crate) fn spawn_server<F>(opts: &Options, h2: bool, each: F) -> std::io::Result<Server>
 where
     F: Fn(tokio::net::TcpStream, &Arc<Counters>, &Option<tokio_rustls::TlsAcceptor>)
         + Send
         + 'static,
 {
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
+        .worker_threads(opts.threads.max(1))
         .enable_all()
         .build()?;
-    let std_listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
-    std_listener.set_nonblocking(true)?;
-    let addr = std_listener.local_addr()?;
-    let (acceptor, cert_pem, client) = if tls.0 {
-        let (a, pem, client) = tls::acceptor(h2, tls.1).map_err(std::io::Error::other)?;
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], opts.port)))?;
+    let listener = {
+        let _in_runtime = rt.enter();
+        socket.listen(opts.backlog)?
+    };
+    let addr = listener.local_addr()?;
+    let pause = opts.accept_pause;
+    let (acceptor, cert_pem, client) = if opts.tls {
+        let (a, pem, client) = tls::acceptor(h2, opts.mtls).map_err(std::io::Error::other)?;
         (Some(a), Some(pem), client)
     } else {
         (None, None, None)
@@ -242,10 +248,6 @@ where
         .name("testkit-server".into())
         .spawn(move || {
             rt.block_on(async move {
-                let listener = match tokio::net::TcpListener::from_std(std_listener) {
-                    Ok(l) => l,
-                    Err(e) => return eprintln!("testkit: cannot listen: {e}"),
-                };
                 loop {
                     let sock = tokio::select! {
                         _ = &mut stop_rx => break,
@@ -259,6 +261,9 @@ where
                     // the headers) must not wait for the client's delayed ACK.
                     let _ = sock.set_nodelay(true);
                     each(sock, &c, &acceptor);
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
                 }
             });
             rt.shutdown_background();

@@ -11,35 +11,29 @@ use tokio::sync::Semaphore;
 pub fn serve(opts: Options, handler: Handler) -> std::io::Result<Server> {
     let slots = opts.slots.map(|k| Arc::new(Semaphore::new(k)));
     let seq = Arc::new(AtomicU64::new(0));
-    spawn_server(
-        opts.threads,
-        opts.port,
-        (opts.tls, opts.mtls),
-        false,
-        move |sock, counters, acceptor| {
-            let _ = sock.set_nodelay(true);
-            let ctx = Ctx {
-                early: opts.answer_before_body,
-                handler: handler.clone(),
-                counters: counters.clone(),
-                slots: slots.clone(),
-                seq: seq.clone(),
-            };
-            let acceptor = acceptor.clone();
-            let delay = opts.handshake_delay;
-            tokio::spawn(async move {
-                match acceptor {
-                    Some(a) => {
-                        tokio::time::sleep(delay).await;
-                        if let Ok(tls) = a.accept(sock).await {
-                            connection(tls, ctx).await;
-                        }
+    spawn_server(&opts, false, move |sock, counters, acceptor| {
+        let _ = sock.set_nodelay(true);
+        let ctx = Ctx {
+            early: opts.answer_before_body,
+            handler: handler.clone(),
+            counters: counters.clone(),
+            slots: slots.clone(),
+            seq: seq.clone(),
+        };
+        let acceptor = acceptor.clone();
+        let delay = opts.handshake_delay;
+        tokio::spawn(async move {
+            match acceptor {
+                Some(a) => {
+                    tokio::time::sleep(delay).await;
+                    if let Ok(tls) = a.accept(sock).await {
+                        connection(tls, ctx).await;
                     }
-                    None => connection(sock, ctx).await,
                 }
-            });
-        },
-    )
+                None => connection(sock, ctx).await,
+            }
+        });
+    })
 }
 
 struct Ctx {

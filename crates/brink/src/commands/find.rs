@@ -158,6 +158,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
 /// objectives. `brink demo` calls this directly.
 pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, Fail> {
     runner::preflight(std::slice::from_ref(&job))?;
+    crate::proxy_check::warn_about_proxies(std::slice::from_ref(&job));
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
     let how = format!(
         "by {} from {} to {}",

@@ -44,6 +44,7 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     }
     let RunConfig { jobs, session } = run_config(a)?;
     runner::preflight(&jobs)?;
+    crate::proxy_check::warn_about_proxies(&jobs);
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
     let meta = crate::record::meta("run", &jobs, None, &session.recording);
     sinks.push(Box::new(crate::record::Recorder::new(

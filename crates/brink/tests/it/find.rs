@@ -570,3 +570,46 @@ fn a_plain_run_says_when_the_generator_was_the_limit() {
     assert!(g["busy_percent"].as_f64().unwrap() < 50.0, "{g}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("WARNING"));
 }
+
+#[test]
+fn an_overflowing_accept_queue_is_diagnosed() {
+    // A listen backlog of 1 and an accept every 25 ms: new connections (no keep-alive) soon
+    // arrive faster than they are accepted, and the kernel counts the overflows for real.
+    let srv = testkit::serve_with(
+        Options {
+            backlog: 1,
+            accept_pause: Duration::from_millis(25),
+            ..Options::default()
+        },
+        testkit::handlers::fixed(Duration::ZERO),
+    )
+    .unwrap();
+    let pid = format!("pid={}", std::process::id());
+    let (code, r, text) = find(
+        &[
+            &srv.url("/"),
+            "--no-keepalive",
+            "--slo",
+            "p99<100ms",
+            "--to",
+            "32",
+            "--step",
+            "3s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--observe",
+            &pid,
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    assert!(
+        rules(&r["find"]).contains(&"accept_queue_overflow".to_string()),
+        "{}\n{text}",
+        r["find"]["findings"]
+    );
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
+    assert!(problems.is_empty(), "{problems:?}");
+}

@@ -864,3 +864,60 @@ fn user_visible_text_never_cites_research_notes() {
         }
     }
 }
+
+#[test]
+fn a_port_served_by_a_userland_proxy_is_named() {
+    // A listener whose process is called docker-proxy (Python, run through a link by that name),
+    // answering every request: brink warns that the proxy, not the service, is measured.
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = dir.path().join("docker-proxy");
+    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let Some(python) = python else {
+        eprintln!("skipped: no python3 here");
+        return;
+    };
+    std::os::unix::fs::symlink(python, &proxy).unwrap();
+    let script = [
+        "import http.server",
+        "class H(http.server.BaseHTTPRequestHandler):",
+        "    protocol_version = 'HTTP/1.1'",
+        "    def do_GET(self):",
+        "        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')",
+        "    def log_message(self, *a): pass",
+        "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)",
+        "print(s.server_address[1], flush=True)",
+        "s.serve_forever()",
+    ]
+    .join("\n");
+    let mut child = std::process::Command::new(&proxy)
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let url = format!("http://127.0.0.1:{}/", port.trim());
+    let out = brink()
+        .args(["run", &url, "-n", "5", "-c", "1", "-q"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("is served by docker-proxy (pid "), "{err}");
+    // The same server under its own name draws no warning.
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let out = brink()
+        .args(["run", &srv.url("/"), "-n", "5", "-q"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("served by"));
+}
