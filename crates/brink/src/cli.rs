@@ -263,6 +263,35 @@ pub struct FindArgs {
     /// How long a stuck service may take to answer the health probe again.
     #[arg(long, default_value = "60s")]
     pub recovery: String,
+    /// After the search, re-run a step at the maximum sustainable level (and one at the first
+    /// failing level) and run this command (sh -c) during it, e.g. a profiler or a thread dump.
+    /// It gets BRINK_LEVEL, BRINK_STEP, BRINK_DURATION_S, BRINK_OUT_DIR, BRINK_RUN_ID.
+    #[arg(long = "at-peak", value_name = "CMD")]
+    pub at_peak: Option<String>,
+    /// Run this command during every step of the search.
+    #[arg(long = "hook-each-step", value_name = "CMD")]
+    pub hook_each_step: Option<String>,
+    /// Run this command after each failing step.
+    #[arg(long = "hook-on-fail", value_name = "CMD")]
+    pub hook_on_fail: Option<String>,
+    /// Run this command after the search.
+    #[arg(long = "hook-after", value_name = "CMD")]
+    pub hook_after: Option<String>,
+    /// How far into its step a hook starts (default 0.5: halfway).
+    #[arg(long = "hook-at", value_name = "SHARE", default_value = "0.5")]
+    pub hook_at: f64,
+    /// A hook still running after this long is stopped, its whole process group (default 60s).
+    #[arg(long = "hook-timeout", default_value = "60s")]
+    pub hook_timeout: String,
+    /// A hook that fails (non-zero, timed out, did not start) fails the command (exit 1).
+    #[arg(long = "hook-required")]
+    pub hook_required: bool,
+    /// Where hooks write their output (default brink-hooks/RUN_ID).
+    #[arg(long = "hooks-dir", value_name = "DIR")]
+    pub hooks_dir: Option<PathBuf>,
+    /// Print the search and the hooks that would run, and run nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -593,6 +593,8 @@ mod tests {
             findings: Vec::new(),
             stopped: String::new(),
             stop: None,
+            hooks: Vec::new(),
+            captures: Vec::new(),
         }
     }
 

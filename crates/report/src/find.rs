@@ -58,6 +58,35 @@ pub struct FindResult {
     /// Why the search ended, typed (absent in results written before it was added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,
+    /// Hooks that ran (`--at-peak`, plan `hooks:`), in the order they started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRun>,
+    /// The capture steps re-run for the peak hook (at the maximum sustainable level and the
+    /// first failing one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<StepRow>,
+}
+
+/// One hook that ran: when (seconds from the start of the command), where, and how it ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HookRun {
+    /// peak, each_step, on_fail or after.
+    pub hook: String,
+    pub command: String,
+    /// The step it ran in or after (`peak`, `first fail`, `step 16 connections`, `search`).
+    pub step: String,
+    pub level: f64,
+    pub started_s: f64,
+    pub ended_s: f64,
+    /// `null` when it did not start or was killed by a signal.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Files with its output.
+    pub stdout: String,
+    pub stderr: String,
+    pub required: bool,
 }
 
 /// Why a search is over. Levels are in the search's unit (connections or req/s).

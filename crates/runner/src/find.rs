@@ -35,6 +35,10 @@ pub struct Search {
     pub health: Target,
     pub recovery: Duration,
     pub pool: usize,
+    /// Commands at chosen moments (a profiler at the peak).
+    pub hooks: crate::hooks::Hooks,
+    /// Names the run in the hooks' environment.
+    pub run_id: String,
 }
 
 /// Runs the search of `job` with `search`'s settings, observing the server as `observing`
@@ -76,12 +80,11 @@ pub fn search_job(
         sinks,
         steps: Vec::new(),
         sampler: sampler.as_ref(),
+        hook_runs: Vec::new(),
+        origin: Instant::now(),
     };
     let stop = ctl.search();
-    let steps = ctl.steps;
-    if let Some(s) = sampler {
-        s.stop();
-    }
+    let steps = std::mem::take(&mut ctl.steps);
     let facts: Vec<search::StepFacts> = steps
         .iter()
         .map(|s| search::StepFacts {
@@ -100,6 +103,16 @@ pub fn search_job(
         search.recovery.as_secs_f64(),
     );
     drop(facts);
+    let mut find = find;
+    ctl.steps = steps;
+    find.captures = ctl.captures(&find);
+    ctl.after_hook();
+    find.hooks = std::mem::take(&mut ctl.hook_runs);
+    let steps = std::mem::take(&mut ctl.steps);
+    drop(ctl);
+    if let Some(s) = sampler {
+        s.stop();
+    }
     let runs = steps.into_iter().map(|s| (s.scenario, s.totals)).collect();
     let mut result = RunResult::new(started, seed, runs)
         .ok_or_else(|| Error("the search ran no step".into()))?;
@@ -114,6 +127,10 @@ struct Controller<'a> {
     sinks: &'a mut Sinks,
     steps: Vec<Step>,
     sampler: Option<&'a observe::Sampler>,
+    /// Hooks that ran, in order.
+    hook_runs: Vec<report::find::HookRun>,
+    /// When the search started (hook times are from here).
+    origin: Instant,
 }
 
 impl Controller<'_> {
@@ -130,6 +147,92 @@ impl Controller<'_> {
     }
 }
 
+impl Controller<'_> {
+    fn moment<'m>(&'m self, hook: &'m str, step: &'m str, level: f64) -> crate::hooks::Moment<'m> {
+        crate::hooks::Moment {
+            hook,
+            step,
+            level,
+            duration: self.search.step,
+            run_id: &self.search.run_id,
+        }
+    }
+
+    /// Starts `h` its share into the step about to run.
+    fn start_hook(
+        &self,
+        h: &crate::hooks::Hook,
+        hook: &str,
+        step: &str,
+        level: f64,
+    ) -> crate::hooks::Pending {
+        let delay = self.search.step.mul_f64(h.at.clamp(0.0, 1.0));
+        let m = self.moment(hook, step, level);
+        crate::hooks::start(h, &m, &self.search.hooks.out_dir, delay, self.origin)
+    }
+
+    fn run_hook_now(&mut self, h: &crate::hooks::Hook, hook: &str, step: &str, level: f64) {
+        let r = crate::hooks::run(
+            h,
+            &self.moment(hook, step, level),
+            &self.search.hooks.out_dir,
+            self.origin,
+        );
+        self.hook_runs.push(r);
+    }
+
+    fn collect(&mut self, pending: Option<crate::hooks::Pending>) {
+        if let Some(r) = pending.and_then(crate::hooks::Pending::join) {
+            self.hook_runs.push(r);
+        }
+    }
+
+    /// With a peak hook: a capture step at the maximum sustainable level and one at the first
+    /// failing level, each with the hook running its share into the step.
+    fn captures(&mut self, find: &report::find::FindResult) -> Vec<StepRow> {
+        let Some(h) = self.search.hooks.peak.clone() else {
+            return Vec::new();
+        };
+        let first_fail = find
+            .steps
+            .iter()
+            .filter(|s| !s.pass && !s.interrupted)
+            .map(|s| s.level)
+            .fold(None, |m: Option<f64>, l| Some(m.map_or(l, |m| m.min(l))));
+        let levels = [
+            ("peak", find.max_sustainable.as_ref().map(|m| m.level)),
+            ("first fail", first_fail),
+        ];
+        let mut rows = Vec::new();
+        for (label, level) in levels {
+            let Some(level) = level else { continue };
+            if self.interrupt.load(Ordering::Relaxed)
+                || !crate::suite::pause(self.search.cooldown, self.interrupt)
+            {
+                break;
+            }
+            let pending = self.start_hook(&h, "peak", label, level);
+            let step = run_step(self.job, self.search, level, self.interrupt, self.sinks);
+            self.collect(Some(pending));
+            if let Ok(step) = step {
+                let mut row = step.row;
+                row.reason = format!("capture ({label}) {}", row.reason)
+                    .trim()
+                    .to_string();
+                rows.push(row);
+            }
+        }
+        rows
+    }
+
+    fn after_hook(&mut self) {
+        if let Some(h) = self.search.hooks.after.clone() {
+            let level = self.steps.last().map_or(0.0, |s| s.row.level);
+            self.run_hook_now(&h, "after", "search", level);
+        }
+    }
+}
+
 impl search::StepRunner for Controller<'_> {
     /// Runs one step and says what it means for the search; `Err` when it could not run
     /// (interrupted in the cooldown, or the run failed to start).
@@ -141,8 +244,16 @@ impl search::StepRunner for Controller<'_> {
             return Err(search::Stop::Interrupted);
         }
         let from = Instant::now();
-        let mut step = run_step(self.job, self.search, level, self.interrupt, self.sinks)
-            .map_err(|f| search::Stop::StepFailed { why: f.0 })?;
+        let name = format!("step {}", self.search.by.describe(level));
+        let during = self
+            .search
+            .hooks
+            .each_step
+            .as_ref()
+            .map(|h| self.start_hook(h, "each_step", &name, level));
+        let step = run_step(self.job, self.search, level, self.interrupt, self.sinks);
+        self.collect(during);
+        let mut step = step.map_err(|f| search::Stop::StepFailed { why: f.0 })?;
         crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
         step.row.observed = step.scenario.observed.clone();
         let interrupted = step.scenario.interrupted;
@@ -152,6 +263,11 @@ impl search::StepRunner for Controller<'_> {
             if probe::wait_for_recovery(&self.search.health, self.search.recovery, &stop).is_none()
             {
                 step.stuck = true;
+            }
+        }
+        if !step.row.pass && !interrupted {
+            if let Some(h) = self.search.hooks.on_fail.clone() {
+                self.run_hook_now(&h, "on_fail", &name, level);
             }
         }
         let outcome = search::Outcome {

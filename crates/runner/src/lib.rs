@@ -8,6 +8,7 @@
 //! remote workers will be another runner of the same jobs, behind `search::StepRunner`.
 
 mod find;
+pub mod hooks;
 mod outcome;
 mod sink;
 mod step;

@@ -71,6 +71,8 @@ pub fn summarise(
         findings: Vec::new(),
         stopped: stop.describe(by, recovery_s),
         stop: Some(stop),
+        hooks: Vec::new(),
+        captures: Vec::new(),
     };
     find.findings = diagnose(find.knee.as_ref(), steps);
     find.diagnosis = find.findings.iter().map(|x| x.describe(by)).collect();

@@ -72,6 +72,8 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         health: job.spec.target.clone(),
         recovery: Duration::from_secs(60),
         pool: 1000,
+        hooks: runner::hooks::Hooks::default(),
+        run_id: String::new(),
     };
     emitln!(
         "running: brink find {url} --slo {} --slo {} --to 256 --step {} --warmup 1s --cooldown 0s --observe {metrics}",

@@ -12,6 +12,7 @@ use report::find::By;
 use report::find::Finding;
 use runner::{Event, Search};
 use stats::slo::Slo;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Objectives used when neither the plan nor `--slo` gives any.
@@ -107,6 +108,7 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
         Some(c) => plan::load::connections("-c", c).map_err(Fail::input)?,
         None => 1000,
     };
+    let run_id = crate::trace_flags::run_id(u64::from(std::process::id()));
     let most = if by_rate { pool } else { to as usize };
     crate::resolve::check_open_files(&most.to_string(), most)?;
     Ok(Search {
@@ -120,7 +122,75 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
         health,
         recovery: dur("--recovery", &a.recovery)?,
         pool,
+        hooks: hooks(a, &run_id)?,
+        run_id,
     })
+}
+
+/// `--at-peak`, `--hook-each-step`, `--hook-on-fail`, `--hook-after` with their settings.
+fn hooks(a: &FindArgs, run_id: &str) -> Result<runner::hooks::Hooks, Fail> {
+    if !(0.0..=1.0).contains(&a.hook_at) {
+        return Err(Fail::input(format!(
+            "--hook-at {}: a share of the step, from 0 to 1",
+            a.hook_at
+        )));
+    }
+    let timeout = plan::parse_duration(&a.hook_timeout)
+        .map_err(|e| Fail::input(format!("--hook-timeout: {e}")))?;
+    let hook = |cmd: &Option<String>| {
+        cmd.as_ref().map(|c| runner::hooks::Hook {
+            command: c.clone(),
+            at: a.hook_at,
+            timeout,
+            required: a.hook_required,
+        })
+    };
+    Ok(runner::hooks::Hooks {
+        peak: hook(&a.at_peak),
+        each_step: hook(&a.hook_each_step),
+        on_fail: hook(&a.hook_on_fail),
+        after: hook(&a.hook_after),
+        out_dir: a
+            .hooks_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("brink-hooks").join(run_id)),
+        dry_run: a.dry_run,
+    })
+}
+
+/// `--dry-run`: the search and each hook, with when it would run and what it would get.
+fn dry_run(search: &Search) -> String {
+    let mut o = format!(
+        "find by {} from {} to {}, {}s steps; hooks write to {}\n",
+        search.by.name(),
+        search.by.cell(search.from),
+        search.by.cell(search.to),
+        search.step.as_secs_f64(),
+        search.hooks.out_dir.display()
+    );
+    let h = &search.hooks;
+    for (name, hook, when) in [
+        ("peak", &h.peak, "during a capture step at the maximum sustainable level, and one at the first failing level"),
+        ("each_step", &h.each_step, "during every step"),
+        ("on_fail", &h.on_fail, "after each failing step"),
+        ("after", &h.after, "after the search"),
+    ] {
+        if let Some(k) = hook {
+            let at = if matches!(name, "peak" | "each_step") {
+                format!(", {:.0}% into the step", k.at * 100.0)
+            } else {
+                String::new()
+            };
+            o.push_str(&format!(
+                "  {name}: sh -c {:?} {when}{at}; stopped after {:.0}s{}\n",
+                k.command,
+                k.timeout.as_secs_f64(),
+                if k.required { "; required" } else { "" }
+            ));
+        }
+    }
+    o.push_str("  environment: BRINK_HOOK, BRINK_LEVEL, BRINK_STEP, BRINK_DURATION_S, BRINK_OUT_DIR, BRINK_RUN_ID\n");
+    o
 }
 
 /// The job the search steps, out of `all`: the URL's, or the chosen scenario of the plan.
@@ -150,6 +220,10 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     let RunConfig { jobs, session } = run_config(&a.run)?;
     let job = base_job(a, jobs)?;
     let search = settings(a, &job)?;
+    if a.dry_run {
+        crate::console::emit(&dry_run(&search));
+        return Ok(0);
+    }
     run_search(&session, job, &search)
 }
 
@@ -186,13 +260,38 @@ pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, F
         &mut sinks,
     )?;
     sinks.emit(&Event::Finished(&result))?;
+    let hooks_failed = hook_warnings(&result);
     let code = if interrupt.load(std::sync::atomic::Ordering::Relaxed) {
         INTERRUPTED
+    } else if hooks_failed {
+        SLO_FAILED
     } else {
         search_code(&result)
     };
     sinks.show(&Event::Exit(code));
     Ok(code)
+}
+
+/// Warns about each hook that failed; true when a required one did.
+fn hook_warnings(result: &report::RunResult) -> bool {
+    let Some(find) = &result.find else {
+        return false;
+    };
+    let mut required_failed = false;
+    for h in find.hooks.iter().filter(|h| runner::hooks::failed(h)) {
+        let how = match (&h.error, h.timed_out, h.exit_code) {
+            (Some(e), _, _) => e.clone(),
+            (None, true, _) => "timed out and was stopped".to_string(),
+            (None, false, Some(c)) => format!("exited with {c}"),
+            (None, false, None) => "was killed by a signal".to_string(),
+        };
+        crate::console::warn(&format!(
+            "hook {} ({}) at {}: {how}; its output: {}",
+            h.hook, h.command, h.step, h.stderr
+        ));
+        required_failed |= h.required;
+    }
+    required_failed
 }
 
 /// 1 when the service got stuck or no level held the objectives, else 0.

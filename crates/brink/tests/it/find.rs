@@ -613,3 +613,146 @@ fn an_overflowing_accept_queue_is_diagnosed() {
     let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
     assert!(problems.is_empty(), "{problems:?}");
 }
+
+#[test]
+fn a_hook_runs_during_the_capture_step_at_the_peak() {
+    // Arrival times at the server, to see that load was running while the hook ran.
+    let arrivals: Arc<std::sync::Mutex<Vec<f64>>> = Arc::default();
+    let a = arrivals.clone();
+    let srv = testkit::serve_with(
+        Options {
+            slots: Some(4),
+            ..Options::default()
+        },
+        Arc::new(move |_: &Req| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs_f64();
+            a.lock().unwrap().push(now);
+            Reply::Full {
+                status: 200,
+                body: b"ok".to_vec(),
+                delay: Duration::from_millis(5),
+                slot: true,
+                close: false,
+            }
+        }),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hooks_dir = dir.path().join("hooks");
+    let hook = "date +%s.%N > \"$BRINK_OUT_DIR/at-$BRINK_STEP\"; echo \"$BRINK_LEVEL $BRINK_DURATION_S $BRINK_RUN_ID\"";
+    let mut args = vec![
+        srv.url("/"),
+        "--slo".into(),
+        "p99<20ms".into(),
+        "--to".into(),
+        "16".into(),
+        "--step".into(),
+        "2s".into(),
+        "--warmup".into(),
+        "1s".into(),
+        "--cooldown".into(),
+        "0s".into(),
+        "--precision".into(),
+        "30%".into(),
+        "--at-peak".into(),
+        hook.into(),
+        "--hooks-dir".into(),
+        hooks_dir.to_str().unwrap().into(),
+    ];
+    // --dry-run says what would run and sends nothing.
+    let mut dry: Vec<&str> = args.iter().map(String::as_str).collect();
+    dry.push("--dry-run");
+    let out = brink().arg("find").args(&dry).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("peak: sh -c") && text.contains("50% into the step"),
+        "{text}"
+    );
+    assert_eq!(srv.counters.requests(), 0, "a dry run sends nothing");
+
+    args.push("-q".into());
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, r, text) = find(&refs, Duration::from_secs(120));
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    let f = &r["find"];
+    let peak = f["max_sustainable"]["level"]
+        .as_f64()
+        .expect("a sustainable level");
+    let hooks = f["hooks"].as_array().unwrap();
+    let at_peak = hooks
+        .iter()
+        .find(|h| h["step"] == "peak")
+        .expect("the peak hook ran");
+    assert_eq!(at_peak["exit_code"], 0, "{at_peak}");
+    let out = std::fs::read_to_string(at_peak["stdout"].as_str().unwrap()).unwrap();
+    assert!(
+        out.starts_with(&format!("{peak} 2 ")),
+        "values come as environment: {out}"
+    );
+    assert_eq!(
+        f["captures"].as_array().map(Vec::len),
+        Some(hooks.len()),
+        "{f}"
+    );
+    // The hook ran halfway into a step the server was busy with: requests arrived just
+    // before and just after it.
+    let t: f64 = std::fs::read_to_string(hooks_dir.join("at-peak"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let arrivals = arrivals.lock().unwrap();
+    let around = |from: f64, to: f64| arrivals.iter().filter(|&&x| x >= from && x < to).count();
+    assert!(
+        around(t - 0.3, t) > 10 && around(t, t + 0.3) > 10,
+        "load around the hook at {t}"
+    );
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn a_failing_hook_warns_and_fails_the_command_only_when_required() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        srv.url("/"),
+        "--to".into(),
+        "1".into(),
+        "--step".into(),
+        "2s".into(),
+        "--warmup".into(),
+        "1s".into(),
+        "--hook-after".into(),
+        "echo broke >&2; exit 7".into(),
+        "--hooks-dir".into(),
+        dir.path().to_str().unwrap().into(),
+        "-q".into(),
+    ];
+    for (required, want) in [(false, 0), (true, 1)] {
+        let mut args: Vec<&str> = base.iter().map(String::as_str).collect();
+        if required {
+            args.push("--hook-required");
+        }
+        let out = brink()
+            .arg("find")
+            .args(&args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(want), "{err}");
+        assert!(
+            err.contains("hook after (echo broke >&2; exit 7) at search: exited with 7"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("after-search.err")).unwrap(),
+        "broke\n"
+    );
+}
