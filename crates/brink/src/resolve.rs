@@ -66,6 +66,8 @@ pub struct Session {
 pub struct RunConfig {
     pub jobs: Vec<Job>,
     pub session: Session,
+    /// A plan's hooks (`brink find` runs them).
+    pub hooks: plan::Hooks,
 }
 
 /// Checks `brink run`'s flags (and plan) into a [`RunConfig`].
@@ -75,9 +77,10 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig, Fail> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
     });
-    let jobs = jobs(a, seed)?;
+    let (jobs, hooks) = jobs(a, seed)?;
     Ok(RunConfig {
         jobs,
+        hooks,
         session: Session {
             seed,
             quiet: a.quiet,
@@ -178,7 +181,7 @@ fn flag_slos(a: &RunArgs) -> Result<Vec<Slo>, Fail> {
 }
 
 /// Builds the jobs for `brink run`.
-fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
+fn jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
     if is_plan(&a.url) {
         return plan_jobs(a, seed);
     }
@@ -213,16 +216,17 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
     let completion = completion(a, &spec.target)?;
     let slos = flag_slos(a)?;
     needs_probe(&slos, completion.is_some(), "--complete-when")?;
-    Ok(vec![Job {
+    let job = Job {
         completion,
         name: "run".to_string(),
         spec,
         slos,
         pause: Duration::ZERO,
-    }])
+    };
+    Ok((vec![job], plan::Hooks::default()))
 }
 
-fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
+fn plan_jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
     crate::grpc_call::refuse_flags(a, true)?;
     if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
@@ -258,7 +262,9 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
         .as_deref()
         .map(|t| Target::parse(t).map_err(|e| Fail::input(format!("--target: {e}"))))
         .transpose()?;
-    plan.scenarios
+    let hooks = plan.hooks.clone();
+    let jobs = plan
+        .scenarios
         .into_iter()
         .filter(|s| a.only.is_empty() || a.only.contains(&s.name))
         .map(|s| {
@@ -292,7 +298,8 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Vec<Job>, Fail> {
                 pause: s.pause,
             })
         })
-        .collect()
+        .collect::<Result<Vec<Job>, Fail>>()?;
+    Ok((jobs, hooks))
 }
 
 /// `--insecure`, `--cacert`, `--cert`/`--key` and `--authority`, checked: the files exist, the

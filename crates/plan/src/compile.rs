@@ -53,6 +53,26 @@ pub struct Scenario {
 pub struct Plan {
     pub file: String,
     pub scenarios: Vec<Scenario>,
+    /// Commands at moments of a capacity search.
+    pub hooks: Hooks,
+}
+
+/// A plan's hooks (see `brink find`), checked.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Hooks {
+    pub peak: Option<HookSpec>,
+    pub each_step: Option<HookSpec>,
+    pub on_fail: Option<HookSpec>,
+    pub after: Option<HookSpec>,
+}
+
+/// One hook as the plan gives it; what it leaves out, the command line decides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HookSpec {
+    pub command: String,
+    pub at: Option<f64>,
+    pub timeout: Option<Duration>,
+    pub required: bool,
 }
 
 /// Asks a gRPC server's reflection for a service (a plan step without `proto`/`protoset`):
@@ -130,6 +150,7 @@ pub fn parse_with(
     Ok(Plan {
         file: file.to_string(),
         scenarios,
+        hooks: cx.hooks(&raw.hooks)?,
     })
 }
 
@@ -358,6 +379,49 @@ impl Cx<'_> {
             pause,
             settings,
             completion,
+        })
+    }
+
+    fn hooks(&self, h: &crate::file::RawHooks) -> Result<Hooks, PlanError> {
+        let one = |x: &Option<S<crate::file::RawHook>>| -> Result<Option<HookSpec>, PlanError> {
+            let Some(x) = x else { return Ok(None) };
+            Ok(Some(match &x.value {
+                crate::file::RawHook::Command(c) => HookSpec {
+                    command: c.clone(),
+                    at: None,
+                    timeout: None,
+                    required: false,
+                },
+                crate::file::RawHook::Full {
+                    run,
+                    at,
+                    timeout,
+                    required,
+                } => {
+                    if let Some(a) = at {
+                        if !(0.0..=1.0).contains(a) {
+                            return Err(
+                                self.err(x, format!("at: {a} is not a share of the step (0 to 1)"))
+                            );
+                        }
+                    }
+                    HookSpec {
+                        command: run.clone(),
+                        at: *at,
+                        timeout: timeout
+                            .as_ref()
+                            .map(|t| self.duration(x, t, "timeout"))
+                            .transpose()?,
+                        required: *required,
+                    }
+                }
+            }))
+        };
+        Ok(Hooks {
+            peak: one(&h.peak)?,
+            each_step: one(&h.each_step)?,
+            on_fail: one(&h.on_fail)?,
+            after: one(&h.after)?,
         })
     }
 

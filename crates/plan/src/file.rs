@@ -17,6 +17,9 @@
 //!   keepalive: true
 //! data:
 //!   users: { csv: users.csv, per: iteration }   # per: iteration (next row each time) | vu
+//! hooks:                                 # brink find: commands at moments of the search
+//!   peak: { run: "./profile.sh", at: 0.5, timeout: 60s, required: false }
+//!   after: "./collect-logs.sh"           # also each_step, on_fail
 //! scenarios:
 //!   - name: register
 //!     load: { connections: 50, requests: 300 }  # connections, rate, stages, duration, requests
@@ -77,6 +80,33 @@ pub struct RawPlan {
     #[serde(default)]
     pub data: BTreeMap<String, S<RawData>>,
     pub scenarios: S<Vec<S<RawScenario>>>,
+    /// Commands at moments of a capacity search (`brink find`).
+    #[serde(default)]
+    pub hooks: RawHooks,
+}
+
+/// `hooks: { peak: CMD, each_step: ..., on_fail: ..., after: ... }`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHooks {
+    pub peak: Option<S<RawHook>>,
+    pub each_step: Option<S<RawHook>>,
+    pub on_fail: Option<S<RawHook>>,
+    pub after: Option<S<RawHook>>,
+}
+
+/// A hook: the command, or `{ run: CMD, at: 0.5, timeout: 60s, required: true }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawHook {
+    Command(String),
+    Full {
+        run: String,
+        at: Option<f64>,
+        timeout: Option<String>,
+        #[serde(default)]
+        required: bool,
+    },
 }
 
 /// Settings a plan's `defaults:` and each scenario may set.

@@ -11,7 +11,8 @@ mod grpc_step;
 pub mod load;
 
 pub use compile::{
-    load_file, load_file_with, parse, parse_with, Plan, Reflect, Scenario, Settings,
+    load_file, load_file_with, parse, parse_with, HookSpec, Hooks, Plan, Reflect, Scenario,
+    Settings,
 };
 pub use error::PlanError;
 pub use load::{LoadInput, DEFAULT_CONNECTIONS, DEFAULT_DURATION};

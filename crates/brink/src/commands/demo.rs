@@ -57,7 +57,9 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     let step = plan::parse_duration(&a.step).map_err(|e| Fail::input(format!("--step: {e}")))?;
     let warmup = Duration::from_secs(1);
     super::find::check_step(&a.step, step, "1s", warmup)?;
-    let RunConfig { mut jobs, session } = run_config(&run)?;
+    let RunConfig {
+        mut jobs, session, ..
+    } = run_config(&run)?;
     let job = jobs
         .pop()
         .ok_or_else(|| Fail::input("demo: no job for the demo URL"))?;

@@ -52,7 +52,7 @@ pub fn check_step(
     Ok(())
 }
 
-fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
+fn settings(a: &FindArgs, job: &Job, plan_hooks: &plan::Hooks) -> Result<Search, Fail> {
     let by = a.by;
     let by_rate = by == By::Rate;
     let r = &a.run;
@@ -122,13 +122,18 @@ fn settings(a: &FindArgs, job: &Job) -> Result<Search, Fail> {
         health,
         recovery: dur("--recovery", &a.recovery)?,
         pool,
-        hooks: hooks(a, &run_id)?,
+        hooks: hooks(a, &run_id, plan_hooks)?,
         run_id,
     })
 }
 
-/// `--at-peak`, `--hook-each-step`, `--hook-on-fail`, `--hook-after` with their settings.
-fn hooks(a: &FindArgs, run_id: &str) -> Result<runner::hooks::Hooks, Fail> {
+/// `--at-peak`, `--hook-each-step`, `--hook-on-fail`, `--hook-after` with their settings; a
+/// plan's `hooks:` where no flag names the same hook.
+fn hooks(
+    a: &FindArgs,
+    run_id: &str,
+    plan_hooks: &plan::Hooks,
+) -> Result<runner::hooks::Hooks, Fail> {
     if !(0.0..=1.0).contains(&a.hook_at) {
         return Err(Fail::input(format!(
             "--hook-at {}: a share of the step, from 0 to 1",
@@ -137,19 +142,26 @@ fn hooks(a: &FindArgs, run_id: &str) -> Result<runner::hooks::Hooks, Fail> {
     }
     let timeout = plan::parse_duration(&a.hook_timeout)
         .map_err(|e| Fail::input(format!("--hook-timeout: {e}")))?;
-    let hook = |cmd: &Option<String>| {
-        cmd.as_ref().map(|c| runner::hooks::Hook {
+    let hook = |cmd: &Option<String>, from_plan: &Option<plan::HookSpec>| match (cmd, from_plan) {
+        (Some(c), _) => Some(runner::hooks::Hook {
             command: c.clone(),
             at: a.hook_at,
             timeout,
             required: a.hook_required,
-        })
+        }),
+        (None, Some(p)) => Some(runner::hooks::Hook {
+            command: p.command.clone(),
+            at: p.at.unwrap_or(a.hook_at),
+            timeout: p.timeout.unwrap_or(timeout),
+            required: p.required || a.hook_required,
+        }),
+        (None, None) => None,
     };
     Ok(runner::hooks::Hooks {
-        peak: hook(&a.at_peak),
-        each_step: hook(&a.hook_each_step),
-        on_fail: hook(&a.hook_on_fail),
-        after: hook(&a.hook_after),
+        peak: hook(&a.at_peak, &plan_hooks.peak),
+        each_step: hook(&a.hook_each_step, &plan_hooks.each_step),
+        on_fail: hook(&a.hook_on_fail, &plan_hooks.on_fail),
+        after: hook(&a.hook_after, &plan_hooks.after),
         out_dir: a
             .hooks_dir
             .clone()
@@ -217,9 +229,13 @@ fn base_job(a: &FindArgs, mut all: Vec<Job>) -> Result<Job, Fail> {
 }
 
 pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
-    let RunConfig { jobs, session } = run_config(&a.run)?;
+    let RunConfig {
+        jobs,
+        session,
+        hooks,
+    } = run_config(&a.run)?;
     let job = base_job(a, jobs)?;
-    let search = settings(a, &job)?;
+    let search = settings(a, &job, &hooks)?;
     if a.dry_run {
         crate::console::emit(&dry_run(&search));
         return Ok(0);

@@ -42,7 +42,7 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     if a.list {
         return crate::grpc_call::list(a);
     }
-    let RunConfig { jobs, session } = run_config(a)?;
+    let RunConfig { jobs, session, .. } = run_config(a)?;
     runner::preflight(&jobs)?;
     crate::proxy_check::warn_about_proxies(&jobs);
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;

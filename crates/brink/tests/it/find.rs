@@ -756,3 +756,54 @@ fn a_failing_hook_warns_and_fails_the_command_only_when_required() {
         "broke\n"
     );
 }
+
+#[test]
+fn a_plans_hooks_reach_the_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.yaml");
+    let text = "target: http://127.0.0.1:1/\nhooks:\n  peak: { run: './profile.sh', at: 0.25, timeout: 5s, required: true }\n  after: 'echo done'\nscenarios:\n  - name: s\n";
+    std::fs::write(&plan, text).unwrap();
+    let out = brink()
+        .args(["find", plan.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("peak: sh -c \"./profile.sh\"") && stdout.contains("25% into the step"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("stopped after 5s; required"), "{stdout}");
+    assert!(
+        stdout.contains("after: sh -c \"echo done\" after the search"),
+        "{stdout}"
+    );
+    // A flag replaces the plan's hook of the same name.
+    let out = brink()
+        .args([
+            "find",
+            plan.to_str().unwrap(),
+            "--dry-run",
+            "--at-peak",
+            "jstack 1",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("peak: sh -c \"jstack 1\""));
+    std::fs::write(&plan, text.replace("at: 0.25", "at: 2")).unwrap();
+    let out = brink()
+        .args(["find", plan.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("p.yaml:3:") && err.contains("not a share of the step"),
+        "{err}"
+    );
+}
