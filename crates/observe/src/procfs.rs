@@ -56,12 +56,28 @@ fn status_field(status: &str, name: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// (periods, throttled periods) of the process's cgroup v2, when it has a CPU limit.
+/// (periods, throttled periods) of the process's CPU cgroup (v2, or v1's `cpu` controller),
+/// when it has a CPU limit.
 fn cgroup_cfs(pid: u32) -> Option<(f64, f64)> {
     let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = cgroup.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let stat = std::fs::read_to_string(format!("/sys/fs/cgroup{}/cpu.stat", path.trim())).ok()?;
-    cfs_of(&stat)
+    cgroup.lines().find_map(|line| {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?.trim());
+        let dirs: Vec<String> = if controllers.is_empty() {
+            vec![format!("/sys/fs/cgroup{path}")]
+        } else if controllers.split(',').any(|c| c == "cpu") {
+            ["cpu", "cpu,cpuacct", "cpuacct,cpu"]
+                .iter()
+                .map(|c| format!("/sys/fs/cgroup/{c}{path}"))
+                .collect()
+        } else {
+            return None;
+        };
+        dirs.iter().find_map(|d| {
+            let stat = std::fs::read_to_string(format!("{d}/cpu.stat")).ok()?;
+            cfs_of(&stat)
+        })
+    })
 }
 
 /// `nr_periods` and `nr_throttled` of a `cpu.stat` (absent without a CPU limit).

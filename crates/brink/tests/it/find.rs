@@ -807,3 +807,107 @@ fn a_plans_hooks_reach_the_search() {
         "{err}"
     );
 }
+
+/// A CPU cgroup (v1 `cpu` controller) limited to `quota_us` per 100 ms, when this machine lets
+/// the test create one; removed on drop.
+struct CpuLimit(std::path::PathBuf);
+
+impl CpuLimit {
+    fn new(quota_us: u32) -> Option<CpuLimit> {
+        let dir = std::path::PathBuf::from(format!(
+            "/sys/fs/cgroup/cpu/brink-test-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir(&dir).ok()?;
+        let limit = CpuLimit(dir);
+        std::fs::write(limit.0.join("cpu.cfs_period_us"), "100000").ok()?;
+        std::fs::write(limit.0.join("cpu.cfs_quota_us"), quota_us.to_string()).ok()?;
+        Some(limit)
+    }
+
+    fn add(&self, pid: u32) -> bool {
+        std::fs::write(self.0.join("cgroup.procs"), pid.to_string()).is_ok()
+    }
+}
+
+impl Drop for CpuLimit {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn a_cpu_throttled_service_is_diagnosed_throttled() {
+    // A Python server that spends 2 ms of CPU per request, in a cgroup allowed 0.1 core: the
+    // kernel throttles it for real, while its CPU figure stays low.
+    let Some(limit) = CpuLimit::new(10_000) else {
+        eprintln!("skipped: this machine does not let the test create a CPU cgroup");
+        return;
+    };
+    let script = [
+        "import http.server, time",
+        "class H(http.server.BaseHTTPRequestHandler):",
+        "    protocol_version = 'HTTP/1.1'",
+        "    def do_GET(self):",
+        "        t = time.thread_time()",
+        "        while time.thread_time() - t < 0.002: pass",
+        "        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')",
+        "    def log_message(self, *a): pass",
+        "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)",
+        "print(s.server_address[1], flush=True)",
+        "s.serve_forever()",
+    ]
+    .join("\n");
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    assert!(limit.add(child.id()), "the server joins the limited cgroup");
+    let pid = format!("pid={}", child.id());
+    let url = format!("http://127.0.0.1:{}/", port.trim());
+    let (code, r, text) = find(
+        &[
+            &url,
+            "--slo",
+            "p99<400ms",
+            "--to",
+            "64",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--precision",
+            "50%",
+            "--observe",
+            &pid,
+        ],
+        Duration::from_secs(120),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    let f = &r["find"];
+    let throttled = f["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["rule"] == "cpu_throttled")
+        .unwrap_or_else(|| panic!("{}\n{text}", f["findings"]));
+    assert!(
+        throttled["throttled_percent"].as_f64().unwrap() >= 10.0,
+        "{throttled}"
+    );
+    assert!(
+        throttled["cpu_cores"].as_f64().unwrap() < 0.3,
+        "{throttled}"
+    );
+}
