@@ -95,6 +95,9 @@ pub struct RunOutput {
     /// Requests still in flight when the run stopped (not counted in the totals).
     pub unfinished: u64,
     pub workers: usize,
+    /// Steps with `complete:`: how their jobs ended, per request of the workload (empty
+    /// without such steps).
+    pub completions: Vec<observe::tracker::Counts>,
 }
 
 /// One finished second with everything behind it, for observers.
@@ -186,6 +189,8 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         workers,
         stop: AtomicBool::new(false),
         tickets: AtomicU64::new(0),
+        tracker: None,
+        target: target.clone(),
     })
 }
 
@@ -203,7 +208,13 @@ pub fn run(
     interrupt: &AtomicBool,
     observer: &mut dyn OnSecond,
 ) -> Result<RunOutput, RunError> {
-    let shared = Arc::new(prepare(spec)?);
+    let mut shared = prepare(spec)?;
+    if spec.workload.requests.iter().any(|r| r.complete.is_some()) {
+        shared.tracker = Some(observe::tracker::Tracker::start(
+            spec.workload.requests.len(),
+        ));
+    }
+    let shared = Arc::new(shared);
     let (tx, rx) = mpsc::channel();
     let handles: Vec<_> = (0..shared.workers)
         .map(|id| {
@@ -257,6 +268,12 @@ pub fn run(
     if let Some(e) = failure {
         return Err(RunError::Worker(e));
     }
+    // Jobs still being followed end within their own time limits.
+    let completions = shared
+        .tracker
+        .as_ref()
+        .map(|t| t.finish(interrupt))
+        .unwrap_or_default();
     let by_request = spec
         .workload
         .names()
@@ -272,6 +289,7 @@ pub fn run(
         interrupted,
         unfinished: agg.unfinished,
         workers: shared.workers,
+        completions,
     })
 }
 

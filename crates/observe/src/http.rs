@@ -11,6 +11,11 @@ const MAX_BODY: usize = 8 << 20;
 
 /// `GET target` within `timeout`: the status and the body (read until the connection closes).
 pub fn get(target: &Target, timeout: Duration) -> Result<(u16, Vec<u8>), String> {
+    get_full(target, timeout).map(|(status, _, body)| (status, body))
+}
+
+/// [`get`], with the response's `Retry-After` in seconds when it gives one.
+pub fn get_full(target: &Target, timeout: Duration) -> Result<(u16, Option<f64>, Vec<u8>), String> {
     let deadline = Instant::now() + timeout;
     let addr = target.resolve().map_err(|e| e.to_string())?;
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
@@ -58,13 +63,15 @@ pub fn get(target: &Target, timeout: Duration) -> Result<(u16, Vec<u8>), String>
         .and_then(|c| c.parse().ok())
         .ok_or("no status code")?;
     let mut body = buf[head_end + 4..].to_vec();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
+    let lower = head.to_ascii_lowercase();
+    if lower.contains("transfer-encoding: chunked") {
         body = dechunk(&body);
     }
-    Ok((status, body))
+    let retry_after = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after:"))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    Ok((status, retry_after, body))
 }
 
 fn dechunk(raw: &[u8]) -> Vec<u8> {

@@ -12,6 +12,7 @@ pub mod netstat;
 pub mod procfs;
 pub mod prom;
 mod sampler;
+pub mod tracker;
 
 pub use sampler::{summarise, Sample, Sampler};
 

@@ -18,6 +18,10 @@ use workload::{Extractor, Request, Table, Workload};
 pub const DEFAULT_EVERY: Duration = Duration::from_millis(100);
 pub const DEFAULT_WITHIN: Duration = Duration::from_secs(120);
 
+/// A step's completion polls, unless it says.
+pub const STEP_EVERY: Duration = Duration::from_millis(200);
+pub const STEP_WITHIN: Duration = Duration::from_secs(30);
+
 /// Per-scenario settings; `None` leaves the command line's (or the built-in) default.
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
@@ -425,6 +429,32 @@ impl Cx<'_> {
         })
     }
 
+    /// A step's `complete:`: its URL a template of this iteration's values.
+    fn step_complete(
+        &self,
+        c: &S<crate::file::RawComplete>,
+        names: &Names,
+    ) -> Result<workload::StepComplete, PlanError> {
+        let v = &c.value;
+        if let Some(p) = &v.progress {
+            return Err(self.err(
+                p,
+                "progress applies to a scenario's complete_when, not a step's",
+            ));
+        }
+        let dur = |d: &Option<S<String>>, key: &str, default: Duration| match d {
+            Some(s) => self.duration(s, &s.value, key),
+            None => Ok(default),
+        };
+        Ok(workload::StepComplete {
+            url: self.template(&v.get, names)?,
+            until: observe::completion::Condition::parse(&v.until.value)
+                .map_err(|e| self.err(&v.until, e))?,
+            every: dur(&v.every, "every", STEP_EVERY)?,
+            within: dur(&v.within, "within", STEP_WITHIN)?,
+        })
+    }
+
     fn completion(
         &self,
         c: &S<crate::file::RawComplete>,
@@ -597,6 +627,10 @@ impl Cx<'_> {
         };
         let weight = self.weight(r)?;
         let extract = self.extracts(r, vars)?;
+        let complete = match &r.complete {
+            Some(c) => Some(self.step_complete(c, names)?),
+            None => None,
+        };
         let name = match &r.name {
             Some(n) => n.value.clone(),
             None => format!(
@@ -613,6 +647,7 @@ impl Cx<'_> {
             headers: self.headers(&headers, names)?,
             body,
             message: None,
+            complete,
             extract,
             weight,
         })

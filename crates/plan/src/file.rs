@@ -27,6 +27,11 @@
 //!       - { name: register, method: POST, path: /register, body: '...', weight: 1 }
 //!     flow:                                     # ... or a sequence per iteration
 //!       - { name: login, path: /login, extract: { token: "$.access_token" } }
+//!       - name: book                            # answered 202: poll the job until it is done
+//!         method: POST
+//!         path: /book
+//!         extract: { job: "header:Location" }
+//!         complete: { get: "{{job}}", until: '$.state == "CONFIRMED"', every: 200ms, within: 30s }
 //!   - name: greet                               # gRPC: a grpc:// or grpcs:// target
 //!     target: grpc://127.0.0.1:50051
 //!     requests:
@@ -185,6 +190,8 @@ pub struct RawRequest {
     pub extract: BTreeMap<String, S<RawExtract>>,
     /// A gRPC call instead of an HTTP request.
     pub grpc: Option<S<RawGrpc>>,
+    /// Async completion of each answered attempt: `{ get: "{{job}}", until: ..., every, within }`.
+    pub complete: Option<S<RawComplete>>,
 }
 
 /// `complete_when: { get: /sold, until: "$.sold >= 1000", progress: "$.sold", every: 100ms,

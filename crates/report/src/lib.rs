@@ -14,9 +14,9 @@ mod time;
 
 pub use fmt::{fmt_count, fmt_ms, fmt_rate};
 pub use result::{
-    summary_json, CompletionJson, ErrorsByKind, ExtractFailureJson, GeneratorJson, HistBin,
-    LoadInfo, RefusedJson, RequestResult, RunResult, ScenarioResult, ScheduleInfo, SecondRow,
-    SloResult, StageJson, SummaryJson, TargetInfo, TraceJson, TracesJson, SCHEMA,
+    summary_json, AsyncJson, CompletionJson, ErrorsByKind, ExtractFailureJson, GeneratorJson,
+    HistBin, LoadInfo, RefusedJson, RequestResult, RunResult, ScenarioResult, ScheduleInfo,
+    SecondRow, SloResult, StageJson, SummaryJson, TargetInfo, TraceJson, TracesJson, SCHEMA,
 };
 pub use sla::suite_table;
 pub use terminal::{describe_load, render};

@@ -74,6 +74,9 @@ pub struct ScenarioResult {
     /// Async completion (`complete_when`): when the work the load started was done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion: Option<CompletionJson>,
+    /// Steps with `complete:`: how their jobs ended and how long they took.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "async")]
+    pub async_jobs: Option<AsyncJson>,
     /// How busy brink itself was, and whether it, not the service, limited the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<GeneratorJson>,
@@ -101,6 +104,19 @@ pub struct CompletionJson {
     pub first_failure: Option<String>,
     /// (seconds from the first send, progress value) per poll.
     pub timeline: Vec<(f64, f64)>,
+}
+
+/// Per-request async completion: the jobs answered attempts started, followed apart from
+/// the load.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AsyncJson {
+    pub completed: u64,
+    pub failed: u64,
+    pub timed_out: u64,
+    /// From each request's intended send to its job's completion.
+    pub latency_ms: Option<LatencySummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
 }
 
 /// brink's own load during a scenario.

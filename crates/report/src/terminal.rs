@@ -192,6 +192,26 @@ pub fn render(r: &ScenarioResult) -> String {
     if let Some(c) = &r.completion {
         row(&mut o, "completion", completion_text(c));
     }
+    if let Some(j) = &r.async_jobs {
+        let mut text = format!(
+            "{} completed, {} failed, {} timed out",
+            fmt_count(j.completed),
+            fmt_count(j.failed),
+            fmt_count(j.timed_out)
+        );
+        if let Some(l) = &j.latency_ms {
+            text.push_str(&format!(
+                "; send to done p50 {} p95 {} p99 {}",
+                fmt_ms(l.p50),
+                fmt_ms(l.p95),
+                fmt_ms(l.p99)
+            ));
+        }
+        if let Some(f) = &j.first_failure {
+            text.push_str(&format!("; first failure: {f}"));
+        }
+        row(&mut o, "async", text);
+    }
     if let Some(t) = &r.traces {
         traces(&mut o, t);
     }

@@ -5,9 +5,9 @@
 
 use engine::{Load, RunOutput, RunSpec};
 use report::{
-    summary_json, CompletionJson, ExtractFailureJson, GeneratorJson, LoadInfo, RefusedJson,
-    RequestResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson, TargetInfo,
-    TraceJson, TracesJson,
+    summary_json, AsyncJson, CompletionJson, ExtractFailureJson, GeneratorJson, LoadInfo,
+    RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson,
+    TargetInfo, TraceJson, TracesJson,
 };
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::ErrorKind;
@@ -99,6 +99,7 @@ pub fn scenario_result(
         },
         traces: traces(spec, out),
         completion: None,
+        async_jobs: async_jobs(&out.completions),
         generator: None,
     }
 }
@@ -335,5 +336,66 @@ pub fn judge_completion(slos: &[stats::slo::Slo], c: &CompletionJson, results: &
                 r.pass = false;
             }
         }
+    }
+}
+
+/// The jobs of every step with `complete:`, together.
+fn async_jobs(per_request: &[observe::tracker::Counts]) -> Option<AsyncJson> {
+    if per_request.is_empty() {
+        return None;
+    }
+    let mut all = observe::tracker::Counts::default();
+    for c in per_request {
+        all.completed += c.completed;
+        all.failed += c.failed;
+        all.timed_out += c.timed_out;
+        // Same bounds on both sides, so `add` cannot fail.
+        let _ = all.latency.add(&c.latency);
+        if all.first_failure.is_none() {
+            all.first_failure.clone_from(&c.first_failure);
+        }
+    }
+    Some(AsyncJson {
+        completed: all.completed,
+        failed: all.failed,
+        timed_out: all.timed_out,
+        latency_ms: (!all.latency.is_empty()).then(|| stats::LatencySummary::of(&all.latency)),
+        first_failure: all.first_failure,
+    })
+}
+
+/// Judges `async.p95 < 5s` objectives on the jobs' completion times; with no completed job
+/// there is nothing that held, and the objective fails.
+pub fn judge_async(slos: &[stats::slo::Slo], jobs: Option<&AsyncJson>, results: &mut [SloResult]) {
+    for (slo, r) in slos.iter().zip(results.iter_mut()) {
+        let stats::slo::Metric::Async(q) = slo.metric else {
+            continue;
+        };
+        let value = jobs.and_then(|j| j.latency_ms.as_ref()).map(|l| match q {
+            None => l.mean,
+            Some(q) if q >= 1.0 => l.max,
+            Some(q) => l
+                .labelled()
+                .iter()
+                .find(|(name, _)| *name == quantile_name(q))
+                .map_or(l.p99, |(_, v)| *v),
+        });
+        r.value = value;
+        r.result = value.map_or("no completed job".to_string(), |v| slo.fmt_value(v));
+        r.margin = value.map(|v| slo.margin(v));
+        r.pass = value.is_some_and(|v| slo.holds(v));
+    }
+}
+
+/// The summary's label for quantile `q`.
+fn quantile_name(q: f64) -> &'static str {
+    match (q * 1000.0).round() as u32 {
+        500 => "p50",
+        750 => "p75",
+        900 => "p90",
+        950 => "p95",
+        990 => "p99",
+        999 => "p99.9",
+        _ => "p99",
     }
 }

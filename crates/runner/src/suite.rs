@@ -141,6 +141,8 @@ fn run_one(
     };
     let mut scenario = crate::outcome::scenario_result(&job.name, &job.spec, &out, slo, aborted_by);
     scenario.completion = completion;
+    crate::outcome::judge_async(&job.slos, scenario.async_jobs.as_ref(), &mut scenario.slo);
+    scenario.slo_passed = (!scenario.slo.is_empty()).then(|| scenario.slo.iter().all(|s| s.pass));
     scenario.generator = Some(crate::outcome::generator_check(
         cpu,
         wall,
@@ -167,6 +169,7 @@ fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
         interrupted: false,
         unfinished: 0,
         workers: 0,
+        completions: Vec::new(),
     };
     let mut sc = crate::outcome::scenario_result(&job.name, &job.spec, &out, Vec::new(), None);
     sc.error = Some(why.to_string());

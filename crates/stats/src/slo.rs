@@ -7,6 +7,7 @@
 //!            | "errors"                                                           (share failed)
 //!            | "rps"                                                              (attempts/s)
 //!            | "complete"                    (async completion: first send to done; a duration)
+//!            | "async." latency-metric       (per-request completion: send to job done)
 //! op        := "<" | "<=" | ">" | ">="
 //! value     := duration for latency ("200ms", "1.5s", "20s")
 //!            | percentage for errors ("0.1%", "1%"; a bare number is a percentage too)
@@ -45,6 +46,9 @@ pub enum Metric {
     /// Async completion: from the first send until the completion probe's condition held
     /// (ms). Judged once, at the end, by whoever ran the probe; never per second.
     Complete,
+    /// Per-request async completion (`async.p95`): a quantile (or the mean, `None`) of the
+    /// time from each request's intended send to its job's completion (ms). Judged at the end.
+    Async(Option<f64>),
 }
 
 /// Comparison that must hold for the objective to pass.
@@ -137,8 +141,8 @@ impl Slo {
             (b'<', _) => (Op::Lt, &rest[1..]),
             _ => (Op::Gt, &rest[1..]),
         };
-        let (request, metric_name, metric) = split_metric(left)
-            .map(|(r, n, m)| (r, n.to_string(), m))
+        let (request, metric_name, metric) = async_metric(left)
+            .or_else(|| split_metric(left).map(|(r, n, m)| (r, n.to_string(), m)))
             .or_else(|| share_metric(left))
             .ok_or_else(|| {
                 bad(format!(
@@ -149,13 +153,13 @@ impl Slo {
         let value = words
             .next()
             .ok_or_else(|| bad("missing the value after the comparison".into()))?;
-        if metric == Metric::Complete && request.is_some() {
+        if matches!(metric, Metric::Complete | Metric::Async(_)) && request.is_some() {
             return Err(bad(
                 "'complete' is the whole scenario's; it takes no request name".into(),
             ));
         }
         let threshold = match metric {
-            Metric::Latency(_) | Metric::Complete => {
+            Metric::Latency(_) | Metric::Complete | Metric::Async(_) => {
                 parse_duration(value)
                     .map_err(|e| bad(format!("'{value}' is not a duration: {e}")))?
                     .as_secs_f64()
@@ -191,7 +195,7 @@ impl Slo {
                 }
             }
         }
-        if metric == Metric::Complete && (window.is_some() || abort) {
+        if matches!(metric, Metric::Complete | Metric::Async(_)) && (window.is_some() || abort) {
             return Err(bad(
                 "'complete' is judged once, when the probe ends: no 'over' or 'abort'".into(),
             ));
@@ -216,7 +220,7 @@ impl Slo {
     /// A measured value in this objective's unit.
     pub fn fmt_value(&self, v: f64) -> String {
         match self.metric {
-            Metric::Latency(_) | Metric::Complete => fmt_ms(v),
+            Metric::Latency(_) | Metric::Complete | Metric::Async(_) => fmt_ms(v),
             Metric::Errors | Metric::Code(_) | Metric::Status(_) => {
                 format!("{}%", trim_float(v * 100.0))
             }
@@ -257,7 +261,7 @@ impl Slo {
                 (w.requests > 0).then(|| w.status.get(c) as f64 / w.requests as f64)
             }
             Metric::Rps => (seconds > 0.0).then(|| w.requests as f64 / seconds),
-            Metric::Complete => None,
+            Metric::Complete | Metric::Async(_) => None,
         }
     }
 
@@ -291,6 +295,17 @@ fn split_metric(left: &str) -> Option<(Option<String>, &'static str, Metric)> {
         }
     }
     None
+}
+
+/// `async.p95`, `async.mean`, ...: per-request async completion times.
+fn async_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
+    let rest = left.strip_prefix("async.")?;
+    METRICS.iter().find_map(|(name, m)| match m {
+        Metric::Latency(q) if *name == rest => {
+            Some((None, format!("async.{name}"), Metric::Async(*q)))
+        }
+        _ => None,
+    })
 }
 
 /// `[request.]code.NAME` (a gRPC status code by name or number) or `[request.]status.NNN`.

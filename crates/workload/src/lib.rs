@@ -14,5 +14,5 @@ pub mod trace;
 
 pub use capture::{Captured, Extractor};
 pub use message::{Codec, Message, Streaming};
-pub use request::{H2Parts, Request, Vu, Workload};
+pub use request::{H2Parts, Request, StepComplete, Vu, Workload};
 pub use template::Table;

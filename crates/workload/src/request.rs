@@ -36,6 +36,9 @@ pub struct Request {
     pub body: Template,
     /// A gRPC call's message: replaces `body` (the framed protobuf of a JSON document).
     pub message: Option<Message>,
+    /// Async completion of each answered attempt: poll a URL (templated, e.g. from an
+    /// extracted `Location`) until a condition holds.
+    pub complete: Option<StepComplete>,
     /// (variable index, where it comes from)
     pub extract: Vec<(usize, Extractor)>,
     /// Mix: relative weight. Flow: times the step runs in a row per iteration.
@@ -61,6 +64,7 @@ impl Request {
                 .collect(),
             body: Template::literal(body),
             message: None,
+            complete: None,
             extract: Vec::new(),
             weight: 1,
         }
@@ -171,6 +175,15 @@ impl Request {
         }
         Ok(())
     }
+}
+
+/// A step's `complete: { get, until, every, within }`.
+#[derive(Debug)]
+pub struct StepComplete {
+    pub url: Template,
+    pub until: observe::completion::Condition,
+    pub every: std::time::Duration,
+    pub within: std::time::Duration,
 }
 
 /// Everything the virtual users share.
@@ -390,6 +403,16 @@ impl Vu {
         }
         (self.buf, self.body) = (buf, body);
         r
+    }
+
+    /// The current request's completion URL, rendered with this iteration's variables (after
+    /// the extraction of the answer that started it).
+    pub fn completion_url(&mut self, w: &Workload) -> Option<String> {
+        let (step, mut scope) = self.scope(w);
+        let c = step.complete.as_ref()?;
+        let mut out = Vec::new();
+        c.url.render(&mut scope, &mut out);
+        Some(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// Renders the current request's parts for HTTP/2: (path, header values, body), under the

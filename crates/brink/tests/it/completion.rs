@@ -196,3 +196,107 @@ fn a_plan_scenario_names_its_completion() {
         "{err}"
     );
 }
+
+/// Raw HTTP/1.1 answer bytes.
+fn raw(status: &str, headers: &str, body: &str) -> testkit::Reply {
+    testkit::Reply::Raw {
+        bytes: format!(
+            "HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+        close: false,
+    }
+}
+
+#[test]
+fn each_booking_is_followed_until_its_job_is_done() {
+    // POST /book answers 202 with the job's URL; a job is CONFIRMED 300 ms after its booking.
+    // Job 5 asks to be polled again after 1 s (Retry-After); job 9 fails (500).
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+    let booked: Arc<Mutex<HashMap<u64, Instant>>> = Arc::default();
+    let polls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (b, p) = (booked.clone(), polls.clone());
+    let handler: testkit::Handler = Arc::new(move |r: &testkit::Req| {
+        if r.method == "POST" {
+            let mut b = b.lock().unwrap();
+            let n = b.len() as u64;
+            b.insert(n, Instant::now());
+            return raw("202 Accepted", &format!("Location: /job/{n}\r\n"), "");
+        }
+        p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n: u64 = r
+            .path
+            .trim_start_matches("/job/")
+            .parse()
+            .unwrap_or(u64::MAX);
+        let Some(at) = b.lock().unwrap().get(&n).copied() else {
+            return raw("404 Not Found", "", "");
+        };
+        if n == 9 {
+            return raw("500 Internal Server Error", "", "");
+        }
+        if at.elapsed() >= Duration::from_millis(300) {
+            return raw("200 OK", "", r#"{"state":"CONFIRMED"}"#);
+        }
+        let retry = if n == 5 { "Retry-After: 1\r\n" } else { "" };
+        raw("200 OK", retry, r#"{"state":"PENDING"}"#)
+    });
+    let srv = testkit::serve(handler).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("book.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {}\nscenarios:\n  - name: book\n    load: {{ connections: 2, requests: 20 }}\n    slo: [ \"async.p50 < 800ms\", \"async.max < 200ms\" ]\n    flow:\n      - name: book\n        method: POST\n        path: /book\n        extract: {{ job: \"header:Location\" }}\n        complete: {{ get: \"{{{{job}}}}\", until: '$.state == \"CONFIRMED\"', every: 50ms, within: 5s }}\n",
+            srv.url("")
+        ),
+    )
+    .unwrap();
+    let (code, r, out) = run(&[plan.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "async.max < 200ms cannot hold: {out}");
+    let s = &r["scenarios"][0];
+    let a = &s["async"];
+    assert_eq!(
+        (
+            a["completed"].as_u64(),
+            a["failed"].as_u64(),
+            a["timed_out"].as_u64()
+        ),
+        (Some(19), Some(1), Some(0)),
+        "{a}"
+    );
+    let p50 = a["latency_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        (300.0..=300.0 + 50.0 + 100.0).contains(&p50),
+        "a job takes 300 ms, polled every 50 ms: {a}"
+    );
+    assert!(
+        a["latency_ms"]["max"].as_f64().unwrap() >= 1000.0,
+        "Retry-After: 1 was honoured: {a}"
+    );
+    // The polls are apart from the load: the request latency is the 202's, and they are not
+    // counted as requests.
+    assert_eq!(s["summary"]["requests"], 20);
+    assert!(
+        s["summary"]["latency_ms"]["p99"].as_f64().unwrap() < 100.0,
+        "{}",
+        s["summary"]
+    );
+    assert!(polls.load(std::sync::atomic::Ordering::Relaxed) >= 19 * 5);
+    let slo: Vec<(&str, bool)> = s["slo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["metric"].as_str().unwrap(), x["pass"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(slo, [("async.p50", true), ("async.max", false)]);
+    assert!(
+        out.contains("async         19 completed, 1 failed, 0 timed out"),
+        "{out}"
+    );
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
+    assert!(problems.is_empty(), "{problems:?}");
+}

@@ -46,6 +46,10 @@ pub struct Shared {
     /// Set when the run must end now (an interrupt, or an observer's abort).
     pub stop: AtomicBool,
     pub(crate) tickets: AtomicU64,
+    /// Steps with `complete:`: their jobs are followed here, apart from the load.
+    pub tracker: Option<observe::tracker::Tracker>,
+    /// The run's target, for completion URLs that are paths.
+    pub target: model::Target,
 }
 
 impl Shared {
@@ -160,6 +164,9 @@ fn record(
         None => shared.ok_status.contains(r.status),
     });
     let extracted = vu.complete(workload, answered_ok.map_err(|k| *k), captured.as_ref());
+    if answered_ok == Ok(true) && extracted.is_ok() {
+        follow_completion(shared, vu, base);
+    }
     if let Some(id) = vu.trace_id.take() {
         let outcome = match (&result, extracted) {
             (Ok(r), Ok(())) => match r.grpc {
@@ -223,6 +230,39 @@ fn record(
             rec.record_error(kind);
             false
         }
+    }
+}
+
+/// Steps with `complete:`: hands the answered attempt's job to the tracker (its URL rendered
+/// with this iteration's variables; a path is on the run's target).
+fn follow_completion(shared: &Shared, vu: &mut Vu, since: Instant) {
+    let Some(tracker) = &shared.tracker else {
+        return;
+    };
+    let workload = &shared.connector.workload;
+    let Some(c) = workload.requests[vu.current].complete.as_ref() else {
+        return;
+    };
+    let Some(url) = vu.completion_url(workload) else {
+        return;
+    };
+    let target = if url.starts_with('/') {
+        Ok(model::Target {
+            path: url,
+            ..shared.target.clone()
+        })
+    } else {
+        model::Target::parse(&url)
+    };
+    if let Ok(target) = target {
+        tracker.submit(observe::tracker::Job {
+            target,
+            until: c.until.clone(),
+            every: c.every,
+            within: c.within,
+            since,
+            request: vu.current,
+        });
     }
 }
 
