@@ -1,8 +1,9 @@
 //! Async completion: when the work the load started is really done. A service that answers
 //! 202 and finishes through a queue is judged by when the last job completes, not by its
 //! response times. A probe polls a URL (from the start of the load, every `every`) until a
-//! JSONPath condition on its body holds (`$.sold >= 1000`), or `within` runs out; it keeps
-//! the progress value over time. It runs on its own thread with bounded requests, so it
+//! condition on its body holds (`$.sold >= 1000` on JSON, `sum(lag) == 0` on a Prometheus
+//! scrape) at a poll after the last response, or `within` runs out; it keeps the progress
+//! value over time. It runs on its own thread with bounded requests, so it
 //! never changes the load and never hangs the run.
 
 use model::Target;
@@ -13,14 +14,32 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A comparison on a JSON body: `PATH OP VALUE`.
+/// A comparison on a poll's body: a JSONPath on JSON (`$.sold >= 1000`), or a series of a
+/// Prometheus text-format scrape (`sum(kafka_consumergroup_lag) == 0`).
 #[derive(Clone, Debug)]
 pub struct Condition {
-    pub path: JsonPath,
+    pub left: Left,
     pub op: Cmp,
     pub value: Value,
     /// As written.
     pub text: String,
+}
+
+/// What a condition compares.
+#[derive(Clone, Debug)]
+pub enum Left {
+    /// The first match of a JSONPath in a JSON body.
+    Json(JsonPath),
+    /// The sum of the series matching `NAME{labels}` in a Prometheus text-format body.
+    Prometheus(String),
+}
+
+/// What one body said: whether the condition held, the compared value, and the body as JSON
+/// (for a progress path) when it is JSON.
+pub struct Reading {
+    pub holds: bool,
+    pub found: Option<Value>,
+    pub json: Option<Value>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +63,44 @@ impl Condition {
         let value_text = text[at + len..].trim();
         let path = JsonPath::parse(path_text)
             .map_err(|e| format!("'{text}': invalid JSONPath '{path_text}': {e}"))?;
+        Condition::with(text, Left::Json(path), op, value_text)
+    }
+
+    /// `sum(SERIES) OP NUMBER` or `SERIES OP NUMBER` on a Prometheus text-format body
+    /// (`SERIES` is `name` or `name{label="v",...}`; matching series are summed).
+    pub fn parse_prometheus(text: &str) -> Result<Condition, String> {
+        let (at, op, len) = last_operator(text).ok_or_else(|| {
+            format!("'{text}': expected SERIES OP NUMBER, e.g. 'sum(kafka_consumergroup_lag) == 0'")
+        })?;
+        let left = text[..at].trim();
+        let series = left
+            .strip_prefix("sum(")
+            .and_then(|s| s.strip_suffix(')'))
+            .unwrap_or(left)
+            .trim();
+        let name_ok = series.split('{').next().is_some_and(|n| {
+            !n.is_empty()
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_:".contains(&b))
+        });
+        if !name_ok {
+            return Err(format!(
+                "'{text}': '{left}' is not a series (name or name{{labels}})"
+            ));
+        }
+        let c = Condition::with(
+            text,
+            Left::Prometheus(series.to_string()),
+            op,
+            text[at + len..].trim(),
+        )?;
+        if !c.value.is_number() {
+            return Err(format!("'{text}': a series compares with a number"));
+        }
+        Ok(c)
+    }
+
+    fn with(text: &str, left: Left, op: Cmp, value_text: &str) -> Result<Condition, String> {
         let value: Value = serde_json::from_str(value_text).map_err(|_| {
             format!("'{text}': '{value_text}' is not a JSON value (a number, \"text\", true, false or null)")
         })?;
@@ -53,20 +110,53 @@ impl Condition {
             ));
         }
         Ok(Condition {
-            path,
+            left,
             op,
             value,
             text: text.trim().to_string(),
         })
     }
 
-    /// Whether `body` meets the condition (its path's first match compared), and that match.
+    /// Whether the JSON `body` meets the condition (its path's first match compared), and
+    /// that match. A Prometheus condition never holds on JSON.
     pub fn eval(&self, body: &Value) -> (bool, Option<Value>) {
-        let found = self.path.query(body).first().cloned();
+        let Left::Json(path) = &self.left else {
+            return (false, None);
+        };
+        let found = path.query(body).first().cloned();
         let holds = found
             .as_ref()
             .is_some_and(|v| compare(v, self.op, &self.value));
         (holds, found)
+    }
+
+    /// Reads a poll's raw body: JSON for a JSONPath condition, the text format for a
+    /// Prometheus one; `Err` says why the body could not be read.
+    pub fn read(&self, body: &[u8]) -> Result<Reading, String> {
+        match &self.left {
+            Left::Json(_) => {
+                let json: Value = serde_json::from_slice(body)
+                    .map_err(|e| format!("the answer is not JSON: {e}"))?;
+                let (holds, found) = self.eval(&json);
+                Ok(Reading {
+                    holds,
+                    found,
+                    json: Some(json),
+                })
+            }
+            Left::Prometheus(series) => {
+                let scrape = crate::prom::Scrape::parse(&String::from_utf8_lossy(body));
+                let found = scrape.value(series).map(Value::from);
+                let holds = found
+                    .as_ref()
+                    .is_some_and(|v| compare(v, self.op, &self.value));
+                Ok(Reading {
+                    holds,
+                    found,
+                    json: None,
+                })
+            }
+        }
     }
 }
 
@@ -185,7 +275,10 @@ impl Probe {
         }
         Ok(Probe {
             target,
-            until: Condition::parse(until)?,
+            until: match until.strip_prefix("prometheus:") {
+                Some(expr) => Condition::parse_prometheus(expr.trim())?,
+                None => Condition::parse(until)?,
+            },
             progress,
             every,
             within,
@@ -211,6 +304,9 @@ pub struct Outcome {
 /// A probe polling on its thread.
 pub struct Running {
     stop: Arc<AtomicBool>,
+    /// Set when the load's last response is in: only then may the condition end the probe
+    /// (a queue's lag is 0 before the load starts, too).
+    load_done: Arc<AtomicBool>,
     thread: Option<JoinHandle<Outcome>>,
 }
 
@@ -218,15 +314,20 @@ impl Probe {
     /// Starts polling now; times are from `start` (the load's start).
     pub fn start(self, start: Instant) -> Running {
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let load_done = Arc::new(AtomicBool::new(false));
+        let (flag, done) = (stop.clone(), load_done.clone());
         let thread = std::thread::Builder::new()
             .name("brink-completion".into())
-            .spawn(move || self.poll(start, &flag))
+            .spawn(move || self.poll(start, &flag, &done))
             .ok();
-        Running { stop, thread }
+        Running {
+            stop,
+            load_done,
+            thread,
+        }
     }
 
-    fn poll(&self, start: Instant, stop: &AtomicBool) -> Outcome {
+    fn poll(&self, start: Instant, stop: &AtomicBool, load_done: &AtomicBool) -> Outcome {
         let mut out = Outcome::default();
         let deadline = start + self.within;
         let mut next = Instant::now();
@@ -238,24 +339,23 @@ impl Probe {
                 .every
                 .clamp(Duration::from_millis(200), Duration::from_secs(5));
             match crate::http::get(&self.target, limit) {
-                Ok((200..=299, body)) => match serde_json::from_slice::<Value>(&body) {
-                    Ok(json) => {
-                        let (holds, found) = self.until.eval(&json);
+                Ok((200..=299, body)) => match self.until.read(&body) {
+                    Ok(r) => {
                         let t = at.saturating_duration_since(start);
-                        let progress = match &self.progress {
-                            Some(p) => p.query(&json).first().and_then(number),
-                            None => found.as_ref().and_then(number),
+                        let progress = match (&self.progress, &r.json) {
+                            (Some(p), Some(json)) => p.query(json).first().and_then(number),
+                            _ => r.found.as_ref().and_then(number),
                         };
                         if let Some(v) = progress {
                             out.timeline.push((t.as_secs_f64(), v));
                         }
-                        out.last_value = found.map(|v| v.to_string());
-                        if holds {
+                        out.last_value = r.found.map(|v| v.to_string());
+                        if r.holds && load_done.load(Ordering::Relaxed) {
                             out.complete_at = Some(t);
                             return out;
                         }
                     }
-                    Err(e) => failed(&mut out, format!("the answer is not JSON: {e}")),
+                    Err(e) => failed(&mut out, e),
                 },
                 Ok((status, _)) => failed(&mut out, format!("status {status}")),
                 Err(e) => failed(&mut out, e),
@@ -294,6 +394,11 @@ fn sleep_until(t: Instant, stop: &AtomicBool) {
 }
 
 impl Running {
+    /// The load's last response is in: from the next poll on, the condition ends the probe.
+    pub fn load_done(&self) {
+        self.load_done.store(true, Ordering::Relaxed);
+    }
+
     /// Waits for the probe to finish (complete, or out of time); `interrupt` ends the wait
     /// early, keeping what was seen.
     pub fn finish(mut self, interrupt: &AtomicBool) -> Outcome {
@@ -343,6 +448,26 @@ mod tests {
         assert!(ne.eval(&serde_json::json!({"lag": 4})).0);
         for bad in ["$.sold", "$.sold >= lots", "sold >= 1", r#"$.state < "x""#] {
             assert!(Condition::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn prometheus_conditions_sum_the_series_of_a_scrape() {
+        let c = Condition::parse_prometheus("sum(kafka_consumergroup_lag) == 0").unwrap();
+        let lagging = b"# TYPE kafka_consumergroup_lag gauge\nkafka_consumergroup_lag{partition=\"0\"} 3\nkafka_consumergroup_lag{partition=\"1\"} 4\n";
+        let r = c.read(lagging).unwrap();
+        assert!(!r.holds);
+        assert_eq!(r.found, Some(serde_json::json!(7.0)));
+        let drained = b"kafka_consumergroup_lag{partition=\"0\"} 0\nkafka_consumergroup_lag{partition=\"1\"} 0\n";
+        assert!(c.read(drained).unwrap().holds);
+        let one = Condition::parse_prometheus(r#"jobs_done{queue="a"} >= 2"#).unwrap();
+        assert!(
+            one.read(b"jobs_done{queue=\"a\"} 2\njobs_done{queue=\"b\"} 0\n")
+                .unwrap()
+                .holds
+        );
+        for bad in ["sum(lag)", "sum() == 0", "lag == \"x\""] {
+            assert!(Condition::parse_prometheus(bad).is_err(), "{bad}");
         }
     }
 }

@@ -216,8 +216,8 @@ fn poll_once(s: &State, job: Job) -> Option<Due> {
     let outcome = match crate::http::get_full(&job.target, limit) {
         Ok((200..=299, ra, body)) => {
             retry_after = ra;
-            match serde_json::from_slice::<serde_json::Value>(&body) {
-                Ok(json) if job.until.eval(&json).0 => Some(Ok(())),
+            match job.until.read(&body) {
+                Ok(r) if r.holds => Some(Ok(())),
                 _ => None,
             }
         }

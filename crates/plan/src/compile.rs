@@ -446,10 +446,22 @@ impl Cx<'_> {
             Some(s) => self.duration(s, &s.value, key),
             None => Ok(default),
         };
+        let until = match (&v.until, &v.prometheus) {
+            (Some(u), None) => {
+                observe::completion::Condition::parse(&u.value).map_err(|e| self.err(u, e))?
+            }
+            (None, Some(p)) => observe::completion::Condition::parse_prometheus(&p.value)
+                .map_err(|e| self.err(p, e))?,
+            _ => {
+                return Err(self.err(
+                    c,
+                    "complete takes until: (a JSONPath comparison) or prometheus: (a series comparison)",
+                ))
+            }
+        };
         Ok(workload::StepComplete {
             url: self.template(&v.get, names)?,
-            until: observe::completion::Condition::parse(&v.until.value)
-                .map_err(|e| self.err(&v.until, e))?,
+            until,
             every: dur(&v.every, "every", STEP_EVERY)?,
             within: dur(&v.within, "within", STEP_WITHIN)?,
         })
@@ -467,10 +479,20 @@ impl Cx<'_> {
         };
         let every = dur(&v.every, "every", DEFAULT_EVERY)?;
         let within = dur(&v.within, "within", DEFAULT_WITHIN)?;
+        let (until_at, until) = match (&v.until, &v.prometheus) {
+            (Some(u), None) => (u, u.value.clone()),
+            (None, Some(p)) => (p, format!("prometheus: {}", p.value)),
+            _ => {
+                return Err(self.err(
+                    c,
+                    "complete_when takes until: (a JSONPath comparison) or prometheus: (a series comparison)",
+                ))
+            }
+        };
         observe::completion::Probe::new(
             target,
             &v.get.value,
-            &v.until.value,
+            &until,
             v.progress.as_ref().map(|p| p.value.as_str()),
             every,
             within,
@@ -485,7 +507,7 @@ impl Cx<'_> {
             } else if e.starts_with("every") {
                 self.err(c, e)
             } else {
-                self.err(&v.until, e)
+                self.err(until_at, e)
             };
             at
         })

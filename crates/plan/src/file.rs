@@ -46,6 +46,7 @@
 //!     slo: [ "errors < 1%", "p95 < 20s", "complete < 30s" ]
 //!     complete_when:                            # async completion: poll until the work is done
 //!       { get: /sold, until: "$.sold >= 1000", progress: "$.sold", every: 100ms, within: 2m }
+//!     # or { get: http://127.0.0.1:9308/metrics, prometheus: 'sum(kafka_consumergroup_lag) == 0' }
 //!     pause: 10s                                # wait after this scenario
 //! ```
 
@@ -200,7 +201,10 @@ pub struct RawRequest {
 #[serde(deny_unknown_fields)]
 pub struct RawComplete {
     pub get: S<String>,
-    pub until: S<String>,
+    /// A JSONPath comparison on the answer ...
+    pub until: Option<S<String>>,
+    /// ... or a series of a Prometheus text-format answer: `sum(lag) == 0`.
+    pub prometheus: Option<S<String>>,
     pub progress: Option<S<String>>,
     pub every: Option<S<String>>,
     pub within: Option<S<String>>,

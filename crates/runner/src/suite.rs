@@ -132,6 +132,7 @@ fn run_one(
                     p.within.as_secs_f64()
                 ),
             });
+            running.load_done();
             let seen = running.finish(interrupt);
             let c = crate::outcome::completion_json(p, &seen, out.duration);
             crate::outcome::judge_completion(&job.slos, &c, &mut slo);

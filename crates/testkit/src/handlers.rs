@@ -58,7 +58,8 @@ pub fn faults() -> Handler {
 
 /// A pipeline that answers 202 at once and does the work later, as a ticket sale through a
 /// queue does: `POST /book` is accepted and queued; consumers sell `rate` bookings per second
-/// from the first booking on; `GET /sold` answers `{"sold": N, "booked": M}`. The moment the
+/// from the first booking on; `GET /sold` answers `{"sold": N, "booked": M}` and `GET /metrics`
+/// the queue's lag (booked, not yet sold) in the Prometheus text format. The moment the
 /// last of `total` bookings is sold is known exactly ([`Pipeline::sold_out_at`]).
 pub fn pipeline(rate: f64) -> (Handler, Arc<Pipeline>) {
     let p = Arc::new(Pipeline {
@@ -75,6 +76,13 @@ pub fn pipeline(rate: f64) -> (Handler, Arc<Pipeline>) {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Reply::status(202)
         }
+        (_, "/metrics") => Reply::ok(
+            &format!(
+                "# TYPE queue_lag gauge\nqueue_lag{{queue=\"tickets\"}} {}\n",
+                state.booked() - state.sold(Instant::now())
+            ),
+            Duration::ZERO,
+        ),
         (_, "/sold") => {
             let body = format!(
                 "{{\"sold\":{},\"booked\":{}}}",

@@ -300,3 +300,32 @@ fn each_booking_is_followed_until_its_job_is_done() {
     let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
     assert!(problems.is_empty(), "{problems:?}");
 }
+
+#[test]
+fn a_queue_lag_series_says_when_the_work_drained() {
+    // The lag is 0 before the load too: only a poll after the last response may end the wait.
+    let (handler, pipeline) = testkit::handlers::pipeline(400.0);
+    let srv = testkit::serve(handler).unwrap();
+    let (code, r, out) = run(&[
+        &srv.url("/book"),
+        "-m",
+        "POST",
+        "-n",
+        "400",
+        "-c",
+        "20",
+        "--complete-when",
+        "/metrics until prometheus: sum(queue_lag) == 0",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let c = &r["scenarios"][0]["completion"];
+    let expected =
+        (pipeline.sold_out_at(400).unwrap() - pipeline.first_booking().unwrap()).as_secs_f64();
+    let complete = c["complete_s"].as_f64().unwrap();
+    assert!(
+        complete >= expected - 0.02 && complete <= expected + 0.1 + 0.05 * expected,
+        "{complete} vs {expected}: {c}"
+    );
+    assert!(complete >= c["responses_done_s"].as_f64().unwrap());
+    assert_eq!(c["last_value"], "0.0");
+}
