@@ -213,7 +213,7 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
         &LoadInput::default(),
         &Settings::default(),
     )?;
-    let completion = completion(a, &spec.target)?;
+    let completion = completion(a, &spec.target)?.map(|p| with_tls(p, &spec));
     let slos = flag_slos(a)?;
     needs_probe(&slos, completion.is_some(), "--complete-when")?;
     let job = Job {
@@ -291,7 +291,7 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
             )
             .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             Ok(Job {
-                completion: s.completion,
+                completion: s.completion.map(|p| with_tls(p, &spec)),
                 name: s.name,
                 spec,
                 slos,
@@ -369,6 +369,12 @@ fn authority_host(auth: &str) -> Option<&str> {
     let host_ok = !host.is_empty() && host.bytes().all(allowed);
     let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok());
     (host_ok && port_ok).then_some(host)
+}
+
+/// A completion probe that polls `https://` with the run's TLS options.
+fn with_tls(mut probe: observe::completion::Probe, spec: &RunSpec) -> observe::completion::Probe {
+    probe.fetch = engine::completion_fetch(spec.tls.clone());
+    probe
 }
 
 /// A `complete` objective needs a completion probe (`what` names where it is set).

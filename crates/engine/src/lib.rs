@@ -18,7 +18,7 @@ pub use proto::h1;
 
 pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
 pub use net::tls::TlsOptions;
-pub use once::{grpc_call, Answer};
+pub use once::{completion_fetch, grpc_call, Answer};
 pub use run::{check, run, OnSecond, RunError, RunOutput, RunSpec, Second, SecondView};
 pub use target::RequestSpec;
 /// What a run sends (requests, templates, extraction), re-exported for callers of [`run()`].

@@ -1,7 +1,7 @@
-//! One gRPC call outside any load, for what must be asked of the server before a run: server
-//! reflection (which methods exist and their message types). It connects exactly as a run
-//! would (the same TCP, TLS, ALPN and HTTP/2 code and options), sends one message and reads
-//! the whole answer on a runtime of its own.
+//! One request outside any load, for what must be asked of the server before or beside a run:
+//! server reflection (which methods exist and their message types) and the completion probes'
+//! polls over TLS. It connects exactly as a run would (the same TCP, TLS, ALPN, HTTP/1.1 and
+//! HTTP/2 code and options) and reads the whole answer on a runtime of its own.
 
 use crate::net::conn::{Conn, Connector};
 use crate::net::tls::TlsOptions;
@@ -34,23 +34,8 @@ pub fn grpc_call(
     path: &str,
     message: Vec<u8>,
 ) -> Result<Answer, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start runtime: {e}"))?;
-    let connector = Connector {
-        addr: target.resolve().map_err(|e| e.to_string())?,
-        tls: tls_for(target, tls, true).map_err(|e| e.to_string())?,
-        http2: true,
-        connect_timeout: timeout,
-        keepalive: true,
-        scheme: if target.tls { "https" } else { "http" },
-        authority: target.authority.clone(),
-        workload: Arc::new(Workload::single(Request::fixed("", "POST", path, &[], b""))),
-        h1_static: vec![None],
-        captures: Budget::new(MOST),
-        grpc_timeout: None,
-    };
+    let rt = runtime()?;
+    let connector = connector(target, tls, timeout, true)?;
     let uri = format!("{}://{}{path}", connector.scheme, connector.authority);
     let req = http::Request::builder()
         .method("POST")
@@ -92,4 +77,88 @@ fn describe(k: ErrorKind) -> String {
         ErrorKind::Closed => "the connection closed".into(),
         other => format!("{} error", other.name().replace('_', " ")),
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start runtime: {e}"))
+}
+
+/// A connector to `target` alone, as a run's would be.
+fn connector(
+    target: &Target,
+    tls: &TlsOptions,
+    timeout: Duration,
+    http2: bool,
+) -> Result<Connector, String> {
+    Ok(Connector {
+        addr: target.resolve().map_err(|e| e.to_string())?,
+        tls: tls_for(target, tls, http2).map_err(|e| e.to_string())?,
+        http2,
+        connect_timeout: timeout,
+        keepalive: true,
+        scheme: if target.tls { "https" } else { "http" },
+        authority: target.authority.clone(),
+        workload: Arc::new(Workload::single(Request::fixed(
+            "",
+            "GET",
+            &target.path,
+            &[],
+            b"",
+        ))),
+        h1_static: vec![None],
+        captures: Budget::new(MOST),
+        grpc_timeout: None,
+    })
+}
+
+/// How completion probes fetch: plain HTTP/1.1 as observe does, and `https://` over the
+/// engine's TLS with the run's options.
+pub fn completion_fetch(tls: TlsOptions) -> observe::completion::Fetch {
+    let plain = observe::completion::plain_fetch();
+    Arc::new(move |t: &Target, timeout: Duration| {
+        if t.tls {
+            get_tls(t, &tls, timeout)
+        } else {
+            plain(t, timeout)
+        }
+    })
+}
+
+/// `GET target` over TLS (HTTP/1.1): the status, `Retry-After` in seconds, and the body.
+fn get_tls(
+    target: &Target,
+    tls: &TlsOptions,
+    timeout: Duration,
+) -> Result<(u16, Option<f64>, Vec<u8>), String> {
+    let rt = runtime()?;
+    let connector = connector(target, tls, timeout, false)?;
+    let head = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: brink-probe\r\nAccept: */*\r\n\r\n",
+        target.path, target.authority
+    );
+    let call = async {
+        let (conn, _) = connector.connect().await.map_err(describe)?;
+        let Conn::Tls(mut h1) = conn else {
+            return Err("the server answered TLS with another protocol".to_string());
+        };
+        let (reply, kept) = h1
+            .roundtrip(head.as_bytes(), false, Some(&connector.captures))
+            .await
+            .map_err(describe)?;
+        let kept = kept.unwrap_or_default();
+        let retry_after = kept
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("retry-after"))
+            .and_then(|(_, v)| v.trim().parse::<f64>().ok());
+        Ok((reply.status, retry_after, kept.body.clone()))
+    };
+    rt.block_on(async {
+        tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
+    })
 }

@@ -212,6 +212,7 @@ pub fn run(
     if spec.workload.requests.iter().any(|r| r.complete.is_some()) {
         shared.tracker = Some(observe::tracker::Tracker::start(
             spec.workload.requests.len(),
+            crate::once::completion_fetch(spec.tls.clone()),
         ));
     }
     let shared = Arc::new(shared);

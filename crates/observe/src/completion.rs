@@ -226,8 +226,24 @@ fn compare(found: &Value, op: Cmp, want: &Value) -> bool {
     }
 }
 
+/// How a poll is fetched: `GET target` within the time given, giving the status, the
+/// `Retry-After` in seconds and the body. The default speaks plain HTTP/1.1; the engine gives
+/// one that speaks TLS with the run's options.
+pub type Fetch =
+    Arc<dyn Fn(&Target, Duration) -> Result<(u16, Option<f64>, Vec<u8>), String> + Send + Sync>;
+
+/// Plain HTTP/1.1 polls (an `https://` target is refused with a reason).
+pub fn plain_fetch() -> Fetch {
+    Arc::new(|t: &Target, timeout: Duration| {
+        if t.tls {
+            return Err(format!("{}: this poller speaks plain http only", t.url()));
+        }
+        crate::http::get_full(t, timeout)
+    })
+}
+
 /// What to poll and when it counts as complete.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Probe {
     pub target: Target,
     pub until: Condition,
@@ -235,11 +251,25 @@ pub struct Probe {
     pub progress: Option<JsonPath>,
     pub every: Duration,
     pub within: Duration,
+    /// How each poll is fetched.
+    pub fetch: Fetch,
+}
+
+impl std::fmt::Debug for Probe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Probe")
+            .field("target", &self.target.url())
+            .field("until", &self.until.text)
+            .field("every", &self.every)
+            .field("within", &self.within)
+            .finish()
+    }
 }
 
 impl Probe {
-    /// A probe of `get` (a full `http://` URL, or a path on `base`'s host) until `until`
-    /// holds, with an optional `progress` JSONPath. The probe speaks plain HTTP/1.1.
+    /// A probe of `get` (a full `http://` or `https://` URL, or a path on `base`'s host)
+    /// until `until` holds, with an optional `progress` JSONPath. It polls in plain HTTP/1.1
+    /// until given a [`Fetch`] that speaks TLS.
     pub fn new(
         base: &Target,
         get: &str,
@@ -249,9 +279,9 @@ impl Probe {
         within: Duration,
     ) -> Result<Probe, String> {
         let target = if get.starts_with('/') {
-            if base.tls || base.grpc {
+            if base.grpc {
                 return Err(format!(
-                    "get {get}: the probe speaks plain http; give a full http:// URL"
+                    "get {get}: a gRPC target has no URL to poll; give a full http(s):// URL"
                 ));
             }
             Target {
@@ -260,8 +290,10 @@ impl Probe {
             }
         } else {
             let t = Target::parse(get).map_err(|e| format!("get {get}: {e}"))?;
-            if t.tls || t.grpc {
-                return Err(format!("get {get}: the probe speaks plain http:// only"));
+            if t.grpc {
+                return Err(format!(
+                    "get {get}: the probe polls http:// or https:// URLs"
+                ));
             }
             t
         };
@@ -282,6 +314,7 @@ impl Probe {
             progress,
             every,
             within,
+            fetch: plain_fetch(),
         })
     }
 }
@@ -338,8 +371,8 @@ impl Probe {
             let limit = self
                 .every
                 .clamp(Duration::from_millis(200), Duration::from_secs(5));
-            match crate::http::get(&self.target, limit) {
-                Ok((200..=299, body)) => match self.until.read(&body) {
+            match (self.fetch)(&self.target, limit) {
+                Ok((200..=299, _, body)) => match self.until.read(&body) {
                     Ok(r) => {
                         let t = at.saturating_duration_since(start);
                         let progress = match (&self.progress, &r.json) {
@@ -357,7 +390,7 @@ impl Probe {
                     }
                     Err(e) => failed(&mut out, e),
                 },
-                Ok((status, _)) => failed(&mut out, format!("status {status}")),
+                Ok((status, _, _)) => failed(&mut out, format!("status {status}")),
                 Err(e) => failed(&mut out, e),
             }
             next += self.every;

@@ -75,6 +75,7 @@ impl Ord for Due {
 }
 
 struct State {
+    fetch: crate::completion::Fetch,
     queue: Mutex<(BinaryHeap<Due>, usize)>,
     wake: Condvar,
     counts: Mutex<Vec<Counts>>,
@@ -88,9 +89,10 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// Starts the pollers for a workload of `requests` requests.
-    pub fn start(requests: usize) -> Tracker {
+    /// Starts the pollers for a workload of `requests` requests, fetching with `fetch`.
+    pub fn start(requests: usize, fetch: crate::completion::Fetch) -> Tracker {
         let state = Arc::new(State {
+            fetch,
             queue: Mutex::new((BinaryHeap::new(), 0)),
             wake: Condvar::new(),
             counts: Mutex::new(vec![Counts::default(); requests.max(1)]),
@@ -213,7 +215,7 @@ fn poll_once(s: &State, job: Job) -> Option<Due> {
         .every
         .clamp(Duration::from_millis(200), Duration::from_secs(5));
     let mut retry_after = None;
-    let outcome = match crate::http::get_full(&job.target, limit) {
+    let outcome = match (s.fetch)(&job.target, limit) {
         Ok((200..=299, ra, body)) => {
             retry_after = ra;
             match job.until.read(&body) {
@@ -227,7 +229,9 @@ fn poll_once(s: &State, job: Job) -> Option<Due> {
             None
         }
         Ok((status, _, _)) => Some(Err(format!("status {status} from {}", job.target.url()))),
-        // A poll that could not connect or timed out is tried again until the deadline.
+        // A poll that could not connect or timed out is tried again until the deadline; one
+        // that can never work (a scheme the poller does not speak) fails now.
+        Err(e) if e.contains("speaks plain http only") => Some(Err(e)),
         Err(_) => None,
     };
     let mut counts = s.counts.lock().unwrap_or_else(PoisonError::into_inner);

@@ -133,8 +133,8 @@ fn bad_completion_input_is_one_line() {
             "is not a JSON value",
         ),
         (
-            vec!["--complete-when", "https://x/sold until $.a == 1"],
-            "plain http",
+            vec!["--complete-when", "grpc://127.0.0.1:1/x until $.a == 1"],
+            "http:// or https://",
         ),
         (vec!["--complete-every", "1s"], "go with --complete-when"),
         (vec!["--slo", "complete < 10s"], "needs a completion probe"),
@@ -328,4 +328,57 @@ fn a_queue_lag_series_says_when_the_work_drained() {
     );
     assert!(complete >= c["responses_done_s"].as_f64().unwrap());
     assert_eq!(c["last_value"], "0.0");
+}
+
+#[test]
+fn probes_poll_over_tls_with_the_runs_options() {
+    // The pipeline behind TLS (a certificate only --cacert makes trusted): the scenario's
+    // probe and a step's completion both poll https:// as the load does.
+    let (handler, _) = testkit::handlers::pipeline(1000.0);
+    let srv = testkit::serve_with(
+        testkit::Options {
+            tls: true,
+            ..testkit::Options::default()
+        },
+        handler,
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, srv.cert_pem.as_deref().unwrap()).unwrap();
+    let (code, r, out) = run(&[
+        &srv.url("/book"),
+        "-m",
+        "POST",
+        "-n",
+        "100",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--complete-when",
+        "/sold until $.sold >= 100",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let c = &r["scenarios"][0]["completion"];
+    assert_eq!(
+        (c["complete"].as_bool(), c["failed_polls"].as_u64()),
+        (Some(true), Some(0)),
+        "{c}"
+    );
+    // --insecure reaches the probe as it reaches the load.
+    let (_, r, _) = run(&[
+        &srv.url("/book"),
+        "-m",
+        "POST",
+        "-n",
+        "5",
+        "--insecure",
+        "--complete-when",
+        &format!("{} until $.sold >= 5", srv.url("/sold")),
+        "--complete-within",
+        "1s",
+    ]);
+    assert_eq!(
+        r["scenarios"][0]["completion"]["complete"], true,
+        "--insecure reaches the probe too"
+    );
 }
