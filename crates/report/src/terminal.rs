@@ -193,24 +193,7 @@ pub fn render(r: &ScenarioResult) -> String {
         row(&mut o, "completion", completion_text(c));
     }
     if let Some(j) = &r.async_jobs {
-        let mut text = format!(
-            "{} completed, {} failed, {} timed out",
-            fmt_count(j.completed),
-            fmt_count(j.failed),
-            fmt_count(j.timed_out)
-        );
-        if let Some(l) = &j.latency_ms {
-            text.push_str(&format!(
-                "; send to done p50 {} p95 {} p99 {}",
-                fmt_ms(l.p50),
-                fmt_ms(l.p95),
-                fmt_ms(l.p99)
-            ));
-        }
-        if let Some(f) = &j.first_failure {
-            text.push_str(&format!("; first failure: {f}"));
-        }
-        row(&mut o, "async", text);
+        row(&mut o, "async", async_text(j));
     }
     if let Some(t) = &r.traces {
         traces(&mut o, t);
@@ -311,6 +294,28 @@ fn distribution(o: &mut String, r: &ScenarioResult) {
             "█".repeat(width)
         );
     }
+}
+
+/// How the jobs answered attempts started ended, and how long they took.
+pub fn async_text(j: &crate::AsyncJson) -> String {
+    let mut text = format!(
+        "{} completed, {} failed, {} timed out",
+        fmt_count(j.completed),
+        fmt_count(j.failed),
+        fmt_count(j.timed_out)
+    );
+    if let Some(l) = &j.latency_ms {
+        text.push_str(&format!(
+            "; send to done p50 {} p95 {} p99 {}",
+            fmt_ms(l.p50),
+            fmt_ms(l.p95),
+            fmt_ms(l.p99)
+        ));
+    }
+    if let Some(f) = &j.first_failure {
+        text.push_str(&format!("; first failure: {f}"));
+    }
+    text
 }
 
 /// When the async work was done, beside when the responses were.

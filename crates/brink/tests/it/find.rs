@@ -755,6 +755,40 @@ fn a_failing_hook_warns_and_fails_the_command_only_when_required() {
         std::fs::read_to_string(dir.path().join("after-search.err")).unwrap(),
         "broke\n"
     );
+    // The HTML report lists the hooks, a hostile command escaped.
+    let html = dir.path().join("r.html");
+    let out = brink()
+        .args([
+            "find",
+            &srv.url("/"),
+            "--to",
+            "1",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "-q",
+        ])
+        .args([
+            "--hook-after",
+            "echo '<script>alert(1)</script>'",
+            "--hooks-dir",
+        ])
+        .arg(dir.path())
+        .arg("--html")
+        .arg(&html)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<caption>Hooks</caption>"), "the hooks table");
+    assert!(
+        page.contains("echo &#39;&lt;script&gt;alert(1)&lt;/script&gt;&#39;")
+            || page.contains("echo '&lt;script&gt;alert(1)&lt;/script&gt;'"),
+        "escaped"
+    );
+    assert!(!page.contains("<script>alert(1)"));
 }
 
 #[test]

@@ -140,6 +140,18 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
             escape(&crate::terminal::completion_text(c))
         );
     }
+    if let Some(j) = &s.async_jobs {
+        let class = if j.failed + j.timed_out > 0 {
+            " class=\"bad\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "<p{class}>Async jobs: {}</p>",
+            escape(&crate::terminal::async_text(j))
+        );
+    }
     if let Some(why) = s.generator.as_ref().and_then(|g| g.why.as_ref()) {
         let _ = writeln!(o, "<p class=\"bad\">{}</p>", escape(why));
     }
@@ -194,6 +206,7 @@ fn find_section(r: &RunResult, f: &crate::find::FindResult, charts: &mut Vec<Cha
     }
     o.push_str("</div>\n");
     o.push_str(&tables::steps(f));
+    o.push_str(&tables::hooks(f));
     o.push_str("</section>\n<section class=\"scenario\">\n<h2>All steps, one after another</h2>\n<div class=\"grid\">\n");
     let model = r
         .scenarios

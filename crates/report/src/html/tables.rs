@@ -442,3 +442,33 @@ pub fn traces(s: &ScenarioResult) -> String {
     ));
     o
 }
+
+/// The hooks a search ran: where, when, how they ended, and where their output is.
+pub fn hooks(f: &FindResult) -> String {
+    let rows: Vec<Vec<String>> = f
+        .hooks
+        .iter()
+        .map(|h| {
+            let ended = match (&h.error, h.timed_out, h.exit_code) {
+                (Some(err), _, _) => e(err),
+                (None, true, _) => "timed out, stopped".into(),
+                (None, false, Some(c)) => format!("exit {c}"),
+                (None, false, None) => "killed by a signal".into(),
+            };
+            vec![
+                e(&h.hook),
+                format!("<code>{}</code>", e(&h.command)),
+                e(&h.step),
+                format!("{:.1}s to {:.1}s", h.started_s, h.ended_s),
+                ended,
+                format!("<code>{}</code>", e(&h.stdout)),
+            ]
+        })
+        .collect();
+    table(
+        "",
+        "Hooks",
+        &["hook", "command", "step", "ran", "ended", "output"],
+        &rows,
+    )
+}
