@@ -8,23 +8,10 @@ use serde_json::Value;
 use std::time::Duration;
 
 fn run(args: &[&str]) -> (Option<i32>, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = Command::cargo_bin("brink")
-        .unwrap()
-        .arg("run")
-        .args(args)
-        .args(["--json", json.to_str().unwrap()])
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let r =
-        serde_json::from_slice(&std::fs::read(&json).unwrap_or_default()).unwrap_or(Value::Null);
-    (
-        out.status.code(),
-        r,
-        String::from_utf8_lossy(&out.stdout).to_string(),
-    )
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    let r = crate::support::brink_json(&all);
+    (r.code, r.result, r.stdout)
 }
 
 #[test]

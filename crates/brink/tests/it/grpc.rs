@@ -55,29 +55,15 @@ pub(crate) fn greeter_with(opts: testkit::Options, delay: Duration) -> (testkit:
 }
 
 fn run(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let mut c = brink();
-    c.args(["run", url, "--proto", greeter().to_str().unwrap()]);
+    let proto = greeter();
+    let mut all = vec!["run", url, "--proto", proto.to_str().unwrap()];
     if !extra.contains(&"--call") {
-        c.args(["--call", "helloworld.Greeter/SayHello"]);
+        all.extend(["--call", "helloworld.Greeter/SayHello"]);
     }
-    let out = c
-        .args(["-q", "--json"])
-        .arg(&json)
-        .args(extra)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let r = std::fs::read(&json)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (
-        out.status.code(),
-        r,
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+    all.push("-q");
+    all.extend_from_slice(extra);
+    let r = crate::support::brink_json(&all);
+    (r.code, r.result, r.stderr)
 }
 
 #[test]

@@ -4,13 +4,8 @@
 //! `file:line:column`.
 
 use crate::grpc::{greeter, greeter_server, name_of, reflecting_server};
-use assert_cmd::Command;
 use serde_json::Value;
 use std::time::Duration;
-
-fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
-}
 
 /// Writes `plan` (with `{PROTO}` and `{URL}` filled in) and `users.csv` into a fresh
 /// directory and runs it; returns the exit code, the result and stderr.
@@ -27,22 +22,8 @@ fn run_plan(plan: &str, url: &str) -> (Option<i32>, Value, String) {
         .replace("{URL}", url);
     let file = dir.path().join("plan.yaml");
     std::fs::write(&file, text).unwrap();
-    let json = dir.path().join("r.json");
-    let out = brink()
-        .args(["run", file.to_str().unwrap(), "-q", "--json"])
-        .arg(&json)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let r = std::fs::read(&json)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (
-        out.status.code(),
-        r,
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+    let r = crate::support::brink_json(&["run", file.to_str().unwrap(), "-q"]);
+    (r.code, r.result, r.stderr)
 }
 
 #[test]

@@ -38,27 +38,18 @@ fn streaming_server() -> (testkit::Server, Calls) {
 }
 
 fn run(url: &str, method: &str, extra: &[&str]) -> (Option<i32>, Value, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = Command::cargo_bin("brink")
-        .unwrap()
-        .args(["run", url, "--proto", greeter().to_str().unwrap()])
-        .args(["--call", &format!("helloworld.Greeter/{method}"), "--json"])
-        .arg(&json)
-        .args(extra)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let r = std::fs::read(&json)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (
-        out.status.code(),
-        r,
-        String::from_utf8_lossy(&out.stdout).to_string(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+    let (proto, call) = (greeter(), format!("helloworld.Greeter/{method}"));
+    let mut all = vec![
+        "run",
+        url,
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        &call,
+    ];
+    all.extend_from_slice(extra);
+    let r = crate::support::brink_json(&all);
+    (r.code, r.result, r.stdout, r.stderr)
 }
 
 #[test]

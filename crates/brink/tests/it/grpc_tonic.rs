@@ -7,7 +7,6 @@ use crate::grpc::greeter;
 use assert_cmd::Command;
 use serde_json::Value;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 use testkit::tonic_srv::serve_tonic;
 
 fn tonic_server() -> testkit::tonic_srv::TonicServer {
@@ -17,32 +16,11 @@ fn tonic_server() -> testkit::tonic_srv::TonicServer {
 
 /// `brink run` without --proto (reflection), returning exit code, result and stderr.
 fn run(url: &str, call: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = Command::cargo_bin("brink")
-        .unwrap()
-        .args([
-            "run",
-            url,
-            "--call",
-            &format!("helloworld.Greeter/{call}"),
-            "-q",
-            "--json",
-        ])
-        .arg(&json)
-        .args(extra)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let r = std::fs::read(&json)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
-    (
-        out.status.code(),
-        r,
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+    let call = format!("helloworld.Greeter/{call}");
+    let mut all = vec!["run", url, "--call", call.as_str(), "-q"];
+    all.extend_from_slice(extra);
+    let r = crate::support::brink_json(&all);
+    (r.code, r.result, r.stderr)
 }
 
 #[test]

@@ -122,3 +122,35 @@ pub fn schema_problems(schema: &str, v: &serde_json::Value) -> Vec<String> {
         .map(|e| format!("{} at {}", e, e.instance_path))
         .collect()
 }
+
+/// What a `brink` command left: its exit code, the result it wrote with `--json` (`Null`
+/// when it wrote none), and its output.
+pub struct Ran {
+    pub code: Option<i32>,
+    pub result: serde_json::Value,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `brink ARGS --json FILE` (bounded to a minute) and reads back what it wrote.
+pub fn brink_json(args: &[&str]) -> Ran {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("r.json");
+    let out = assert_cmd::Command::cargo_bin("brink")
+        .expect("binary built")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("brink runs");
+    Ran {
+        code: out.status.code(),
+        result: std::fs::read(&json)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(serde_json::Value::Null),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
