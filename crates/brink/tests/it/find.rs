@@ -878,34 +878,13 @@ fn a_cpu_throttled_service_is_diagnosed_throttled() {
         eprintln!("skipped: this machine does not let the test create a CPU cgroup");
         return;
     };
-    let script = [
-        "import http.server, time",
-        "class H(http.server.BaseHTTPRequestHandler):",
-        "    protocol_version = 'HTTP/1.1'",
-        "    def do_GET(self):",
-        "        t = time.thread_time()",
-        "        while time.thread_time() - t < 0.002: pass",
-        "        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')",
-        "    def log_message(self, *a): pass",
-        "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)",
-        "print(s.server_address[1], flush=True)",
-        "s.serve_forever()",
-    ]
-    .join("\n");
-    let mut child = std::process::Command::new("python3")
-        .args(["-c", &script])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    assert!(limit.add(child.id()), "the server joins the limited cgroup");
-    let pid = format!("pid={}", child.id());
-    let url = format!("http://127.0.0.1:{}/", port.trim());
+    let srv = crate::support::PyServer::start(std::path::Path::new("python3"), 2);
+    assert!(
+        limit.add(srv.child.id()),
+        "the server joins the limited cgroup"
+    );
+    let pid = format!("pid={}", srv.child.id());
+    let url = srv.url.clone();
     let (code, r, text) = find(
         &[
             &url,
@@ -926,8 +905,7 @@ fn a_cpu_throttled_service_is_diagnosed_throttled() {
         ],
         Duration::from_secs(120),
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(srv);
     assert!(matches!(code, Some(0 | 1)), "{text}");
     let f = &r["find"];
     let throttled = f["findings"]

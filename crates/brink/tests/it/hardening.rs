@@ -879,37 +879,14 @@ fn a_port_served_by_a_userland_proxy_is_named() {
         return;
     };
     std::os::unix::fs::symlink(python, &proxy).unwrap();
-    let script = [
-        "import http.server",
-        "class H(http.server.BaseHTTPRequestHandler):",
-        "    protocol_version = 'HTTP/1.1'",
-        "    def do_GET(self):",
-        "        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')",
-        "    def log_message(self, *a): pass",
-        "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)",
-        "print(s.server_address[1], flush=True)",
-        "s.serve_forever()",
-    ]
-    .join("\n");
-    let mut child = std::process::Command::new(&proxy)
-        .args(["-c", &script])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let url = format!("http://127.0.0.1:{}/", port.trim());
+    let srv = crate::support::PyServer::start(&proxy, 0);
+    let url = srv.url.clone();
     let out = brink()
         .args(["run", &url, "-n", "5", "-c", "1", "-q"])
         .timeout(Duration::from_secs(30))
         .output()
         .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(srv);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("is served by docker-proxy (pid "), "{err}");

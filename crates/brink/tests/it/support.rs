@@ -154,3 +154,49 @@ pub fn brink_json(args: &[&str]) -> Ran {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// A Python HTTP/1.1 server (threaded, keep-alive) answering every GET `ok` after spending
+/// `cpu_ms` of CPU, run by `python` (a path, or a link under another name); killed on drop.
+pub struct PyServer {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl PyServer {
+    pub fn start(python: &std::path::Path, cpu_ms: u32) -> PyServer {
+        let script = [
+            "import http.server, time".to_string(),
+            "class H(http.server.BaseHTTPRequestHandler):".into(),
+            "    protocol_version = 'HTTP/1.1'".into(),
+            "    def do_GET(self):".into(),
+            "        t = time.thread_time()".into(),
+            format!("        while time.thread_time() - t < {}: pass", f64::from(cpu_ms) / 1000.0),
+            "        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')".into(),
+            "    def log_message(self, *a): pass".into(),
+            "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)".into(),
+            "print(s.server_address[1], flush=True)".into(),
+            "s.serve_forever()".into(),
+        ]
+        .join("\n");
+        let mut child = std::process::Command::new(python)
+            .args(["-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut port = String::new();
+        let stdout = child.stdout.take().expect("piped stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut port)
+            .expect("the server prints its port");
+        PyServer {
+            child,
+            url: format!("http://127.0.0.1:{}/", port.trim()),
+        }
+    }
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
