@@ -369,3 +369,36 @@ fn probes_poll_over_tls_with_the_runs_options() {
         "--insecure reaches the probe too"
     );
 }
+
+#[test]
+fn the_completion_chart_and_the_trace_table_draw_in_a_browser() {
+    let (handler, _) = testkit::handlers::pipeline(500.0);
+    let srv = testkit::serve(handler).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    let (code, _, out) = run(&[
+        &srv.url("/book"),
+        "-m",
+        "POST",
+        "-n",
+        "300",
+        "--complete-when",
+        "/sold until $.sold >= 300",
+        "--trace",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<p>Completion: complete at") && page.contains("($.sold &gt;= 300)"),
+        "the completion line"
+    );
+    assert!(
+        page.contains("Slowest requests (trace ids)"),
+        "the trace table"
+    );
+    if let Some(seen) = crate::reports::open_in_browser(&html) {
+        crate::reports::assert_page_sound(&html, &seen);
+    }
+}

@@ -20,13 +20,13 @@ const HOSTILE_REQUEST: &str = "<img src=x onerror=alert(1)>";
 const HOSTILE_SCENARIO: &str = "</script><script>alert(2)</script>";
 
 /// What the browser saw, or `None` when no browser is installed and none is required.
-fn open_in_browser(page: &Path) -> Option<Value> {
+pub(crate) fn open_in_browser(page: &Path) -> Option<Value> {
     crate::support::browser_check("check_page.py", &[&format!("file://{}", page.display())])
 }
 
 /// The page as a user's browser sees it: every figure drew its chart, nothing left the page,
 /// nothing ran that the page did not ship.
-fn assert_page_sound(page: &Path, seen: &Value) {
+pub(crate) fn assert_page_sound(page: &Path, seen: &Value) {
     let file_url = format!("file://{}", page.display());
     let requests: Vec<&str> = seen["requests"]
         .as_array()
