@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 /// Threads polling at once.
 const POLLERS: usize = 4;
+/// The longest a poller sleeps before it looks at the stop flag again.
+const IDLE: Duration = Duration::from_millis(50);
 
 /// One job to follow.
 pub struct Job {
@@ -174,27 +176,18 @@ fn poll_loop(s: &State) {
                     return;
                 }
                 let now = Instant::now();
-                match q.0.peek().map(|d| d.at) {
-                    Some(at) if at <= now => {
-                        q.1 += 1;
-                        break q.0.pop().map(|d| d.job);
-                    }
-                    Some(at) => {
-                        let wait = (at - now).min(Duration::from_millis(50));
-                        q = s
-                            .wake
-                            .wait_timeout(q, wait)
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .0;
-                    }
-                    None => {
-                        q = s
-                            .wake
-                            .wait_timeout(q, Duration::from_millis(50))
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .0;
-                    }
+                let next = q.0.peek().map(|d| d.at);
+                if next.is_some_and(|at| at <= now) {
+                    q.1 += 1;
+                    break q.0.pop().map(|d| d.job);
                 }
+                // Wake for the next due job, a new one, or the stop flag, whichever first.
+                let wait = next.map_or(IDLE, |at| (at - now).min(IDLE));
+                q = s
+                    .wake
+                    .wait_timeout(q, wait)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
             }
         };
         let Some(job) = job else { continue };

@@ -498,18 +498,15 @@ impl Cx<'_> {
             within,
         )
         .map_err(|e| {
-            let at = if e.starts_with("get ") {
+            if e.starts_with("get ") {
                 self.err(&v.get, e)
-            } else if e.starts_with("progress ") {
-                v.progress
-                    .as_ref()
-                    .map_or_else(|| self.err(c, e.clone()), |p| self.err(p, e.clone()))
+            } else if let (true, Some(p)) = (e.starts_with("progress "), &v.progress) {
+                self.err(p, e)
             } else if e.starts_with("every") {
                 self.err(c, e)
             } else {
                 self.err(until_at, e)
-            };
-            at
+            }
         })
     }
 

@@ -100,7 +100,7 @@ pub fn start(hook: &Hook, m: &Moment, out_dir: &Path, delay: Duration, origin: I
             let until = Instant::now() + delay;
             while Instant::now() < until && !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(
-                    Duration::from_millis(10).min(until - Instant::now().min(until)),
+                    Duration::from_millis(10).min(until.saturating_duration_since(Instant::now())),
                 );
             }
             let m = Moment {

@@ -371,15 +371,9 @@ pub fn judge_async(slos: &[stats::slo::Slo], jobs: Option<&AsyncJson>, results: 
         let stats::slo::Metric::Async(q) = slo.metric else {
             continue;
         };
-        let value = jobs.and_then(|j| j.latency_ms.as_ref()).map(|l| match q {
-            None => l.mean,
-            Some(q) if q >= 1.0 => l.max,
-            Some(q) => l
-                .labelled()
-                .iter()
-                .find(|(name, _)| *name == quantile_name(q))
-                .map_or(l.p99, |(_, v)| *v),
-        });
+        let value = jobs
+            .and_then(|j| j.latency_ms.as_ref())
+            .map(|l| at_quantile(l, q));
         r.value = value;
         r.result = value.map_or("no completed job".to_string(), |v| slo.fmt_value(v));
         r.margin = value.map(|v| slo.margin(v));
@@ -387,15 +381,17 @@ pub fn judge_async(slos: &[stats::slo::Slo], jobs: Option<&AsyncJson>, results: 
     }
 }
 
-/// The summary's label for quantile `q`.
-fn quantile_name(q: f64) -> &'static str {
-    match (q * 1000.0).round() as u32 {
-        500 => "p50",
-        750 => "p75",
-        900 => "p90",
-        950 => "p95",
-        990 => "p99",
-        999 => "p99.9",
-        _ => "p99",
+/// The figure of `l` an objective's quantile names (`None`: the mean; the SLO grammar only
+/// has these quantiles).
+fn at_quantile(l: &stats::LatencySummary, q: Option<f64>) -> f64 {
+    match q.map(|q| (q * 1000.0).round() as u32) {
+        None => l.mean,
+        Some(500) => l.p50,
+        Some(750) => l.p75,
+        Some(900) => l.p90,
+        Some(950) => l.p95,
+        Some(999) => l.p999,
+        Some(1000..) => l.max,
+        Some(_) => l.p99,
     }
 }
