@@ -1,4 +1,5 @@
-//! `brink compare` on real runs: the same service twice compares as unchanged (exit 0); the
+//! `brink compare` on real runs: the same service twice compares as unchanged (exit 0; its p99
+//! may honestly be inconclusive on a busy machine, never a regression or an improvement); the
 //! service made slower (13 ms of work instead of 10: about +25% end to end) regresses on p99,
 //! with the measured change inside its interval (exit 1); a service that
 //! fails 2% of its requests regresses on errors; runs that differ in load or duration are
@@ -117,9 +118,17 @@ fn compare_knows_a_regression_from_noise() {
             .all(|m| m.as_str().unwrap().contains("targets")),
         "{c}"
     );
-    for m in ["p99", "ok req/s", "error rate"] {
+    for m in ["ok req/s", "error rate"] {
         assert_eq!(row(&c, m)["verdict"], "unchanged", "{m}: {}", row(&c, m));
     }
+    // The tail is where a busy machine shows: with the other tests running beside these four
+    // runs, a slow spell can widen the p99 interval past its 10% tolerance, and then the honest
+    // verdict is "inconclusive (run longer)". What must never happen is a verdict either way.
+    let p99 = row(&c, "p99");
+    assert!(
+        matches!(p99["verdict"].as_str(), Some("unchanged" | "inconclusive")),
+        "{p99}"
+    );
     assert!(c["steady_seconds"][0][1].as_u64().unwrap() >= 40, "{c}");
 
     let (code, c, err) = compare(&[&p("a.json"), &p("slow.json")], &allow);
