@@ -95,6 +95,9 @@ pub struct RunOutput {
     /// Requests still in flight when the run stopped (not counted in the totals).
     pub unfinished: u64,
     pub workers: usize,
+    /// The worker threads' scheduler figures summed over the run: time on a CPU and time ready
+    /// but waiting for one (`None` where the kernel keeps none).
+    pub sched: Option<observe::procfs::Sched>,
     /// Steps with `complete:`: how their jobs ended, per request of the workload (empty
     /// without such steps).
     pub completions: Vec<observe::tracker::Counts>,
@@ -231,7 +234,10 @@ pub fn run(
     let mut failure = None;
     let mut handle_msg = |agg: &mut Aggregator, msg: Msg| match msg {
         Msg::Buckets(w, b) => agg.bucket(w, b),
-        Msg::Done(w, unfinished) => agg.done(w, unfinished),
+        Msg::Done(w, unfinished, sched) => {
+            agg.sched = agg.sched.zip(sched).map(|(a, b)| a.plus(b));
+            agg.done(w, unfinished)
+        }
         Msg::Failed(e) => failure = Some(e),
     };
     let mut interrupted = false;
@@ -252,6 +258,9 @@ pub fn run(
                 handle_msg(&mut agg, msg);
             }
             for w in 0..handles.len() {
+                if !agg.timeline.is_finished(w) {
+                    agg.sched = None;
+                }
                 agg.done(w, 0);
             }
         }
@@ -290,6 +299,7 @@ pub fn run(
         interrupted,
         unfinished: agg.unfinished,
         workers: shared.workers,
+        sched: agg.sched,
         completions,
     })
 }
@@ -305,6 +315,8 @@ struct Aggregator<'a> {
     unfinished: u64,
     /// The observer asked to stop.
     aborted: bool,
+    /// The workers' scheduler figures, summed as each says it is done.
+    sched: Option<observe::procfs::Sched>,
 }
 
 impl<'a> Aggregator<'a> {
@@ -317,6 +329,7 @@ impl<'a> Aggregator<'a> {
             seconds: Vec::new(),
             unfinished: 0,
             aborted: false,
+            sched: Some(observe::procfs::Sched::default()),
         }
     }
 

@@ -1,6 +1,8 @@
 //! A local process read from /proc: CPU time, resident memory, threads, open file descriptors
 //! and sockets (the descriptors that are sockets: its TCP connections and listeners), context
 //! switches, and its cgroup's CPU throttling (cgroup v2 `cpu.stat`) when it has a CPU limit.
+//! Also the calling thread's scheduler figures (`/proc/thread-self/schedstat`), so brink's
+//! workers can tell time spent working from time spent waiting for a CPU others held.
 
 /// One reading of /proc/PID.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -46,6 +48,50 @@ pub fn read(pid: u32) -> Option<Reading> {
         ctx_vol: status_field(&status, "voluntary_ctxt_switches:").unwrap_or(0.0),
         ctx_invol: status_field(&status, "nonvoluntary_ctxt_switches:").unwrap_or(0.0),
         cfs: cgroup_cfs(pid),
+    })
+}
+
+/// The calling thread's time on a CPU, its time ready to run but waiting for one, and how many
+/// times it was put on a CPU, since the thread started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sched {
+    pub on_cpu_ns: u64,
+    pub waiting_ns: u64,
+    pub slices: u64,
+}
+
+impl Sched {
+    /// What happened between `earlier` and `self`.
+    pub fn since(self, earlier: Sched) -> Sched {
+        Sched {
+            on_cpu_ns: self.on_cpu_ns.saturating_sub(earlier.on_cpu_ns),
+            waiting_ns: self.waiting_ns.saturating_sub(earlier.waiting_ns),
+            slices: self.slices.saturating_sub(earlier.slices),
+        }
+    }
+
+    /// The sum of two threads' figures.
+    pub fn plus(self, other: Sched) -> Sched {
+        Sched {
+            on_cpu_ns: self.on_cpu_ns + other.on_cpu_ns,
+            waiting_ns: self.waiting_ns + other.waiting_ns,
+            slices: self.slices + other.slices,
+        }
+    }
+}
+
+/// The calling thread's scheduler figures; `None` where the kernel does not keep them.
+pub fn thread_sched() -> Option<Sched> {
+    sched_of(&std::fs::read_to_string("/proc/thread-self/schedstat").ok()?)
+}
+
+/// Parses a `schedstat` line: nanoseconds on a CPU, nanoseconds waiting, timeslices.
+pub fn sched_of(text: &str) -> Option<Sched> {
+    let mut f = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some(Sched {
+        on_cpu_ns: f.next()??,
+        waiting_ns: f.next()??,
+        slices: f.next()??,
     })
 }
 
@@ -101,6 +147,29 @@ mod tests {
         );
         assert!(super::read(u32::MAX).is_none());
         assert!(r.ctx_vol + r.ctx_invol > 0.0, "{r:?}");
+    }
+
+    #[test]
+    fn a_thread_s_scheduler_figures_count_its_work() {
+        assert_eq!(
+            super::sched_of("542461877 491879 43\n"),
+            Some(super::Sched {
+                on_cpu_ns: 542_461_877,
+                waiting_ns: 491_879,
+                slices: 43
+            })
+        );
+        assert_eq!(super::sched_of("12 x 3"), None);
+        let before = super::thread_sched().expect("this kernel keeps schedstat");
+        let t = std::time::Instant::now();
+        let mut spin = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(50) {
+            spin = std::hint::black_box(spin.wrapping_add(1));
+        }
+        let d = super::thread_sched().unwrap().since(before);
+        // 50 ms of wall time spent either on a CPU or waiting for one (a shared machine).
+        assert!(d.on_cpu_ns + d.waiting_ns >= 40_000_000, "{d:?}");
+        assert!(d.on_cpu_ns > 0 && d.slices >= 1, "{d:?}");
     }
 
     #[test]

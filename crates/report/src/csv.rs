@@ -9,7 +9,8 @@
 //!   level in that second (connections, or req/s in the open model); empty cells are figures
 //!   that were not measured that second.
 //! * steps: `level, unit, pass, p50_ms, p75_ms, p90_ms, p99_ms, mean_ms, rps, ok_rps, requests,
-//!   errors, timeouts, generator_busy_percent, late_share, max_lag_ms, reason`, then the peak
+//!   errors, timeouts, generator_busy_percent, generator_wait_percent, late_share, max_lag_ms,
+//!   reason`, then the peak
 //!   of each observed figure over the step (`srv cpu peak`, ...).
 //!
 //! Text cells (scenario names, reasons) are quoted when needed, and a cell that a spreadsheet
@@ -70,7 +71,7 @@ pub fn steps(f: &FindResult) -> String {
         .flat_map(|s| s.observed.keys().map(String::as_str))
         .collect();
     let mut out = String::from(
-        "level,unit,pass,p50_ms,p75_ms,p90_ms,p99_ms,mean_ms,rps,ok_rps,requests,errors,timeouts,generator_busy_percent,late_share,max_lag_ms,reason",
+        "level,unit,pass,p50_ms,p75_ms,p90_ms,p99_ms,mean_ms,rps,ok_rps,requests,errors,timeouts,generator_busy_percent,generator_wait_percent,late_share,max_lag_ms,reason",
     );
     for name in &observed {
         let _ = write!(out, ",{}", text(&format!("{name} peak")));
@@ -96,6 +97,7 @@ pub fn steps(f: &FindResult) -> String {
             s.errors.to_string(),
             s.timeouts.to_string(),
             num(Some(s.generator_cpu * 100.0)),
+            num(s.generator_wait.map(|w| w * 100.0)),
             num(Some(s.late_share)),
             num(Some(s.max_lag_ms)),
             text(&s.reason),

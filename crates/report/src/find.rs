@@ -103,6 +103,9 @@ pub enum Stop {
     GeneratorBound {
         level: f64,
         busy_percent: f64,
+        /// Share (0-100) of the workers' time spent waiting for a CPU others held.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waiting_percent: Option<f64>,
         passed: bool,
     },
     /// Every level up to `to` passed.
@@ -138,18 +141,22 @@ impl Stop {
             Stop::GeneratorBound {
                 level,
                 busy_percent,
+                waiting_percent,
                 passed: false,
             } => format!(
-                "the generator, not the service, was the limit at {} (brink's workers {busy_percent:.0}% busy)",
-                lvl(*level)
+                "the generator, not the service, was the limit at {} ({})",
+                lvl(*level),
+                generator_words(*busy_percent, *waiting_percent)
             ),
             Stop::GeneratorBound {
                 level,
                 busy_percent,
+                waiting_percent,
                 ..
             } => format!(
-                "the generator reached its own limit at {} (workers {busy_percent:.0}% busy): higher levels would measure brink, not the service",
-                lvl(*level)
+                "the generator reached its own limit at {} ({}): higher levels would measure brink, not the service",
+                lvl(*level),
+                generator_words(*busy_percent, *waiting_percent)
             ),
             Stop::AllPassed { to } => format!("every level up to --to {} passed", lvl(*to)),
             Stop::FirstFailed { from } => {
@@ -173,7 +180,13 @@ pub enum Finding {
     /// After the step at `level` the service no longer answered its health probe.
     Stuck { level: f64, ok: u64, attempts: u64 },
     /// brink's workers were `busy_percent` busy at `level`: from there on brink was measured.
-    GeneratorBound { level: f64, busy_percent: f64 },
+    GeneratorBound {
+        level: f64,
+        busy_percent: f64,
+        /// Share (0-100) of the workers' time spent waiting for a CPU others held.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waiting_percent: Option<f64>,
+    },
     /// `throttled` of `attempts` responses at `level` were 429.
     RateLimited {
         level: f64,
@@ -228,6 +241,31 @@ pub enum Finding {
     },
 }
 
+/// A share of the workers' time (0-100) spent waiting for a CPU from which the wait, not the
+/// work, is why the generator could not keep up.
+pub const STARVED_PERCENT: f64 = 10.0;
+
+/// How busy brink's workers were, in words: "brink's workers were 95% busy", and when they
+/// also waited for a CPU a noticeable share of the time, how much.
+pub fn generator_words(busy_percent: f64, waiting_percent: Option<f64>) -> String {
+    match waiting_percent.filter(|w| *w >= STARVED_PERCENT) {
+        Some(w) => format!(
+            "brink's workers were {busy_percent:.0}% busy and {w:.0}% waiting for a CPU other processes held"
+        ),
+        None => format!("brink's workers were {busy_percent:.0}% busy"),
+    }
+}
+
+/// What to do about a generator-bound run: more CPU for brink, or a machine not shared with
+/// what took it.
+pub fn generator_remedy(waiting_percent: Option<f64>) -> &'static str {
+    if waiting_percent.is_some_and(|w| w >= STARVED_PERCENT) {
+        "this machine is short of CPU: run brink on cores or a machine the service and other work do not use"
+    } else {
+        "give brink more --threads or CPU"
+    }
+}
+
 impl Finding {
     /// The finding in words, levels in `by`'s unit.
     pub fn describe(&self, by: By) -> String {
@@ -237,9 +275,15 @@ impl Finding {
                 "stuck: after {} the service stopped answering its health probe ({ok} ok of {attempts} attempts in the step's steady part); it needs a restart: look for deadlocks, exhausted pools or a hung dependency",
                 lvl(*level)
             ),
-            Finding::GeneratorBound { level, busy_percent } => format!(
-                "generator-bound: brink's workers were {busy_percent:.0}% busy at {}: from there on the limit measured is brink's, not the service's (give brink more --threads or CPU)",
-                lvl(*level)
+            Finding::GeneratorBound {
+                level,
+                busy_percent,
+                waiting_percent,
+            } => format!(
+                "generator-bound: {} at {}: from there on the limit measured is brink's, not the service's ({})",
+                generator_words(*busy_percent, *waiting_percent),
+                lvl(*level),
+                generator_remedy(*waiting_percent)
             ),
             Finding::RateLimited { level, throttled, attempts } => format!(
                 "rate-limited: {:.1}% of responses at {} were 429 ({throttled} of {attempts}): the service (or a proxy) is throttling, not failing",
@@ -300,6 +344,10 @@ pub struct StepRow {
     pub timeouts: u64,
     /// Share of brink's worker threads' CPU used during the step (1.0 = all busy).
     pub generator_cpu: f64,
+    /// Share of the workers' time spent ready to run but waiting for a CPU that other
+    /// processes held; `None` where the kernel does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_wait: Option<f64>,
     /// Open model: share of requests that started more than 1 ms late, and the worst lag (ms).
     /// With brink's CPU free, lateness means no connection of the pool was free (the service
     /// was slow), not that brink fell behind.

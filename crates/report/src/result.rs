@@ -122,8 +122,12 @@ pub struct AsyncJson {
 /// brink's own load during a scenario.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct GeneratorJson {
-    /// Worker CPU: process CPU time over wall time and worker threads.
+    /// Worker CPU: the worker threads' time on a CPU over wall time and worker threads.
     pub busy_percent: f64,
+    /// The worker threads' time ready to run but waiting for a CPU other processes held, over
+    /// the same; absent where the kernel does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_percent: Option<f64>,
     /// Open model: share of requests started late, and the worst lag.
     pub late_share: f64,
     pub max_lag_ms: f64,

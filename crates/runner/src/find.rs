@@ -21,8 +21,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use search::GENERATOR_BUSY;
-
 /// The search's settings, checked.
 pub struct Search {
     pub by: By,
@@ -276,7 +274,11 @@ impl search::StepRunner for Controller<'_> {
             interrupted,
             stuck: step.stuck,
             generator_busy: step.row.generator_cpu,
-            generator_bound: step.row.generator_cpu >= GENERATOR_BUSY,
+            generator_wait: step.row.generator_wait,
+            generator_bound: search::generator_limited(
+                step.row.generator_cpu,
+                step.row.generator_wait,
+            ),
         };
         self.steps.push(step);
         Ok(outcome)
@@ -310,6 +312,7 @@ fn run_step(
     let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
     let out = out.map_err(|e| Error(e.to_string()))?;
+    let (busy, waiting) = crate::outcome::generator_load(cpu, wall, &out);
     // The steady part: from the end of the warm-up to the end of the step.
     let steady_s = (out.duration.as_secs_f64() - s.warmup.as_secs() as f64).max(0.5);
     let slo_results = watch.verdicts(steady_s);
@@ -343,11 +346,8 @@ fn run_step(
         timeouts: out.totals.all.errors_by_kind[ErrorKind::Timeout.index()],
         late_share: b.late as f64 / b.requests.max(1) as f64,
         max_lag_ms: b.max_lag_us as f64 / 1000.0,
-        generator_cpu: if wall > 0.0 {
-            cpu / (wall * out.workers.max(1) as f64)
-        } else {
-            0.0
-        },
+        generator_cpu: busy,
+        generator_wait: waiting,
         observed: BTreeMap::new(),
         pass: reasons.is_empty(),
         interrupted: out.interrupted,

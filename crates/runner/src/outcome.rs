@@ -245,41 +245,55 @@ pub fn own_cpu() -> f64 {
 
 /// Share of late requests (open model) that counts as noticeable.
 const LATE_NOTICEABLE: f64 = 0.01;
-/// Worker CPU above which late requests are the generator's doing (it had none to spare).
+/// Worker time (on a CPU or waiting for one) above which late requests are the generator's
+/// doing (it had no time to spare).
 const NO_CPU_TO_SPARE: f64 = 0.75;
 
-/// Whether brink itself limited the run: its workers' CPU (`cpu` seconds over `wall` seconds
-/// and `workers` threads), and in the open model the share started late and the worst lag.
+/// brink's workers over `wall` seconds: the share of their time on a CPU (0..1; from the
+/// kernel's per-thread figures, else the process CPU `cpu`) and the share spent ready to run
+/// but waiting for a CPU (where the kernel says).
+pub fn generator_load(cpu: f64, wall: f64, out: &RunOutput) -> (f64, Option<f64>) {
+    let capacity = wall * out.workers.max(1) as f64;
+    if capacity <= 0.0 {
+        return (0.0, None);
+    }
+    let share = |ns: u64| ns as f64 / 1e9 / capacity;
+    match out.sched {
+        Some(s) => (share(s.on_cpu_ns), Some(share(s.waiting_ns))),
+        None => (cpu / capacity, None),
+    }
+}
+
+/// Whether brink itself limited the run: its workers' load ([`generator_load`] of `cpu`
+/// seconds over `wall`), and in the open model the share started late and the worst lag.
 pub fn generator_check(
     cpu: f64,
     wall: f64,
     out: &RunOutput,
     summary: &report::SummaryJson,
 ) -> GeneratorJson {
-    let busy = if wall > 0.0 {
-        cpu / (wall * out.workers.max(1) as f64)
-    } else {
-        0.0
-    };
+    let (busy, waiting) = generator_load(cpu, wall, out);
     let (late_share, max_lag_ms) = summary.schedule.as_ref().map_or((0.0, 0.0), |s| {
         (s.late as f64 / s.intended.max(1) as f64, s.max_lag_ms)
     });
-    let why = if busy >= search::GENERATOR_BUSY {
+    let waiting_percent = waiting.map(|w| w * 100.0);
+    let words = report::find::generator_words(busy * 100.0, waiting_percent);
+    let why = if search::generator_limited(busy, waiting) {
         Some(format!(
-            "brink's workers were {:.0}% busy: the generator, not the service, limited this run (add --threads or machines)",
-            busy * 100.0
+            "{words}: the generator, not the service, limited this run ({})",
+            report::find::generator_remedy(waiting_percent)
         ))
-    } else if late_share >= LATE_NOTICEABLE && busy >= NO_CPU_TO_SPARE {
+    } else if late_share >= LATE_NOTICEABLE && busy + waiting.unwrap_or(0.0) >= NO_CPU_TO_SPARE {
         Some(format!(
-            "{:.1}% of requests started late (worst {max_lag_ms:.1} ms) while brink's workers were {:.0}% busy: the generator could not keep the schedule",
+            "{:.1}% of requests started late (worst {max_lag_ms:.1} ms) while {words}: the generator could not keep the schedule",
             late_share * 100.0,
-            busy * 100.0
         ))
     } else {
         None
     };
     GeneratorJson {
         busy_percent: busy * 100.0,
+        waiting_percent,
         late_share,
         max_lag_ms,
         limited: why.is_some(),

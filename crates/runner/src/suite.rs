@@ -170,6 +170,7 @@ fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
         interrupted: false,
         unfinished: 0,
         workers: 0,
+        sched: None,
         completions: Vec::new(),
     };
     let mut sc = crate::outcome::scenario_result(&job.name, &job.spec, &out, Vec::new(), None);

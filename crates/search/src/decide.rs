@@ -23,8 +23,10 @@ pub struct Outcome {
     pub interrupted: bool,
     /// After failing, the service did not answer its health probe within the recovery time.
     pub stuck: bool,
-    /// brink's own workers were at least this busy (0..1) ...
+    /// brink's own workers were at least this busy (0..1), and waited this share of the
+    /// time for a CPU others held (where known) ...
     pub generator_busy: f64,
+    pub generator_wait: Option<f64>,
     /// ... and that is at or past the point where the step measured brink, not the service.
     pub generator_bound: bool,
 }
@@ -93,6 +95,7 @@ fn ends_search(o: &Outcome) -> Option<Stop> {
         Some(Stop::GeneratorBound {
             level: o.level,
             busy_percent: o.generator_busy * 100.0,
+            waiting_percent: o.generator_wait.map(|w| w * 100.0),
             passed: o.pass,
         })
     } else {
@@ -111,6 +114,7 @@ mod tests {
             interrupted: false,
             stuck: false,
             generator_busy: 0.3,
+            generator_wait: None,
             generator_bound: false,
         }
     }
@@ -223,6 +227,7 @@ mod tests {
             Decision::Stop(Stop::GeneratorBound {
                 level: 4.0,
                 busy_percent: 95.0,
+                waiting_percent: None,
                 passed: true
             })
         );

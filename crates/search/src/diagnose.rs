@@ -56,11 +56,12 @@ pub fn diagnose(knee: Option<&KneeInfo>, steps: &[StepFacts]) -> Vec<Finding> {
     }
     if let Some(s) = steps
         .iter()
-        .find(|s| s.row.generator_cpu >= crate::GENERATOR_BUSY)
+        .find(|s| crate::generator_limited(s.row.generator_cpu, s.row.generator_wait))
     {
         out.push(Finding::GeneratorBound {
             level: s.row.level,
             busy_percent: s.row.generator_cpu * 100.0,
+            waiting_percent: s.row.generator_wait.map(|w| w * 100.0),
         });
     }
     let first_fail = steps
@@ -281,8 +282,27 @@ mod tests {
         let f = run(None, &[s]);
         assert!(matches!(
             f[..],
-            [Finding::GeneratorBound { level, busy_percent }] if level == 64.0 && (busy_percent - 95.0).abs() < 1e-9
+            [Finding::GeneratorBound { level, busy_percent, waiting_percent: None }] if level == 64.0 && (busy_percent - 95.0).abs() < 1e-9
         ));
+        // On a shared machine: half busy, the rest of the time waiting for a CPU.
+        let mut light = step(32.0, true, None);
+        light.row.generator_cpu = 0.3;
+        light.row.generator_wait = Some(0.3);
+        let mut s = step(64.0, true, None);
+        s.row.generator_cpu = 0.5;
+        s.row.generator_wait = Some(0.45);
+        let f = run(None, &[light, s]);
+        assert!(
+            matches!(
+                f[..],
+                [Finding::GeneratorBound { level, waiting_percent: Some(w), .. }] if level == 64.0 && (w - 45.0).abs() < 1e-9
+            ),
+            "{f:?}"
+        );
+        assert_eq!(
+            f[0].describe(report::find::By::Connections),
+            "generator-bound: brink's workers were 50% busy and 45% waiting for a CPU other processes held at 64 connections: from there on the limit measured is brink's, not the service's (this machine is short of CPU: run brink on cores or a machine the service and other work do not use)"
+        );
     }
 
     #[test]

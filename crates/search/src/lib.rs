@@ -26,6 +26,16 @@ pub use summary::summarise;
 /// brink, not the service: the search stops there and the diagnosis says so.
 pub const GENERATOR_BUSY: f64 = 0.9;
 
+/// Whether brink's workers limited a step or run: `busy` (0..1) is their time on a CPU,
+/// `waiting` their time ready to run but waiting for a CPU other processes held. Either they
+/// were busy, or they were ready to work nearly all the time and a noticeable share of it
+/// went waiting: on a shared machine the generator falls behind without using much CPU.
+pub fn generator_limited(busy: f64, waiting: Option<f64>) -> bool {
+    let waiting = waiting.unwrap_or(0.0);
+    busy >= GENERATOR_BUSY
+        || (waiting * 100.0 >= report::find::STARVED_PERCENT && busy + waiting >= GENERATOR_BUSY)
+}
+
 /// Runs one step of a search at a level: the local engine today, remote workers later. It
 /// returns what the step means for the search, or `Err` with why no step could run
 /// ([`Stop::Interrupted`], [`Stop::StepFailed`]); the search ends there.
@@ -71,9 +81,25 @@ mod tests {
                 interrupted: false,
                 stuck: false,
                 generator_busy: 0.1,
+                generator_wait: Some(0.02),
                 generator_bound: false,
             })
         }
+    }
+
+    #[test]
+    fn the_generator_limits_when_busy_or_ready_but_kept_waiting() {
+        use super::generator_limited as limited;
+        // Busy on a CPU, with or without waiting.
+        assert!(limited(0.95, None));
+        assert!(limited(0.92, Some(0.01)));
+        // Ready nearly all the time, a third of it waiting for a CPU others held.
+        assert!(limited(0.60, Some(0.35)));
+        // Waiting a lot but mostly idle: the service was the wait, not brink.
+        assert!(!limited(0.20, Some(0.30)));
+        // Ready nearly all the time but the wait is under the noticeable share.
+        assert!(!limited(0.85, Some(0.08)));
+        assert!(!limited(0.5, None));
     }
 
     #[test]

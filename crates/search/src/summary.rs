@@ -171,9 +171,19 @@ mod tests {
                 Stop::GeneratorBound {
                     level: 64.0,
                     busy_percent: 95.0,
+                    waiting_percent: Some(2.0),
                     passed: false,
                 },
-                "the generator, not the service, was the limit at 64 connections (brink's workers 95% busy)",
+                "the generator, not the service, was the limit at 64 connections (brink's workers were 95% busy)",
+            ),
+            (
+                Stop::GeneratorBound {
+                    level: 64.0,
+                    busy_percent: 55.0,
+                    waiting_percent: Some(40.0),
+                    passed: true,
+                },
+                "the generator reached its own limit at 64 connections (brink's workers were 55% busy and 40% waiting for a CPU other processes held): higher levels would measure brink, not the service",
             ),
             (
                 Stop::AllPassed { to: 100.0 },

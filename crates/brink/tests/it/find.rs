@@ -1,6 +1,6 @@
 //! `brink find` against services whose limits are known: K service slots of fixed time S (at
 //! most K/S req/s, latency N/K x S past K connections), a service that deadlocks past a
-//! concurrency limit, and a generator made to be the bottleneck.
+//! concurrency limit. (A generator made to be the bottleneck is in `generator.rs`.)
 
 use assert_cmd::Command;
 use std::collections::VecDeque;
@@ -13,7 +13,7 @@ fn brink() -> Command {
     Command::cargo_bin("brink").expect("binary built")
 }
 
-fn find(args: &[&str], limit: Duration) -> (Option<i32>, serde_json::Value, String) {
+pub(crate) fn find(args: &[&str], limit: Duration) -> (Option<i32>, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("find.json");
     let run = brink()
@@ -170,45 +170,6 @@ fn a_deadlocking_service_is_reported_stuck() {
     );
     // Four steps of 2 s (+ at most the 1 s timeout each) and one recovery wait of 3 s.
     assert!(took < Duration::from_secs(25), "{took:?}");
-}
-
-#[test]
-fn a_busy_generator_is_blamed_not_the_service() {
-    // Each request carries 64 KiB of freshly generated random text: brink's single worker
-    // spends its time rendering, while the server only reads and discards it.
-    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("heavy.yaml");
-    let body = "{{rand_str 4096}}".repeat(16);
-    std::fs::write(
-        &plan,
-        format!("target: {}\nscenarios:\n  - name: heavy\n    requests: [ {{ method: POST, path: /, body: \"{body}\" }} ]\n", srv.url("")),
-    )
-    .unwrap();
-    let (code, r, text) = find(
-        &[
-            plan.to_str().unwrap(),
-            "--threads",
-            "1",
-            "--step",
-            "2s",
-            "--warmup",
-            "1s",
-            "--cooldown",
-            "0s",
-            "--to",
-            "64",
-        ],
-        Duration::from_secs(120),
-    );
-    assert!(matches!(code, Some(0 | 1)), "{text}");
-    let f = &r["find"];
-    assert_eq!(f["stop"]["reason"], "generator_bound", "{f}\n{text}");
-    assert!(
-        rules(f).contains(&"generator_bound".to_string()),
-        "{}",
-        f["findings"]
-    );
 }
 
 #[test]
@@ -426,7 +387,7 @@ fn throttling_and_overload_are_told_apart() {
 }
 
 /// The rules of a search's typed findings, in order.
-fn rules(find: &serde_json::Value) -> Vec<String> {
+pub(crate) fn rules(find: &serde_json::Value) -> Vec<String> {
     find["findings"]
         .as_array()
         .map(|a| {
@@ -527,48 +488,6 @@ fn bad_search_settings_are_one_line_and_exit_2() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
-}
-
-#[test]
-fn a_plain_run_says_when_the_generator_was_the_limit() {
-    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("heavy.yaml");
-    let body = "{{rand_str 4096}}".repeat(16);
-    std::fs::write(
-        &plan,
-        format!("target: {}\nscenarios:\n  - name: heavy\n    load: {{ connections: 16, duration: 2s }}\n    requests: [ {{ method: POST, path: /, body: \"{body}\" }} ]\n", srv.url("")),
-    )
-    .unwrap();
-    let json = dir.path().join("r.json");
-    let out = brink()
-        .args(["run", plan.to_str().unwrap(), "--threads", "1", "--json"])
-        .arg(&json)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let g = &r["scenarios"][0]["generator"];
-    assert_eq!(g["limited"], true, "{g}\n{text}");
-    assert!(g["busy_percent"].as_f64().unwrap() >= 90.0, "{g}");
-    assert!(
-        text.contains("generator     WARNING brink's workers were"),
-        "{text}"
-    );
-
-    // A light run: the generator idles and says nothing.
-    let slow = testkit::serve(testkit::handlers::fixed(Duration::from_millis(5))).unwrap();
-    let out = brink()
-        .args(["run", &slow.url("/"), "-c", "2", "-n", "100", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let g = &r["scenarios"][0]["generator"];
-    assert_eq!(g["limited"], false, "{g}");
-    assert!(g["busy_percent"].as_f64().unwrap() < 50.0, "{g}");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("WARNING"));
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod completion;
 mod engine_runs;
 mod examples;
 mod find;
+mod generator;
 mod grpc;
 mod grpc_plans;
 mod grpc_streams;

@@ -134,10 +134,23 @@ pub struct Ran {
 
 /// Runs `brink ARGS --json FILE` (bounded to a minute) and reads back what it wrote.
 pub fn brink_json(args: &[&str]) -> Ran {
+    ran(
+        std::process::Command::new(env!("CARGO_BIN_EXE_brink")),
+        args,
+    )
+}
+
+/// [`brink_json`] with brink and all its threads kept on one CPU (`taskset -c CPU`).
+pub fn brink_json_on_cpu(cpu: usize, args: &[&str]) -> Ran {
+    let mut c = std::process::Command::new("taskset");
+    c.args(["-c", &cpu.to_string(), env!("CARGO_BIN_EXE_brink")]);
+    ran(c, args)
+}
+
+fn ran(brink: std::process::Command, args: &[&str]) -> Ran {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("r.json");
-    let out = assert_cmd::Command::cargo_bin("brink")
-        .expect("binary built")
+    let out = assert_cmd::Command::from_std(brink)
         .args(args)
         .arg("--json")
         .arg(&json)

@@ -19,6 +19,7 @@ mod tasks;
 use crate::net::conn::Connector;
 use crate::net::conn::Outcome;
 use model::{Load, StatusSet};
+use observe::procfs::Sched;
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::{Bucket, ErrorKind, Refusal};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -72,8 +73,9 @@ impl Shared {
 pub enum Msg {
     /// One second of one worker: a bucket per request of the workload.
     Buckets(usize, Vec<Bucket>),
-    /// A worker finished; the number is its requests still in flight when it stopped.
-    Done(usize, u64),
+    /// A worker finished: its requests still in flight when it stopped, and its scheduler
+    /// figures over the run (where the kernel keeps them).
+    Done(usize, u64, Option<Sched>),
     Failed(String),
 }
 
@@ -83,6 +85,7 @@ pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 
 /// Runs worker `id` to the end of the schedule (or a stop) and reports to `tx`.
 pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
+    let sched0 = observe::procfs::thread_sched();
     let plain_h1 = shared.connector.tls.is_none() && !shared.connector.http2;
     let outcome = if plain_h1 {
         epoll::run(&shared, id, &tx)
@@ -92,7 +95,9 @@ pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
     match outcome {
         Ok((last, unfinished)) => {
             let _ = tx.send(Msg::Buckets(id, last));
-            let _ = tx.send(Msg::Done(id, unfinished));
+            let sched = sched0.zip(observe::procfs::thread_sched());
+            let sched = sched.map(|(before, after)| after.since(before));
+            let _ = tx.send(Msg::Done(id, unfinished, sched));
         }
         Err(e) => {
             let _ = tx.send(Msg::Failed(format!("worker {id}: {e}")));

@@ -1,0 +1,145 @@
+//! brink watching itself: a generator made to be the bottleneck is blamed, not the service,
+//! in `find` and in a plain `run`; a generator kept waiting for a CPU that another process
+//! holds says so too, though its own CPU share alone would look idle enough; a light run says
+//! nothing.
+
+use crate::find::{find, rules};
+use crate::support::{brink_json, brink_json_on_cpu};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A plan whose every request carries 64 KiB of freshly generated random text, against a
+/// server that only reads and discards it: brink's worker spends its time rendering.
+/// `load` is the scenario's `load:` line (empty for none).
+fn heavy_plan(dir: &std::path::Path, url: &str, load: &str) -> String {
+    let plan = dir.join("heavy.yaml");
+    let body = "{{rand_str 4096}}".repeat(16);
+    std::fs::write(
+        &plan,
+        format!("target: {url}\nscenarios:\n  - name: heavy\n{load}    requests: [ {{ method: POST, path: /, body: \"{body}\" }} ]\n"),
+    )
+    .unwrap();
+    plan.to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_busy_generator_is_blamed_not_the_service() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = heavy_plan(dir.path(), &srv.url(""), "");
+    let (code, r, text) = find(
+        &[
+            &plan,
+            "--threads",
+            "1",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--to",
+            "64",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    let f = &r["find"];
+    assert_eq!(f["stop"]["reason"], "generator_bound", "{f}\n{text}");
+    assert!(
+        rules(f).contains(&"generator_bound".to_string()),
+        "{}",
+        f["findings"]
+    );
+}
+
+#[test]
+fn a_plain_run_says_when_the_generator_was_the_limit() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let load = "    load: { connections: 16, duration: 2s }\n";
+    let plan = heavy_plan(dir.path(), &srv.url(""), load);
+    let ran = brink_json(&["run", &plan, "--threads", "1"]);
+    let g = &ran.result["scenarios"][0]["generator"];
+    assert_eq!(g["limited"], true, "{g}\n{}", ran.stdout);
+    // Busy on its CPU, or ready to be and kept waiting for it on a busy machine.
+    let busy = g["busy_percent"].as_f64().unwrap();
+    let ready = busy + g["waiting_percent"].as_f64().unwrap_or(0.0);
+    assert!(ready >= 90.0, "{g}");
+    assert!(
+        ran.stdout
+            .contains("generator     WARNING brink's workers were"),
+        "{}",
+        ran.stdout
+    );
+
+    // A light run: the generator idles and says nothing.
+    let slow = testkit::serve(testkit::handlers::fixed(Duration::from_millis(5))).unwrap();
+    let ran = brink_json(&["run", &slow.url("/"), "-c", "2", "-n", "100"]);
+    let g = &ran.result["scenarios"][0]["generator"];
+    assert_eq!(g["limited"], false, "{g}");
+    assert!(g["busy_percent"].as_f64().unwrap() < 50.0, "{g}");
+    assert!(g["waiting_percent"].is_number(), "{g}");
+    assert!(!ran.stdout.contains("WARNING"));
+}
+
+/// The first CPU this process may run on.
+fn first_cpu() -> usize {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: pid 0 is this thread; `set` is a cpu_set_t of `size` bytes.
+    let rc = unsafe { libc::sched_getaffinity(0, size, &mut set) };
+    assert_eq!(rc, 0, "sched_getaffinity");
+    // SAFETY: CPU_ISSET reads the set filled above.
+    (0..libc::CPU_SETSIZE as usize)
+        .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .expect("at least one CPU")
+}
+
+/// Spins on `cpu` until `stop` is set (or 60 s have passed).
+fn burn(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        // SAFETY: as in first_cpu; the set holds just `cpu`, applied to this thread only.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            let rc = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            assert_eq!(rc, 0, "sched_setaffinity");
+        }
+        let t = Instant::now();
+        while !stop.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(60) {
+            std::hint::spin_loop();
+        }
+    })
+}
+
+#[test]
+fn a_generator_kept_waiting_for_a_cpu_says_so() {
+    // brink and a busy loop share one CPU. brink's worker has work all the time but gets only
+    // part of that CPU: its CPU share alone looks like a generator with room to spare, and the
+    // time it spent ready but waiting shows it was not.
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let load = "    load: { connections: 16, duration: 3s }\n";
+    let plan = heavy_plan(dir.path(), &srv.url(""), load);
+    let cpu = first_cpu();
+    let stop = Arc::new(AtomicBool::new(false));
+    let burner = burn(cpu, stop.clone());
+    let ran = brink_json_on_cpu(cpu, &["run", &plan, "--threads", "1"]);
+    stop.store(true, Ordering::Relaxed);
+    burner.join().expect("burner ends");
+    let g = &ran.result["scenarios"][0]["generator"];
+    assert_eq!(g["limited"], true, "{g}\n{}{}", ran.stdout, ran.stderr);
+    let busy = g["busy_percent"].as_f64().unwrap();
+    let waiting = g["waiting_percent"].as_f64().unwrap();
+    assert!(waiting >= 10.0 && busy < 90.0, "{g}");
+    let why = g["why"].as_str().unwrap();
+    assert!(
+        why.contains("% waiting for a CPU other processes held")
+            && why.contains("this machine is short of CPU"),
+        "{why}"
+    );
+    assert!(ran.stdout.contains("waiting for a CPU"), "{}", ran.stdout);
+}
