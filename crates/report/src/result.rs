@@ -128,6 +128,10 @@ pub struct GeneratorJson {
     /// the same; absent where the kernel does not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_percent: Option<f64>,
+    /// How long, on average, a worker waited for a CPU each time it was given one (ms): about
+    /// how late a response could be seen because others held the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_delay_ms: Option<f64>,
     /// Open model: share of requests started late, and the worst lag.
     pub late_share: f64,
     pub max_lag_ms: f64,
@@ -135,6 +139,10 @@ pub struct GeneratorJson {
     pub limited: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Not limited, but its workers waited for a CPU long enough, each time they woke, to
+    /// matter against the latencies measured: what that means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The slowest answered requests and the first failed ones, by W3C trace id.

@@ -198,8 +198,12 @@ pub fn render(r: &ScenarioResult) -> String {
     if let Some(t) = &r.traces {
         traces(&mut o, t);
     }
-    if let Some(why) = r.generator.as_ref().and_then(|g| g.why.as_ref()) {
-        row(&mut o, "generator", format!("WARNING {why}"));
+    if let Some(g) = &r.generator {
+        if let Some(why) = &g.why {
+            row(&mut o, "generator", format!("WARNING {why}"));
+        } else if let Some(note) = &g.note {
+            row(&mut o, "generator", format!("NOTE {note}"));
+        }
     }
     if s.unfinished > 0 {
         row(

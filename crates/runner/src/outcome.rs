@@ -264,6 +264,22 @@ pub fn generator_load(cpu: f64, wall: f64, out: &RunOutput) -> (f64, Option<f64>
     }
 }
 
+/// A wait for a CPU, per wake-up, from which it is worth saying (ms) ...
+const WAKE_DELAY_NOTICEABLE_MS: f64 = 0.1;
+/// ... when it is also at least this share of the median latency.
+const WAKE_DELAY_SHARE_OF_P50: f64 = 0.1;
+
+/// The note for workers that had CPU to spare but waited `delay_ms` for one on average each
+/// time they woke: a response that arrived meanwhile was seen that much late.
+fn late_responses(delay_ms: f64, waiting_percent: Option<f64>, p50_ms: f64) -> Option<String> {
+    (delay_ms >= WAKE_DELAY_NOTICEABLE_MS && delay_ms >= WAKE_DELAY_SHARE_OF_P50 * p50_ms).then(|| {
+        format!(
+            "brink's workers waited {delay_ms:.2} ms on average for a CPU each time they woke ({:.0}% of their time): a response could be seen up to about that much late, against a p50 of {p50_ms:.2} ms (run brink on cores the service and other work do not use)",
+            waiting_percent.unwrap_or(0.0)
+        )
+    })
+}
+
 /// Whether brink itself limited the run: its workers' load ([`generator_load`] of `cpu`
 /// seconds over `wall`), and in the open model the share started late and the worst lag.
 pub fn generator_check(
@@ -291,13 +307,22 @@ pub fn generator_check(
     } else {
         None
     };
+    let wake_delay_ms = out
+        .sched
+        .filter(|s| s.slices > 0)
+        .map(|s| s.waiting_ns as f64 / s.slices as f64 / 1e6);
+    let note = wake_delay_ms
+        .filter(|_| why.is_none())
+        .and_then(|d| late_responses(d, waiting_percent, summary.latency_ms.p50));
     GeneratorJson {
         busy_percent: busy * 100.0,
         waiting_percent,
+        wake_delay_ms,
         late_share,
         max_lag_ms,
         limited: why.is_some(),
         why,
+        note,
     }
 }
 

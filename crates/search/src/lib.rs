@@ -27,13 +27,11 @@ pub use summary::summarise;
 pub const GENERATOR_BUSY: f64 = 0.9;
 
 /// Whether brink's workers limited a step or run: `busy` (0..1) is their time on a CPU,
-/// `waiting` their time ready to run but waiting for a CPU other processes held. Either they
-/// were busy, or they were ready to work nearly all the time and a noticeable share of it
-/// went waiting: on a shared machine the generator falls behind without using much CPU.
+/// `waiting` their time ready to run but waiting for a CPU other processes held. Ready to work
+/// nearly all the time, on a CPU or waiting for one, they had no time to spare: the load was
+/// theirs to give, and on a shared machine they fall behind without using much CPU.
 pub fn generator_limited(busy: f64, waiting: Option<f64>) -> bool {
-    let waiting = waiting.unwrap_or(0.0);
-    busy >= GENERATOR_BUSY
-        || (waiting * 100.0 >= report::find::STARVED_PERCENT && busy + waiting >= GENERATOR_BUSY)
+    busy + waiting.unwrap_or(0.0) >= GENERATOR_BUSY
 }
 
 /// Runs one step of a search at a level: the local engine today, remote workers later. It
@@ -95,10 +93,9 @@ mod tests {
         assert!(limited(0.92, Some(0.01)));
         // Ready nearly all the time, a third of it waiting for a CPU others held.
         assert!(limited(0.60, Some(0.35)));
+        assert!(limited(0.85, Some(0.08)));
         // Waiting a lot but mostly idle: the service was the wait, not brink.
         assert!(!limited(0.20, Some(0.30)));
-        // Ready nearly all the time but the wait is under the noticeable share.
-        assert!(!limited(0.85, Some(0.08)));
         assert!(!limited(0.5, None));
     }
 

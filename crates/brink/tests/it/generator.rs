@@ -98,6 +98,29 @@ fn first_cpu() -> usize {
         .expect("at least one CPU")
 }
 
+/// Busy loops on `cpu`, `n` threads of them; they stop when the returned guard is dropped
+/// (or after 60 s).
+struct Burners(Arc<AtomicBool>, Vec<std::thread::JoinHandle<()>>);
+
+impl Burners {
+    fn start(cpu: usize, n: usize) -> Burners {
+        let stop = Arc::new(AtomicBool::new(false));
+        Burners(
+            stop.clone(),
+            (0..n).map(|_| burn(cpu, stop.clone())).collect(),
+        )
+    }
+}
+
+impl Drop for Burners {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+        for t in self.1.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Spins on `cpu` until `stop` is set (or 60 s have passed).
 fn burn(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
@@ -125,11 +148,9 @@ fn a_generator_kept_waiting_for_a_cpu_says_so() {
     let load = "    load: { connections: 16, duration: 3s }\n";
     let plan = heavy_plan(dir.path(), &srv.url(""), load);
     let cpu = first_cpu();
-    let stop = Arc::new(AtomicBool::new(false));
-    let burner = burn(cpu, stop.clone());
+    let burners = Burners::start(cpu, 1);
     let ran = brink_json_on_cpu(cpu, &["run", &plan, "--threads", "1"]);
-    stop.store(true, Ordering::Relaxed);
-    burner.join().expect("burner ends");
+    drop(burners);
     let g = &ran.result["scenarios"][0]["generator"];
     assert_eq!(g["limited"], true, "{g}\n{}{}", ran.stdout, ran.stderr);
     let busy = g["busy_percent"].as_f64().unwrap();
@@ -142,4 +163,44 @@ fn a_generator_kept_waiting_for_a_cpu_says_so() {
         "{why}"
     );
     assert!(ran.stdout.contains("waiting for a CPU"), "{}", ran.stdout);
+}
+
+#[test]
+fn responses_seen_late_for_want_of_a_cpu_are_noted() {
+    // A light run (4 connections to a 2 ms service) with brink kept on one CPU. Alone there it
+    // idles; with eight busy loops on that CPU each wake-up waits its turn, responses are seen
+    // late, and the run says so (the run was not limited: its workers had time to spare).
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(2))).unwrap();
+    let cpu = first_cpu();
+    let url = srv.url("/");
+    let args = ["run", &url, "-c", "4", "-d", "2s", "--threads", "1"];
+    let alone = brink_json_on_cpu(cpu, &args);
+    let burners = Burners::start(cpu, 8);
+    let crowded = brink_json_on_cpu(cpu, &args);
+    drop(burners);
+    let p50 = |r: &crate::support::Ran| r.result["summary"]["latency_ms"]["p50"].as_f64().unwrap();
+    let g = &crowded.result["scenarios"][0]["generator"];
+    assert_eq!(g["limited"], false, "{g}");
+    let delay = g["wake_delay_ms"].as_f64().unwrap();
+    assert!(delay >= 0.1 && delay >= 0.1 * p50(&crowded), "{g}");
+    let note = g["note"].as_str().unwrap_or_else(|| panic!("no note: {g}"));
+    assert!(
+        note.contains("ms on average for a CPU each time they woke")
+            && note.contains("a response could be seen up to about that much late"),
+        "{note}"
+    );
+    assert!(
+        crowded
+            .stdout
+            .contains("generator     NOTE brink's workers waited"),
+        "{}",
+        crowded.stdout
+    );
+    // The note is about something real: the crowded run measured the same service slower.
+    assert!(
+        p50(&crowded) > p50(&alone),
+        "{} vs {}",
+        p50(&crowded),
+        p50(&alone)
+    );
 }

@@ -152,8 +152,12 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
             escape(&crate::terminal::async_text(j))
         );
     }
-    if let Some(why) = s.generator.as_ref().and_then(|g| g.why.as_ref()) {
-        let _ = writeln!(o, "<p class=\"bad\">{}</p>", escape(why));
+    if let Some(g) = &s.generator {
+        if let Some(why) = &g.why {
+            let _ = writeln!(o, "<p class=\"bad\">{}</p>", escape(why));
+        } else if let Some(note) = &g.note {
+            let _ = writeln!(o, "<p class=\"note\">{}</p>", escape(note));
+        }
     }
     if let Some(why) = &s.error {
         let _ = writeln!(
