@@ -88,8 +88,9 @@ fn same_target(a: &[ScenarioResult], b: &[ScenarioResult], say: &mut dyn FnMut(S
     let (Some(x), Some(y)) = (a.first(), b.first()) else {
         return;
     };
-    if x.target.url != y.target.url {
-        say(format!("targets {} vs {}", x.target.url, y.target.url));
+    let (tx, ty) = (x.target.shown(), y.target.shown());
+    if tx != ty {
+        say(format!("targets {tx} vs {ty}"));
     }
     if x.target.method != y.target.method {
         say(format!(

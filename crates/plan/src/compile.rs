@@ -610,6 +610,10 @@ impl Cx<'_> {
             None => "GET".to_string(),
         };
         let base = target.path.trim_end_matches('/');
+        let path_text = r
+            .path
+            .as_ref()
+            .map_or_else(|| target.path.clone(), |p| format!("{base}{}", p.value));
         let path = match &r.path {
             Some(p) => {
                 if !p.value.starts_with('/') && !p.value.starts_with("{{") {
@@ -663,6 +667,7 @@ impl Cx<'_> {
             name,
             method,
             path,
+            path_text,
             headers: self.headers(&headers, names)?,
             body,
             message: None,

@@ -274,8 +274,27 @@ impl SloResult {
 pub struct TargetInfo {
     pub url: String,
     pub method: String,
+    /// A plan's single request: its path as written (`/users/{{seq}}`), when it is not the
+    /// target's own; several requests have a row each in `requests`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
     /// `http/1.1` or `h2`.
     pub protocol: String,
+}
+
+impl TargetInfo {
+    /// The URL the requests went to: the target's, with a plan's single request's own path
+    /// in place of the target's path.
+    pub fn shown(&self) -> String {
+        let Some(path) = &self.path else {
+            return self.url.clone();
+        };
+        let after_scheme = self.url.find("://").map_or(0, |i| i + 3);
+        let origin_end = self.url[after_scheme..]
+            .find('/')
+            .map_or(self.url.len(), |i| after_scheme + i);
+        format!("{}{path}", &self.url[..origin_end])
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -567,4 +586,30 @@ fn bins(h: &Histogram) -> Vec<HistBin> {
         prev = below;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_single_request_s_path_is_shown_on_its_target() {
+        let t = |url: &str, path: Option<&str>| super::TargetInfo {
+            url: url.into(),
+            method: "POST".into(),
+            path: path.map(str::to_string),
+            protocol: "http/1.1".into(),
+        };
+        assert_eq!(
+            t("http://127.0.0.1:8080/", None).shown(),
+            "http://127.0.0.1:8080/"
+        );
+        assert_eq!(
+            t("http://127.0.0.1:8080/", Some("/user/{{seq}}")).shown(),
+            "http://127.0.0.1:8080/user/{{seq}}"
+        );
+        assert_eq!(
+            t("https://[::1]:8443/api", Some("/api/items")).shown(),
+            "https://[::1]:8443/api/items"
+        );
+        assert_eq!(t("http://h:1", Some("/x")).shown(), "http://h:1/x");
+    }
 }

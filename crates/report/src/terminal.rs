@@ -13,7 +13,7 @@ pub fn render(r: &ScenarioResult) -> String {
         o,
         "\n{} {}  ({}, {})",
         r.target.method,
-        r.target.url,
+        r.target.shown(),
         r.target.protocol,
         describe_load(&r.load)
     );

@@ -76,6 +76,8 @@ pub fn scenario_result(
             } else {
                 "mixed".to_string()
             },
+            path: (spec.workload.requests.len() == 1 && first.path_text != spec.target.path)
+                .then(|| first.path_text.clone()),
             protocol: if spec.http2 { "h2" } else { "http/1.1" }.to_string(),
         },
         load: load_info(spec, out.workers),

@@ -32,6 +32,9 @@ pub struct Request {
     pub method: String,
     /// Path and query (`/items?page=2`).
     pub path: Template,
+    /// The path as written, placeholders unexpanded (`/items/{{seq}}`): what results show,
+    /// so an `{{env}}` value never reaches a result file.
+    pub path_text: String,
     pub headers: Vec<(String, Template)>,
     pub body: Template,
     /// A gRPC call's message: replaces `body` (the framed protobuf of a JSON document).
@@ -58,6 +61,7 @@ impl Request {
             name: name.to_string(),
             method: method.to_string(),
             path: Template::literal(path.as_bytes()),
+            path_text: path.to_string(),
             headers: headers
                 .iter()
                 .map(|(n, v)| (n.clone(), Template::literal(v.as_bytes())))

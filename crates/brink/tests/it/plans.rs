@@ -433,3 +433,48 @@ fn flows_extract_over_tls_too() {
     assert_eq!(logins + reads, 400);
     assert!(srv.url("").starts_with("https://"));
 }
+
+#[test]
+fn a_single_request_s_path_is_in_the_result_as_written() {
+    // The result and the summary name the endpoint the requests went to, with placeholders
+    // as written: an `{{env}}` value in the path reaches the server, never the result.
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let srv = testkit::serve(Arc::new(move |r: &testkit::Req| {
+        log.lock().unwrap().push(r.path.to_string());
+        testkit::Reply::ok("ok\n", Duration::ZERO)
+    }))
+    .unwrap();
+    let (dir, p) = plan(&format!(
+        "target: {}/api\nscenarios:\n  - name: items\n    load: {{ connections: 1, requests: 3 }}\n    requests:\n      - method: GET\n        path: /items/{{{{env BRINK_TEST_SEGMENT}}}}/{{{{seq}}}}\n",
+        srv.url("")
+    ));
+    let out = dir.path().join("r.json");
+    let run = brink()
+        .args(["run", p.to_str().unwrap(), "--json", out.to_str().unwrap()])
+        .env("BRINK_TEST_SEGMENT", "s3cret")
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0));
+    let written = "/api/items/{{env BRINK_TEST_SEGMENT}}/{{seq}}";
+    let r = json_of(&out);
+    assert_eq!(
+        r["scenarios"][0]["target"]["path"], written,
+        "{}",
+        r["scenarios"][0]["target"]
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        stdout.contains(&format!("GET {}{written}  (http/1.1", srv.url(""))),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("s3cret") && !stdout.contains("s3cret"));
+    let paths = seen.lock().unwrap().clone();
+    assert_eq!(paths.len(), 3, "{paths:?}");
+    assert!(
+        paths.iter().all(|p| p.starts_with("/api/items/s3cret/")),
+        "{paths:?}"
+    );
+}

@@ -74,7 +74,7 @@ pub fn page_with(r: &RunResult, nav: &str, extra: &Extra) -> String {
         escape(&r.started_at),
         r.seed,
     );
-    let title = format!("brink report: {} {}", r.target.method, r.target.url);
+    let title = format!("brink report: {} {}", r.target.method, r.target.shown());
     document(&title, &body, &charts, extra)
 }
 

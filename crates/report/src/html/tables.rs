@@ -62,7 +62,7 @@ pub fn headline(r: &RunResult) -> String {
     let mut o = format!(
         "<header><h1>brink <span class=\"method\">{}</span> {}</h1>\n<p class=\"sub\">{} · {} · started {}{}</p>\n<div class=\"kpis\">",
         e(&r.target.method),
-        e(&r.target.url),
+        e(&r.target.shown()),
         e(&how),
         e(&r.target.protocol),
         e(&r.started_at),
@@ -102,7 +102,7 @@ pub fn scenario_figures(s: &ScenarioResult) -> String {
     let mut o = format!(
         "<p class=\"sub\">{} {} · {}{}</p>\n<div class=\"kpis\">",
         e(&s.target.method),
-        e(&s.target.url),
+        e(&s.target.shown()),
         e(&describe_load(&s.load)),
         match &s.aborted_by {
             Some(slo) => format!(" · <span class=\"fail\">stopped by {}</span>", e(slo)),
