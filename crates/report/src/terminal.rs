@@ -47,9 +47,11 @@ pub fn render(r: &ScenarioResult) -> String {
         &mut o,
         "ok",
         format!(
-            "{}  success rate {:.2}%",
+            "{}  success rate {:.2}%  ({} ok/s, {} ok/min)",
             fmt_count(s.ok),
-            s.success_rate * 100.0
+            s.success_rate * 100.0,
+            fmt_rate(s.ok_rps),
+            fmt_rate(s.ok_rps * 60.0)
         ),
     );
     let kinds: Vec<String> = s

@@ -471,6 +471,26 @@ fn a_single_request_s_path_is_in_the_result_as_written() {
     );
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(!text.contains("s3cret") && !stdout.contains("s3cret"));
+    // Successes per second and per minute (registrations are counted per minute).
+    let ok_line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("ok "))
+        .unwrap();
+    let rates = ok_line.split_once('(').unwrap().1.trim_end_matches(')');
+    let num = |w: &str| {
+        w.split(' ')
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse::<f64>()
+            .unwrap()
+    };
+    let (per_s, per_min) = rates.split_once(", ").unwrap();
+    assert!(
+        per_s.ends_with(" ok/s") && per_min.ends_with(" ok/min"),
+        "{ok_line}"
+    );
+    assert!((num(per_min) / num(per_s) - 60.0).abs() < 0.5, "{ok_line}");
     let paths = seen.lock().unwrap().clone();
     assert_eq!(paths.len(), 3, "{paths:?}");
     assert!(
