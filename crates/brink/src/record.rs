@@ -31,7 +31,7 @@ pub fn meta(command: &str, jobs: &[Job], how: Option<String>, rec: &Recording) -
             .map(|j| j.name.as_str())
             .collect::<Vec<_>>()
             .join(", "),
-        target: first.map_or_else(String::new, |j| j.spec.target.url()),
+        target: first.map_or_else(String::new, |j| runner::target_info(&j.spec).shown()),
         method: first
             .and_then(|j| j.spec.workload.requests.first())
             .map_or_else(String::new, |r| r.method.clone()),

@@ -16,7 +16,7 @@ mod suite;
 mod watch;
 
 pub use find::{search_job, Search};
-pub use outcome::{load_info, second_row};
+pub use outcome::{load_info, second_row, target_info};
 pub use sink::{Event, Sink, Sinks};
 pub use suite::{pause, preflight, run_jobs, start_observing, Job, Observing};
 

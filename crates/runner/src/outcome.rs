@@ -64,22 +64,11 @@ pub fn scenario_result(
             })
         })
         .collect();
-    let first = &spec.workload.requests[0];
     ScenarioResult {
         name: name.to_string(),
         interrupted: out.interrupted,
         aborted_by,
-        target: TargetInfo {
-            url: spec.target.url(),
-            method: if spec.workload.requests.len() == 1 {
-                first.method.clone()
-            } else {
-                "mixed".to_string()
-            },
-            path: (spec.workload.requests.len() == 1 && first.path_text != spec.target.path)
-                .then(|| first.path_text.clone()),
-            protocol: if spec.http2 { "h2" } else { "http/1.1" }.to_string(),
-        },
+        target: target_info(spec),
         load: load_info(spec, out.workers),
         summary,
         requests,
@@ -166,6 +155,21 @@ fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
 
 /// The summary of `totals` over `duration_s` seconds.
 /// What a run's load was, as the result describes it.
+/// Where the requests of `spec` go: the target, the method (`mixed` for several requests) and
+/// a single request's own path.
+pub fn target_info(spec: &RunSpec) -> TargetInfo {
+    let requests = &spec.workload.requests;
+    let single = (requests.len() == 1).then(|| &requests[0]);
+    TargetInfo {
+        url: spec.target.url(),
+        method: single.map_or_else(|| "mixed".to_string(), |r| r.method.clone()),
+        path: single
+            .filter(|r| r.path_text != spec.target.path)
+            .map(|r| r.path_text.clone()),
+        protocol: if spec.http2 { "h2" } else { "http/1.1" }.to_string(),
+    }
+}
+
 pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
     let (model, curve) = match &spec.load {
         Load::Closed { connections } => ("closed", connections),
