@@ -409,9 +409,9 @@ fn completion(a: &RunArgs, target: &Target) -> Result<Option<observe::completion
         ))
     })?;
     let every = flag_duration("--complete-every", a.complete_every.as_deref())?
-        .unwrap_or(plan::compile::DEFAULT_EVERY);
+        .unwrap_or(plan::DEFAULT_EVERY);
     let within = flag_duration("--complete-within", a.complete_within.as_deref())?
-        .unwrap_or(plan::compile::DEFAULT_WITHIN);
+        .unwrap_or(plan::DEFAULT_WITHIN);
     observe::completion::Probe::new(
         target,
         get.trim(),

@@ -3,7 +3,7 @@
 //! regexes, SLO expressions, data files. Each error points at the value at fault.
 
 use crate::error::{PlanError, Pos};
-use crate::file::{RawData, RawExtract, RawLoad, RawPlan, RawRequest, RawScenario, Scalar, S};
+use crate::file::{RawData, RawLoad, RawPlan, RawRequest, RawScenario, Scalar, S};
 use crate::load::{self, LoadInput, KEYS};
 use model::guard;
 use model::units::parse_duration;
@@ -12,15 +12,7 @@ use stats::slo::Slo;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use workload::template::{did_you_mean, Names, Template};
-use workload::{Extractor, Request, Table, Workload};
-
-/// How often a completion probe polls, and how long it may wait, unless the plan says.
-pub const DEFAULT_EVERY: Duration = Duration::from_millis(100);
-pub const DEFAULT_WITHIN: Duration = Duration::from_secs(120);
-
-/// A step's completion polls, unless it says.
-pub const STEP_EVERY: Duration = Duration::from_millis(200);
-pub const STEP_WITHIN: Duration = Duration::from_secs(30);
+use workload::{Request, Table, Workload};
 
 /// Per-scenario settings; `None` leaves the command line's (or the built-in) default.
 #[derive(Clone, Debug, Default)]
@@ -172,7 +164,12 @@ impl Cx<'_> {
     }
 
     /// An error `offset` bytes into the string value at `at` (skipping an opening quote).
-    fn err_in<T>(&self, at: &S<T>, offset: usize, message: impl Into<String>) -> PlanError {
+    pub(crate) fn err_in<T>(
+        &self,
+        at: &S<T>,
+        offset: usize,
+        message: impl Into<String>,
+    ) -> PlanError {
         let mut pos: Pos = at.referenced.into();
         let line = self
             .source
@@ -386,130 +383,6 @@ impl Cx<'_> {
         })
     }
 
-    fn hooks(&self, h: &crate::file::RawHooks) -> Result<Hooks, PlanError> {
-        let one = |x: &Option<S<crate::file::RawHook>>| -> Result<Option<HookSpec>, PlanError> {
-            let Some(x) = x else { return Ok(None) };
-            Ok(Some(match &x.value {
-                crate::file::RawHook::Command(c) => HookSpec {
-                    command: c.clone(),
-                    at: None,
-                    timeout: None,
-                    required: false,
-                },
-                crate::file::RawHook::Full {
-                    run,
-                    at,
-                    timeout,
-                    required,
-                } => {
-                    if let Some(a) = at {
-                        if !(0.0..=1.0).contains(a) {
-                            return Err(
-                                self.err(x, format!("at: {a} is not a share of the step (0 to 1)"))
-                            );
-                        }
-                    }
-                    HookSpec {
-                        command: run.clone(),
-                        at: *at,
-                        timeout: timeout
-                            .as_ref()
-                            .map(|t| self.duration(x, t, "timeout"))
-                            .transpose()?,
-                        required: *required,
-                    }
-                }
-            }))
-        };
-        Ok(Hooks {
-            peak: one(&h.peak)?,
-            each_step: one(&h.each_step)?,
-            on_fail: one(&h.on_fail)?,
-            after: one(&h.after)?,
-        })
-    }
-
-    /// A step's `complete:`: its URL a template of this iteration's values.
-    fn step_complete(
-        &self,
-        c: &S<crate::file::RawComplete>,
-        names: &Names,
-    ) -> Result<workload::StepComplete, PlanError> {
-        let v = &c.value;
-        if let Some(p) = &v.progress {
-            return Err(self.err(
-                p,
-                "progress applies to a scenario's complete_when, not a step's",
-            ));
-        }
-        let dur = |d: &Option<S<String>>, key: &str, default: Duration| match d {
-            Some(s) => self.duration(s, &s.value, key),
-            None => Ok(default),
-        };
-        let until = match (&v.until, &v.prometheus) {
-            (Some(u), None) => {
-                observe::completion::Condition::parse(&u.value).map_err(|e| self.err(u, e))?
-            }
-            (None, Some(p)) => observe::completion::Condition::parse_prometheus(&p.value)
-                .map_err(|e| self.err(p, e))?,
-            _ => {
-                return Err(self.err(
-                    c,
-                    "complete takes until: (a JSONPath comparison) or prometheus: (a series comparison)",
-                ))
-            }
-        };
-        Ok(workload::StepComplete {
-            url: self.template(&v.get, names)?,
-            until,
-            every: dur(&v.every, "every", STEP_EVERY)?,
-            within: dur(&v.within, "within", STEP_WITHIN)?,
-        })
-    }
-
-    fn completion(
-        &self,
-        c: &S<crate::file::RawComplete>,
-        target: &Target,
-    ) -> Result<observe::completion::Probe, PlanError> {
-        let v = &c.value;
-        let dur = |d: &Option<S<String>>, key: &str, default: Duration| match d {
-            Some(s) => self.duration(s, &s.value, key),
-            None => Ok(default),
-        };
-        let every = dur(&v.every, "every", DEFAULT_EVERY)?;
-        let within = dur(&v.within, "within", DEFAULT_WITHIN)?;
-        let (until_at, until) = match (&v.until, &v.prometheus) {
-            (Some(u), None) => (u, u.value.clone()),
-            (None, Some(p)) => (p, format!("prometheus: {}", p.value)),
-            _ => {
-                return Err(self.err(
-                    c,
-                    "complete_when takes until: (a JSONPath comparison) or prometheus: (a series comparison)",
-                ))
-            }
-        };
-        observe::completion::Probe::new(
-            target,
-            &v.get.value,
-            &until,
-            v.progress.as_ref().map(|p| p.value.as_str()),
-            every,
-            within,
-        )
-        .map_err(|e| {
-            if e.starts_with("get ") {
-                self.err(&v.get, e)
-            } else if let (true, Some(p)) = (e.starts_with("progress "), &v.progress) {
-                self.err(p, e)
-            } else if e.starts_with("every") {
-                self.err(c, e)
-            } else {
-                self.err(until_at, e)
-            }
-        })
-    }
-
     fn load(&self, l: &S<RawLoad>) -> Result<LoadInput, PlanError> {
         let v = &l.value;
         let text = |x: &Option<S<Scalar>>| x.as_ref().map(|s| s.value.text());
@@ -560,10 +433,6 @@ impl Cx<'_> {
         Ok(input)
     }
 
-    fn template(&self, at: &S<String>, names: &Names) -> Result<Template, PlanError> {
-        Template::compile(&at.value, names).map_err(|e| self.err_in(at, e.at, e.message))
-    }
-
     pub(crate) fn headers(
         &self,
         headers: &[(String, S<String>)],
@@ -582,162 +451,6 @@ impl Cx<'_> {
                 Ok((k.clone(), t))
             })
             .collect()
-    }
-
-    fn step(
-        &self,
-        st: &S<RawRequest>,
-        target: &Target,
-        scenario_headers: &[(String, S<String>)],
-        names: &Names,
-        vars: &[String],
-    ) -> Result<Request, PlanError> {
-        let r = &st.value;
-        if let Some(g) = &r.grpc {
-            let mut req = self.grpc_request(st, g, target, names)?;
-            req.weight = self.weight(r)?;
-            req.extract = self.extracts(r, vars)?;
-            return Ok(req);
-        }
-        let method = match &r.method {
-            Some(m) => {
-                let up = m.value.to_ascii_uppercase();
-                if up.is_empty() || !up.bytes().all(|b| b.is_ascii_alphabetic()) {
-                    return Err(self.err(m, format!("invalid method '{}'", m.value)));
-                }
-                up
-            }
-            None => "GET".to_string(),
-        };
-        let base = target.path.trim_end_matches('/');
-        let path_text = r
-            .path
-            .as_ref()
-            .map_or_else(|| target.path.clone(), |p| format!("{base}{}", p.value));
-        let path = match &r.path {
-            Some(p) => {
-                if !p.value.starts_with('/') && !p.value.starts_with("{{") {
-                    return Err(self.err(p, format!("path '{}' must start with '/'", p.value)));
-                }
-                let t = self.template(p, names)?;
-                if let Some(why) = t.literals().find_map(guard::path_bytes_fault) {
-                    return Err(self.err(p, format!("path '{}': {why}", p.value.escape_debug())));
-                }
-                let mut prefixed = Template::literal(base.as_bytes());
-                prefixed.append(t);
-                prefixed
-            }
-            None => Template::literal(target.path.as_bytes()),
-        };
-        let mut headers: Vec<(String, S<String>)> = scenario_headers.to_vec();
-        for (k, v) in &r.headers {
-            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(k));
-            headers.push((k.clone(), v.clone()));
-        }
-        let body = match (&r.body, &r.body_file) {
-            (Some(_), Some(f)) => {
-                return Err(self.err(f, "'body' and 'body_file' cannot both be set"))
-            }
-            (Some(b), None) => self.template(b, names)?,
-            (None, Some(f)) => {
-                let p = self.dir.join(&f.value);
-                let text = std::fs::read_to_string(&p)
-                    .map_err(|e| self.err(f, format!("body_file {}: {e}", p.display())))?;
-                Template::compile(&text, names)
-                    .map_err(|e| self.err(f, format!("{}: {}", p.display(), e.message)))?
-            }
-            (None, None) => Template::default(),
-        };
-        let weight = self.weight(r)?;
-        let extract = self.extracts(r, vars)?;
-        let complete = match &r.complete {
-            Some(c) => Some(self.step_complete(c, names)?),
-            None => None,
-        };
-        let name = match &r.name {
-            Some(n) => n.value.clone(),
-            None => format!(
-                "{method} {}",
-                r.path
-                    .as_ref()
-                    .map_or(target.path.as_str(), |p| p.value.as_str())
-            ),
-        };
-        Ok(Request {
-            name,
-            method,
-            path,
-            path_text,
-            headers: self.headers(&headers, names)?,
-            body,
-            message: None,
-            complete,
-            extract,
-            weight,
-        })
-    }
-
-    fn weight(&self, r: &RawRequest) -> Result<u32, PlanError> {
-        match &r.weight {
-            Some(w) if w.value == 0 => Err(self.err(w, "weight must be at least 1")),
-            Some(w) => Ok(w.value),
-            None => Ok(1),
-        }
-    }
-
-    /// The step's extractions: (variable index, extractor).
-    fn extracts(
-        &self,
-        r: &RawRequest,
-        vars: &[String],
-    ) -> Result<Vec<(usize, Extractor)>, PlanError> {
-        r.extract
-            .iter()
-            .map(|(var, ex)| {
-                let idx = vars.iter().position(|v| v == var).unwrap_or(0);
-                Ok((idx, self.extractor(ex)?))
-            })
-            .collect()
-    }
-
-    fn extractor(&self, ex: &S<RawExtract>) -> Result<Extractor, PlanError> {
-        let json = |p: &str| {
-            serde_json_path::JsonPath::parse(p)
-                .map(Extractor::Json)
-                .map_err(|e| self.err(ex, format!("invalid JSONPath '{p}': {e}")))
-        };
-        match &ex.value {
-            RawExtract::Path(p) => {
-                if let Some(h) = p.strip_prefix("header:") {
-                    Ok(Extractor::Header(h.trim().to_string()))
-                } else if let Some(re) = p.strip_prefix("regex:") {
-                    self.regex(ex, re)
-                } else {
-                    json(p)
-                }
-            }
-            RawExtract::Map(m) => match (&m.json, &m.header, &m.regex) {
-                (Some(p), None, None) => json(p),
-                (None, Some(h), None) => Ok(Extractor::Header(h.clone())),
-                (None, None, Some(re)) => self.regex(ex, re),
-                _ => Err(self.err(ex, "extract: give exactly one of json, header, regex")),
-            },
-        }
-    }
-
-    fn regex(&self, at: &S<RawExtract>, re: &str) -> Result<Extractor, PlanError> {
-        regex::bytes::Regex::new(re)
-            .map(Extractor::Regex)
-            .map_err(|e| {
-                let first = e
-                    .to_string()
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .trim()
-                    .to_string();
-                self.err(at, format!("invalid regex '{re}': {first}"))
-            })
     }
 
     fn slo(&self, t: &S<String>, steps: &[String]) -> Result<Slo, PlanError> {

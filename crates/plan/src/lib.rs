@@ -8,7 +8,9 @@ mod csv;
 pub mod error;
 pub mod file;
 mod grpc_step;
+mod http_step;
 pub mod load;
+mod watch;
 
 pub use compile::{
     load_file, load_file_with, parse, parse_with, HookSpec, Hooks, Plan, Reflect, Scenario,
@@ -17,3 +19,4 @@ pub use compile::{
 pub use error::PlanError;
 pub use load::{LoadInput, DEFAULT_CONNECTIONS, DEFAULT_DURATION};
 pub use model::units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};
+pub use watch::{DEFAULT_EVERY, DEFAULT_WITHIN};
