@@ -8,6 +8,22 @@ use std::fmt::Write;
 /// The whole summary as printed at the end of `brink run`.
 pub fn render(r: &ScenarioResult) -> String {
     let mut o = String::new();
+    heading(&mut o, r);
+    counts(&mut o, &r.summary);
+    connections(&mut o, &r.summary);
+    notes(&mut o, r);
+    let s = &r.summary;
+    if s.requests > s.errors_by_kind.values().sum::<u64>() {
+        latency_table(&mut o, r);
+        distribution(&mut o, r);
+    }
+    o.push_str(&crate::sla::requests_table(r));
+    o.push_str(&crate::sla::sla_table(r));
+    o
+}
+
+/// The target, the load, and whether the run was cut short.
+fn heading(o: &mut String, r: &ScenarioResult) {
     let s = &r.summary;
     let _ = writeln!(
         o,
@@ -32,9 +48,13 @@ pub fn render(r: &ScenarioResult) -> String {
         );
     }
     let _ = writeln!(o);
+}
+
+/// Requests, successes, errors by kind, status codes, messages and bytes.
+fn counts(o: &mut String, s: &crate::SummaryJson) {
     let row = row_to;
     row(
-        &mut o,
+        o,
         "requests",
         format!(
             "{}  ({} req/s over {:.2}s)",
@@ -44,7 +64,7 @@ pub fn render(r: &ScenarioResult) -> String {
         ),
     );
     row(
-        &mut o,
+        o,
         "ok",
         format!(
             "{}  success rate {:.2}%  ({} ok/s, {} ok/min)",
@@ -74,14 +94,14 @@ pub fn render(r: &ScenarioResult) -> String {
         }
         err = format!("{err}  ({})", parts.join(", "));
     }
-    row(&mut o, "errors", err);
+    row(o, "errors", err);
     let status: Vec<String> = s
         .status
         .iter()
         .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
         .collect();
     if !status.is_empty() {
-        row(&mut o, "status", status.join("  "));
+        row(o, "status", status.join("  "));
     }
     let codes: Vec<String> = s
         .grpc_status
@@ -89,7 +109,7 @@ pub fn render(r: &ScenarioResult) -> String {
         .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
         .collect();
     if !codes.is_empty() {
-        row(&mut o, "grpc codes", codes.join("  "));
+        row(o, "grpc codes", codes.join("  "));
     }
     if let Some(st) = &s.grpc_stream {
         let mut text = format!(
@@ -106,10 +126,10 @@ pub fn render(r: &ScenarioResult) -> String {
                 fmt_ms(f.p99)
             ));
         }
-        row(&mut o, "messages", text);
+        row(o, "messages", text);
     }
     row(
-        &mut o,
+        o,
         "transfer",
         format!(
             "in {}, out {}",
@@ -117,6 +137,11 @@ pub fn render(r: &ScenarioResult) -> String {
             fmt_bytes(s.bytes_out)
         ),
     );
+}
+
+/// Connections opened and how long opening them took.
+fn connections(o: &mut String, s: &crate::SummaryJson) {
+    let row = row_to;
     if s.connections_opened > 0 {
         let pct = |l: &stats::LatencySummary| {
             format!(
@@ -136,8 +161,14 @@ pub fn render(r: &ScenarioResult) -> String {
         if let Some(w) = &s.with_connect_ms {
             parts.push(format!("connect + request {}", pct(w)));
         }
-        row(&mut o, "connections", parts.join("; "));
+        row(o, "connections", parts.join("; "));
     }
+}
+
+/// What else the run has to say: server figures, the schedule, refusals, extraction
+/// failures, completion, async jobs, traces, the generator check, requests left in flight.
+fn notes(o: &mut String, r: &ScenarioResult) {
+    let (s, row) = (&r.summary, row_to);
     if !r.observed.is_empty() {
         let figures: Vec<String> = r
             .observed
@@ -150,11 +181,11 @@ pub fn render(r: &ScenarioResult) -> String {
                 )
             })
             .collect();
-        row(&mut o, "server", figures.join(", "));
+        row(o, "server", figures.join(", "));
     }
     if let Some(sc) = &s.schedule {
         row(
-            &mut o,
+            o,
             "schedule",
             format!(
                 "{} intended ({} req/s); {} started late, worst lag {}; {} not sent",
@@ -168,7 +199,7 @@ pub fn render(r: &ScenarioResult) -> String {
     }
     for r in &r.refused {
         row(
-            &mut o,
+            o,
             "refused",
             format!(
                 "{} attempt(s) of '{}' never sent: {} would have been \"{}\"",
@@ -181,7 +212,7 @@ pub fn render(r: &ScenarioResult) -> String {
     }
     for x in &r.extract_failures {
         row(
-            &mut o,
+            o,
             "extract",
             format!(
                 "{} of '{}' found nothing; first: {}",
@@ -192,24 +223,24 @@ pub fn render(r: &ScenarioResult) -> String {
         );
     }
     if let Some(c) = &r.completion {
-        row(&mut o, "completion", completion_text(c));
+        row(o, "completion", completion_text(c));
     }
     if let Some(j) = &r.async_jobs {
-        row(&mut o, "async", async_text(j));
+        row(o, "async", async_text(j));
     }
     if let Some(t) = &r.traces {
-        traces(&mut o, t);
+        traces(o, t);
     }
     if let Some(g) = &r.generator {
         if let Some(why) = &g.why {
-            row(&mut o, "generator", format!("WARNING {why}"));
+            row(o, "generator", format!("WARNING {why}"));
         } else if let Some(note) = &g.note {
-            row(&mut o, "generator", format!("NOTE {note}"));
+            row(o, "generator", format!("NOTE {note}"));
         }
     }
     if s.unfinished > 0 {
         row(
-            &mut o,
+            o,
             "unfinished",
             format!(
                 "{} requests still in flight at the end (not counted)",
@@ -217,13 +248,6 @@ pub fn render(r: &ScenarioResult) -> String {
             ),
         );
     }
-    if s.requests > s.errors_by_kind.values().sum::<u64>() {
-        latency_table(&mut o, r);
-        distribution(&mut o, r);
-    }
-    o.push_str(&crate::sla::requests_table(r));
-    o.push_str(&crate::sla::sla_table(r));
-    o
 }
 
 /// The load in words: `closed model: 16 connections, 30s`.
