@@ -282,22 +282,7 @@ impl Cx<'_> {
                 return Err(self.err(q, "the list of requests is empty"));
             }
         }
-        let vars: Vec<String> = if flow {
-            let mut v: Vec<String> = Vec::new();
-            for st in &raw_steps {
-                for k in st.value.extract.keys() {
-                    if !v.contains(k) {
-                        v.push(k.clone());
-                    }
-                }
-            }
-            v
-        } else {
-            raw_steps
-                .iter()
-                .flat_map(|st| st.value.extract.keys().cloned())
-                .collect()
-        };
+        let vars = variables(&raw_steps, flow);
         let data: Vec<(String, Vec<String>)> = tables
             .iter()
             .map(|t| (t.name.clone(), t.columns.clone()))
@@ -307,6 +292,45 @@ impl Cx<'_> {
             vars: &vars,
             env: self.env,
         };
+        let steps = self.steps(s, &target, &raw_steps, &headers, &names)?;
+        let pause = match &r.pause {
+            Some(p) => self.duration(p, &p.value, "pause")?,
+            None => Duration::ZERO,
+        };
+        let settings = self.settings(plan, r)?;
+        let completion = match &r.complete_when {
+            Some(c) => Some(self.completion(c, &target)?),
+            None => None,
+        };
+        let slos = self.objectives(r, &steps, completion.is_some())?;
+        let owned: Vec<Table> = tables
+            .iter()
+            .map(|t| Table::new(t.name.clone(), t.columns.clone(), t.rows.clone(), t.per_vu))
+            .collect();
+        Ok(Scenario {
+            name,
+            target,
+            load,
+            workload: Workload::new(steps, flow, owned, vars, seed),
+            slos,
+            pause,
+            settings,
+            completion,
+        })
+    }
+
+    /// A scenario's requests in order: its steps, or a GET of the target's own path when it
+    /// lists none. Names are distinct; a gRPC target takes gRPC calls only.
+    fn steps(
+        &self,
+        s: &S<RawScenario>,
+        target: &Target,
+        raw_steps: &[&S<RawRequest>],
+        headers: &[(String, S<String>)],
+        names: &Names,
+    ) -> Result<Vec<Request>, PlanError> {
+        let name = &s.value.name.value;
+        let vars = names.vars;
         let mut steps: Vec<Request> = Vec::new();
         if target.grpc {
             if raw_steps.is_empty() {
@@ -319,11 +343,11 @@ impl Cx<'_> {
         if raw_steps.is_empty() {
             let mut st = Request::fixed("", "GET", &target.path, &[], b"");
             st.name = format!("GET {}", target.path);
-            st.headers = self.headers(&headers, &names)?;
+            st.headers = self.headers(headers, names)?;
             steps.push(st);
         }
-        for st in &raw_steps {
-            let step = self.step(st, &target, &headers, &names, &vars)?;
+        for st in raw_steps {
+            let step = self.step(st, target, headers, names, vars)?;
             if steps.iter().any(|o| o.name == step.name) {
                 let at = st
                     .value
@@ -340,47 +364,36 @@ impl Cx<'_> {
             }
             steps.push(step);
         }
+        Ok(steps)
+    }
+
+    /// The scenario's objectives, each checked against its requests' names; `complete` needs
+    /// a `complete_when`.
+    fn objectives(
+        &self,
+        r: &RawScenario,
+        steps: &[Request],
+        completes: bool,
+    ) -> Result<Vec<Slo>, PlanError> {
         let step_names: Vec<String> = steps.iter().map(|s| s.name.clone()).collect();
-        let slos = r
+        let slos: Vec<Slo> = r
             .slo
             .iter()
             .map(|t| self.slo(t, &step_names))
             .collect::<Result<_, _>>()?;
-        let pause = match &r.pause {
-            Some(p) => self.duration(p, &p.value, "pause")?,
-            None => Duration::ZERO,
-        };
-        let settings = self.settings(plan, r)?;
-        let completion = match &r.complete_when {
-            Some(c) => Some(self.completion(c, &target)?),
-            None => None,
-        };
         if let Some(t) = r
             .slo
             .iter()
             .find(|t| t.value.trim_start().starts_with("complete"))
         {
-            if completion.is_none() {
+            if !completes {
                 return Err(self.err(
                     t,
                     "'complete' needs the scenario's complete_when (what says the work is done)",
                 ));
             }
         }
-        let owned: Vec<Table> = tables
-            .iter()
-            .map(|t| Table::new(t.name.clone(), t.columns.clone(), t.rows.clone(), t.per_vu))
-            .collect();
-        Ok(Scenario {
-            name,
-            target,
-            load,
-            workload: Workload::new(steps, flow, owned, vars, seed),
-            slos,
-            pause,
-            settings,
-            completion,
-        })
+        Ok(slos)
     }
 
     fn load(&self, l: &S<RawLoad>) -> Result<LoadInput, PlanError> {
@@ -533,6 +546,27 @@ impl Cx<'_> {
             insecure: r.insecure.or(d.insecure),
             keepalive: r.keepalive.or(d.keepalive),
         })
+    }
+}
+
+/// The flow's (or mix's) variables, by index: every name a step extracts, in order; a flow
+/// shares one variable per name across its steps.
+fn variables(raw_steps: &[&S<RawRequest>], flow: bool) -> Vec<String> {
+    if flow {
+        let mut v: Vec<String> = Vec::new();
+        for st in raw_steps {
+            for k in st.value.extract.keys() {
+                if !v.contains(k) {
+                    v.push(k.clone());
+                }
+            }
+        }
+        v
+    } else {
+        raw_steps
+            .iter()
+            .flat_map(|st| st.value.extract.keys().cloned())
+            .collect()
     }
 }
 
