@@ -3,6 +3,7 @@
 //! terminal and the JSON can never disagree. It depends on no engine: a history or a web page
 //! can read and render results without pulling in the load generator.
 
+mod broke;
 pub mod csv;
 pub mod find;
 mod fmt;
@@ -12,6 +13,7 @@ mod sla;
 mod terminal;
 mod time;
 
+pub use broke::BrokeJson;
 pub use fmt::{fmt_count, fmt_ms, fmt_rate};
 pub use result::{
     summary_json, AsyncJson, CompletionJson, ErrorsByKind, ExtractFailureJson, GeneratorJson,

@@ -80,6 +80,9 @@ pub struct ScenarioResult {
     /// How busy brink itself was, and whether it, not the service, limited the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<GeneratorJson>,
+    /// A windowed objective failed: where the run broke.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broke: Option<crate::BrokeJson>,
 }
 
 /// When the work the load started was done, by the completion probe.
@@ -245,8 +248,11 @@ pub struct SloResult {
     pub window_s: Option<u64>,
     pub windows: u64,
     pub failed_windows: u64,
-    /// Second (from the scenario start) at which the worst window ended.
+    /// Second (from the scenario start) at which the worst window ended ...
     pub worst_window_end_s: Option<u64>,
+    /// ... and the first failing one (where the run broke).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failed_s: Option<u64>,
     pub abort: bool,
 }
 
@@ -265,6 +271,7 @@ impl SloResult {
             windows: v.windows,
             failed_windows: v.failed_windows,
             worst_window_end_s: v.worst_window_end,
+            first_failed_s: v.first_failed_window_end,
             abort: slo.abort,
         }
     }

@@ -231,6 +231,9 @@ fn notes(o: &mut String, r: &ScenarioResult) {
     if let Some(t) = &r.traces {
         traces(o, t);
     }
+    if let Some(b) = &r.broke {
+        row(o, "broke", b.describe());
+    }
     if let Some(g) = &r.generator {
         if let Some(why) = &g.why {
             row(o, "generator", format!("WARNING {why}"));

@@ -7,6 +7,7 @@
 //! [`Search`] settings, picks the sinks, and maps results to exit codes. A coordinator of
 //! remote workers will be another runner of the same jobs, behind `search::StepRunner`.
 
+mod broke;
 mod find;
 pub mod hooks;
 mod outcome;

@@ -92,6 +92,7 @@ pub fn scenario_result(
         completion: None,
         async_jobs: async_jobs(&out.completions),
         generator: None,
+        broke: None,
     }
 }
 

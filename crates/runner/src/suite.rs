@@ -93,6 +93,7 @@ pub fn run_jobs(
             }
         };
         attach_samples(&mut scenario, sampler, from, Instant::now());
+        scenario.broke = crate::broke::broke(&scenario);
         let stop = scenario.interrupted;
         sinks.show(&Event::ScenarioDone(&scenario));
         runs.push((scenario, totals));

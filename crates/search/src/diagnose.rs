@@ -156,6 +156,19 @@ fn failing_step(s: &StepFacts, out: &mut Vec<Finding>) {
     }
 }
 
+/// Whether a service whose CPU was `at` percent where it stopped keeping up (the run's peak
+/// being `peak`) was CPU-bound: yes at 80% or more and near its peak, no under 60%, and no
+/// call between.
+pub fn cpu_bound(at: f64, peak: f64) -> Option<bool> {
+    if at >= 80.0 && at >= 0.9 * peak {
+        Some(true)
+    } else if at < 60.0 {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// What the server's CPU at the knee says (queueing when it was not observed).
 fn at_the_knee(k: &KneeInfo, steps: &[StepFacts]) -> Finding {
     let at = steps.iter().find(|s| s.row.level == k.level);
@@ -167,18 +180,21 @@ fn at_the_knee(k: &KneeInfo, steps: &[StepFacts]) -> Finding {
         .filter_map(|s| s.row.observed.get(SERVER_CPU).map(|o| o.peak))
         .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
     let (level, knee) = (k.level, k.reason.clone());
-    match (cpu, peak_cpu) {
-        (Some(c), Some(p)) if c >= 80.0 && c >= 0.9 * p => Finding::CpuBound {
+    match cpu
+        .zip(peak_cpu)
+        .and_then(|(c, p)| cpu_bound(c, p).map(|b| (c, b)))
+    {
+        Some((c, true)) => Finding::CpuBound {
             level,
             cpu_percent: c,
             knee,
         },
-        (Some(c), _) if c < 60.0 => Finding::NotCpuBound {
+        Some((c, false)) => Finding::NotCpuBound {
             level,
             cpu_percent: c,
             knee,
         },
-        _ => Finding::Queueing {
+        None => Finding::Queueing {
             level,
             ok_rps: at.map_or(0.0, |s| s.row.ok_rps),
             knee,

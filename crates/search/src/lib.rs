@@ -18,7 +18,7 @@ mod diagnose;
 mod summary;
 
 pub use decide::{decide, Decision, Outcome, Settings};
-pub use diagnose::{diagnose, StepFacts};
+pub use diagnose::{cpu_bound, diagnose, StepFacts};
 pub use report::find::Stop;
 pub use summary::summarise;
 

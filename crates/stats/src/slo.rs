@@ -395,8 +395,10 @@ pub struct Verdict {
     pub pass: bool,
     /// Whole-run value, or the worst window's for `over`; `None` when nothing was measured.
     pub value: Option<f64>,
-    /// For `over`: the second (from the start) at which the worst window ended.
+    /// For `over`: the second (from the start) at which the worst window ended ...
     pub worst_window_end: Option<u64>,
+    /// ... and the one at which the first failing window ended (where the run broke).
+    pub first_failed_window_end: Option<u64>,
     /// Windows evaluated and how many failed.
     pub windows: u64,
     pub failed_windows: u64,
@@ -432,6 +434,7 @@ pub struct Tracker {
     recent: VecDeque<Kept>,
     seconds: u64,
     worst: Option<(f64, u64)>,
+    first_failed: Option<u64>,
     windows: u64,
     failed_windows: u64,
 }
@@ -443,6 +446,7 @@ impl Tracker {
             recent: VecDeque::new(),
             seconds: 0,
             worst: None,
+            first_failed: None,
             windows: 0,
             failed_windows: 0,
         }
@@ -482,6 +486,7 @@ impl Tracker {
         let pass = self.slo.holds(v);
         if !pass {
             self.failed_windows += 1;
+            self.first_failed.get_or_insert(self.seconds);
         }
         if self
             .worst
@@ -500,6 +505,7 @@ impl Tracker {
                 pass: self.failed_windows == 0,
                 value: self.worst.map(|(v, _)| v),
                 worst_window_end: self.worst.map(|(_, t)| t),
+                first_failed_window_end: self.first_failed,
                 windows: self.windows,
                 failed_windows: self.failed_windows,
             };
@@ -511,6 +517,7 @@ impl Tracker {
             pass,
             value,
             worst_window_end: None,
+            first_failed_window_end: None,
             windows: 0,
             failed_windows: 0,
         }
@@ -665,6 +672,7 @@ mod tests {
         let v = windowed.verdict(&total, 65.0);
         assert!(!v.pass);
         assert_eq!(v.worst_window_end, Some(65));
+        assert_eq!(v.first_failed_window_end, Some(61));
         assert_eq!(v.value, Some(0.25));
         assert_eq!(v.windows, 56);
         assert_eq!(

@@ -27,6 +27,7 @@ mod hardening;
 mod history;
 mod plans;
 mod protocols;
+mod ramps;
 mod reports;
 mod results;
 mod schema;

@@ -152,6 +152,9 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
             escape(&crate::terminal::async_text(j))
         );
     }
+    if let Some(b) = &s.broke {
+        let _ = writeln!(o, "<p class=\"bad\">Broke: {}</p>", escape(&b.describe()));
+    }
     if let Some(g) = &s.generator {
         if let Some(why) = &g.why {
             let _ = writeln!(o, "<p class=\"bad\">{}</p>", escape(why));

@@ -1,0 +1,126 @@
+//! A ramp that breaks says where: the first window in which a windowed objective failed, the
+//! rate asked for then, and whether the server's CPU explains it. A service whose one thread
+//! spins on every request breaks near its capacity with its CPU busy (CPU-bound by the search's
+//! rule when that CPU is near its peak, which a busy test machine may prevent); the demo
+//! service (eight slots that wait, not compute) breaks with its CPU mostly idle.
+
+use crate::support::{brink_json, schema_problems, RESULT_SCHEMA};
+use std::io::BufRead;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use testkit::{Options, Reply, Req};
+
+/// Ramps `url` to 50 req/s in a second, then to `to` req/s over 8 s, stopping at the first failing 2 s window of
+/// p95 < 50 ms, observing `observe`; returns the scenario's `broke`.
+fn ramp(url: &str, to: u32, observe: &str) -> (serde_json::Value, String) {
+    let stages = format!("1s:50/s,8s:{to}/s");
+    let ran = brink_json(&[
+        "run",
+        url,
+        "--stages",
+        &stages,
+        "-c",
+        "200",
+        "--slo",
+        "p95<50ms over 2s abort",
+        "--observe",
+        observe,
+    ]);
+    let problems = schema_problems(RESULT_SCHEMA, &ran.result);
+    assert!(problems.is_empty(), "{problems:?}");
+    let sc = &ran.result["scenarios"][0];
+    let mut broke = sc["broke"].clone();
+    broke["peak_cpu"] = sc["observed"]["srv cpu"]["peak"].clone();
+    (broke, ran.stdout)
+}
+
+/// What the search's rule says of a break at `cpu` percent when the run's peak was `peak`.
+fn rule(cpu: f64, peak: f64) -> serde_json::Value {
+    if cpu >= 80.0 && cpu >= 0.9 * peak {
+        true.into()
+    } else if cpu < 60.0 {
+        false.into()
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+#[test]
+fn a_cpu_bound_service_breaks_near_its_capacity_and_says_cpu() {
+    // One thread spinning 2 ms per request: at most ~500 req/s, its CPU full from there on.
+    let srv = testkit::serve_with(
+        Options {
+            threads: 1,
+            ..Options::default()
+        },
+        Arc::new(|_: &Req| {
+            let t = Instant::now();
+            let mut x = 0u64;
+            while t.elapsed() < Duration::from_millis(2) {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            Reply::ok("ok", Duration::ZERO)
+        }),
+    )
+    .unwrap();
+    let pid = format!("pid={}", std::process::id());
+    let (b, out) = ramp(&srv.url("/"), 1000, &pid);
+    assert_eq!(b["slo"], "p95<50ms over 2s abort", "{b}\n{out}");
+    assert_eq!(
+        (b["by"].as_str(), b["window_s"].as_u64()),
+        (Some("rate"), Some(2))
+    );
+    let level = b["level"].as_f64().unwrap();
+    // Past capacity (500/s, less on a busy machine) and before the ramp's end.
+    assert!((150.0..1000.0).contains(&level), "{b}");
+    assert!(b["ok_rps"].as_f64().unwrap() > 100.0, "{b}");
+    // The spinning thread was busy when it broke. Whether that reads as CPU-bound depends on
+    // how near its peak it was (a busy machine takes CPU from it); the call follows the rule.
+    let (cpu, peak) = (
+        b["cpu_percent"].as_f64().unwrap(),
+        b["peak_cpu"].as_f64().unwrap(),
+    );
+    assert!(cpu >= 40.0, "{b}");
+    assert_eq!(b["cpu_bound"], rule(cpu, peak), "{b}");
+    assert!(out.contains("broke         'p95<50ms over 2s abort' first failed in the 2 s up to"));
+    if b["cpu_bound"] == true {
+        assert!(
+            out.contains("CPU-bound: the service needs more CPU"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn a_service_short_of_workers_breaks_with_its_cpu_idle() {
+    // The demo service: eight slots of ~4.5 ms, about 1,700 req/s, waiting rather than
+    // computing; brink observes its process.
+    let mut demo = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        .args(["demo", "--serve", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("demo starts");
+    let mut line = String::new();
+    let stdout = demo.stdout.take().expect("piped");
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("demo prints its address");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .expect("address in the first line")
+        .to_string();
+    let pid = format!("pid={}", demo.id());
+    let (b, out) = ramp(&format!("http://{addr}/api/items"), 4000, &pid);
+    let _ = demo.kill();
+    let _ = demo.wait();
+    let level = b["level"].as_f64().unwrap_or(0.0);
+    assert!((1000.0..4000.0).contains(&level), "{b}\n{out}");
+    assert!(b["cpu_percent"].as_f64().unwrap() < 60.0, "{b}");
+    assert_eq!(b["cpu_bound"], false, "{b}");
+    assert!(
+        out.contains("not CPU-bound: the limit is elsewhere"),
+        "{out}"
+    );
+}
