@@ -14,9 +14,13 @@ use testkit::{Options, Reply, Req};
 /// p95 < 50 ms, observing `observe`; returns the scenario's `broke`.
 fn ramp(url: &str, to: u32, observe: &str) -> (serde_json::Value, String) {
     let stages = format!("1s:50/s,8s:{to}/s");
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
     let ran = brink_json(&[
         "run",
         url,
+        "--html",
+        html.to_str().unwrap(),
         "--stages",
         &stages,
         "-c",
@@ -29,6 +33,12 @@ fn ramp(url: &str, to: u32, observe: &str) -> (serde_json::Value, String) {
     let problems = schema_problems(RESULT_SCHEMA, &ran.result);
     assert!(problems.is_empty(), "{problems:?}");
     let sc = &ran.result["scenarios"][0];
+    // The page says it too, the objective's '<' escaped.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<p class=\"bad\">Broke: &#39;p95&lt;50ms over 2s abort&#39; first failed"),
+        "no Broke line in the page"
+    );
     let mut broke = sc["broke"].clone();
     broke["peak_cpu"] = sc["observed"]["srv cpu"]["peak"].clone();
     (broke, ran.stdout)
@@ -95,13 +105,16 @@ fn a_cpu_bound_service_breaks_near_its_capacity_and_says_cpu() {
 fn a_service_short_of_workers_breaks_with_its_cpu_idle() {
     // The demo service: eight slots of ~4.5 ms, about 1,700 req/s, waiting rather than
     // computing; brink observes its process.
-    let mut demo = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
-        .args(["demo", "--serve", "0"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("demo starts");
+    let mut demo = Demo(
+        std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+            .args(["demo", "--serve", "0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("demo starts"),
+    );
     let mut line = String::new();
-    let stdout = demo.stdout.take().expect("piped");
+    let stdout = demo.0.stdout.take().expect("piped");
     std::io::BufReader::new(stdout)
         .read_line(&mut line)
         .expect("demo prints its address");
@@ -111,10 +124,9 @@ fn a_service_short_of_workers_breaks_with_its_cpu_idle() {
         .and_then(|r| r.split_whitespace().next())
         .expect("address in the first line")
         .to_string();
-    let pid = format!("pid={}", demo.id());
+    let pid = format!("pid={}", demo.0.id());
     let (b, out) = ramp(&format!("http://{addr}/api/items"), 4000, &pid);
-    let _ = demo.kill();
-    let _ = demo.wait();
+    drop(demo);
     let level = b["level"].as_f64().unwrap_or(0.0);
     assert!((1000.0..4000.0).contains(&level), "{b}\n{out}");
     assert!(b["cpu_percent"].as_f64().unwrap() < 60.0, "{b}");
@@ -123,4 +135,14 @@ fn a_service_short_of_workers_breaks_with_its_cpu_idle() {
         out.contains("not CPU-bound: the limit is elsewhere"),
         "{out}"
     );
+}
+
+/// The demo service in its own process, killed when dropped (a failed assertion included).
+struct Demo(std::process::Child);
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
