@@ -4,7 +4,7 @@
 //! rule when that CPU is near its peak, which a busy test machine may prevent); the demo
 //! service (eight slots that wait, not compute) breaks with its CPU mostly idle.
 
-use crate::support::{brink_json, schema_problems, RESULT_SCHEMA};
+use crate::support::{brink_json, schema_problems, Killed, RESULT_SCHEMA};
 use std::io::BufRead;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -105,7 +105,7 @@ fn a_cpu_bound_service_breaks_near_its_capacity_and_says_cpu() {
 fn a_service_short_of_workers_breaks_with_its_cpu_idle() {
     // The demo service: eight slots of ~4.5 ms, about 1,700 req/s, waiting rather than
     // computing; brink observes its process.
-    let mut demo = Demo(
+    let mut demo = Killed(
         std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
             .args(["demo", "--serve", "0"])
             .stdout(std::process::Stdio::piped())
@@ -135,14 +135,4 @@ fn a_service_short_of_workers_breaks_with_its_cpu_idle() {
         out.contains("not CPU-bound: the limit is elsewhere"),
         "{out}"
     );
-}
-
-/// The demo service in its own process, killed when dropped (a failed assertion included).
-struct Demo(std::process::Child);
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }

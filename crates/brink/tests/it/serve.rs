@@ -4,6 +4,7 @@
 //! points while its run goes, the runs list shows the runs (a hostile scenario name as text),
 //! ticking two and comparing shows the verdicts and charts, and a run's page draws its report.
 
+use crate::support::Killed;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -43,8 +44,9 @@ fn post(port: u16, path: &str, extra: &str) -> (u16, String, String) {
     )
 }
 
-/// Starts `brink serve` with `args`; returns the child and the URL it printed.
-fn serve(history: &Path, args: &[&str]) -> (Child, String) {
+/// Starts `brink serve` with `args`; returns the child (killed when dropped) and the URL it
+/// printed.
+fn serve(history: &Path, args: &[&str]) -> (Killed, String) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
         .args(["serve", "--port", "0", "--history"])
         .arg(history)
@@ -61,7 +63,7 @@ fn serve(history: &Path, args: &[&str]) -> (Child, String) {
         .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("no URL in {line}"))
         .to_string();
-    (child, url)
+    (Killed(child), url)
 }
 
 fn port_of(url: &str) -> u16 {
@@ -104,7 +106,7 @@ fn the_history_in_a_browser() {
     for _ in 0..2 {
         assert!(record(&h, &plan, 2).wait().unwrap().success());
     }
-    let (mut server, url) = serve(&h, &[]);
+    let (server, url) = serve(&h, &[]);
     let port = port_of(&url);
 
     let (status, _, body) = get(port, "/api/runs", "");
@@ -207,15 +209,14 @@ fn the_history_in_a_browser() {
         assert_eq!(seen["run_imgs"], 0);
     }
     assert!(running.wait().unwrap().success());
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
 }
 
 #[test]
 fn bound_elsewhere_every_request_needs_the_token() {
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
-    let (mut server, url) = serve(&h, &["--bind", "0.0.0.0"]);
+    let (server, url) = serve(&h, &["--bind", "0.0.0.0"]);
     let token = url
         .split("token=")
         .nth(1)
@@ -248,8 +249,7 @@ fn bound_elsewhere_every_request_needs_the_token() {
         200
     );
     assert_eq!(post(port, "/api/run/1/delete", "X-Brink: 1\r\n").0, 401);
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     // Without a token, loopback only: asking for another address with a short token fails.
     Command::new(assert_cmd::cargo::cargo_bin("brink"))
         .args([

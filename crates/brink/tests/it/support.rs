@@ -213,3 +213,14 @@ impl Drop for PyServer {
         let _ = self.child.wait();
     }
 }
+
+/// A child process killed (and reaped) when dropped, so a failed assertion cannot leave a
+/// server running that holds the test's output open.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
