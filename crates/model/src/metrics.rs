@@ -14,6 +14,13 @@ pub const FDS: &str = "srv fds";
 pub const SOCKETS: &str = "srv sockets";
 /// Server CPU throttling: % of the cgroup's CFS periods that were throttled.
 pub const THROTTLED: &str = "srv throttled";
+/// Server threads' time ready to run but waiting for a CPU, in % of one core (as CPU).
+pub const CPU_WAIT: &str = "srv cpu wait";
+
+/// Whether a figure is a percentage.
+pub fn is_percent(name: &str) -> bool {
+    [CPU, THROTTLED, CPU_WAIT].contains(&name)
+}
 /// Server context switches per second: voluntary (waiting) and involuntary (preempted).
 pub const CTX_VOL: &str = "srv ctx vol/s";
 pub const CTX_INVOL: &str = "srv ctx invol/s";

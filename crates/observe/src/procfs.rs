@@ -1,7 +1,8 @@
 //! A local process read from /proc: CPU time, resident memory, threads, open file descriptors
 //! and sockets (the descriptors that are sockets: its TCP connections and listeners), context
 //! switches, and its cgroup's CPU throttling (cgroup v2 `cpu.stat`) when it has a CPU limit.
-//! Also the calling thread's scheduler figures (`/proc/thread-self/schedstat`), so brink's
+//! Also scheduler figures (`schedstat`): a process's threads' time waiting for a CPU (a
+//! service starved by what shares its cores), and the calling thread's own, so brink's
 //! workers can tell time spent working from time spent waiting for a CPU others held.
 
 /// One reading of /proc/PID.
@@ -17,6 +18,9 @@ pub struct Reading {
     pub ctx_invol: f64,
     /// Its cgroup's CFS periods and throttled periods since the cgroup began, when known.
     pub cfs: Option<(f64, f64)>,
+    /// Seconds its threads have spent ready to run but waiting for a CPU (their schedstat,
+    /// summed), when the kernel keeps it.
+    pub waiting_s: Option<f64>,
 }
 
 /// Reads /proc/PID; `None` when the process is gone.
@@ -48,7 +52,21 @@ pub fn read(pid: u32) -> Option<Reading> {
         ctx_vol: status_field(&status, "voluntary_ctxt_switches:").unwrap_or(0.0),
         ctx_invol: status_field(&status, "nonvoluntary_ctxt_switches:").unwrap_or(0.0),
         cfs: cgroup_cfs(pid),
+        waiting_s: threads_waiting(pid),
     })
+}
+
+/// The run-queue wait of every thread of `pid` (seconds), summed.
+fn threads_waiting(pid: u32) -> Option<f64> {
+    let mut ns = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let text = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+        ns += sched_of(&text).map_or(0, |s| s.waiting_ns);
+    }
+    Some(ns as f64 / 1e9)
 }
 
 /// The calling thread's time on a CPU, its time ready to run but waiting for one, and how many
@@ -147,6 +165,7 @@ mod tests {
         );
         assert!(super::read(u32::MAX).is_none());
         assert!(r.ctx_vol + r.ctx_invol > 0.0, "{r:?}");
+        assert!(r.waiting_s.is_some_and(|w| w >= 0.0), "{r:?}");
     }
 
     #[test]

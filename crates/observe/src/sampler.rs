@@ -4,7 +4,9 @@
 //! never an error.
 
 use crate::{procfs, prom, Source, CPU, FDS, RSS, SOCKETS, THREADS};
-use model::metrics::{CTX_INVOL, CTX_VOL, LISTEN_DROPS, LISTEN_OVERFLOWS, RETRANSMITS, THROTTLED};
+use model::metrics::{
+    CPU_WAIT, CTX_INVOL, CTX_VOL, LISTEN_DROPS, LISTEN_OVERFLOWS, RETRANSMITS, THROTTLED,
+};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -127,6 +129,9 @@ fn read(src: &Source, prev: &mut Prev, s: &mut Sample, period: Duration) {
                 }
                 if let Some((periods, throttled)) = r.cfs {
                     throttle(prev, s, now, periods, throttled);
+                }
+                if let Some(rate) = r.waiting_s.and_then(|w| prev.rate("pid wait", now, w)) {
+                    s.values.insert(CPU_WAIT.into(), rate * 100.0);
                 }
                 if let Some(c) = crate::netstat::read() {
                     for (name, v) in [

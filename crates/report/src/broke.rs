@@ -26,7 +26,13 @@ pub struct BrokeJson {
     /// What that CPU says: `true` CPU-bound, `false` not, absent when it cannot tell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_bound: Option<bool>,
+    /// The server's threads' wait for a CPU (percent of one core) at its highest in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_percent: Option<f64>,
 }
+
+/// A server's wait for a CPU (percent of one core) from which the host counts as short of CPU.
+pub const STARVED_WAIT_PERCENT: f64 = 20.0;
 
 impl BrokeJson {
     /// The finding in words: `'p95 < 1s over 30s' first failed in the 30 s up to 4m12s, at
@@ -51,6 +57,11 @@ impl BrokeJson {
             Some(false) => ": not CPU-bound: the limit is elsewhere: pools, locks, connection handling, a dependency or the network path",
             None => "",
         });
+        if let Some(w) = self.cpu_wait_percent.filter(|w| *w >= STARVED_WAIT_PERCENT) {
+            t.push_str(&format!(
+                "; its threads waited for a CPU {w:.0}% of a core's time: this host is short of CPU"
+            ));
+        }
         t
     }
 }
@@ -79,6 +90,7 @@ mod tests {
             ok_rps: 61.2,
             cpu_percent: Some(97.0),
             cpu_bound: Some(true),
+            cpu_wait_percent: Some(3.0),
         };
         assert_eq!(
             b.describe(),
@@ -90,5 +102,9 @@ mod tests {
             b.describe(),
             "'p95 < 1s over 30s' first failed in the 30 s up to 45s, at 16 connections (61.2 ok/s)"
         );
+        b.cpu_wait_percent = Some(66.0);
+        assert!(b.describe().ends_with(
+            "(61.2 ok/s); its threads waited for a CPU 66% of a core's time: this host is short of CPU"
+        ));
     }
 }

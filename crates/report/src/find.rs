@@ -227,6 +227,13 @@ pub enum Finding {
         throttled_percent: f64,
         cpu_cores: f64,
     },
+    /// At `level` the server's threads spent `waiting_percent` (of one core's time) ready to
+    /// run but waiting for a CPU, while using `cpu_percent`: the host is short of CPU.
+    CpuStarved {
+        level: f64,
+        waiting_percent: f64,
+        cpu_percent: f64,
+    },
     /// This host's TCP listen queues overflowed during the failing step at `level`.
     AcceptQueueOverflow {
         level: f64,
@@ -313,6 +320,10 @@ impl Finding {
             ),
             Finding::CpuThrottled { level, throttled_percent, cpu_cores } => format!(
                 "CPU-throttled: {throttled_percent:.0}% of periods throttled at {} while CPU averaged {cpu_cores:.1} core(s): the container's CPU limit (quota), not the host, is the limit: raise the limit or remove it",
+                lvl(*level)
+            ),
+            Finding::CpuStarved { level, waiting_percent, cpu_percent } => format!(
+                "CPU-starved: at {} the service's threads waited for a CPU {waiting_percent:.0}% of a core's time while using {cpu_percent:.0}%: other processes on this host (brink too, if it runs here) took the cores it needed: give it cores of its own or run brink on another machine",
                 lvl(*level)
             ),
             Finding::AcceptQueueOverflow { level, peak_per_s, mean_per_s } => format!(

@@ -51,7 +51,7 @@ pub fn fmt_bytes(n: u64) -> String {
 /// An observed figure in its unit, the same in the summary and the find table: CPU as a
 /// percentage, memory in MB, whole counts with separators, other values to one decimal.
 pub fn observed_value(name: &str, v: f64) -> String {
-    if name.ends_with("cpu") {
+    if model::metrics::is_percent(name) {
         format!("{v:.0}%")
     } else if name.ends_with("rss") {
         format!("{:.1} MB", v / 1e6)

@@ -13,7 +13,7 @@ mod sla;
 mod terminal;
 mod time;
 
-pub use broke::BrokeJson;
+pub use broke::{BrokeJson, STARVED_WAIT_PERCENT};
 pub use fmt::{fmt_count, fmt_ms, fmt_rate};
 pub use result::{
     summary_json, AsyncJson, CompletionJson, ErrorsByKind, ExtractFailureJson, GeneratorJson,

@@ -24,10 +24,12 @@ pub fn broke(sc: &ScenarioResult) -> Option<BrokeJson> {
     let level = mean(rows.iter().filter_map(|r| r.target))?;
     // The CPU at its highest in the window: a service that saturated as the window ended
     // shows it there, and one that never came near stays low throughout.
-    let cpu = rows
-        .iter()
-        .filter_map(|r| r.observed.get(model::metrics::CPU).copied())
-        .reduce(f64::max);
+    let highest = |name: &str| {
+        rows.iter()
+            .filter_map(|r| r.observed.get(name).copied())
+            .reduce(f64::max)
+    };
+    let cpu = highest(model::metrics::CPU);
     let peak = sc.observed.get(model::metrics::CPU).map(|o| o.peak);
     Some(BrokeJson {
         slo: slo.slo.clone(),
@@ -42,6 +44,7 @@ pub fn broke(sc: &ScenarioResult) -> Option<BrokeJson> {
         ok_rps: rows.iter().map(|r| r.ok).sum::<u64>() as f64 / window_s.max(1) as f64,
         cpu_percent: cpu,
         cpu_bound: cpu.zip(peak).and_then(|(c, p)| search::cpu_bound(c, p)),
+        cpu_wait_percent: highest(model::metrics::CPU_WAIT),
     })
 }
 

@@ -79,8 +79,23 @@ pub fn diagnose(knee: Option<&KneeInfo>, steps: &[StepFacts]) -> Vec<Finding> {
         .or(first_fail);
     if let Some(s) = judged {
         throttled(s, &mut out);
+        starved(s, &mut out);
     }
     out
+}
+
+/// The service kept waiting for a CPU at `s`: the host is oversubscribed.
+fn starved(s: &StepFacts, out: &mut Vec<Finding>) {
+    let Some(w) = s.row.observed.get(model::metrics::CPU_WAIT) else {
+        return;
+    };
+    if w.mean >= report::STARVED_WAIT_PERCENT {
+        out.push(Finding::CpuStarved {
+            level: s.row.level,
+            waiting_percent: w.mean,
+            cpu_percent: s.row.observed.get(SERVER_CPU).map_or(0.0, |c| c.mean),
+        });
+    }
 }
 
 /// A CPU quota throttling the service at `s`.
@@ -431,6 +446,7 @@ mod tests {
         // queue overflowed and segments were retransmitted while p99 reached 212 ms.
         let mut knee = step(4.0, true, Some(10.0));
         obs(&mut knee.row, model::metrics::THROTTLED, 55.0, 41.0);
+        obs(&mut knee.row, model::metrics::CPU_WAIT, 60.0, 35.0);
         let mut fail = step(8.0, false, Some(12.0));
         fail.row.p99 = 212.0;
         obs(&mut fail.row, model::metrics::LISTEN_OVERFLOWS, 312.0, 40.0);
@@ -469,11 +485,24 @@ mod tests {
             text.contains("CPU-throttled: 41% of periods throttled"),
             "{text}"
         );
+        assert!(
+            f.contains(&Finding::CpuStarved {
+                level: 4.0,
+                waiting_percent: 35.0,
+                cpu_percent: 10.0
+            }),
+            "{f:?}"
+        );
+        assert!(
+            text.contains("CPU-starved: at 4 connections the service's threads waited for a CPU 35% of a core's time while using 10%"),
+            "{text}"
+        );
         assert!(text.contains("accept queue overflowed"), "{text}");
 
         // Below the thresholds: no such findings.
         let mut quiet = step(4.0, true, Some(10.0));
         obs(&mut quiet.row, model::metrics::THROTTLED, 5.0, 2.0);
+        obs(&mut quiet.row, model::metrics::CPU_WAIT, 30.0, 5.0);
         let mut fail = step(8.0, false, None);
         fail.row.p99 = 20.0;
         obs(&mut fail.row, model::metrics::RETRANSMITS, 2.0, 1.0);
@@ -483,6 +512,7 @@ mod tests {
             f.iter().all(|x| !matches!(
                 x,
                 Finding::CpuThrottled { .. }
+                    | Finding::CpuStarved { .. }
                     | Finding::AcceptQueueOverflow { .. }
                     | Finding::Retransmits { .. }
             )),

@@ -1,7 +1,8 @@
-//! brink watching itself: a generator made to be the bottleneck is blamed, not the service,
-//! in `find` and in a plain `run`; a generator kept waiting for a CPU that another process
-//! holds says so too, though its own CPU share alone would look idle enough; a light run says
-//! nothing.
+//! CPU on a shared machine. brink watching itself: a generator made to be the bottleneck is
+//! blamed, not the service, in `find` and in a plain `run`; a generator kept waiting for a CPU
+//! that another process holds says so too, though its own CPU share alone would look idle
+//! enough; a light run says nothing. And the service starved of CPU by what shares its core is
+//! diagnosed as such.
 
 use crate::find::{find, rules};
 use crate::support::{brink_json, brink_json_on_cpu};
@@ -203,4 +204,55 @@ fn responses_seen_late_for_want_of_a_cpu_are_noted() {
         p50(&crowded),
         p50(&alone)
     );
+}
+
+#[test]
+fn a_service_starved_of_cpu_is_diagnosed_starved() {
+    // A Python server spending 2 ms of CPU per request, kept on one CPU with two busy loops:
+    // it waits for that CPU about two thirds of the time it could run.
+    let srv = crate::support::PyServer::start(std::path::Path::new("python3"), 2);
+    let cpu = first_cpu();
+    let pinned = std::process::Command::new("taskset")
+        .args([
+            "-a",
+            "-p",
+            "-c",
+            &cpu.to_string(),
+            &srv.child.id().to_string(),
+        ])
+        .output()
+        .expect("taskset runs");
+    assert!(pinned.status.success(), "{pinned:?}");
+    let burners = Burners::start(cpu, 2);
+    let pid = format!("pid={}", srv.child.id());
+    let (code, r, text) = find(
+        &[
+            &srv.url,
+            "--slo",
+            "p99<5ms",
+            "--to",
+            "16",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--observe",
+            &pid,
+        ],
+        Duration::from_secs(120),
+    );
+    drop(burners);
+    assert!(matches!(code, Some(0 | 1)), "{text}");
+    let f = &r["find"];
+    let starved = f["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["rule"] == "cpu_starved"))
+        .unwrap_or_else(|| panic!("no cpu_starved in {}\n{text}", f["findings"]));
+    assert!(
+        starved["waiting_percent"].as_f64().unwrap() >= 20.0,
+        "{starved}"
+    );
+    assert!(text.contains("CPU-starved: at "), "{text}");
 }

@@ -296,7 +296,9 @@ pub fn observed(rows: &[SecondRow]) -> Vec<Chart> {
         .into_iter()
         .map(|name| {
             let mut c = timeline(&format!("Server: {name}"), rows);
-            let unit = if name.ends_with("cpu") {
+            let unit = if name == model::metrics::THROTTLED {
+                "% of CFS periods"
+            } else if model::metrics::is_percent(name) {
                 "% of one core"
             } else if name.ends_with("rss") {
                 "bytes"
