@@ -1,14 +1,11 @@
 //! A ramp that breaks says where: the first window in which a windowed objective failed, the
-//! rate asked for then, and whether the server's CPU explains it. A service whose one thread
-//! spins on every request breaks near its capacity with its CPU busy (CPU-bound by the search's
+//! rate asked for then, and whether the server's CPU explains it. A service that spends CPU on
+//! every request under one lock breaks near its capacity with its CPU busy (CPU-bound by the search's
 //! rule when that CPU is near its peak, which a busy test machine may prevent); the demo
 //! service (eight slots that wait, not compute) breaks with its CPU mostly idle.
 
 use crate::support::{brink_json, schema_problems, Killed, RESULT_SCHEMA};
 use std::io::BufRead;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use testkit::{Options, Reply, Req};
 
 /// Ramps `url` to 50 req/s in a second, then to `to` req/s over 8 s, stopping at the first failing 2 s window of
 /// p95 < 50 ms, observing `observe`; returns the scenario's `broke`.
@@ -57,31 +54,20 @@ fn rule(cpu: f64, peak: f64) -> serde_json::Value {
 
 #[test]
 fn a_cpu_bound_service_breaks_near_its_capacity_and_says_cpu() {
-    // One thread spinning 2 ms per request: at most ~500 req/s, its CPU full from there on.
-    let srv = testkit::serve_with(
-        Options {
-            threads: 1,
-            ..Options::default()
-        },
-        Arc::new(|_: &Req| {
-            let t = Instant::now();
-            let mut x = 0u64;
-            while t.elapsed() < Duration::from_millis(2) {
-                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-            }
-            Reply::ok("ok", Duration::ZERO)
-        }),
-    )
-    .unwrap();
-    let pid = format!("pid={}", std::process::id());
-    let (b, out) = ramp(&srv.url("/"), 1000, &pid);
+    let _cpu = crate::support::cpu_heavy();
+    // A Python server spending 2 ms of CPU per request under its one lock: a few hundred
+    // req/s at most, its CPU full from there on. It runs in a process of its own so that what
+    // brink observes is that server alone, not this test process and the tests beside it.
+    let srv = crate::support::PyServer::start(std::path::Path::new("python3"), 2);
+    let pid = format!("pid={}", srv.child.id());
+    let (b, out) = ramp(&srv.url, 1000, &pid);
     assert_eq!(b["slo"], "p95<50ms over 2s abort", "{b}\n{out}");
     assert_eq!(
         (b["by"].as_str(), b["window_s"].as_u64()),
         (Some("rate"), Some(2))
     );
     let level = b["level"].as_f64().unwrap();
-    // Past capacity (500/s, less on a busy machine) and before the ramp's end.
+    // Past capacity and before the ramp's end.
     assert!((150.0..1000.0).contains(&level), "{b}");
     assert!(b["ok_rps"].as_f64().unwrap() > 100.0, "{b}");
     // The spinning thread was busy when it broke. Whether that reads as CPU-bound depends on
