@@ -230,7 +230,7 @@ fn observation_follows_the_server_and_a_failed_scrape_is_a_gap() {
 
 #[test]
 fn a_cpu_bound_service_is_diagnosed_cpu_bound() {
-    let _cpu = crate::support::cpu_heavy();
+    let _cpu = crate::support::cpu_exclusive();
     // One server thread that spins 1 ms of CPU per request: CPU-bound by construction.
     let srv = testkit::serve_with(
         Options {

@@ -26,7 +26,7 @@ fn heavy_plan(dir: &std::path::Path, url: &str, load: &str) -> String {
 
 #[test]
 fn a_busy_generator_is_blamed_not_the_service() {
-    let _cpu = crate::support::cpu_heavy();
+    let _cpu = crate::support::cpu_exclusive();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let plan = heavy_plan(dir.path(), &srv.url(""), "");
@@ -58,7 +58,7 @@ fn a_busy_generator_is_blamed_not_the_service() {
 
 #[test]
 fn a_plain_run_says_when_the_generator_was_the_limit() {
-    let _cpu = crate::support::cpu_heavy();
+    let _cpu = crate::support::cpu_exclusive();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let load = "    load: { connections: 16, duration: 2s }\n";
@@ -143,7 +143,7 @@ fn burn(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 
 #[test]
 fn a_generator_kept_waiting_for_a_cpu_says_so() {
-    let _cpu = crate::support::cpu_heavy();
+    let _cpu = crate::support::cpu_exclusive();
     // brink and a busy loop share one CPU. brink's worker has work all the time but gets only
     // part of that CPU: its CPU share alone looks like a generator with room to spare, and the
     // time it spent ready but waiting shows it was not.
@@ -171,7 +171,7 @@ fn a_generator_kept_waiting_for_a_cpu_says_so() {
 
 #[test]
 fn responses_seen_late_for_want_of_a_cpu_are_noted() {
-    let _cpu = crate::support::cpu_heavy();
+    let _cpu = crate::support::cpu_exclusive();
     // A light run (4 connections to a 2 ms service) with brink kept on one CPU. Alone there it
     // idles; with eight busy loops on that CPU each wake-up waits its turn, responses are seen
     // late, and the run says so (the run was not limited: its workers had time to spare).
@@ -212,7 +212,7 @@ fn responses_seen_late_for_want_of_a_cpu_are_noted() {
 
 #[test]
 fn a_service_starved_of_cpu_is_diagnosed_starved() {
-    let _cpu = crate::support::cpu_heavy();
+    let _cpu = crate::support::cpu_exclusive();
     // A Python server spending 2 ms of CPU per request, kept on one CPU with two busy loops:
     // it waits for that CPU about two thirds of the time it could run.
     let srv = crate::support::PyServer::start(std::path::Path::new("python3"), 2);

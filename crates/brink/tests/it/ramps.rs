@@ -54,7 +54,7 @@ fn rule(cpu: f64, peak: f64) -> serde_json::Value {
 
 #[test]
 fn a_cpu_bound_service_breaks_near_its_capacity_and_says_cpu() {
-    let _cpu = crate::support::cpu_heavy();
+    let _cpu = crate::support::cpu_exclusive();
     // A Python server spending 2 ms of CPU per request under its one lock: a few hundred
     // req/s at most, its CPU full from there on. It runs in a process of its own so that what
     // brink observes is that server alone, not this test process and the tests beside it.

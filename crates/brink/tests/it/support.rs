@@ -228,10 +228,11 @@ impl Drop for Killed {
     }
 }
 
-/// Tests that need a CPU to themselves, or take one from others (busy loops, a service that
-/// spins, a saturated generator), run one at a time: two of them at once in this test binary
-/// on a two-core machine would measure each other.
-pub fn cpu_heavy() -> std::sync::MutexGuard<'static, ()> {
+/// Tests that take a CPU from others (busy loops, a service that spins, a saturated
+/// generator), or whose verdict a stall of a few hundred milliseconds would spoil, run one at
+/// a time: two of them at once in this test binary on a two-core machine would measure each
+/// other.
+pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
