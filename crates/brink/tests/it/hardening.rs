@@ -421,7 +421,7 @@ extern "C" {
 }
 
 /// Starts brink with `args`, output piped.
-fn spawn(args: &[&str]) -> std::process::Child {
+pub fn spawn(args: &[&str]) -> std::process::Child {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
         .args(args)
         .stdout(std::process::Stdio::piped())
@@ -431,13 +431,13 @@ fn spawn(args: &[&str]) -> std::process::Child {
 }
 
 /// Sends `sig` to `child`.
-fn signal(child: &std::process::Child, sig: i32) {
+pub fn signal(child: &std::process::Child, sig: i32) {
     // SAFETY: plain kill(2) on our own child's pid.
     unsafe { libc_kill(child.id() as i32, sig) };
 }
 
 /// Waits for `child` to end; panics after `limit`. Returns (exit code, how long it took).
-fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> (Option<i32>, Duration) {
+pub fn wait_at_most(child: &mut std::process::Child, limit: Duration) -> (Option<i32>, Duration) {
     let t = std::time::Instant::now();
     loop {
         if let Some(s) = child.try_wait().expect("child status") {

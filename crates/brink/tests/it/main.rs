@@ -25,6 +25,7 @@ mod grpc_streams;
 mod grpc_tonic;
 mod hardening;
 mod history;
+mod hostile;
 mod plans;
 mod protocols;
 mod ramps;

@@ -33,6 +33,10 @@ const TICK: Duration = Duration::from_millis(10);
 const POOL: usize = 64;
 /// Token of the open model's precise wake-up timer (connection tokens are slot indices).
 const ALARM: usize = usize::MAX;
+/// Most `recv` calls for one connection per turn of the loop. A server that sends faster than
+/// brink reads never lets a socket run dry: past this, the connection is served again on the
+/// next turn, after the clock, the deadlines and the stop flag have been looked at.
+const READS_PER_TURN: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -70,6 +74,8 @@ struct Conn {
     failures: u32,
     retry_at: Instant,
     vu: Vu,
+    /// Listed in `Worker::again` (at most once).
+    again: bool,
 }
 
 impl Conn {
@@ -103,6 +109,9 @@ struct Worker<'a> {
     alarm: Option<Alarm>,
     /// Read buffers not held by any connection.
     pool: Vec<ReadBuf>,
+    /// Connections that had more to read when their turn's reads ran out (edge-triggered
+    /// epoll will not report them again): served on the next turn.
+    again: Vec<usize>,
 }
 
 /// Runs the worker; returns its last partial buckets and the requests still in flight.
@@ -133,6 +142,7 @@ pub fn run(
             fresh: false,
             failures: 0,
             retry_at: now,
+            again: false,
             vu: Vu::new(&shared.connector.workload, (k * shared.workers + id) as u64),
         })
         .collect();
@@ -164,6 +174,7 @@ pub fn run(
         },
         alarm,
         pool: Vec::new(),
+        again: Vec::new(),
     };
     w.run_loop();
     Ok((std::mem::take(&mut w.rec), w.in_flight))
@@ -209,7 +220,12 @@ impl Worker<'_> {
                 alarm.set(due.max(free_at), now);
             }
             let wake = next_tick.min(self.shared.start + Duration::from_secs(self.second + 1));
-            let timeout = wake.saturating_duration_since(now);
+            let again = std::mem::take(&mut self.again);
+            let timeout = if again.is_empty() {
+                wake.saturating_duration_since(now)
+            } else {
+                Duration::ZERO
+            };
             if let Err(e) = self.poll.wait(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     return;
@@ -219,6 +235,12 @@ impl Worker<'_> {
                 match (token_of(ev), self.alarm.as_mut()) {
                     ((ALARM, _), Some(alarm)) => alarm.fired(),
                     ((k, writable), _) => self.on_event(k, writable),
+                }
+            }
+            for k in again {
+                self.conns[k].again = false;
+                if matches!(self.conns[k].state, State::Reading | State::Writing) {
+                    self.on_event(k, false);
                 }
             }
         }
@@ -423,7 +445,7 @@ impl Worker<'_> {
     }
 
     fn read_into_buf(&mut self, k: usize) -> bool {
-        loop {
+        for _ in 0..READS_PER_TURN {
             let c = &mut self.conns[k];
             let Some(sock) = c.sock.as_ref() else {
                 return false;
@@ -440,6 +462,11 @@ impl Worker<'_> {
                 return true;
             }
         }
+        if !self.conns[k].again {
+            self.conns[k].again = true;
+            self.again.push(k);
+        }
+        false
     }
 
     /// An idle keep-alive connection became readable: the server closed it, or sent bytes

@@ -164,12 +164,19 @@ enum State {
     Done,
 }
 
+/// Most bytes of chunk extensions and trailers in one body (hyper allows 16 KiB of
+/// extensions; trailers are a head's worth): a server sending an endless extension is a
+/// protocol error, not a body brink waits on.
+pub const MAX_CHUNK_META: u32 = 64 * 1024;
+
 /// Skips a chunked body fed in arbitrary pieces, without keeping any of it.
 #[derive(Clone, Debug)]
 pub struct Chunked {
     state: State,
     size: u64,
     digits: u8,
+    /// Bytes of extensions and trailer lines seen so far.
+    meta: u32,
 }
 
 impl Default for Chunked {
@@ -178,6 +185,7 @@ impl Default for Chunked {
             state: State::Size,
             size: 0,
             digits: 0,
+            meta: 0,
         }
     }
 }
@@ -209,6 +217,12 @@ impl Chunked {
     }
 
     fn step(&mut self, b: u8) -> Result<(), Malformed> {
+        if matches!(self.state, State::Ext | State::TrailerLine) {
+            self.meta += 1;
+            if self.meta > MAX_CHUNK_META {
+                return Err(Malformed);
+            }
+        }
         self.state = match (self.state, b) {
             (State::Size, b) if b.is_ascii_hexdigit() => {
                 let d = (b as char).to_digit(16).ok_or(Malformed)? as u64;
@@ -438,5 +452,16 @@ mod tests {
             );
         }
         assert_eq!(Chunked::default().feed(b"0\r\n\r\n"), Ok(true));
+    }
+
+    #[test]
+    fn extensions_and_trailers_are_bounded() {
+        let ext = "e".repeat(MAX_CHUNK_META as usize - 10);
+        let fine = format!("1;{ext}\r\na\r\n0\r\nX-T: 1\r\n\r\n");
+        assert_eq!(Chunked::default().feed(fine.as_bytes()), Ok(true));
+        let endless = format!("1;{ext}{ext}");
+        assert_eq!(Chunked::default().feed(endless.as_bytes()), Err(Malformed));
+        let trailers = format!("0\r\nX-T: {ext}{ext}");
+        assert_eq!(Chunked::default().feed(trailers.as_bytes()), Err(Malformed));
     }
 }

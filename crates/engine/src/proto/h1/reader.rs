@@ -14,6 +14,9 @@ pub const INITIAL_BUF: usize = 8 * 1024;
 pub const MAX_HEAD: usize = 64 * 1024;
 /// Buffer size used once a connection has seen a large body, to read it in fewer calls.
 pub const BULK_BUF: usize = 64 * 1024;
+/// Most interim (1xx) answers before the final one: a server that sends `100 Continue`
+/// without end is a protocol error, not a response brink waits for.
+pub const MAX_INTERIM: u32 = 16;
 
 /// What a completed exchange produced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +49,8 @@ pub struct Reader {
     status: u16,
     keep_alive: bool,
     bytes_in: u64,
+    /// Interim answers seen so far.
+    interim: u32,
     /// Kept head and body, only when a flow step extracts from this response.
     capture: Option<Box<Captured>>,
 }
@@ -90,6 +95,7 @@ impl Reader {
             status: 0,
             keep_alive: false,
             bytes_in: 0,
+            interim: 0,
             capture: None,
         }
     }
@@ -167,43 +173,55 @@ impl Reader {
         }
     }
 
-    /// Parses the head out of the buffer; false when more bytes are needed.
+    /// Parses the head out of the buffer; false when more bytes are needed. Interim answers
+    /// are skipped by offset and the rest of the buffer is moved once, at the end.
     fn parse_head(&mut self, buf: &mut ReadBuf) -> Result<bool, ErrorKind> {
-        loop {
-            let Some(head) = parse_head(&buf.data[..buf.filled], self.head_request)
-                .map_err(|_| ErrorKind::Protocol)?
-            else {
-                if buf.filled == buf.data.len() {
-                    if buf.data.len() >= MAX_HEAD {
+        let mut off = 0;
+        let head = loop {
+            let parsed = parse_head(&buf.data[off..buf.filled], self.head_request)
+                .map_err(|_| ErrorKind::Protocol)?;
+            match parsed {
+                Some(head) if (100..200).contains(&head.status) => {
+                    // An interim response: the final one follows.
+                    self.interim += 1;
+                    if self.interim > MAX_INTERIM {
                         return Err(ErrorKind::Protocol);
                     }
-                    buf.data.resize(buf.data.len() * 2, 0);
+                    off += head.len;
                 }
-                return Ok(false);
-            };
-            if let Some(c) = self.capture.as_mut() {
-                c.headers = header_list(&buf.data[..head.len]);
-            }
-            buf.data.copy_within(head.len..buf.filled, 0);
-            buf.filled -= head.len;
-            if (100..200).contains(&head.status) {
-                continue; // interim response: the final one follows
-            }
-            self.status = head.status;
-            self.keep_alive = head.keep_alive;
-            self.phase = match head.framing {
-                Framing::Empty | Framing::Length(0) => Phase::Length(0),
-                Framing::Length(n) => {
-                    if n > buf.data.len() as u64 && buf.data.len() < BULK_BUF {
-                        buf.data.resize(BULK_BUF, 0);
+                Some(head) => break head,
+                None => {
+                    buf.data.copy_within(off..buf.filled, 0);
+                    buf.filled -= off;
+                    if buf.filled == buf.data.len() {
+                        if buf.data.len() >= MAX_HEAD {
+                            return Err(ErrorKind::Protocol);
+                        }
+                        buf.data.resize(buf.data.len() * 2, 0);
                     }
-                    Phase::Length(n)
+                    return Ok(false);
                 }
-                Framing::Chunked => Phase::Chunked(Chunked::default()),
-                Framing::Close => Phase::UntilClose,
-            };
-            return Ok(true);
+            }
+        };
+        if let Some(c) = self.capture.as_mut() {
+            c.headers = header_list(&buf.data[off..off + head.len]);
         }
+        buf.data.copy_within(off + head.len..buf.filled, 0);
+        buf.filled -= off + head.len;
+        self.status = head.status;
+        self.keep_alive = head.keep_alive;
+        self.phase = match head.framing {
+            Framing::Empty | Framing::Length(0) => Phase::Length(0),
+            Framing::Length(n) => {
+                if n > buf.data.len() as u64 && buf.data.len() < BULK_BUF {
+                    buf.data.resize(BULK_BUF, 0);
+                }
+                Phase::Length(n)
+            }
+            Framing::Chunked => Phase::Chunked(Chunked::default()),
+            Framing::Close => Phase::UntilClose,
+        };
+        Ok(true)
     }
 }
 
@@ -336,6 +354,22 @@ mod tests {
             Err(ErrorKind::Closed),
             "EOF before a head is an error"
         );
+    }
+
+    #[test]
+    fn interim_answers_are_bounded() {
+        let continues = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM as usize);
+        let mut ok = continues.clone();
+        ok.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        for step in [7, 100, ok.len()] {
+            let reply = read(&ok, step, false).unwrap().expect("complete");
+            assert_eq!((reply.status, reply.bytes_in), (200, ok.len() as u64));
+        }
+        let mut endless = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(MAX_INTERIM as usize + 1);
+        endless.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+        for step in [7, 100, endless.len()] {
+            assert_eq!(read(&endless, step, false), Err(ErrorKind::Protocol));
+        }
     }
 
     #[test]
