@@ -10,6 +10,7 @@ use report::RunResult;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// One output file, prepared and not yet written.
 pub struct Output {
@@ -38,17 +39,7 @@ impl Output {
         let name = path
             .file_name()
             .ok_or_else(|| Fail::input(format!("{flag} {}: not a file name", path.display())))?;
-        let tmp = path.with_file_name(format!(
-            ".{}.brink-{}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(fail)?;
+        let (tmp, file) = create_tmp(path, &name.to_string_lossy()).map_err(fail)?;
         Ok(Output {
             flag,
             path: path.to_path_buf(),
@@ -71,6 +62,7 @@ impl Output {
             file.sync_all().map_err(fail)?;
             drop(file);
             std::fs::rename(tmp, &self.path).map_err(fail)?;
+            forget_pending(tmp);
             self.tmp = None;
         }
         Ok(())
@@ -81,8 +73,56 @@ impl Drop for Output {
     /// An output never committed leaves no trace: the previous file stays as it was.
     fn drop(&mut self) {
         if let Some(tmp) = self.tmp.take() {
-            let _ = std::fs::remove_file(tmp);
+            let _ = std::fs::remove_file(&tmp);
+            forget_pending(&tmp);
         }
+    }
+}
+
+/// Temporary files not yet renamed or removed, so an exit that skips destructors (the
+/// interrupt watch giving up) can still remove them.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Creates the temporary file beside `path`: a name no other process can predict (pid and a
+/// random tag), created exclusively (`O_CREAT|O_EXCL`, which never follows a symlink planted
+/// there), tried again under a new name if one exists.
+fn create_tmp(path: &Path, name: &str) -> std::io::Result<(PathBuf, File)> {
+    use std::hash::{BuildHasher, Hasher};
+    let mut last = None;
+    for _ in 0..8 {
+        let tag = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let tmp = path.with_file_name(format!(
+            ".{name}.brink-{}-{tag:016x}.tmp",
+            std::process::id()
+        ));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(file) => {
+                lock_pending().push(tmp.clone());
+                return Ok((tmp, file));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
+}
+
+fn lock_pending() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn forget_pending(tmp: &Path) {
+    lock_pending().retain(|p| p != tmp);
+}
+
+/// Removes every temporary file still pending: called before an exit that skips destructors.
+pub fn remove_pending() {
+    for tmp in lock_pending().drain(..) {
+        let _ = std::fs::remove_file(tmp);
     }
 }
 
@@ -190,6 +230,33 @@ mod tests {
         );
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn the_temporary_file_never_follows_a_planted_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let p = dir.path().join("r.json");
+        // Every name the old scheme used, and a guess at the new one, point at the victim.
+        let pid = std::process::id();
+        for name in [
+            format!(".r.json.brink-{pid}.tmp"),
+            format!(".r.json.brink-{pid}-0000000000000000.tmp"),
+        ] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(name)).unwrap();
+        }
+        let out = Output::prepare("--json", &p).unwrap();
+        let tmp = out.tmp.clone().unwrap();
+        assert!(!tmp.is_symlink(), "{}", tmp.display());
+        out.commit(b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        let out = Output::prepare("--json", &p).unwrap();
+        let tmp = out.tmp.clone().unwrap();
+        remove_pending();
+        assert!(!tmp.exists(), "removed before a forced exit");
+        drop(out);
     }
 
     #[test]

@@ -18,13 +18,11 @@ pub fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
     for sig in [SIGINT, SIGTERM] {
         let flag = stop.clone();
         let action = move || {
-            // Async-signal-safe: atomics and _exit only.
+            // Async-signal-safe: atomics only; the watch below does the exiting.
             flag.store(true, Ordering::SeqCst);
-            if SIGNALS.fetch_add(1, Ordering::SeqCst) + 1 >= 3 {
-                signal_hook::low_level::exit(INTERRUPTED);
-            }
+            SIGNALS.fetch_add(1, Ordering::SeqCst);
         };
-        // SAFETY: the action only touches atomics and calls _exit, both async-signal-safe.
+        // SAFETY: the action only touches atomics, which is async-signal-safe.
         unsafe { signal_hook::low_level::register(sig, action) }
             .map_err(|e| Fail::input(format!("cannot install signal handler: {e}")))?;
     }
@@ -35,12 +33,19 @@ pub fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
             while !watched.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            std::thread::sleep(STOP_WITHIN);
-            let _ = writeln!(
-                std::io::stderr(),
-                "brink: still stopping {}s after the interrupt; exiting now",
-                STOP_WITHIN.as_secs()
-            );
+            let given_up = std::time::Instant::now() + STOP_WITHIN;
+            while SIGNALS.load(Ordering::SeqCst) < 3 && std::time::Instant::now() < given_up {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if SIGNALS.load(Ordering::SeqCst) < 3 {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "brink: still stopping {}s after the interrupt; exiting now",
+                    STOP_WITHIN.as_secs()
+                );
+            }
+            // Destructors do not run past this point: no temporary file is left behind.
+            crate::output::remove_pending();
             std::process::exit(INTERRUPTED);
         })
         .map_err(|e| Fail::input(format!("cannot start the interrupt watch: {e}")))?;
