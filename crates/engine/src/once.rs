@@ -135,10 +135,11 @@ fn get_tls(
 ) -> Result<(u16, Option<f64>, Vec<u8>), String> {
     let rt = runtime()?;
     let connector = connector(target, tls, timeout, false)?;
-    let head = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: brink-probe\r\nAccept: */*\r\n\r\n",
-        target.path, target.authority
-    );
+    let head = model::guard::get_head(
+        &target.path,
+        &target.authority,
+        &[("User-Agent", "brink-probe"), ("Accept", "*/*")],
+    )?;
     let call = async {
         let (conn, _) = connector.connect().await.map_err(describe)?;
         let Conn::Tls(mut h1) = conn else {

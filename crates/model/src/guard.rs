@@ -41,6 +41,56 @@ pub fn path_bytes_fault(p: &[u8]) -> Option<&'static str> {
     })
 }
 
+/// `value` escaped so it prints on one line (control bytes, bytes beyond ASCII and
+/// backslashes as escapes, quotes as they are), cut after about `most` characters.
+pub fn escaped(value: &[u8], most: usize) -> String {
+    let mut shown = String::new();
+    for &b in value {
+        if shown.len() >= most {
+            shown.push_str("...");
+            break;
+        }
+        match b {
+            b'"' | b'\'' => shown.push(char::from(b)),
+            _ => shown.extend(b.escape_ascii().map(char::from)),
+        }
+    }
+    shown
+}
+
+/// The head of a `GET` brink sends beside the load (scrapes, health and completion probes):
+/// the one place such a head is written, under the load's rules, so a path rendered from a
+/// response can only be refused, never add a header or a request. The error names the fault
+/// and the escaped value, and starts with `refused`.
+pub fn get_head(path: &str, authority: &str, headers: &[(&str, &str)]) -> Result<String, String> {
+    let refuse = |why: &str, v: &str| format!("refused: {why}: \"{}\"", escaped(v.as_bytes(), 120));
+    if let Some(why) = path_fault(path.as_bytes()) {
+        return Err(refuse(why, path));
+    }
+    if let Some(why) = authority_fault(authority.as_bytes()) {
+        return Err(refuse(why, authority));
+    }
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n");
+    for (name, value) in headers {
+        if !is_token(name.as_bytes()) {
+            return Err(refuse("not a header name", name));
+        }
+        if let Some(why) = header_value_fault(value.as_bytes()) {
+            return Err(refuse(why, value));
+        }
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    Ok(head)
+}
+
+/// Why a `Host` value may not be sent: anything but the characters of a host, an IPv6
+/// literal and a port.
+fn authority_fault(a: &[u8]) -> Option<&'static str> {
+    let ok = |c: &u8| c.is_ascii_alphanumeric() || b".-_:[]%~".contains(c);
+    (a.is_empty() || !a.iter().all(ok)).then_some("not a host[:port]")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +109,24 @@ mod tests {
         assert!(header_value_fault(b"abc\r\nX-Injected: yes").is_some());
         assert!(header_value_fault(b"abc\nX").is_some());
         assert!(header_value_fault(b"a\0").is_some());
+    }
+
+    #[test]
+    fn probe_heads() {
+        let h = get_head("/jobs/1?x=%20", "127.0.0.1:8080", &[("Accept", "*/*")]).unwrap();
+        assert_eq!(
+            h,
+            "GET /jobs/1?x=%20 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n\r\n"
+        );
+        let smuggling = "/jobs/1 HTTP/1.1\r\nHost: x\r\n\r\nDELETE /admin";
+        let e = get_head(smuggling, "h", &[]).unwrap_err();
+        assert!(
+            e.starts_with("refused: space in the path: \"/jobs/1 HTTP/1.1\\r\\n"),
+            "{e}"
+        );
+        assert!(get_head("/", "h\r\nX: y", &[]).is_err());
+        assert!(get_head("/", "[::1]:80", &[("X-A", "b\nc")]).is_err());
+        assert!(get_head("/", "[::1]:80", &[("X A", "b")]).is_err());
     }
 
     #[test]

@@ -88,6 +88,21 @@ impl Target {
         })
     }
 
+    /// This target with the path `path` (a completion probe's rendered URL): refused when the
+    /// path breaks the wire rules, so a value from a response cannot reach a request line.
+    pub fn with_path(&self, path: String) -> Result<Target, TargetError> {
+        if let Some(why) = crate::guard::path_fault(path.as_bytes()) {
+            return Err(TargetError::Url(
+                crate::guard::escaped(path.as_bytes(), 120),
+                why.to_string(),
+            ));
+        }
+        Ok(Target {
+            path,
+            ..self.clone()
+        })
+    }
+
     /// Resolves the host once, before the run; the first address is used for every connection.
     pub fn resolve(&self) -> Result<SocketAddr, TargetError> {
         let err = |e: String| TargetError::Resolve(self.host.clone(), e);

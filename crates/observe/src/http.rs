@@ -17,6 +17,15 @@ pub fn get(target: &Target, timeout: Duration) -> Result<(u16, Vec<u8>), String>
 /// [`get`], with the response's `Retry-After` in seconds when it gives one.
 pub fn get_full(target: &Target, timeout: Duration) -> Result<(u16, Option<f64>, Vec<u8>), String> {
     let deadline = Instant::now() + timeout;
+    let req = model::guard::get_head(
+        &target.path,
+        &target.authority,
+        &[
+            ("User-Agent", "brink-observe"),
+            ("Accept", "text/plain"),
+            ("Connection", "close"),
+        ],
+    )?;
     let addr = target.resolve().map_err(|e| e.to_string())?;
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("connect: {e}"))?;
     let left = || {
@@ -26,10 +35,6 @@ pub fn get_full(target: &Target, timeout: Duration) -> Result<(u16, Option<f64>,
     };
     s.set_write_timeout(Some(left()))
         .map_err(|e| e.to_string())?;
-    let req = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: brink-observe\r\nAccept: text/plain\r\nConnection: close\r\n\r\n",
-        target.path, target.authority
-    );
     s.write_all(req.as_bytes())
         .map_err(|e| format!("send: {e}"))?;
     let mut buf = Vec::new();

@@ -126,6 +126,19 @@ impl Tracker {
         self.state.wake.notify_one();
     }
 
+    /// Counts a job of `request` that could not even be polled (its URL was refused) as failed.
+    pub fn fail(&self, request: usize, why: String) {
+        let mut counts = self
+            .state
+            .counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = counts.get_mut(request) {
+            c.failed += 1;
+            c.first_failure.get_or_insert(why);
+        }
+    }
+
     /// Waits until every job has ended (each is bounded by its `within`), or `interrupt`;
     /// returns the counts per request. Jobs still open when interrupted are dropped uncounted.
     pub fn finish(&self, interrupt: &AtomicBool) -> Vec<Counts> {
@@ -224,7 +237,7 @@ fn poll_once(s: &State, job: Job) -> Option<Due> {
         Ok((status, _, _)) => Some(Err(format!("status {status} from {}", job.target.url()))),
         // A poll that could not connect or timed out is tried again until the deadline; one
         // that can never work (a scheme the poller does not speak) fails now.
-        Err(e) if e.contains("speaks plain http only") => Some(Err(e)),
+        Err(e) if e.contains("speaks plain http only") || e.starts_with("refused") => Some(Err(e)),
         Err(_) => None,
     };
     let mut counts = s.counts.lock().unwrap_or_else(PoisonError::into_inner);

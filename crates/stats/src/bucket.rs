@@ -58,20 +58,9 @@ impl Refusal {
     /// A refusal of `part` holding `value`, the value escaped so it prints on one line:
     /// control bytes, bytes beyond ASCII and backslashes as escapes, quotes as they are.
     pub fn new(part: impl Into<String>, value: &[u8]) -> Refusal {
-        let mut shown = String::new();
-        for &b in value {
-            if shown.len() >= SHOWN {
-                shown.push_str("...");
-                break;
-            }
-            match b {
-                b'"' | b'\'' => shown.push(char::from(b)),
-                _ => shown.extend(b.escape_ascii().map(char::from)),
-            }
-        }
         Refusal {
             part: part.into(),
-            value: shown,
+            value: model::guard::escaped(value, SHOWN),
         }
     }
 }

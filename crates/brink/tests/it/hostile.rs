@@ -197,3 +197,96 @@ fn an_interrupt_during_an_endless_stream_keeps_the_result() {
         .collect();
     assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
 }
+
+/// A completion probe's URL rendered from a response that would end the request line, add a
+/// Host line and smuggle a DELETE is refused: never sent, every job failed with the reason.
+/// Before the fix brink sent the foreign Host and the DELETE once per job.
+#[test]
+fn a_job_url_from_a_response_never_reaches_the_wire() {
+    use std::sync::Mutex;
+    let seen: Arc<Mutex<Vec<(String, String, String)>>> = Arc::default();
+    let s = seen.clone();
+    let handler: testkit::Handler = Arc::new(move |r: &testkit::Req| {
+        let host = r
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case("host"))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        s.lock().unwrap_or_else(|e| e.into_inner()).push((
+            r.method.to_string(),
+            r.path.to_string(),
+            host,
+        ));
+        if r.method == "POST" {
+            let job = r#"{"job": "/jobs/1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\nDELETE /admin"}"#;
+            testkit::Reply::ok(job, Duration::ZERO)
+        } else {
+            testkit::Reply::ok(r#"{"state":"DONE"}"#, Duration::ZERO)
+        }
+    });
+    let srv = testkit::serve(handler).expect("server");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = dir.path().join("jobs.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {}\nscenarios:\n  - name: jobs\n    load: {{ connections: 1, requests: 5 }}\n    flow:\n      - name: start\n        method: POST\n        path: /start\n        extract: {{ job: \"$.job\" }}\n        complete: {{ get: \"{{{{job}}}}\", until: '$.state == \"DONE\"', every: 50ms, within: 2s }}\n",
+            srv.url("")
+        ),
+    )
+    .expect("write plan");
+    let ran = brink_json(&["run", plan.to_str().unwrap()]);
+    let a = &ran.result["scenarios"][0]["async"];
+    assert_eq!(a["failed"].as_u64(), Some(5), "{a}\n{}", ran.stderr);
+    assert_eq!(a["completed"].as_u64(), Some(0), "{a}");
+    let why = a["first_failure"].as_str().unwrap_or_default();
+    assert!(why.contains("refused") && why.contains("\\r\\n"), "{why}");
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    let authority = srv.url("").trim_start_matches("http://").to_string();
+    assert_eq!(
+        seen.len(),
+        5,
+        "only the five POSTs reached the server: {seen:?}"
+    );
+    for (method, path, host) in seen.iter() {
+        assert_eq!((method.as_str(), path.as_str()), ("POST", "/start"));
+        assert_eq!(host, &authority);
+    }
+}
+
+/// Every place in brink's source that writes an HTTP/1.1 request head: the load's (whose
+/// rendered values the workload checks) and the one guard for everything sent beside it
+/// (scrapes, health and completion probes). A new place must go through the guard.
+#[test]
+fn every_request_head_is_written_in_a_guarded_place() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut found = Vec::new();
+    let mut dirs = vec![root.join("crates")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("list").flatten() {
+            let p = entry.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if p.is_dir() && !["tests", "benches", "examples", "testkit"].contains(&name) {
+                dirs.push(p);
+            } else if name.ends_with(".rs") && !name.ends_with("tests.rs") {
+                let text = std::fs::read_to_string(&p).expect("read");
+                // Code before the file's tests.
+                let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+                if code.contains(r"HTTP/1.1\r\n") || code.contains(r#"b" HTTP/1.1"#) {
+                    let rel = p.strip_prefix(&root).unwrap_or(&p);
+                    found.push(rel.display().to_string());
+                }
+            }
+        }
+    }
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            "crates/model/src/guard.rs",
+            "crates/workload/src/request.rs"
+        ],
+        "request heads written outside the guard"
+    );
+}

@@ -252,22 +252,21 @@ fn follow_completion(shared: &Shared, vu: &mut Vu, since: Instant) {
         return;
     };
     let target = if url.starts_with('/') {
-        Ok(model::Target {
-            path: url,
-            ..shared.target.clone()
-        })
+        shared.target.with_path(url)
     } else {
         model::Target::parse(&url)
     };
-    if let Ok(target) = target {
-        tracker.submit(observe::tracker::Job {
+    match target {
+        Ok(target) => tracker.submit(observe::tracker::Job {
             target,
             until: c.until.clone(),
             every: c.every,
             within: c.within,
             since,
             request: vu.current,
-        });
+        }),
+        // A URL that breaks the wire rules is never fetched: the job fails, saying why.
+        Err(e) => tracker.fail(vu.current, format!("refused: {e}")),
     }
 }
 
