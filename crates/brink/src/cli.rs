@@ -362,6 +362,11 @@ pub struct ServeArgs {
     /// first visit sets).
     #[arg(long)]
     pub token: Option<String>,
+    /// On loopback, also serve requests addressed to this name (repeatable; by default only
+    /// 127.0.0.1, [::1] and localhost are, so a page on a name rebound to this machine
+    /// cannot use the UI).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_host: Vec<String>,
     /// The history file (default: $BRINK_HISTORY, else ~/.local/share/brink/history.db).
     #[arg(long, value_name = "PATH")]
     pub history: Option<PathBuf>,

@@ -139,6 +139,7 @@ async fn route(ctx: Arc<Ctx>, peer: SocketAddr, req: Request<hyper::body::Incomi
         header(hyper::header::AUTHORIZATION),
         header(hyper::header::COOKIE),
     );
+    let (host, origin) = (header(hyper::header::HOST), header(hyper::header::ORIGIN));
     let write = req.method() != Method::GET && req.method() != Method::HEAD;
     let presented = Presented {
         query_token: query::get(&pairs, "token"),
@@ -148,18 +149,20 @@ async fn route(ctx: Arc<Ctx>, peer: SocketAddr, req: Request<hyper::body::Incomi
             .and_then(|c| access::cookie(c, access::COOKIE)),
         write_header: req.headers().get("x-brink").is_some_and(|v| v == "1"),
         peer,
+        host: host.as_deref(),
+        origin: origin.as_deref(),
     };
-    if let Err(why) = access::check(ctx.token.as_deref(), &presented, write) {
-        return match why {
-            Refused::Token => text(
-                StatusCode::UNAUTHORIZED,
-                "a token is required: open the URL brink serve printed",
-            ),
-            Refused::Write => text(
-                StatusCode::FORBIDDEN,
-                "changes need the X-Brink: 1 header (and, from elsewhere than this machine, the token)",
-            ),
+    let policy = access::Policy {
+        token: ctx.token.as_deref(),
+        loopback: ctx.loopback,
+        allowed_hosts: &ctx.allowed_hosts,
+    };
+    if let Err(why) = access::check(&policy, &presented, write) {
+        let status = match why {
+            Refused::Token => StatusCode::UNAUTHORIZED,
+            _ => StatusCode::FORBIDDEN,
         };
+        return text(status, why.reason());
     }
     let set_cookie = presented.query_token.is_some();
     let mut out = dispatch(&ctx, req.method().clone(), &path, pairs).await;

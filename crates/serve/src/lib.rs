@@ -28,6 +28,8 @@ pub struct Config {
     /// Required on every request when set; must be set when `bind` is not loopback.
     pub token: Option<String>,
     pub history: PathBuf,
+    /// Names served on loopback beyond `127.0.0.1`, `[::1]` and `localhost` (`--allow-host`).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// A running web UI; dropping it stops it.
@@ -56,6 +58,9 @@ impl Server {
 pub(crate) struct Ctx {
     pub token: Option<String>,
     pub history: PathBuf,
+    /// Bound to loopback: the `Host` of every request is checked.
+    pub loopback: bool,
+    pub allowed_hosts: Vec<String>,
 }
 
 /// Starts serving `c` on its own threads. Refuses a non-loopback address without a token.
@@ -71,6 +76,8 @@ pub fn start(c: Config) -> Result<Server, String> {
     let ctx = Arc::new(Ctx {
         token: c.token.clone(),
         history: c.history.clone(),
+        loopback: c.bind.is_loopback(),
+        allowed_hosts: c.allowed_hosts.clone(),
     });
     let (addr, running) = http::listen(SocketAddr::new(c.bind, c.port), ctx)
         .map_err(|e| format!("cannot serve on {}:{}: {e}", c.bind, c.port))?;

@@ -31,6 +31,7 @@ pub fn serve_cmd(a: &ServeArgs) -> Result<i32, Fail> {
         port: a.port,
         token,
         history: history.clone(),
+        allowed_hosts: a.allow_host.clone(),
     })
     .map_err(Fail::input)?;
     let interrupt = crate::signals::install_signals()?;

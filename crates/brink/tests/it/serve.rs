@@ -161,8 +161,10 @@ fn the_history_in_a_browser() {
     };
     let mut sse = TcpStream::connect(("127.0.0.1", port)).unwrap();
     sse.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    sse.write_all(format!("GET /api/live/{live_id} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
-        .unwrap();
+    sse.write_all(
+        format!("GET /api/live/{live_id} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
     let mut buf = vec![0u8; 8192];
     let mut got = String::new();
     while !got.contains("\ndata: {\"seq\"") {
@@ -264,4 +266,60 @@ fn bound_elsewhere_every_request_needs_the_token() {
         .output()
         .map(|o| assert_eq!(o.status.code(), Some(2)))
         .unwrap();
+}
+
+/// DNS rebinding: a page on a name the attacker points at 127.0.0.1 is same-origin with the UI
+/// and may send X-Brink: 1. On loopback only loopback names (and --allow-host ones) are
+/// served, and a write must come from the origin it was sent to. Before, a forged POST from a
+/// rebound name deleted a run.
+#[test]
+fn a_rebound_name_cannot_use_the_ui() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let ran = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_HISTORY", &h)
+        .args(["run", &srv.url("/"), "-n", "5", "-q"])
+        .status()
+        .unwrap();
+    assert!(ran.success());
+    let (server, url) = serve(&h, &["--allow-host", "brink.test"]);
+    let port = port_of(&url);
+    let send = |method: &str, path: &str, host: &str, extra: &str| {
+        http(
+            port,
+            &format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n{extra}\r\n"),
+        )
+    };
+    let rebound = format!("rebound.attacker.example:{port}");
+    let (status, _, body) = send("GET", "/", &rebound, "");
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body.trim().lines().count(), 1, "{body}");
+    assert!(body.contains("--allow-host"), "{body}");
+    let forged = format!("X-Brink: 1\r\nOrigin: http://{rebound}\r\n");
+    assert_eq!(send("POST", "/api/run/1/delete", &rebound, &forged).0, 403);
+    // The right Host with another site's Origin.
+    let local = format!("127.0.0.1:{port}");
+    let other = "X-Brink: 1\r\nOrigin: http://attacker.example\r\n";
+    assert_eq!(send("POST", "/api/run/1/delete", &local, other).0, 403);
+    let (status, _, body) = send("GET", "/api/runs", &local, "");
+    assert_eq!(status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body)
+            .unwrap()
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "the run survived: {body}"
+    );
+    for host in [
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        format!("brink.test:{port}"),
+    ] {
+        assert_eq!(send("GET", "/", &host, "").0, 200, "{host}");
+    }
+    let own = format!("X-Brink: 1\r\nOrigin: http://{local}\r\n");
+    assert_eq!(send("POST", "/api/run/1/delete", &local, &own).0, 200);
+    drop(server);
 }
