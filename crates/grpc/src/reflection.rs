@@ -89,13 +89,41 @@ pub type Ask<'a> = dyn FnMut(&str, Vec<u8>) -> Result<(u16, Vec<u8>), String> + 
 /// UNIMPLEMENTED: the server has no such method.
 const UNIMPLEMENTED: u16 = 12;
 
-/// A reflection session: the version the server answered to.
+/// How much a server's reflection may make brink ask for and hold: a server answering with an
+/// endless chain of imports ends in a clear error, not in memory without end. Real services
+/// need a few dozen files and a few hundred kilobytes.
+pub const MOST_REQUESTS: usize = 256;
+/// Most distinct files taken.
+pub const MOST_FILES: usize = 1000;
+/// Most bytes of file descriptors taken in all.
+pub const MOST_BYTES: usize = 32 << 20;
+/// Longest the whole exchange may take.
+pub const MOST_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A reflection session: the version the server answered to, and what it has cost so far.
 struct Session<'a, 'b> {
     ask: &'a mut Ask<'b>,
     path: &'static str,
+    requests: usize,
+    bytes: usize,
+    deadline: std::time::Instant,
 }
 
 impl Session<'_, '_> {
+    fn new<'a, 'b>(
+        ask: &'a mut Ask<'b>,
+        path: &'static str,
+        deadline: std::time::Instant,
+    ) -> Session<'a, 'b> {
+        Session {
+            ask,
+            path,
+            requests: 0,
+            bytes: 0,
+            deadline,
+        }
+    }
+
     fn request(&mut self, req: MessageRequest) -> Result<MessageResponse, String> {
         self.try_request(req)?
             .map_err(|code| format!("server reflection failed with {}", model::grpc::name(code)))
@@ -107,7 +135,18 @@ impl Session<'_, '_> {
             host: String::new(),
             message_request: Some(req),
         };
+        self.requests += 1;
+        if self.requests > MOST_REQUESTS {
+            return Err(too_much(format!("more than {MOST_REQUESTS} requests")));
+        }
+        if std::time::Instant::now() >= self.deadline {
+            return Err(too_much(format!("more than {}s", MOST_TIME.as_secs())));
+        }
         let (code, body) = (self.ask)(self.path, crate::frame(&msg.encode_to_vec()))?;
+        self.bytes += body.len();
+        if self.bytes > MOST_BYTES {
+            return Err(too_much(format!("more than {} MiB", MOST_BYTES >> 20)));
+        }
         if code != 0 {
             return Ok(Err(code));
         }
@@ -166,9 +205,10 @@ pub fn reflect(
     ask: &mut Ask,
     wanted: Option<&str>,
 ) -> Result<(Vec<String>, DescriptorPool), String> {
+    let deadline = std::time::Instant::now() + MOST_TIME;
     let mut session = None;
     for path in PATHS {
-        let mut s = Session { ask, path };
+        let mut s = Session::new(ask, path, deadline);
         if let Some(list) = s.services()? {
             session = Some((path, list));
             break;
@@ -182,7 +222,7 @@ pub fn reflect(
     };
     services.retain(|s| !s.starts_with("grpc.reflection."));
     services.sort();
-    let mut s = Session { ask, path };
+    let mut s = Session::new(ask, path, deadline);
     let wanted: Vec<String> = match wanted {
         Some(w) if services.iter().any(|s| s == w) => vec![w.to_string()],
         Some(w) => {
@@ -221,12 +261,20 @@ pub fn reflect(
                 return Err(format!("server reflection did not send {name}"));
             }
             add(&mut files, got);
+            if files.len() > MOST_FILES {
+                return Err(too_much(format!("more than {MOST_FILES} files")));
+            }
         }
     }
     let mut pool = DescriptorPool::new();
     pool.add_file_descriptor_protos(files.into_values())
         .map_err(|e| format!("the files from server reflection do not fit together: {e}"))?;
     Ok((services, pool))
+}
+
+/// The error for a reflection that would not end.
+fn too_much(what: String) -> String {
+    format!("server reflection gave up after {what}: the server keeps sending imports; give the service definitions with --proto FILE or --protoset FILE")
 }
 
 fn add(files: &mut BTreeMap<String, FileDescriptorProto>, got: Vec<FileDescriptorProto>) {

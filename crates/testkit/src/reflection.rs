@@ -83,3 +83,67 @@ fn answer(pool: &DescriptorPool, req: ServerReflectionRequest) -> ServerReflecti
         message_response: Some(response),
     }
 }
+
+/// A hostile reflection service: it lists one service, and every file request is answered
+/// with `per_answer` new files, each importing names never sent before, so a client that
+/// follows imports without a bound never ends. Counts the requests it answered.
+pub fn endless_imports(per_answer: usize, asked: Arc<std::sync::atomic::AtomicU64>) -> GrpcHandler {
+    let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Arc::new(move |c: &Call| {
+        if !PATHS.contains(&c.path) {
+            return Answer::code(12);
+        }
+        asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Ok(req) = ServerReflectionRequest::decode(c.message) else {
+            return Answer::code(3);
+        };
+        let response = match req.message_request {
+            Some(MessageRequest::ListServices(_)) => {
+                MessageResponse::ListServicesResponse(ListServiceResponse {
+                    service: vec![ServiceResponse {
+                        name: "evil.Svc".into(),
+                    }],
+                })
+            }
+            Some(MessageRequest::FileContainingSymbol(_)) => files(&next, None, per_answer),
+            Some(MessageRequest::FileByFilename(name)) => files(&next, Some(name), per_answer),
+            _ => return Answer::code(3),
+        };
+        Answer::ok(
+            ServerReflectionResponse {
+                valid_host: String::new(),
+                message_response: Some(response),
+            }
+            .encode_to_vec(),
+        )
+    })
+}
+
+/// `per_answer` files (the one asked for by name first), each importing two names never sent.
+fn files(
+    next: &std::sync::atomic::AtomicU64,
+    asked: Option<String>,
+    per_answer: usize,
+) -> MessageResponse {
+    let base = next.fetch_add(per_answer as u64 * 3, std::sync::atomic::Ordering::Relaxed);
+    let file_descriptor_proto = (0..per_answer as u64)
+        .map(|i| {
+            let name = match (&asked, i) {
+                (Some(n), 0) => n.clone(),
+                _ => format!("f{}.proto", base + i),
+            };
+            prost_types::FileDescriptorProto {
+                name: Some(name),
+                dependency: vec![
+                    format!("f{}.proto", base + per_answer as u64 + i),
+                    format!("g{}.proto", base + i),
+                ],
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect();
+    MessageResponse::FileDescriptorResponse(FileDescriptorResponse {
+        file_descriptor_proto,
+    })
+}

@@ -290,3 +290,31 @@ fn every_request_head_is_written_in_a_guarded_place() {
         "request heads written outside the guard"
     );
 }
+
+/// A reflection service answering every file request with 200 new files that import names
+/// never sent ends in a clear error (exit 2) within seconds, having asked a bounded number of
+/// times. Before the bound brink took 1.5 GB in 15 s and did not end.
+#[test]
+fn endless_reflection_imports_end_in_a_clear_error() {
+    let asked = Arc::new(AtomicU64::new(0));
+    let handler = testkit::reflection::endless_imports(200, asked.clone());
+    let srv = testkit::grpc::serve_grpc(testkit::Options::default(), handler).expect("server");
+    let t = Instant::now();
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args(["run", &format!("grpc://{}", srv.addr)])
+        .args(["--call", "evil.Svc/Get", "-n", "5"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("brink runs");
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(took < Duration::from_secs(12), "{took:?}");
+    assert!(err.contains("server reflection gave up after"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let n = asked.load(Ordering::Relaxed);
+    assert!(
+        n <= 2 + grpc::reflection::MOST_REQUESTS as u64,
+        "{n} requests"
+    );
+}
