@@ -179,6 +179,10 @@ pub struct RunArgs {
     /// that does not fit fails its extraction, with its size in the summary.
     #[arg(long = "capture-limit", value_name = "SIZE")]
     pub capture_limit: Option<String>,
+    /// Largest gRPC message an answer may carry (default 4MiB, as gRPC clients receive); a
+    /// larger one fails the call as RESOURCE_EXHAUSTED.
+    #[arg(long = "max-message-size", value_name = "SIZE")]
+    pub max_message_size: Option<String>,
     /// Service-level objective, e.g. 'p95<100ms', 'errors<0.1%', 'rps>=190', 'p99<1s over 10s abort'
     /// (repeatable; with a plan, added to every scenario).
     #[arg(long = "slo")]

@@ -495,5 +495,11 @@ fn spec(
         threads,
         grace,
         capture_limit,
+        grpc_max_message: match &a.max_message_size {
+            Some(m) => plan::parse_size(m)
+                .map_err(|e| Fail::input(format!("--max-message-size: {e}")))?
+                as usize,
+            None => engine::DEFAULT_GRPC_MAX_MESSAGE,
+        },
     })
 }

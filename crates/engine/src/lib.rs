@@ -19,7 +19,10 @@ pub use proto::h1;
 pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
 pub use net::tls::TlsOptions;
 pub use once::{completion_fetch, grpc_call, Answer};
-pub use run::{check, run, OnSecond, RunError, RunOutput, RunSpec, Second, SecondView};
+pub use run::{
+    check, run, OnSecond, RunError, RunOutput, RunSpec, Second, SecondView,
+    DEFAULT_GRPC_MAX_MESSAGE,
+};
 pub use target::RequestSpec;
 /// What a run sends (requests, templates, extraction), re-exported for callers of [`run()`].
 pub use workload;

@@ -50,7 +50,7 @@ pub fn grpc_call(
             return Err("the server does not speak HTTP/2".to_string());
         };
         let outcome = h2
-            .roundtrip(req, Some(&connector.captures))
+            .roundtrip(req, Some(&connector.captures), connector.grpc_max_message)
             .await
             .map_err(|_| "the server closed the connection".to_string())?;
         let (reply, kept) = outcome.map_err(describe)?;
@@ -111,6 +111,7 @@ fn connector(
         h1_static: vec![None],
         captures: Budget::new(MOST),
         grpc_timeout: None,
+        grpc_max_message: crate::run::DEFAULT_GRPC_MAX_MESSAGE,
     })
 }
 

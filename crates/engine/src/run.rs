@@ -40,7 +40,12 @@ pub struct RunSpec {
     pub grace: Duration,
     /// Bytes all responses kept for extraction may hold together (`--capture-limit`).
     pub capture_limit: usize,
+    /// Largest gRPC message an answer may carry (`--max-message-size`).
+    pub grpc_max_message: usize,
 }
+
+/// gRPC clients' default largest message received (grpc-go, grpc-java): 4 MiB.
+pub const DEFAULT_GRPC_MAX_MESSAGE: usize = 4 << 20;
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -170,6 +175,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
             .map_err(RunError::Request)?,
         captures: Budget::new(spec.capture_limit),
         grpc_timeout: target.grpc.then(|| grpc_timeout(spec.timeout)),
+        grpc_max_message: spec.grpc_max_message,
     };
     // Every worker needs a slot, and with shared connections at least one connection.
     let most = spec.connections.map_or(spec.load.max_connections(), |n| {

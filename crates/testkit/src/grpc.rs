@@ -44,6 +44,9 @@ pub struct Answer {
     /// Server streaming: messages sent after `message`, each `interval` after the last.
     pub more: Vec<Vec<u8>>,
     pub interval: Duration,
+    /// `message` is the answer's body as it goes on the wire, not framed: for servers that
+    /// send broken frames.
+    pub raw: bool,
 }
 
 impl Answer {
@@ -54,6 +57,7 @@ impl Answer {
             delay: Duration::ZERO,
             more: Vec::new(),
             interval: Duration::ZERO,
+            raw: false,
         }
     }
 
@@ -64,6 +68,7 @@ impl Answer {
             delay: Duration::ZERO,
             more: Vec::new(),
             interval: Duration::ZERO,
+            raw: false,
         }
     }
 }
@@ -92,6 +97,11 @@ impl Body for Reply {
 fn stream_reply(a: Answer) -> Reply {
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tokio::spawn(async move {
+        if a.raw {
+            let _ = tx.send(Frame::data(Bytes::from(a.message))).await;
+            let _ = tx.send(Frame::trailers(status_headers(0))).await;
+            return;
+        }
         let mut first = true;
         for m in std::iter::once(a.message).chain(a.more) {
             if !first {

@@ -153,6 +153,10 @@ fn a_server_streaming_without_end_cannot_hold_the_run() {
             ran.stderr
         );
         assert_eq!(s["ok"].as_u64(), Some(0), "{name}");
+        assert!(
+            srv.connections.load(Ordering::Relaxed) >= 4,
+            "{name}: the stream reached every connection"
+        );
     }
 }
 
@@ -316,5 +320,93 @@ fn endless_reflection_imports_end_in_a_clear_error() {
     assert!(
         n <= 2 + grpc::reflection::MOST_REQUESTS as u64,
         "{n} requests"
+    );
+}
+
+/// Answers whose messages are broken fail as a gRPC client fails them, whatever status the
+/// trailers claim: a message announcing 4 GiB and carrying 5 bytes (over the largest message,
+/// RESOURCE_EXHAUSTED, as grpc-go and grpc-java report it), the compressed flag without a
+/// `grpc-encoding`, and an answer that ends inside a message (INTERNAL); a message over
+/// `--max-message-size` is RESOURCE_EXHAUSTED. Before, each came out 20/20 OK.
+#[test]
+fn broken_grpc_answers_are_not_ok() {
+    use testkit::grpc::{Answer, Call};
+    let cases: [(&str, Vec<u8>, &[&str], &str); 4] = [
+        (
+            "4 GiB announced, 5 bytes carried",
+            vec![0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5],
+            &[],
+            "RESOURCE_EXHAUSTED",
+        ),
+        (
+            "compressed without grpc-encoding",
+            vec![1, 0, 0, 0, 4, 0x0a, 0x02, b'h', b'i'],
+            &[],
+            "INTERNAL",
+        ),
+        (
+            "ends inside a message",
+            vec![0, 0, 0, 0, 9, 0x0a, 0x02],
+            &[],
+            "INTERNAL",
+        ),
+        (
+            "over --max-message-size",
+            [&[0u8, 0, 0, 0x07, 0xd0][..], &[b'x'; 2000]].concat(),
+            &["--max-message-size", "1KiB"],
+            "RESOURCE_EXHAUSTED",
+        ),
+    ];
+    for (name, body, flags, code) in cases {
+        let handler: testkit::grpc::GrpcHandler = Arc::new(move |_: &Call| Answer {
+            raw: true,
+            ..Answer::ok(body.clone())
+        });
+        let srv = testkit::grpc::serve_grpc(testkit::Options::default(), handler).expect("server");
+        let proto = crate::grpc::greeter();
+        let mut args = vec![
+            "run".to_string(),
+            format!("grpc://{}", srv.addr),
+            "--proto".into(),
+            proto.display().to_string(),
+            "--call".into(),
+            "helloworld.Greeter/SayHello".into(),
+            "-n".into(),
+            "20".into(),
+            "-q".into(),
+        ];
+        args.extend(flags.iter().map(|f| f.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let ran = brink_json(&args);
+        let s = &ran.result["summary"];
+        assert_eq!(
+            s["grpc_status"],
+            serde_json::json!({ code: 20 }),
+            "{name}: {}",
+            ran.stderr
+        );
+        assert_eq!(s["ok"].as_u64(), Some(0), "{name}");
+    }
+    // The same answer well formed is OK: the checks judge the frames, not the server.
+    let handler: testkit::grpc::GrpcHandler =
+        Arc::new(|_: &Call| Answer::ok(vec![0x0a, 0x02, b'h', b'i']));
+    let srv = testkit::grpc::serve_grpc(testkit::Options::default(), handler).expect("server");
+    let proto = crate::grpc::greeter();
+    let ran = brink_json(&[
+        "run",
+        &format!("grpc://{}", srv.addr),
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        "helloworld.Greeter/SayHello",
+        "-n",
+        "20",
+        "-q",
+        "--max-message-size",
+        "1KiB",
+    ]);
+    assert_eq!(
+        ran.result["summary"]["grpc_status"],
+        serde_json::json!({"OK": 20})
     );
 }

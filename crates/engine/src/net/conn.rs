@@ -37,6 +37,8 @@ pub struct Connector {
     /// Every call then also says `content-type: application/grpc` and `te: trailers`, unless
     /// the request sets them itself.
     pub grpc_timeout: Option<String>,
+    /// Largest gRPC message an answer may carry.
+    pub grpc_max_message: usize,
 }
 
 /// How long opening one connection took.
@@ -239,7 +241,7 @@ impl Connector {
                         return (Err(ErrorKind::Protocol), 0);
                     };
                     let Conn::H2(h2c) = &mut *conn else { break };
-                    match h2c.roundtrip(req, capture).await {
+                    match h2c.roundtrip(req, capture, self.grpc_max_message).await {
                         Ok(outcome) => return (outcome, len),
                         // Boxed: rare, and large (see the worker's connect).
                         Err(Unprocessed) => match Box::pin(self.connect()).await {

@@ -45,6 +45,7 @@ impl H2Conn {
         &mut self,
         req: http::Request<CallBody>,
         capture: Option<&Arc<Budget>>,
+        grpc_max_message: usize,
     ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
         let grpc = req
             .headers()
@@ -60,6 +61,7 @@ impl H2Conn {
             Err(e) if unprocessed(&e) => return Err(Unprocessed),
             Err(e) => return Ok(Err(hyper_kind(&e))),
         };
+        let grpc = grpc.then_some(grpc_max_message);
         Ok(read_response(resp, capture, grpc).await)
     }
 }
@@ -86,12 +88,13 @@ fn unprocessed(e: &hyper::Error) -> bool {
 }
 
 /// Reads a response's body, counting it and keeping it when `capture` is set. For a gRPC
-/// call (`grpc`) the status code comes from `grpc-status`: in the trailers, or in the headers
-/// of a trailers-only answer.
+/// call (`grpc`: the largest message it may carry) the status code comes from `grpc-status`:
+/// in the trailers, or in the headers of a trailers-only answer; an answer whose messages are
+/// broken fails as a gRPC client fails it, whatever status it claims.
 async fn read_response(
     resp: http::Response<hyper::body::Incoming>,
     capture: Option<&Arc<Budget>>,
-    grpc: bool,
+    grpc: Option<usize>,
 ) -> Result<(Reply, Option<Captured>), ErrorKind> {
     let status = resp.status().as_u16();
     let mut grpc_status: Option<Vec<u8>> = resp
@@ -103,14 +106,18 @@ async fn read_response(
         c.headers = model::header_pairs(resp.headers());
         c
     });
+    let encoded = resp
+        .headers()
+        .get("grpc-encoding")
+        .is_some_and(|v| v.as_bytes() != b"identity");
+    let mut messages = Messages::new(grpc.unwrap_or(usize::MAX), encoded);
     let mut body = resp.into_body();
     let mut bytes_in = 0u64;
-    let mut messages = Messages::default();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| hyper_kind(&e))?;
         if let Some(d) = frame.data_ref() {
             bytes_in += d.len() as u64;
-            if grpc {
+            if grpc.is_some() {
                 messages.feed(d);
             }
             if let Some(k) = kept.as_mut() {
@@ -127,8 +134,11 @@ async fn read_response(
         bytes_in,
         keep_alive: true,
         stray: false,
-        grpc: grpc.then(|| GrpcReply {
-            code: model::grpc::status_of(status, grpc_status.as_deref()),
+        grpc: grpc.map(|_| GrpcReply {
+            code: messages.fault().map_or_else(
+                || model::grpc::status_of(status, grpc_status.as_deref()),
+                |fault| fault.code(),
+            ),
             messages: messages.count,
             first_message: messages.first,
         }),
@@ -146,8 +156,27 @@ pub struct GrpcReply {
     pub first_message: Option<Instant>,
 }
 
-/// Counts gRPC messages (5-byte header, then the length it gives) across DATA frames.
-#[derive(Default)]
+/// What is wrong with an answer's messages, as a gRPC client judges it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Broken {
+    /// A message larger than the largest allowed: RESOURCE_EXHAUSTED (grpc-go, grpc-java).
+    TooLarge,
+    /// The compressed flag without a `grpc-encoding`, a flag that is neither 0 nor 1, or an
+    /// answer that ends inside a message: INTERNAL.
+    Malformed,
+}
+
+impl Broken {
+    fn code(self) -> u16 {
+        match self {
+            Broken::TooLarge => 8,
+            Broken::Malformed => 13,
+        }
+    }
+}
+
+/// Counts gRPC messages (5-byte header, then the length it gives) across DATA frames, and
+/// notes the first thing wrong with them (after which nothing more is counted).
 struct Messages {
     header: [u8; 5],
     have: usize,
@@ -155,11 +184,35 @@ struct Messages {
     left: Option<usize>,
     count: u64,
     first: Option<Instant>,
+    /// Largest message allowed.
+    max: usize,
+    /// The answer names a `grpc-encoding`: compressed messages are allowed.
+    encoded: bool,
+    broken: Option<Broken>,
 }
 
 impl Messages {
+    fn new(max: usize, encoded: bool) -> Messages {
+        Messages {
+            header: [0; 5],
+            have: 0,
+            left: None,
+            count: 0,
+            first: None,
+            max,
+            encoded,
+            broken: None,
+        }
+    }
+
+    /// What was wrong, once the whole answer has been fed: a message left unfinished counts.
+    fn fault(&self) -> Option<Broken> {
+        self.broken
+            .or((self.have > 0 || self.left.is_some()).then_some(Broken::Malformed))
+    }
+
     fn feed(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
+        while !data.is_empty() && self.broken.is_none() {
             match self.left {
                 None => {
                     let take = (5 - self.have).min(data.len());
@@ -167,8 +220,15 @@ impl Messages {
                     self.have += take;
                     data = &data[take..];
                     if self.have == 5 {
-                        let [_, a, b, c, d] = self.header;
-                        self.left = Some(u32::from_be_bytes([a, b, c, d]) as usize);
+                        let [flag, a, b, c, d] = self.header;
+                        let len = u32::from_be_bytes([a, b, c, d]) as usize;
+                        self.broken = match flag {
+                            _ if len > self.max => Some(Broken::TooLarge),
+                            0 => None,
+                            1 if self.encoded => None,
+                            _ => Some(Broken::Malformed),
+                        };
+                        self.left = Some(len);
                     }
                 }
                 Some(n) => {
@@ -205,7 +265,7 @@ fn hyper_kind(e: &hyper::Error) -> ErrorKind {
 
 #[cfg(test)]
 mod tests {
-    use super::Messages;
+    use super::{Broken, Messages};
 
     #[test]
     fn messages_are_counted_across_frames() {
@@ -216,18 +276,48 @@ mod tests {
         ]
         .concat();
         for cut in 0..stream.len() {
-            let mut m = Messages::default();
+            let mut m = Messages::new(1 << 20, false);
             m.feed(&stream[..cut]);
             m.feed(&stream[cut..]);
             assert_eq!(m.count, 3, "cut at {cut}");
             assert!(m.first.is_some());
         }
-        let mut m = Messages::default();
+        let mut m = Messages::new(1 << 20, false);
         m.feed(&stream[..7]);
         assert_eq!(
             (m.count, m.first.is_none()),
             (0, true),
             "an unfinished message"
         );
+    }
+
+    #[test]
+    fn broken_answers_are_judged_as_a_grpc_client_does() {
+        let judge = |bytes: &[u8], max: usize, encoded: bool| {
+            let mut m = Messages::new(max, encoded);
+            m.feed(bytes);
+            m.fault()
+        };
+        let ok = [0u8, 0, 0, 0, 2, 1, 2];
+        assert_eq!(judge(&ok, 2, false), None);
+        assert_eq!(judge(&ok, 1, false), Some(Broken::TooLarge));
+        // 4 GiB announced, 5 bytes carried: over any maximum, and unfinished.
+        assert_eq!(
+            judge(&[0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5], 4 << 20, false),
+            Some(Broken::TooLarge)
+        );
+        assert_eq!(
+            judge(&[0, 0, 0, 0, 9, 1, 2], 4 << 20, false),
+            Some(Broken::Malformed)
+        );
+        assert_eq!(judge(&[0, 0, 0], 4 << 20, false), Some(Broken::Malformed));
+        let compressed = [1u8, 0, 0, 0, 1, 7];
+        assert_eq!(judge(&compressed, 10, false), Some(Broken::Malformed));
+        assert_eq!(judge(&compressed, 10, true), None);
+        assert_eq!(
+            judge(&[2, 0, 0, 0, 1, 7], 10, true),
+            Some(Broken::Malformed)
+        );
+        assert_eq!((Broken::TooLarge.code(), Broken::Malformed.code()), (8, 13));
     }
 }
