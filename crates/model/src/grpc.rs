@@ -77,6 +77,26 @@ pub fn status_of(http_status: u16, grpc_status: Option<&[u8]>) -> u16 {
     }
 }
 
+/// DEADLINE_EXCEEDED: the call's deadline passed, whoever noticed first.
+pub const DEADLINE_EXCEEDED: u16 = 4;
+/// CANCELLED.
+pub const CANCELLED: u16 = 1;
+
+/// The status of a call whose stream the server reset with HTTP/2 error `reason`, as grpc-go
+/// maps it: REFUSED_STREAM is UNAVAILABLE, CANCEL is CANCELLED (DEADLINE_EXCEEDED once the
+/// call's deadline has passed, the likely cause), ENHANCE_YOUR_CALM is RESOURCE_EXHAUSTED,
+/// INADEQUATE_SECURITY is PERMISSION_DENIED, anything else INTERNAL.
+pub fn status_of_reset(reason: u32, past_deadline: bool) -> u16 {
+    match reason {
+        0x7 => 14,
+        0x8 if past_deadline => DEADLINE_EXCEEDED,
+        0x8 => CANCELLED,
+        0xb => 8,
+        0xc => 7,
+        _ => 13,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +116,14 @@ mod tests {
         assert_eq!(parse("5"), Some(5));
         assert_eq!(parse("17"), None);
         assert_eq!(parse("NOPE"), None);
+    }
+
+    #[test]
+    fn resets_read_as_grpc_go_reads_them() {
+        assert_eq!(status_of_reset(0x8, true), DEADLINE_EXCEEDED);
+        assert_eq!(status_of_reset(0x8, false), CANCELLED);
+        assert_eq!(status_of_reset(0x7, true), 14);
+        assert_eq!(status_of_reset(0x2, false), 13);
+        assert_eq!(status_of_reset(0xb, false), 8);
     }
 }

@@ -410,3 +410,52 @@ fn broken_grpc_answers_are_not_ok() {
         serde_json::json!({"OK": 20})
     );
 }
+
+/// A server that holds 100 calls past their 1 s deadline and then ends them its own way (a
+/// CANCEL reset at the deadline as grpc-go's transport does, DEADLINE_EXCEEDED trailers, or
+/// nothing) sees all 100 counted DEADLINE_EXCEEDED, whoever noticed first, with no protocol
+/// error and no connection reopened: the other calls on a connection are not harmed. Before,
+/// brink counted 4 DEADLINE_EXCEEDED, 35 timeouts and 61 protocol errors, and reconnected.
+#[test]
+fn a_passed_deadline_is_deadline_exceeded_whoever_notices() {
+    use testkit::deadline::AtDeadline;
+    let srv = testkit::deadline::serve_deadline(vec![
+        AtDeadline::Reset,
+        AtDeadline::Trailers,
+        AtDeadline::Hold,
+    ])
+    .expect("server");
+    let proto = crate::grpc::greeter();
+    let ran = brink_json(&[
+        "run",
+        &format!("grpc://{}", srv.addr),
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        "helloworld.Greeter/SayHello",
+        "-n",
+        "100",
+        "-c",
+        "100",
+        "--connections",
+        "4",
+        "--timeout",
+        "1s",
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    assert_eq!(
+        s["grpc_status"],
+        serde_json::json!({"DEADLINE_EXCEEDED": 100}),
+        "{}\n{}",
+        s["errors_by_kind"],
+        ran.stderr
+    );
+    let errors = &s["errors_by_kind"];
+    let transport: u64 = errors
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(|v| v.as_u64()).sum());
+    assert_eq!(transport, 0, "{errors}");
+    assert_eq!(s["connections_opened"].as_u64(), Some(4), "{s}");
+    assert_eq!(srv.counters.connections(), 4);
+}

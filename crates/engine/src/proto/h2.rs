@@ -59,7 +59,7 @@ impl H2Conn {
         let resp = match sent {
             Ok(r) => r,
             Err(e) if unprocessed(&e) => return Err(Unprocessed),
-            Err(e) => return Ok(Err(hyper_kind(&e))),
+            Err(e) => return Ok(reset_call(&e, grpc).ok_or_else(|| hyper_kind(&e))),
         };
         let grpc = grpc.then_some(grpc_max_message);
         Ok(read_response(resp, capture, grpc).await)
@@ -114,7 +114,10 @@ async fn read_response(
     let mut body = resp.into_body();
     let mut bytes_in = 0u64;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| hyper_kind(&e))?;
+        let frame = match frame {
+            Ok(f) => f,
+            Err(e) => return reset_call(&e, grpc.is_some()).ok_or_else(|| hyper_kind(&e)),
+        };
         if let Some(d) = frame.data_ref() {
             bytes_in += d.len() as u64;
             if grpc.is_some() {
@@ -244,6 +247,28 @@ impl Messages {
             }
         }
     }
+}
+
+/// A gRPC call (`grpc`) whose stream the server reset ends with a status, as a gRPC client
+/// ends it ([`model::grpc::status_of_reset`]; CANCEL for now, which the worker turns into
+/// DEADLINE_EXCEEDED once the deadline has passed), not as a protocol error: the connection
+/// and its other calls are fine.
+fn reset_call(e: &hyper::Error, grpc: bool) -> Option<(Reply, Option<Captured>)> {
+    if !grpc {
+        return None;
+    }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(h2e) = s.downcast_ref::<h2::Error>() {
+            if !h2e.is_reset() || !h2e.is_remote() {
+                return None;
+            }
+            let code = model::grpc::status_of_reset(u32::from(h2e.reason()?), false);
+            return Some((Reply::grpc_ended(code), None));
+        }
+        src = s.source();
+    }
+    None
 }
 
 fn hyper_kind(e: &hyper::Error) -> ErrorKind {

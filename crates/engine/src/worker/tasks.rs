@@ -9,8 +9,9 @@ use super::{
     share, REFUSED_REST,
 };
 use super::{Msg, Shared};
-use crate::net::conn::Conn;
+use crate::net::conn::{Conn, Outcome};
 use crate::proto::h1::Idle;
+use crate::proto::h1::Reply;
 use model::Curve;
 use model::Load;
 use stats::{Bucket, ErrorKind};
@@ -320,7 +321,8 @@ impl Slot {
             }
         };
         let deadline = sent + shared.timeout;
-        let (result, bytes_out) = {
+        let grpc = connector.grpc_timeout.is_some();
+        let (mut result, bytes_out) = {
             let mut send = std::pin::pin!(connector.send(c, &mut self.vu));
             loop {
                 tokio::select! {
@@ -335,6 +337,9 @@ impl Slot {
                 }
             }
         };
+        if grpc {
+            past_deadline(&mut result, Instant::now() >= deadline);
+        }
         let done = Instant::now();
         if let (Some(started), false, Ok(_)) = (opened_at, shared.keepalive, &result) {
             ctx.rec.borrow_mut()[self.vu.current]
@@ -362,5 +367,24 @@ impl Slot {
         if refused {
             tokio::time::sleep(REFUSED_REST).await;
         }
+    }
+}
+
+/// A gRPC call whose deadline passed is DEADLINE_EXCEEDED, whoever noticed first: brink (its
+/// stream is cancelled, the connection and its other calls carry on) or the server (a
+/// CANCEL reset after the deadline, as grpc-go reads it). Trailers saying so count as they are.
+fn past_deadline(result: &mut Outcome, passed: bool) {
+    let ended = match result {
+        Err(ErrorKind::Timeout) => true,
+        Ok((reply, _)) => {
+            passed
+                && reply
+                    .grpc
+                    .is_some_and(|g| g.code == model::grpc::CANCELLED && reply.bytes_in == 0)
+        }
+        Err(_) => false,
+    };
+    if ended {
+        *result = Ok((Reply::grpc_ended(model::grpc::DEADLINE_EXCEEDED), None));
     }
 }

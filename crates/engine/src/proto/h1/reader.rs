@@ -33,6 +33,24 @@ pub struct Reply {
     pub grpc: Option<crate::proto::h2::GrpcReply>,
 }
 
+impl Reply {
+    /// A gRPC call that ended with `code` and no answer to count (its stream was reset, or
+    /// its deadline passed): the connection carries on.
+    pub fn grpc_ended(code: u16) -> Reply {
+        Reply {
+            status: 200,
+            bytes_in: 0,
+            keep_alive: true,
+            stray: false,
+            grpc: Some(crate::proto::h2::GrpcReply {
+                code,
+                messages: 0,
+                first_message: None,
+            }),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Phase {
     Head,
