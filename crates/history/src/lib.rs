@@ -54,7 +54,8 @@ pub fn default_path() -> Option<PathBuf> {
 pub struct Run {
     pub id: i64,
     pub started_at: String,
-    /// `running`, `done`, or `failed` (the command ended without a result).
+    /// `running`, `done`, `failed` (the command ended without a result), or `died` (its
+    /// process is gone: killed or crashed; what it recorded is kept).
     pub status: String,
     pub command: String,
     pub name: String,
@@ -143,8 +144,9 @@ impl History {
         let tx = self.conn.unchecked_transaction()?;
         tx.execute(
             "INSERT INTO runs (started_at, status, command, name, target, method, load_model,
-                load_level, brink_version, git_commit, git_branch, host, note, interrupted, baseline)
-             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, 0)",
+                load_level, brink_version, git_commit, git_branch, host, note, interrupted, baseline,
+                process)
+             VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, 0, ?13)",
             params![
                 m.started_at,
                 m.command,
@@ -158,6 +160,7 @@ impl History {
                 m.git_branch,
                 m.host,
                 m.note,
+                meta::this_process(),
             ],
         )?;
         let id = tx.last_insert_rowid();
@@ -247,8 +250,36 @@ impl History {
         Ok(())
     }
 
+    /// Marks `died` every run still `running` whose recording process on this host is gone
+    /// (killed, crashed, the machine rebooted): it will never finish, and its viewers stop
+    /// waiting. What it recorded stays. Runs recorded on other hosts cannot be checked here.
+    fn reap(&self) -> Result<(), Error> {
+        let host = meta::hostname();
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, process FROM runs WHERE status = 'running' AND host = ?1 AND process IS NOT NULL",
+        )?;
+        let gone: Vec<i64> = stmt
+            .query_map([&host], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?
+            .filter_map(Result::ok)
+            .filter(|(_, p)| meta::process_gone(p))
+            .map(|(id, _)| id)
+            .collect();
+        for id in gone {
+            retry(|| {
+                self.conn.execute(
+                    "UPDATE runs SET status = 'died', finished_at = ?2 WHERE id = ?1 AND status = 'running'",
+                    params![id, report::rfc3339_utc(std::time::SystemTime::now())],
+                )
+            })?;
+        }
+        Ok(())
+    }
+
     /// Runs matching `f`, newest first.
     pub fn list(&self, f: &Filter) -> Result<Vec<Run>, Error> {
+        self.reap()?;
         let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE 1 = 1");
         let mut args: Vec<String> = Vec::new();
         if let Some(t) = &f.target {
@@ -289,6 +320,7 @@ impl History {
 
     /// One run's columns.
     pub fn run(&self, id: i64) -> Result<Option<Run>, Error> {
+        self.reap()?;
         let r = self
             .conn
             .query_row(

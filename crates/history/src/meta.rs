@@ -53,3 +53,27 @@ pub fn hostname() -> String {
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
 }
+
+/// This process as `BOOT_ID/PID/START_TICKS` (`/proc`), a name no other process on this host
+/// has now or later: a reused pid has another start time, a reboot another boot id.
+pub fn this_process() -> Option<String> {
+    process_name(std::process::id())
+}
+
+fn process_name(pid: u32) -> Option<String> {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22 (start time), counted after the command name, which may hold spaces.
+    let after_name = stat.rsplit_once(')')?.1;
+    let start = after_name.split_whitespace().nth(19)?;
+    Some(format!("{}/{pid}/{start}", boot.trim()))
+}
+
+/// Whether the process recorded as `name` ([`this_process`]) is gone: false when that cannot
+/// be told (a name from elsewhere or in another form).
+pub fn process_gone(name: &str) -> bool {
+    let Some(pid) = name.split('/').nth(1).and_then(|p| p.parse::<u32>().ok()) else {
+        return false;
+    };
+    process_name(pid).as_deref() != Some(name)
+}

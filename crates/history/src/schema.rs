@@ -54,6 +54,9 @@ const MIGRATIONS: &[&str] = &[
         row TEXT NOT NULL
     );
     CREATE INDEX seconds_run ON seconds (run_id, seq);",
+    // 2: the process recording a run (boot id/pid/start time), so a run whose process is gone
+    // can be told from one still going.
+    "ALTER TABLE runs ADD COLUMN process TEXT;",
 ];
 
 /// The schema version this brink writes.

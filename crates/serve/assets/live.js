@@ -32,9 +32,13 @@
     refresh();
     if (status) status.textContent = "running: " + specs[0].x.length + " s recorded";
   };
-  source.addEventListener("end", function () {
+  source.addEventListener("end", function (ev) {
     source.close();
-    if (status) {
+    var ended = {};
+    try { ended = JSON.parse(ev.data); } catch (e) { ended = {}; }
+    if (status && ended.status === "died") {
+      status.textContent = "died: the process recording it is gone; what it recorded is shown";
+    } else if (status) {
       status.textContent = "finished: ";
       var a = document.createElement("a");
       a.href = "/run/" + encodeURIComponent(info.id);

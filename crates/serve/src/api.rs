@@ -175,7 +175,11 @@ fn follow(path: &std::path::Path, id: i64, mut after: i64, tx: &tokio::sync::mps
     };
     let mut quiet = 0;
     loop {
-        let running = matches!(h.run(id), Ok(Some(r)) if r.status == "running");
+        let status = match h.run(id) {
+            Ok(Some(r)) => r.status,
+            _ => "gone".to_string(),
+        };
+        let running = status == "running";
         let Ok(rows) = h.seconds(id, after) else {
             return;
         };
@@ -203,7 +207,8 @@ fn follow(path: &std::path::Path, id: i64, mut after: i64, tx: &tokio::sync::mps
             after = *seq;
         }
         if !running {
-            let _ = tx.blocking_send(Bytes::from_static(b"event: end\ndata: {}\n\n"));
+            let end = serde_json::json!({ "status": status });
+            let _ = tx.blocking_send(Bytes::from(format!("event: end\ndata: {end}\n\n")));
             return;
         }
         quiet = if rows.is_empty() { quiet + 1 } else { 0 };

@@ -38,6 +38,7 @@ fn badge(r: &Run) -> String {
     match (r.status.as_str(), r.slo_passed, r.interrupted) {
         ("running", _, _) => "<span class=\"badge live\">running</span>".into(),
         ("failed", _, _) => "<span class=\"badge fail\">failed</span>".into(),
+        ("died", _, _) => "<span class=\"badge fail\">died</span>".into(),
         (_, _, true) => "<span class=\"badge warn\">interrupted</span>".into(),
         (_, Some(true), _) => "<span class=\"badge pass\">PASS</span>".into(),
         (_, Some(false), _) => "<span class=\"badge fail\">FAIL</span>".into(),
@@ -459,7 +460,11 @@ pub fn live(h: &History, id: i64) -> Out {
         e(&meta.command),
         e(&meta.load_level),
         e(&meta.started_at),
-        if meta.status == "running" { "running" } else { "finished" },
+        match meta.status.as_str() {
+            "running" => "running",
+            "died" => "died: the process recording it is gone; what it recorded is shown",
+            _ => "finished",
+        },
         slot(0),
         slot(1),
         report::html::script_json(&serde_json::json!({ "id": id, "after": after, "seconds": rows.len() })),

@@ -103,6 +103,7 @@ fn line(r: &Run) -> String {
     let verdict = match (r.status.as_str(), r.slo_passed, r.interrupted) {
         ("running", _, _) => "running".to_string(),
         ("failed", _, _) => "failed".to_string(),
+        ("died", _, _) => "died".to_string(),
         (_, _, true) => "interrupted".to_string(),
         (_, Some(true), _) => "PASS".to_string(),
         (_, Some(false), _) => "FAIL".to_string(),

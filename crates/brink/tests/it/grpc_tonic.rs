@@ -99,7 +99,11 @@ fn server_streams_and_deadlines_against_tonic() {
     let s = &r["summary"];
     assert_eq!(s["ok"], 0, "{s}");
     // Whoever noticed the deadline first (tonic or brink), the call is DEADLINE_EXCEEDED.
-    assert_eq!(s["grpc_status"], serde_json::json!({"DEADLINE_EXCEEDED": 6}), "{s}");
+    assert_eq!(
+        s["grpc_status"],
+        serde_json::json!({"DEADLINE_EXCEEDED": 6}),
+        "{s}"
+    );
     assert_eq!(s["errors_by_kind"]["timeout"], 0, "{s}");
     assert!(
         s["latency_ms"]["max"].as_f64().unwrap_or(0.0) < 290.0,

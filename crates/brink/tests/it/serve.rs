@@ -323,3 +323,65 @@ fn a_rebound_name_cannot_use_the_ui() {
     assert_eq!(send("POST", "/api/run/1/delete", &local, &own).0, 200);
     drop(server);
 }
+
+/// A run whose process was killed never finishes: it is shown as died with the seconds it
+/// recorded, in `brink history`, the API and the live view, whose stream ends. Before, it
+/// stayed `running` forever and every viewer waited on it.
+#[test]
+fn a_killed_run_is_shown_as_died() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
+    let mut child = Killed(
+        Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .env("BRINK_HISTORY", &h)
+            .args(["run", &srv.url("/"), "-c", "2", "-d", "30s", "-q"])
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let id = loop {
+        if let Ok(db) = history::History::open(&h) {
+            let list = db.list(&history::Filter::default()).unwrap_or_default();
+            if let Some(r) = list.iter().find(|r| r.status == "running") {
+                if db.seconds(r.id, 0).map(|s| s.len()).unwrap_or(0) >= 2 {
+                    break r.id;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "the run was never recorded");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_HISTORY", &h)
+        .arg("history")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.contains("died"), "{listed}");
+    let (server, url) = serve(&h, &[]);
+    let port = port_of(&url);
+    let (_, _, body) = get(port, "/api/runs", "");
+    let runs: Value = serde_json::from_str(&body).unwrap();
+    let run = runs
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["id"] == id))
+        .unwrap_or_else(|| panic!("run {id} listed: {body}"));
+    assert_eq!(run["status"], "died", "{run}");
+    let (status, _, page) = get(port, &format!("/run/{id}"), "");
+    assert_eq!(status, 200);
+    assert!(page.contains("died"), "the page says so");
+    // The live stream sends what was recorded, then ends.
+    let t = Instant::now();
+    let (status, _, events) = get(port, &format!("/api/live/{id}"), "");
+    assert_eq!(status, 200);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert!(events.contains("data: {\"seq\""), "{events}");
+    assert!(
+        events.contains("event: end\ndata: {\"status\":\"died\"}"),
+        "{events}"
+    );
+    drop(server);
+}
