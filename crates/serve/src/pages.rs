@@ -261,7 +261,7 @@ pub fn run(h: &History, id: i64) -> Out {
             .as_deref()
             .map_or(String::new(), |c| format!(
                 " · commit <code>{}</code>",
-                e(&c[..c.len().min(12)])
+                e(&c.chars().take(12).collect::<String>())
             )),
         meta.git_branch
             .as_deref()

@@ -385,3 +385,152 @@ fn a_killed_run_is_shown_as_died() {
     );
     drop(server);
 }
+
+/// Text from a small generator: every string it makes mixes one- to four-byte characters,
+/// combining marks, right-to-left and zero-width ones, and markup, so that no byte offset is
+/// safe to cut at.
+struct Unicode(u64);
+
+impl Unicode {
+    const PALETTE: [&'static str; 16] = [
+        "a", "é", "漢", "🦀", "\u{301}", "\u{202e}", "\u{200d}", "<", "&", "\"", "'", "\\", "ß",
+        "𝄞", " ", "ﬁ",
+    ];
+
+    fn text(&mut self, len: usize) -> String {
+        (0..len)
+            .map(|_| {
+                self.0 = self
+                    .0
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                Self::PALETTE[(self.0 >> 60) as usize]
+            })
+            .collect()
+    }
+}
+
+/// Replaces every string under a naming key (names, URLs, paths, notes, reasons) with random
+/// Unicode, everywhere in a result.
+fn unicode_names(v: &mut Value, gen: &mut Unicode) {
+    const KEYS: [&str; 10] = [
+        "name",
+        "url",
+        "path",
+        "request",
+        "note",
+        "reason",
+        "error",
+        "first_failure",
+        "value",
+        "part",
+    ];
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if x.is_string() && KEYS.contains(&k.as_str()) {
+                    *x = Value::String(gen.text(3 + k.len()));
+                } else {
+                    unicode_names(x, gen);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| unicode_names(x, gen)),
+        _ => {}
+    }
+}
+
+/// Every page and API answer of `brink serve`, every report (`show`, `report --html --csv`,
+/// `history`) renders runs whose every stored field is random Unicode: never a 500, never a
+/// panic. A commit id cut at byte 12 used to make /run/N answer 500.
+#[test]
+fn every_page_takes_any_unicode() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let json = dir.path().join("r.json");
+    let ran = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_HISTORY", dir.path().join("other.db"))
+        .args(["run", &srv.url("/"), "-n", "200", "-c", "2", "-q", "--json"])
+        .arg(&json)
+        .status()
+        .unwrap();
+    assert!(ran.success());
+    let real: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut gen = Unicode(7);
+    let db = history::History::open(&h).unwrap();
+    let mut ids = Vec::new();
+    for k in 0..6 {
+        let meta = history::Meta {
+            started_at: gen.text(20),
+            command: gen.text(5),
+            name: gen.text(13),
+            target: gen.text(25),
+            method: gen.text(4),
+            load_model: gen.text(6),
+            load_level: gen.text(14),
+            git_commit: Some(gen.text(40)),
+            git_branch: Some(gen.text(12)),
+            host: gen.text(11),
+            note: Some(gen.text(30)),
+            tags: vec![(gen.text(7), gen.text(9)), (gen.text(3), gen.text(13))],
+        };
+        let id = db.begin(&meta).unwrap();
+        let mut result = real.clone();
+        unicode_names(&mut result, &mut gen);
+        let result: report::RunResult = serde_json::from_value(result).expect("still a result");
+        for row in &result.timeseries {
+            db.second(id, 0, &gen.text(8), row).unwrap();
+        }
+        if k % 3 != 2 {
+            db.finish(id, &result).unwrap();
+            db.exit(id, 0).unwrap();
+        }
+        ids.push(id);
+    }
+    let (server, url) = serve(&h, &[]);
+    let port = port_of(&url);
+    let mut paths = vec![
+        "/".to_string(),
+        "/api/runs".to_string(),
+        format!("/?name={}", "%F0%9F%A6%80%CC%81"),
+        format!("/compare?a={}&b={}", ids[0], ids[1]),
+        format!("/api/compare?a={}&b={}", ids[0], ids[1]),
+    ];
+    for id in &ids {
+        for p in ["/run/", "/live/", "/api/run/"] {
+            paths.push(format!("{p}{id}"));
+        }
+    }
+    for p in &paths {
+        let (status, _, body) = get(port, p, "");
+        assert!(matches!(status, 200 | 404), "{p}: {status} {body}");
+    }
+    for id in &ids {
+        let id = id.to_string();
+        let html = dir.path().join(format!("{id}.html"));
+        let csv = dir.path().join(format!("{id}.csv"));
+        for args in [
+            vec!["show", id.as_str()],
+            vec![
+                "report",
+                id.as_str(),
+                "--html",
+                html.to_str().unwrap(),
+                "--csv",
+                csv.to_str().unwrap(),
+            ],
+            vec!["history"],
+        ] {
+            let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+                .env("BRINK_HISTORY", &h)
+                .args(&args)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            assert!(matches!(out.status.code(), Some(0 | 2)), "{args:?}: {err}");
+        }
+    }
+    drop(server);
+}
