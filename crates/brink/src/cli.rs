@@ -290,7 +290,8 @@ pub struct FindArgs {
     /// A hook that fails (non-zero, timed out, did not start) fails the command (exit 1).
     #[arg(long = "hook-required")]
     pub hook_required: bool,
-    /// Where hooks write their output (default brink-hooks/RUN_ID).
+    /// Where hooks write their output (default hooks/RUN_ID beside the history file, e.g.
+    /// ~/.local/share/brink/hooks/RUN_ID).
     #[arg(long = "hooks-dir", value_name = "DIR")]
     pub hooks_dir: Option<PathBuf>,
     /// Print the search and the hooks that would run, and run nothing.

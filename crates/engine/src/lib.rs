@@ -18,7 +18,7 @@ pub use proto::h1;
 
 pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
 pub use net::tls::TlsOptions;
-pub use once::{completion_fetch, grpc_call, Answer};
+pub use once::{answers_http1_to_h2, completion_fetch, grpc_call, Answer};
 pub use run::{
     check, run, OnSecond, RunError, RunOutput, RunSpec, Second, SecondView,
     DEFAULT_GRPC_MAX_MESSAGE,

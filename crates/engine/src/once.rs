@@ -164,3 +164,27 @@ fn get_tls(
             .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
     })
 }
+
+/// Whether a plain-TCP target answers HTTP/2's connection preface with an HTTP/1 response
+/// (it speaks only HTTP/1.1): the preface and an empty SETTINGS frame, then the first bytes
+/// back, within `timeout`. Asked after HTTP/2 requests all failed, to say why.
+pub fn answers_http1_to_h2(target: &Target, timeout: Duration) -> bool {
+    use std::io::{Read, Write};
+    if target.tls {
+        return false; // ALPN settles the protocol over TLS.
+    }
+    let Ok(addr) = target.resolve() else {
+        return false;
+    };
+    let Ok(mut s) = std::net::TcpStream::connect_timeout(&addr, timeout) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(timeout));
+    let _ = s.set_write_timeout(Some(timeout));
+    let hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+    if s.write_all(hello).is_err() {
+        return false;
+    }
+    let mut first = [0u8; 7];
+    s.read_exact(&mut first).is_ok() && &first == b"HTTP/1."
+}

@@ -49,17 +49,100 @@ impl PlanError {
 
 impl fmt::Display for PlanError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let message = shortened(&self.message);
         match self.pos {
-            Some(p) => write!(f, "{}:{}:{}: {}", self.file, p.line, p.column, self.message)?,
-            None => write!(f, "{}: {}", self.file, self.message)?,
+            Some(p) => write!(f, "{}:{}:{}: {message}", self.file, p.line, p.column)?,
+            None => write!(f, "{}: {message}", self.file)?,
         }
         if let (Some(p), Some(text)) = (self.pos, &self.line_text) {
             let gutter = p.line.to_string();
             let pad = " ".repeat(gutter.len());
-            let caret = " ".repeat((p.column as usize).saturating_sub(1));
-            write!(f, "\n {gutter} | {text}\n {pad} | {caret}^")?;
+            let (shown, at) = around(text, (p.column as usize).saturating_sub(1));
+            let caret = " ".repeat(at);
+            write!(f, "\n {gutter} | {shown}\n {pad} | {caret}^")?;
         }
         Ok(())
+    }
+}
+
+/// Longest message shown whole; a longer one (it quotes a huge value from the file) keeps
+/// its start and its end.
+const MESSAGE: usize = 400;
+
+fn shortened(message: &str) -> std::borrow::Cow<'_, str> {
+    let n = message.chars().count();
+    if n <= MESSAGE {
+        return message.into();
+    }
+    let head: String = message.chars().take(MESSAGE - 120).collect();
+    let tail: String = message.chars().skip(n - 100).collect();
+    format!("{head}…{tail}").into()
+}
+
+/// Characters of the line shown on each side of the column.
+const AROUND: usize = 60;
+
+/// The part of `line` around character `column` (cut by characters, marked with `…` where
+/// cut), and the column's position in it: a line of 200 KB gives a message of one screen.
+fn around(line: &str, column: usize) -> (String, usize) {
+    let chars: Vec<char> = line.chars().collect();
+    let column = column.min(chars.len());
+    let from = column.saturating_sub(AROUND);
+    let to = (column + AROUND).min(chars.len());
+    let mut shown = String::new();
+    if from > 0 {
+        shown.push('…');
+    }
+    shown.extend(&chars[from..to]);
+    if to < chars.len() {
+        shown.push('…');
+    }
+    (shown, column - from + usize::from(from > 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_line_is_cut_around_the_column() {
+        let line = format!("{}bad{}", "é".repeat(200_000), "x".repeat(200_000));
+        let e = PlanError {
+            file: "plan.yaml".into(),
+            pos: Some(Pos {
+                line: 3,
+                column: 200_001,
+            }),
+            message: format!(
+                "unknown key '{}' (expected: name, load)",
+                "k".repeat(100_000)
+            ),
+            line_text: Some(line),
+        };
+        let text = e.to_string();
+        assert!(text.len() < 1000, "{} bytes", text.len());
+        assert!(text.contains("(expected: name, load)"), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let shown = lines[1].split_once(" | ").unwrap().1;
+        let caret = lines[2].split_once(" | ").unwrap().1;
+        let at = caret.chars().count() - 1;
+        assert_eq!(
+            shown.chars().skip(at).take(3).collect::<String>(),
+            "bad",
+            "{text}"
+        );
+        let short = PlanError {
+            line_text: Some("  rate: 10x".into()),
+            pos: Some(Pos { line: 1, column: 9 }),
+            message: "bad rate".into(),
+            ..e
+        };
+        assert!(
+            short
+                .to_string()
+                .ends_with("\n 1 |   rate: 10x\n   |         ^"),
+            "{short}"
+        );
     }
 }
 

@@ -29,13 +29,36 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
         let detail = [kinds, statuses].concat().join(", ");
         return Err(Fail {
             code: UNREACHABLE,
-            message: format!("no request succeeded ({} attempts: {detail})", s.requests),
+            message: format!(
+                "no request succeeded ({} attempts: {detail}){}",
+                s.requests,
+                http2_hint(result)
+            ),
         });
     }
     if result.slo_passed == Some(false) {
         return Ok(SLO_FAILED);
     }
     Ok(0)
+}
+
+/// Why HTTP/2 requests that all failed did (as `protocol` or `reset` errors): the server
+/// answered HTTP/2's preface in HTTP/1.1 (it speaks only that).
+fn http2_hint(result: &RunResult) -> &'static str {
+    let kinds = &result.summary.errors_by_kind;
+    let protocol = ["protocol", "reset"]
+        .iter()
+        .any(|k| kinds.get(*k).is_some_and(|&n| n > 0));
+    let h2c = result.target.protocol == "h2" && !result.target.url.starts_with("https");
+    let speaks_h1 = || {
+        model::Target::parse(&result.target.url)
+            .is_ok_and(|t| engine::answers_http1_to_h2(&t, std::time::Duration::from_secs(2)))
+    };
+    if protocol && h2c && speaks_h1() {
+        ": the server did not answer HTTP/2 (it answered in HTTP/1.1); drop --http2"
+    } else {
+        ""
+    }
 }
 
 pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {

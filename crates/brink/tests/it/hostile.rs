@@ -459,3 +459,97 @@ fn a_passed_deadline_is_deadline_exceeded_whoever_notices() {
     assert_eq!(s["connections_opened"].as_u64(), Some(4), "{s}");
     assert_eq!(srv.counters.connections(), 4);
 }
+
+/// Smaller: a plan error on a 200 KB line is one screen, cut around the column; hooks write
+/// beside the history, never into the working directory.
+#[test]
+fn a_huge_plan_line_gives_a_short_error_and_hooks_stay_out_of_the_checkout() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = dir.path().join("big.yaml");
+    let key = "k".repeat(200_000);
+    std::fs::write(
+        &plan,
+        format!("target: http://127.0.0.1:9/\nscenarios:\n  - {{ name: a, {key}: 1 }}\n"),
+    )
+    .expect("write");
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args(["validate", plan.to_str().unwrap()])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .expect("brink runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.len() < 2000, "{} bytes", err.len());
+    assert!(err.contains("big.yaml:3:"), "{err}");
+
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let history = dir.path().join("data").join("history.db");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .current_dir(&work)
+        .env("BRINK_HISTORY", &history)
+        .args([
+            "find",
+            &srv.url("/"),
+            "--to",
+            "2",
+            "--step",
+            "2s",
+            "--warmup",
+            "0s",
+        ])
+        .args([
+            "--cooldown",
+            "0s",
+            "-q",
+            "--hook-after",
+            "echo done > \"$BRINK_OUT_DIR/x\"",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("brink runs");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(&work).expect("list").collect();
+    assert!(
+        left.is_empty(),
+        "nothing in the working directory: {left:?}"
+    );
+    let runs: Vec<_> = std::fs::read_dir(dir.path().join("data").join("hooks"))
+        .expect("hooks beside the history")
+        .flatten()
+        .collect();
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].path().join("x").exists());
+}
+
+/// `--http2` against a server that speaks only HTTP/1.1: every request fails, and the error
+/// says why and what to do instead of only counting `protocol` errors.
+#[test]
+fn http2_against_an_http1_server_says_so() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args(["run", &srv.url("/"), "--http2", "-n", "10", "-q"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("brink runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("the server did not answer HTTP/2") && err.contains("drop --http2"),
+        "{err}"
+    );
+    // The same flag against an HTTP/2 server that fails for another reason says nothing of it.
+    let closed = RawServer::start(|_, _| {});
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args(["run", &closed.url("/"), "--http2", "-n", "3", "-q"])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .expect("brink runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("did not answer HTTP/2"), "{err}");
+}
