@@ -100,6 +100,8 @@ fn around(line: &str, column: usize) -> (String, usize) {
     (shown, column - from + usize::from(from > 0))
 }
 
+impl std::error::Error for PlanError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,4 +148,3 @@ mod tests {
     }
 }
 
-impl std::error::Error for PlanError {}
