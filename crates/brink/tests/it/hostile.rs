@@ -553,3 +553,177 @@ fn http2_against_an_http1_server_says_so() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("did not answer HTTP/2"), "{err}");
 }
+
+/// One HTTP/2 frame: 9-byte header, then `payload`.
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len() as u32;
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// What a hostile HTTP/2 server does once the client's preface is in.
+#[derive(Clone, Copy, Debug)]
+enum H2Abuse {
+    /// SETTINGS frames without end (each asks for an ACK).
+    SettingsFlood,
+    /// PING frames without end (each asks for a PONG).
+    PingFlood,
+    /// A response HEADERS without END_HEADERS, then CONTINUATION frames without end.
+    EndlessContinuation,
+    /// A response whose header list is 32 MiB (HEADERS + CONTINUATION, then END_HEADERS).
+    HugeHeaderList,
+    /// RST_STREAM for every odd stream id, without end.
+    RstFlood,
+    /// An initial window of 0 that never opens: a request body can never be sent.
+    ZeroWindow,
+}
+
+/// Serves `abuse` over h2c on every connection, draining what the client sends.
+fn h2_abuser(abuse: H2Abuse) -> RawServer {
+    RawServer::start(move |mut sock, until| {
+        let mut preface = [0u8; 24];
+        if sock.read_exact(&mut preface).is_err() {
+            return;
+        }
+        if let Ok(mut drain) = sock.try_clone() {
+            std::thread::spawn(move || {
+                let mut sink = [0u8; 16384];
+                while matches!(drain.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
+        let settings = match abuse {
+            H2Abuse::ZeroWindow => frame(4, 0, 0, &[0, 4, 0, 0, 0, 0]),
+            _ => frame(4, 0, 0, &[]),
+        };
+        if sock.write_all(&settings).is_err() {
+            return;
+        }
+        // A literal header (never indexed) of 16,000 bytes: `x-junk: aaaa...`.
+        let junk = {
+            let mut b = vec![0x10, 6];
+            b.extend_from_slice(b"x-junk");
+            b.extend_from_slice(&[0x7f, 0x81, 0xfc, 0x7c]); // 16,000 as an HPACK integer
+            b.extend(std::iter::repeat_n(b'a', 16_000));
+            b
+        };
+        let block: Vec<u8> = match abuse {
+            H2Abuse::SettingsFlood => frame(4, 0, 0, &[]).repeat(1000),
+            H2Abuse::PingFlood => frame(6, 0, 0, &[1; 8]).repeat(1000),
+            H2Abuse::EndlessContinuation => frame(9, 0, 1, &junk),
+            H2Abuse::RstFlood => (0..1000u32)
+                .flat_map(|i| frame(3, 0, 2 * i + 1, &[0, 0, 0, 8]))
+                .collect(),
+            H2Abuse::HugeHeaderList | H2Abuse::ZeroWindow => Vec::new(),
+        };
+        match abuse {
+            H2Abuse::EndlessContinuation => {
+                if sock.write_all(&frame(1, 0, 1, &[0x88])).is_err() {
+                    return;
+                }
+            }
+            H2Abuse::HugeHeaderList => {
+                let mut out = frame(1, 0, 1, &[0x88]);
+                for i in 0..2048 {
+                    let end = if i == 2047 { 0x4 } else { 0 };
+                    out.extend(frame(9, end, 1, &junk));
+                }
+                let _ = sock.write_all(&out);
+            }
+            _ => {}
+        }
+        while Instant::now() < until && !block.is_empty() && sock.write_all(&block).is_ok() {}
+        while Instant::now() < until && sock.write_all(&[]).is_ok() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    })
+}
+
+/// Runs brink against `url` with `args`, polling its peak RSS; (exit code, wall time, peak
+/// RSS in MiB, the result).
+fn run_watched(url: &str, args: &[&str]) -> (Option<i32>, Duration, u64, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("r.json");
+    let t = Instant::now();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args(["run", url])
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("brink starts");
+    let mut child = Killed(child);
+    let status = format!("/proc/{}/status", child.0.id());
+    let mut peak_kib = 0u64;
+    let code = loop {
+        if let Ok(s) = std::fs::read_to_string(&status) {
+            if let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+                let kib = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+                peak_kib = peak_kib.max(kib);
+            }
+        }
+        if let Some(s) = child.0.try_wait().expect("status") {
+            break s.code();
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "brink did not end");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let result = std::fs::read(&json)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (code, t.elapsed(), peak_kib / 1024, result)
+}
+
+/// HTTP/2 abuse from the server side (floods of SETTINGS, PING and RST_STREAM, endless
+/// CONTINUATION, a 32 MiB header list, a window that never opens) ends as counted errors
+/// within the run's deadlines, in bounded memory: no hang, no success counted.
+#[test]
+fn http2_abuse_from_the_server_ends_as_counted_errors() {
+    let _cpu = crate::support::cpu_exclusive();
+    for abuse in [
+        H2Abuse::SettingsFlood,
+        H2Abuse::PingFlood,
+        H2Abuse::EndlessContinuation,
+        H2Abuse::HugeHeaderList,
+        H2Abuse::RstFlood,
+        H2Abuse::ZeroWindow,
+    ] {
+        let srv = h2_abuser(abuse);
+        let (code, took, peak_mib, r) = run_watched(
+            &srv.url("/"),
+            &[
+                "--http2",
+                "-m",
+                "POST",
+                "-b",
+                "hello",
+                "-n",
+                "8",
+                "-c",
+                "2",
+                "--timeout",
+                "1s",
+                "-q",
+            ],
+        );
+        let s = &r["summary"];
+        eprintln!(
+            "{abuse:?}: exit {code:?} in {:.1}s, peak {peak_mib} MiB, ok {}, errors {}",
+            took.as_secs_f64(),
+            s["ok"],
+            s["errors_by_kind"]
+        );
+        assert_eq!(code, Some(3), "{abuse:?}: every request fails: {s}");
+        assert_eq!(
+            s["requests"].as_u64(),
+            Some(8),
+            "{abuse:?}: all counted: {s}"
+        );
+        assert!(took < Duration::from_secs(30), "{abuse:?}: {took:?}");
+        assert!(peak_mib < 256, "{abuse:?}: {peak_mib} MiB");
+    }
+}
