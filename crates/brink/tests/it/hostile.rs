@@ -618,10 +618,8 @@ fn h2_abuser(abuse: H2Abuse) -> RawServer {
             H2Abuse::HugeHeaderList | H2Abuse::ZeroWindow => Vec::new(),
         };
         match abuse {
-            H2Abuse::EndlessContinuation => {
-                if sock.write_all(&frame(1, 0, 1, &[0x88])).is_err() {
-                    return;
-                }
+            H2Abuse::EndlessContinuation if sock.write_all(&frame(1, 0, 1, &[0x88])).is_err() => {
+                return;
             }
             H2Abuse::HugeHeaderList => {
                 let mut out = frame(1, 0, 1, &[0x88]);
