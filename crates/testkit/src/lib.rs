@@ -48,6 +48,9 @@ pub enum Reply {
     Hang,
     /// Promise 100 body bytes, send 10, close.
     Partial,
+    /// `head`, then `filler` over and over as fast as the client takes it, for up to 30 s: a
+    /// response that never ends (an endless body or chunk extension, endless interim answers).
+    Endless { head: Vec<u8>, filler: Vec<u8> },
     /// Exactly these bytes, whatever they are (odd framing, stray bytes, bad status lines);
     /// then close the connection when `close` is set.
     Raw { bytes: Vec<u8>, close: bool },

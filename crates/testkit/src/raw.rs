@@ -186,6 +186,14 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             }
             s.write_all(&out).await.is_ok() && !close
         }
+        Reply::Endless { head, filler } => {
+            let block: Vec<u8> = filler.iter().copied().cycle().take(64 * 1024).collect();
+            let until = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+            if s.write_all(&head).await.is_ok() {
+                while tokio::time::Instant::now() < until && s.write_all(&block).await.is_ok() {}
+            }
+            false
+        }
         Reply::Chunked(chunks) => {
             let mut out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
             for c in chunks.iter().filter(|c| !c.is_empty()) {

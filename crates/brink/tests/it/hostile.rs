@@ -725,3 +725,67 @@ fn http2_abuse_from_the_server_ends_as_counted_errors() {
         assert!(peak_mib < 256, "{abuse:?}: {peak_mib} MiB");
     }
 }
+
+/// The same endless streams over TLS (the tokio path): the request deadline fires and the run
+/// ends within its grace.
+#[test]
+fn an_endless_stream_over_tls_cannot_hold_the_run() {
+    let _cpu = crate::support::cpu_exclusive();
+    let cases: [(&str, &[u8], &[u8], &str); 2] = [
+        (
+            "endless body",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000000000\r\n\r\n",
+            b"x",
+            "timeout",
+        ),
+        (
+            "endless chunk extension",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;",
+            b"a",
+            "protocol",
+        ),
+    ];
+    for (name, head, filler, kind) in cases {
+        let (head, filler) = (head.to_vec(), filler.to_vec());
+        let handler: testkit::Handler = Arc::new(move |_: &testkit::Req| testkit::Reply::Endless {
+            head: head.clone(),
+            filler: filler.clone(),
+        });
+        let opts = testkit::Options {
+            tls: true,
+            threads: 2,
+            ..testkit::Options::default()
+        };
+        let srv = testkit::serve_with(opts, handler).expect("server");
+        let t = Instant::now();
+        let ran = brink_json(&[
+            "run",
+            &srv.url("/"),
+            "--insecure",
+            "-c",
+            "4",
+            "--threads",
+            "1",
+            "-d",
+            "2s",
+            "--timeout",
+            "1s",
+            "--grace",
+            "1s",
+            "-q",
+        ]);
+        let took = t.elapsed();
+        assert!(
+            took < Duration::from_secs(6),
+            "{name}: {took:?}\n{}",
+            ran.stderr
+        );
+        let s = &ran.result["summary"];
+        assert!(
+            s["errors_by_kind"][kind].as_u64().unwrap_or(0) >= 4,
+            "{name}: {}\n{}",
+            s["errors_by_kind"],
+            ran.stderr
+        );
+    }
+}

@@ -325,15 +325,18 @@ impl Slot {
         let (mut result, bytes_out) = {
             let mut send = std::pin::pin!(connector.send(c, &mut self.vu));
             loop {
+                // The deadline first: a server streaming without end keeps `send` busy until
+                // tokio's budget runs out, and a timer polled after it would find the budget
+                // spent every time and never fire.
                 tokio::select! {
                     biased;
-                    r = &mut send => break r,
                     _ = self.timer.as_mut() => {
                         if Instant::now() >= deadline {
                             break (Err(ErrorKind::Timeout), 0);
                         }
                         self.timer.as_mut().reset(deadline.into());
                     }
+                    r = &mut send => break r,
                 }
             }
         };
