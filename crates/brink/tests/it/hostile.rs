@@ -303,17 +303,20 @@ fn endless_reflection_imports_end_in_a_clear_error() {
     let asked = Arc::new(AtomicU64::new(0));
     let handler = testkit::reflection::endless_imports(200, asked.clone());
     let srv = testkit::grpc::serve_grpc(testkit::Options::default(), handler).expect("server");
-    let t = Instant::now();
+    let url = format!("grpc://{}", srv.addr);
+    let (code, took, peak_mib, _) = run_watched(&url, &["--call", "evil.Svc/Get", "-n", "5"]);
+    eprintln!("endless reflection: exit {code:?} in {took:?}, peak {peak_mib} MiB");
+    assert_eq!(code, Some(2));
+    assert!(took < Duration::from_secs(12), "{took:?}");
+    assert!(peak_mib < 256, "{peak_mib} MiB");
     let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-        .args(["run", &format!("grpc://{}", srv.addr)])
+        .args(["run", &url])
         .args(["--call", "evil.Svc/Get", "-n", "5"])
         .timeout(Duration::from_secs(60))
         .output()
         .expect("brink runs");
-    let took = t.elapsed();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(took < Duration::from_secs(12), "{took:?}");
     assert!(err.contains("server reflection gave up after"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     let n = asked.load(Ordering::Relaxed);
