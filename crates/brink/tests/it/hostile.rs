@@ -320,9 +320,10 @@ fn endless_reflection_imports_end_in_a_clear_error() {
     assert!(err.contains("server reflection gave up after"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     let n = asked.load(Ordering::Relaxed);
+    // Two runs, each within the bound (v1 listing, then the files).
     assert!(
-        n <= 2 + grpc::reflection::MOST_REQUESTS as u64,
-        "{n} requests"
+        n <= 2 * (2 + grpc::reflection::MOST_REQUESTS as u64),
+        "{n} requests in two runs"
     );
 }
 
