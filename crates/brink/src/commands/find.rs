@@ -162,15 +162,21 @@ fn hooks(
         each_step: hook(&a.hook_each_step, &plan_hooks.each_step),
         on_fail: hook(&a.hook_on_fail, &plan_hooks.on_fail),
         after: hook(&a.hook_after, &plan_hooks.after),
-        out_dir: a.hooks_dir.clone().unwrap_or_else(|| hooks_dir(run_id)),
+        out_dir: a
+            .hooks_dir
+            .clone()
+            .unwrap_or_else(|| hooks_dir(&a.run, run_id)),
         dry_run: a.dry_run,
     })
 }
 
 /// Where hooks write by default: `hooks/RUN_ID` beside the history that keeps the run (so
-/// nothing lands in the working directory), else the system's temporary directory.
-fn hooks_dir(run_id: &str) -> PathBuf {
-    history::default_path()
+/// nothing lands in the working directory), else (`--no-history`) the system's temporary
+/// directory.
+fn hooks_dir(r: &crate::cli::RunArgs, run_id: &str) -> PathBuf {
+    crate::resolve::recording(r)
+        .ok()
+        .and_then(|rec| rec.path)
         .and_then(|h| h.parent().map(|d| d.join("hooks")))
         .unwrap_or_else(|| std::env::temp_dir().join("brink-hooks"))
         .join(run_id)
