@@ -3,16 +3,21 @@
 //!
 //! ```text
 //! slo       := [request "."] metric op value ["over" duration] ["abort"]
-//! metric    := "p50" | "p75" | "p90" | "p95" | "p99" | "p99.9" | "mean" | "max"   (latency)
+//! metric    := "p" NUMBER (any quantile: p50, p95, p99.9) | "mean" | "min" | "max" (latency)
 //!            | "errors"                                                           (share failed)
 //!            | "rps"                                                              (attempts/s)
 //!            | "complete"                    (async completion: first send to done; a duration)
 //!            | "async." latency-metric       (per-request completion: send to job done)
 //! op        := "<" | "<=" | ">" | ">="
-//! value     := duration for latency ("200ms", "1.5s", "20s")
-//!            | percentage for errors ("0.1%", "1%"; a bare number is a percentage too)
+//! value     := duration for latency ("200ms", "1.5s"; a bare number is milliseconds, as in k6)
+//!            | percentage for errors ("0.1%", "1 %"; a bare number is a percentage too)
 //!            | number for rps ("190", "1.5k")
 //! ```
+//!
+//! k6's spellings are read as the same objectives: `p(95)` is `p95`, `avg` is `mean`, `med` is
+//! `p50`, `http_req_failed` (or `http_req_failed.rate`) is `errors` with its value a rate
+//! (`0.01` is 1%), `http_reqs` (or `http_reqs.rate`) is `rps`. Every objective is echoed in its
+//! normalised form with its unit ([`Slo::text`]: `p95 < 200ms`).
 //!
 //! * `request.` limits the objective to one named request of a mix or flow (`list.p95 < 100ms`).
 //! * `over WINDOW` evaluates it on every window of that many whole seconds that ends at each
@@ -83,7 +88,7 @@ impl Op {
 /// One parsed objective.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Slo {
-    /// The text as written.
+    /// The objective normalised, with its unit: `p95 < 200ms over 30s abort`.
     pub text: String,
     /// Request name it applies to; `None` for all requests.
     pub request: Option<String>,
@@ -110,19 +115,56 @@ impl fmt::Display for SloError {
 
 impl std::error::Error for SloError {}
 
-const METRICS: [(&str, Metric); 11] = [
+/// Metrics by name, besides quantiles (`p` and a number).
+const METRICS: [(&str, Metric); 6] = [
     ("complete", Metric::Complete),
-    ("p99.9", Metric::Latency(Some(0.999))),
-    ("p50", Metric::Latency(Some(0.50))),
-    ("p75", Metric::Latency(Some(0.75))),
-    ("p90", Metric::Latency(Some(0.90))),
-    ("p95", Metric::Latency(Some(0.95))),
-    ("p99", Metric::Latency(Some(0.99))),
     ("mean", Metric::Latency(None)),
+    ("min", Metric::Latency(Some(0.0))),
     ("max", Metric::Latency(Some(1.0))),
     ("errors", Metric::Errors),
     ("rps", Metric::Rps),
 ];
+
+/// A metric name (`p95`, `p(99.9)`, `avg`, `errors`, ...) as (canonical name, metric); k6's
+/// spellings map to brink's.
+fn named_metric(name: &str) -> Option<(String, Metric)> {
+    let name = match name {
+        "avg" => "mean",
+        "med" => "p50",
+        other => other,
+    };
+    if let Some((n, m)) = METRICS.iter().find(|(n, _)| *n == name) {
+        return Some((n.to_string(), *m));
+    }
+    let digits = name.strip_prefix('p')?;
+    let digits = digits
+        .strip_prefix('(')
+        .and_then(|d| d.strip_suffix(')'))
+        .unwrap_or(digits);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let q: f64 = digits.parse().ok()?;
+    if !(q > 0.0 && q <= 100.0) {
+        return None;
+    }
+    // Rounded so `p99.9` is exactly 0.999, not 0.9990000000000001.
+    let quantile = (q * 1e10).round() / 1e12;
+    Some((
+        format!("p{}", trim_float_to(q, 4)),
+        Metric::Latency(Some(quantile)),
+    ))
+}
+
+/// k6's whole-metric names: (brink's metric, whether the value is a rate rather than a
+/// percentage).
+fn k6_metric(left: &str) -> Option<(String, Metric, bool)> {
+    match left {
+        "http_req_failed" | "http_req_failed.rate" => Some(("errors".into(), Metric::Errors, true)),
+        "http_reqs" | "http_reqs.rate" => Some(("rps".into(), Metric::Rps, false)),
+        _ => None,
+    }
+}
 
 impl Slo {
     /// Parses one objective; `parse_duration` is the project's duration parser (plan units).
@@ -141,30 +183,51 @@ impl Slo {
             (b'<', _) => (Op::Lt, &rest[1..]),
             _ => (Op::Gt, &rest[1..]),
         };
-        let (request, metric_name, metric) = async_metric(left)
-            .or_else(|| split_metric(left).map(|(r, n, m)| (r, n.to_string(), m)))
+        let k6 = k6_metric(left);
+        let rate = k6.as_ref().is_some_and(|k| k.2);
+        let (request, metric_name, metric) = k6
+            .map(|(n, m, _)| (None, n, m))
+            .or_else(|| async_metric(left))
+            .or_else(|| split_metric(left))
             .or_else(|| share_metric(left))
             .ok_or_else(|| {
                 bad(format!(
-                    "unknown metric '{left}' (expected [request.]p50|p75|p90|p95|p99|p99.9|mean|max|errors|rps|status.CODE|code.NAME, or complete)"
+                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|rps|status.CODE|code.NAME, complete, or k6's p(N)|avg|med|http_req_failed)"
                 ))
             })?;
-        let mut words = rest.split_whitespace();
-        let value = words
+        let mut words = rest.split_whitespace().peekable();
+        let mut value = words
             .next()
-            .ok_or_else(|| bad("missing the value after the comparison".into()))?;
+            .ok_or_else(|| bad("missing the value after the comparison".into()))?
+            .to_string();
+        // A unit written apart from its number: `1 %`, `200 ms`.
+        if let Some(unit) = words.next_if(|w| is_unit(w) && value.parse::<f64>().is_ok()) {
+            value.push_str(unit);
+        }
+        let value = value.as_str();
         if matches!(metric, Metric::Complete | Metric::Async(_)) && request.is_some() {
             return Err(bad(
                 "'complete' is the whole scenario's; it takes no request name".into(),
             ));
         }
         let threshold = match metric {
+            // A bare number is milliseconds, as k6 reads it.
             Metric::Latency(_) | Metric::Complete | Metric::Async(_) => {
-                parse_duration(value)
-                    .map_err(|e| bad(format!("'{value}' is not a duration: {e}")))?
-                    .as_secs_f64()
-                    * 1000.0
+                match value.parse::<f64>() {
+                    Ok(ms) if ms.is_finite() && ms >= 0.0 => ms,
+                    _ => {
+                        parse_duration(value)
+                            .map_err(|e| bad(format!("'{value}' is not a duration: {e}")))?
+                            .as_secs_f64()
+                            * 1000.0
+                    }
+                }
             }
+            Metric::Errors if rate && !value.ends_with('%') => value
+                .parse::<f64>()
+                .ok()
+                .filter(|r| (0.0..=1.0).contains(r))
+                .ok_or_else(|| bad(format!("'{value}' is not a rate from 0 to 1 (e.g. 0.01)")))?,
             Metric::Errors | Metric::Code(_) | Metric::Status(_) => parse_percent(value)
                 .ok_or_else(|| bad(format!("'{value}' is not a percentage (e.g. 0.1%)")))?,
             Metric::Rps => parse_number(value)
@@ -200,8 +263,8 @@ impl Slo {
                 "'complete' is judged once, when the probe ends: no 'over' or 'abort'".into(),
             ));
         }
-        Ok(Slo {
-            text: text.trim().to_string(),
+        let mut slo = Slo {
+            text: String::new(),
             request,
             metric,
             metric_name,
@@ -209,7 +272,25 @@ impl Slo {
             threshold,
             window,
             abort,
-        })
+        };
+        slo.text = slo.normalised();
+        Ok(slo)
+    }
+
+    /// The objective as brink reads it, with its unit: `list.p95 < 200ms over 30s abort`.
+    fn normalised(&self) -> String {
+        let name = match &self.request {
+            Some(r) => format!("{r}.{}", self.metric_name),
+            None => self.metric_name.clone(),
+        };
+        let mut s = format!("{name} {}", self.target_text());
+        if let Some(w) = self.window {
+            s.push_str(&format!(" over {w}s"));
+        }
+        if self.abort {
+            s.push_str(" abort");
+        }
+        s
     }
 
     /// The target as written back: `< 200ms`, `< 0.1%`, `>= 190 req/s`.
@@ -283,29 +364,35 @@ impl Slo {
     }
 }
 
-fn split_metric(left: &str) -> Option<(Option<String>, &'static str, Metric)> {
-    for (name, metric) in METRICS {
-        if left == name {
-            return Some((None, name, metric));
-        }
-        if let Some(req) = left.strip_suffix(name).and_then(|r| r.strip_suffix('.')) {
-            if !req.is_empty() && !req.contains(char::is_whitespace) {
-                return Some((Some(req.to_string()), name, metric));
-            }
-        }
+/// `[request.]metric`: the metric is the longest tail after a dot that names one, so dotted
+/// request names and `p99.9` both read right (`api.v2.mean`, `list.p99.9`).
+fn split_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
+    if let Some((n, m)) = named_metric(left) {
+        return Some((None, n, m));
     }
-    None
+    left.match_indices('.').find_map(|(at, _)| {
+        let (req, name) = (&left[..at], &left[at + 1..]);
+        if req.is_empty() || req.contains(char::is_whitespace) {
+            return None;
+        }
+        named_metric(name).map(|(n, m)| (Some(req.to_string()), n, m))
+    })
 }
 
 /// `async.p95`, `async.mean`, ...: per-request async completion times.
 fn async_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
-    let rest = left.strip_prefix("async.")?;
-    METRICS.iter().find_map(|(name, m)| match m {
-        Metric::Latency(q) if *name == rest => {
-            Some((None, format!("async.{name}"), Metric::Async(*q)))
-        }
+    match named_metric(left.strip_prefix("async.")?)? {
+        (name, Metric::Latency(q)) => Some((None, format!("async.{name}"), Metric::Async(q))),
         _ => None,
-    })
+    }
+}
+
+/// A unit that may be written apart from its number.
+fn is_unit(w: &str) -> bool {
+    matches!(
+        w,
+        "%" | "ms" | "s" | "us" | "µs" | "m" | "min" | "h" | "k" | "/s"
+    )
 }
 
 /// `[request.]code.NAME` (a gRPC status code by name or number) or `[request.]status.NNN`.
@@ -589,6 +676,40 @@ mod tests {
     }
 
     #[test]
+    fn k6_forms_and_bare_numbers_read_as_k6_means_them() {
+        let cases = [
+            ("p99<200", "p99 < 200ms", 200.0),
+            ("p(95)<200", "p95 < 200ms", 200.0),
+            ("p(99.9) < 1.5s", "p99.9 < 1.5s", 1500.0),
+            ("p(97.5)<80", "p97.5 < 80ms", 80.0),
+            ("avg<50", "mean < 50ms", 50.0),
+            ("med <= 20", "p50 <= 20ms", 20.0),
+            ("max < 2s", "max < 2s", 2000.0),
+            ("min < 1", "min < 1ms", 1.0),
+            ("errors < 1 %", "errors < 1%", 0.01),
+            (
+                "p95 < 200 ms over 10s abort",
+                "p95 < 200ms over 10s abort",
+                200.0,
+            ),
+            ("http_req_failed < 0.01", "errors < 1%", 0.01),
+            ("http_req_failed.rate<0.1%", "errors < 0.1%", 0.001),
+            ("http_reqs > 100", "rps > 100 req/s", 100.0),
+            ("list.p(95) < 100", "list.p95 < 100ms", 100.0),
+            ("async.p(90) < 2s", "async.p90 < 2s", 2000.0),
+        ];
+        for (text, shown, threshold) in cases {
+            let s = parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!((s.text.as_str(), s.threshold), (shown, threshold), "{text}");
+        }
+        assert_eq!(
+            parse("p(95)<200").unwrap().metric,
+            Metric::Latency(Some(0.95))
+        );
+        assert_eq!(parse("med<1").unwrap().metric, Metric::Latency(Some(0.5)));
+    }
+
+    #[test]
     fn code_and_status_shares_are_measured_per_attempt() {
         let mut b = Bucket::new(0);
         for i in 0..100u16 {
@@ -613,7 +734,9 @@ mod tests {
     fn errors_name_the_problem() {
         let cases = [
             ("p95 100ms", "expected a comparison"),
-            ("p96 < 100ms", "unknown metric 'p96'"),
+            ("p101 < 100ms", "unknown metric 'p101'"),
+            ("q95 < 100ms", "unknown metric 'q95'"),
+            ("http_req_failed < 2", "not a rate from 0 to 1"),
             ("p95 < fast", "'fast' is not a duration"),
             ("errors < 2x", "'2x' is not a percentage"),
             ("errors < 150%", "not a percentage"),

@@ -29,14 +29,17 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
             .iter()
             .map(|x| x.name.as_str())
             .collect();
+        let slos: Vec<&str> = s.slos.iter().map(|o| o.text.as_str()).collect();
         emitln!(
-            "  {}: {} {} of {} ({}), {} SLO(s)",
+            "  {}: {} {} of {} ({}), {} SLO(s){}{}",
             s.name,
             s.target.url(),
             kind,
             steps.len(),
             steps.join(", "),
-            s.slos.len()
+            s.slos.len(),
+            if slos.is_empty() { "" } else { ": " },
+            slos.join(", ")
         );
     }
     Ok(0)

@@ -35,3 +35,4 @@ mod schema;
 mod serve;
 mod support;
 mod traces;
+mod verdicts;
