@@ -11,7 +11,7 @@ use stats::rng::Rng;
 /// Which way is worse for a metric, and how its change is measured.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
-    /// Relative change; higher is worse; changes under 1 ms never count.
+    /// Relative change; higher is worse; changes under the histograms' resolution never count.
     Latency,
     /// Relative change; lower is worse.
     Throughput,
@@ -378,8 +378,13 @@ fn words(kind: Kind, before: f64, after: f64) -> String {
         }
         _ if before <= 0.0 => String::new(),
         Kind::Latency => {
-            let r = (after / before - 1.0) * 100.0;
-            if r.abs() < 0.05 {
+            let ratio = after / before;
+            let r = (ratio - 1.0) * 100.0;
+            if ratio >= 2.0 {
+                format!("{ratio:.1}x slower")
+            } else if ratio > 0.0 && ratio <= 0.5 {
+                format!("{:.1}x faster", 1.0 / ratio)
+            } else if r.abs() < 0.05 {
                 "same".into()
             } else if r > 0.0 {
                 format!("{r:.1}% slower")
@@ -460,10 +465,18 @@ fn judge(kind: Kind, interval: Option<(f64, f64)>, before: f64, after: f64, t: f
     } else {
         Verdict::Inconclusive
     };
-    if kind == Kind::Latency && (after - before).abs() < 1.0 && v != Verdict::Inconclusive {
+    let untold = kind == Kind::Latency && (after - before).abs() < resolution(before, after);
+    if untold && v != Verdict::Inconclusive {
         return Verdict::Unchanged;
     }
     v
+}
+
+/// The smallest latency change (ms) that can be told at all: two steps of the histograms'
+/// resolution (three significant digits, whole microseconds) at the larger figure. It scales
+/// with the figures, so a service answering in 0.07 ms can regress to 0.8 ms.
+fn resolution(before: f64, after: f64) -> f64 {
+    (before.max(after) * 0.002).max(0.002)
 }
 
 /// Two searches: the maximum sustainable level (deciding), its throughput, and the knee.
@@ -535,8 +548,21 @@ mod tests {
             v(Kind::Latency, 0.02, 0.09, 10.0, 10.5),
             Verdict::Inconclusive
         );
-        // Under 1 ms is never a regression, however clear.
-        assert_eq!(v(Kind::Latency, 0.50, 0.70, 1.0, 1.6), Verdict::Unchanged);
+        // Under a millisecond a clear change is still a change: 0.07 ms to 0.8 ms regressed.
+        assert_eq!(v(Kind::Latency, 0.50, 0.70, 1.0, 1.6), Verdict::Regressed);
+        assert_eq!(
+            v(Kind::Latency, 7.69, 12.34, 0.075, 0.80),
+            Verdict::Regressed
+        );
+        assert_eq!(
+            v(Kind::Latency, -0.92, -0.88, 0.80, 0.075),
+            Verdict::Improved
+        );
+        // Below the histograms' resolution nothing is told, however the interval reads.
+        assert_eq!(
+            v(Kind::Latency, 0.5, 0.7, 0.001, 0.0015),
+            Verdict::Unchanged
+        );
         // Throughput: less is worse.
         assert_eq!(
             v(Kind::Throughput, -0.30, -0.10, 100.0, 80.0),
@@ -557,6 +583,8 @@ mod tests {
     fn changes_read_as_words() {
         assert_eq!(words(Kind::Latency, 40.0, 51.0), "27.5% slower");
         assert_eq!(words(Kind::Latency, 51.0, 40.0), "21.6% faster");
+        assert_eq!(words(Kind::Latency, 0.07, 0.80), "11.4x slower");
+        assert_eq!(words(Kind::Latency, 0.80, 0.07), "11.4x faster");
         assert_eq!(words(Kind::Throughput, 100.0, 180.0), "1.8x throughput");
         assert_eq!(words(Kind::Throughput, 100.0, 50.0), "2.0x less throughput");
         assert_eq!(words(Kind::Throughput, 100.0, 97.0), "-3.0% throughput");

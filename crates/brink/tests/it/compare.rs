@@ -95,6 +95,16 @@ fn compare_knows_a_regression_from_noise() {
     let _cpu = crate::support::cpu_exclusive();
     let (same_a, same_b) = (service(10, 0), service(10, 0));
     let (slow, failing) = (service(20, 0), service(10, 50));
+    // Under a millisecond: an answer at once, and one after 0.7 ms of work.
+    let fast = service(0, 0);
+    let spin = testkit::serve(Arc::new(|_: &Req| {
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_micros(700) {
+            std::hint::spin_loop();
+        }
+        Reply::ok("ok\n", Duration::ZERO)
+    }))
+    .expect("server starts");
     let dir = tempfile::tempdir().unwrap();
     let keep = std::env::var_os("BRINK_KEEP_COMPARE").map(PathBuf::from);
     let base = keep.unwrap_or_else(|| dir.path().to_path_buf());
@@ -104,6 +114,8 @@ fn compare_knows_a_regression_from_noise() {
         record(same_b.url("/"), 48, p("b.json")),
         record(slow.url("/"), 48, p("slow.json")),
         record(failing.url("/"), 48, p("errors.json")),
+        record(fast.url("/"), 48, p("fast.json")),
+        record(spin.url("/"), 48, p("spin.json")),
     ];
     for r in runs {
         r.join().expect("run finished");
@@ -149,6 +161,14 @@ fn compare_knows_a_regression_from_noise() {
     );
     assert!(lo <= change && change <= hi, "{p50}");
     assert!(p50["change_text"].as_str().unwrap().ends_with("% slower"));
+
+    // A service answering in well under a millisecond can regress: 0.7 ms of work on top of
+    // an answer at once is several times slower (it used to read "unchanged", under 1 ms).
+    let (_, c, err) = compare(&[&p("fast.json"), &p("spin.json")], &allow);
+    let p50 = row(&c, "p50");
+    assert_eq!(p50["verdict"], "regressed", "{p50}\n{err}");
+    let words = p50["change_text"].as_str().unwrap_or_default();
+    assert!(words.ends_with("x slower"), "{words}");
 
     let (code, c, err) = compare(&[&p("a.json"), &p("errors.json")], &allow);
     assert_eq!(code, Some(1), "{c}\n{err}");
