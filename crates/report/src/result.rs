@@ -401,6 +401,59 @@ pub struct ScheduleInfo {
     pub max_lag_ms: f64,
     /// Due before the end but never sent (no free connection in time).
     pub not_sent: u64,
+    /// The run sent clearly less than it asked for: what it achieved, and which limit held it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shortfall: Option<Shortfall>,
+}
+
+/// An open-model run that could not send at the rate asked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Shortfall {
+    /// The rate the schedule asked for (the same as `intended_rps`).
+    pub asked_rps: f64,
+    /// Attempts started per second over the run.
+    pub achieved_rps: f64,
+    /// `pool`: every connection was busy while the service answered about as fast as it did
+    /// unloaded (more connections would carry more); `service`: its time per request grew
+    /// threefold or more (it queues work inside: more connections would only queue more).
+    pub limit: String,
+    /// The connection pool (`-c`).
+    pub pool: u64,
+    /// Mean time per request at the service (ms), the fastest (unloaded) one, and the rate
+    /// the pool carries at the mean.
+    pub service_ms: f64,
+    pub unloaded_ms: f64,
+    pub pool_carries_rps: f64,
+}
+
+impl ScheduleInfo {
+    /// The shortfall as a headline: `achieved 1,410 of 3,000 req/s asked: ...`.
+    pub fn shortfall_text(&self) -> Option<String> {
+        let f = self.shortfall.as_ref()?;
+        let fmt = crate::fmt::fmt_rate;
+        let ms = crate::fmt::fmt_ms;
+        let why = match f.limit.as_str() {
+            "pool" => format!(
+                "the pool of {} connections was the limit ({} per request at the service, as unloaded: {} connections carry about {} req/s); raise -c",
+                f.pool,
+                ms(f.service_ms),
+                f.pool,
+                fmt(f.pool_carries_rps)
+            ),
+            _ => format!(
+                "the service could not keep up (its time per request grew from {} to {}: it queues, and more connections would only queue more)",
+                ms(f.unloaded_ms),
+                ms(f.service_ms)
+            ),
+        };
+        Some(format!(
+            "achieved {} of {} req/s asked: {why}; {} of {} started late",
+            fmt(f.achieved_rps),
+            fmt(f.asked_rps),
+            crate::fmt::fmt_count(self.late),
+            crate::fmt::fmt_count(self.intended)
+        ))
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

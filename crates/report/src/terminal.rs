@@ -47,6 +47,9 @@ fn heading(o: &mut String, r: &ScenarioResult) {
             s.duration_s
         );
     }
+    if let Some(short) = s.schedule.as_ref().and_then(|x| x.shortfall_text()) {
+        let _ = writeln!(o, "  SHORTFALL {short}");
+    }
     let _ = writeln!(o);
 }
 

@@ -131,7 +131,7 @@ fn traces(spec: &RunSpec, out: &RunOutput) -> Option<TracesJson> {
 }
 
 fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
-    let Load::Open { rate, .. } = &spec.load else {
+    let Load::Open { rate, pool } = &spec.load else {
         return None;
     };
     let ran = rate.truncated(out.duration);
@@ -141,17 +141,48 @@ fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
     }
     let all = &out.totals.all;
     let sent = all.requests + out.unfinished;
-    Some(ScheduleInfo {
+    // The rate asked is over the schedule's span: a run that went on after it (requests still
+    // being started late) did not ask for less.
+    let span = ran
+        .end()
+        .unwrap_or(out.duration)
+        .min(out.duration)
+        .as_secs_f64();
+    let asked_rps = if span > 0.0 { ran.total() / span } else { 0.0 };
+    let mut info = ScheduleInfo {
         intended,
-        intended_rps: if out.duration.is_zero() {
-            0.0
-        } else {
-            ran.total() / out.duration.as_secs_f64()
-        },
+        intended_rps: asked_rps,
         late: all.late,
         max_lag_ms: all.max_lag_us as f64 / 1000.0,
         not_sent: intended.saturating_sub(sent),
-    })
+        shortfall: None,
+    };
+    let secs = out.duration.as_secs_f64();
+    let achieved_rps = if secs > 0.0 { sent as f64 / secs } else { 0.0 };
+    if achieved_rps < 0.95 * asked_rps && info.late * 100 > intended.max(1) {
+        let service_ms = all.service.mean() / 1000.0;
+        let unloaded_ms = all.service.min() as f64 / 1000.0;
+        let pool_carries_rps = if service_ms > 0.0 {
+            *pool as f64 * 1000.0 / service_ms
+        } else {
+            0.0
+        };
+        // A full pool is the limit while the service answers each request about as fast as
+        // it did unloaded; when its time per request grew threefold or more it queues work
+        // inside, and more connections would only queue more.
+        let queues =
+            all.service.value_at_quantile(0.5) as f64 / 1000.0 >= 3.0 * unloaded_ms.max(0.05);
+        info.shortfall = Some(report::Shortfall {
+            asked_rps,
+            achieved_rps,
+            limit: if queues { "service" } else { "pool" }.into(),
+            pool: *pool as u64,
+            service_ms,
+            unloaded_ms,
+            pool_carries_rps,
+        });
+    }
+    Some(info)
 }
 
 /// The summary of `totals` over `duration_s` seconds.

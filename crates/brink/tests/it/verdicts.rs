@@ -74,3 +74,70 @@ fn bare_numbers_are_milliseconds_and_k6_forms_read_right() {
         "{text}"
     );
 }
+
+/// An open-model run that cannot send at the rate asked says so first: the rate asked (it was
+/// reported as the rate achieved), what it achieved, and which limit held it: the pool (a
+/// service answering in a constant 20 ms, five connections) or the service (two slots that
+/// queue work inside it).
+#[test]
+fn an_overloaded_open_model_run_headlines_the_shortfall() {
+    let constant =
+        testkit::serve(testkit::handlers::fixed(Duration::from_millis(20))).expect("server");
+    let queueing = testkit::serve_with(
+        testkit::Options {
+            slots: Some(2),
+            ..testkit::Options::default()
+        },
+        std::sync::Arc::new(|_: &testkit::Req| testkit::Reply::Full {
+            status: 200,
+            body: b"ok".to_vec(),
+            delay: Duration::from_millis(5),
+            slot: true,
+            close: false,
+        }),
+    )
+    .expect("server");
+    for (srv, pool, limit) in [(&constant, "5", "pool"), (&queueing, "50", "service")] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let html = dir.path().join("r.html");
+        let ran = brink_json(&[
+            "run",
+            &srv.url("/"),
+            "--rate",
+            "1000",
+            "-c",
+            pool,
+            "-d",
+            "3s",
+            "--html",
+            html.to_str().unwrap(),
+        ]);
+        let sc = &ran.result["summary"]["schedule"];
+        assert_eq!(sc["intended_rps"].as_f64(), Some(1000.0), "{sc}");
+        let f = &sc["shortfall"];
+        assert_eq!(f["limit"], limit, "{sc}");
+        assert!(f["achieved_rps"].as_f64().unwrap_or(1e9) < 950.0, "{sc}");
+        let head = ran.stdout.lines().nth(2).unwrap_or_default();
+        assert!(
+            head.contains("SHORTFALL achieved") && head.contains("of 1,000 req/s asked"),
+            "{}",
+            ran.stdout
+        );
+        let page = std::fs::read_to_string(&html).expect("html written");
+        assert!(page.contains("Shortfall: achieved"), "the page says it too");
+        let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &ran.result);
+        assert!(problems.is_empty(), "{problems:?}");
+    }
+    // A run that keeps up has no shortfall.
+    let ran = brink_json(&[
+        "run",
+        &constant.url("/"),
+        "--rate",
+        "50",
+        "-c",
+        "5",
+        "-d",
+        "2s",
+    ]);
+    assert!(ran.result["summary"]["schedule"]["shortfall"].is_null());
+}

@@ -152,6 +152,9 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
             escape(&crate::terminal::async_text(j))
         );
     }
+    if let Some(short) = s.summary.schedule.as_ref().and_then(|x| x.shortfall_text()) {
+        let _ = writeln!(o, "<p class=\"bad\">Shortfall: {}</p>", escape(&short));
+    }
     if let Some(b) = &s.broke {
         let _ = writeln!(o, "<p class=\"bad\">Broke: {}</p>", escape(&b.describe()));
     }
