@@ -508,10 +508,16 @@ pub fn by_level(f: &FindResult, observed: &[String]) -> String {
     o
 }
 
-/// Everything after the table: the maximum, the knee, the USL fit and the diagnosis.
+/// Everything after the table, in the order a capacity answer is read: the throughput the
+/// service sustains and the level where it saturates (the knee), what more load only buys
+/// (queueing), the objectives' limit, how the search ended, the USL fit (by connections only)
+/// and the diagnosis.
 pub fn render_summary(f: &FindResult) -> String {
     let mut o = String::new();
     let _ = writeln!(o);
+    for line in f.capacity_lines() {
+        let _ = writeln!(o, " {line}");
+    }
     match &f.max_sustainable {
         Some(m) => {
             let res = m.resolution.map_or(String::new(), |r| {
@@ -533,12 +539,12 @@ pub fn render_summary(f: &FindResult) -> String {
         }
     }
     let _ = writeln!(o, " Search ended: {}", f.stopped);
-    if let Some(k) = &f.knee {
-        let _ = writeln!(o, " Knee: at {} ({})", f.by.describe(k.level), k.reason);
-    }
-    if let Some(u) = &f.usl {
+    if let (Some(u), By::Connections) = (&f.usl, f.by) {
         let peak = match (u.peak_concurrency, u.peak_rps) {
-            (Some(n), Some(x)) => format!("predicted peak N* = {n:.1} at {} req/s", fmt_rate(x)),
+            (Some(n), Some(x)) => format!(
+                "predicted peak N* = {n:.1} connections at {} req/s",
+                fmt_rate(x)
+            ),
             _ => "no predicted peak (no coherency cost measured)".to_string(),
         };
         let _ = writeln!(
@@ -560,5 +566,76 @@ pub fn render_summary(f: &FindResult) -> String {
             let _ = writeln!(o, "   - {d}");
         }
     }
+    if let Some(r) = f.reading() {
+        let _ = writeln!(o, "\nreading it: {r}");
+    }
     o
+}
+
+impl FindResult {
+    /// Whole steps with successful responses, in level order.
+    fn measured(&self) -> Vec<&StepRow> {
+        let mut v: Vec<&StepRow> = self
+            .steps
+            .iter()
+            .filter(|x| !x.interrupted && x.ok_rps > 0.0)
+            .collect();
+        v.sort_by(|a, b| a.level.total_cmp(&b.level));
+        v
+    }
+
+    /// The capacity answer's first lines: the throughput sustained and where it saturates,
+    /// then what more load only bought.
+    pub fn capacity_lines(&self) -> Vec<String> {
+        let steps = self.measured();
+        let Some(peak) = steps.iter().map(|x| x.ok_rps).max_by(f64::total_cmp) else {
+            return Vec::new();
+        };
+        let Some(k) = &self.knee else {
+            let top = steps.last().map_or(0.0, |x| x.level);
+            return vec![format!(
+                "Capacity: at least {} req/s (throughput still growing at {}, the highest level run)",
+                fmt_rate(peak),
+                self.by.describe(top)
+            )];
+        };
+        let mut out = vec![format!(
+            "Capacity: ~{} req/s, saturating at {} (the knee: {})",
+            fmt_rate(peak),
+            self.by.describe(k.level),
+            k.reason
+        )];
+        let at_knee = steps.iter().find(|x| x.level == k.level);
+        if let (Some(knee), Some(top)) = (at_knee, steps.last().filter(|t| t.level > k.level)) {
+            out.push(format!(
+                "More load only queues: at {} p99 is {} ({} at the knee) for {} req/s",
+                self.by.describe(top.level),
+                fmt_ms(top.p99),
+                fmt_ms(knee.p99),
+                fmt_rate(top.ok_rps)
+            ));
+        }
+        out
+    }
+
+    /// The plain explanation of a plateau: printed when throughput stopped growing at the
+    /// knee and the search went past it (the service queues what it cannot take at once).
+    pub fn reading(&self) -> Option<String> {
+        let k = self.knee.as_ref()?;
+        if !k.reason.starts_with("throughput stops growing") {
+            return None;
+        }
+        let steps = self.measured();
+        steps.last().filter(|t| t.level > k.level)?;
+        let peak = steps.iter().map(|x| x.ok_rps).fold(0.0, f64::max);
+        let unit = match self.by {
+            By::Connections => "connections",
+            By::Rate => "req/s asked",
+        };
+        Some(format!(
+            "past ~{} the service takes no more work at once, so extra requests only queue: throughput stays near {} req/s while latency grows with the queue (Little's law: latency = {unit} in flight / throughput). The maximum sustainable level is the longest queue the objectives allow.",
+            self.by.describe(k.level),
+            fmt_rate(peak)
+        ))
+    }
 }

@@ -51,7 +51,11 @@ pub fn summarise(
         level: k.level,
         reason: k.reason,
     });
-    let usl_points: Vec<(f64, f64)> = steps.iter().filter_map(|x| x.row.usl_point(by)).collect();
+    // The USL's N is concurrency: by rate it has no level to be read in, so it is left out.
+    let usl_points: Vec<(f64, f64)> = match by {
+        By::Connections => steps.iter().filter_map(|x| x.row.usl_point(by)).collect(),
+        By::Rate => Vec::new(),
+    };
     let usl = Usl::fit(&usl_points).map(|u| UslInfo {
         lambda: u.lambda,
         sigma: u.sigma,
@@ -59,7 +63,8 @@ pub fn summarise(
         peak_concurrency: u.peak_n,
         peak_rps: u.peak_x,
         r2: u.r2,
-        poor_fit: u.r2 < 0.8,
+        // Below 0.95 the curve misses measured points by enough to move the peak a lot.
+        poor_fit: u.r2 < 0.95,
     });
     let mut find = FindResult {
         by,

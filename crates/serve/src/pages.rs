@@ -40,6 +40,11 @@ fn badge(r: &Run) -> String {
         ("failed", _, _) => "<span class=\"badge fail\">failed</span>".into(),
         ("died", _, _) => "<span class=\"badge fail\">died</span>".into(),
         (_, _, true) => "<span class=\"badge warn\">interrupted</span>".into(),
+        // A search's steps fail by design: it succeeded when a level held.
+        _ if r.command == "find" => match r.max_sustainable {
+            Some(_) => "<span class=\"badge pass\">found</span>".into(),
+            None => "<span class=\"badge fail\">none held</span>".into(),
+        },
         (_, Some(true), _) => "<span class=\"badge pass\">PASS</span>".into(),
         (_, Some(false), _) => "<span class=\"badge fail\">FAIL</span>".into(),
         _ => "<span class=\"badge none\">no SLOs</span>".into(),

@@ -137,13 +137,15 @@ pub struct Knee {
     pub reason: String,
 }
 
-/// The first step (sorted by level) where latency grows much faster than load or throughput
-/// stops growing.
+/// Where the curve bends (steps sorted by level): the first step at which latency grows much
+/// faster than load (p90 3x the load's growth: the step where it broke), or the first level
+/// past which throughput stops growing (more load gains under a fifth of its growth: the level
+/// where the service saturates, not the one above it).
 pub fn knee(points: &[Point]) -> Option<Knee> {
     let mut sorted: Vec<(usize, Point)> = points.iter().copied().enumerate().collect();
     sorted.sort_by(|a, b| a.1.level.total_cmp(&b.1.level));
     for w in sorted.windows(2) {
-        let ((_, prev), (i, cur)) = (w[0], w[1]);
+        let ((before, prev), (i, cur)) = (w[0], w[1]);
         if prev.level <= 0.0 || prev.throughput <= 0.0 || prev.p90_ms <= 0.0 {
             continue;
         }
@@ -162,13 +164,12 @@ pub fn knee(points: &[Point]) -> Option<Knee> {
         }
         if gain - 1.0 < 0.2 * (load - 1.0) {
             return Some(Knee {
-                index: i,
-                level: cur.level,
+                index: before,
+                level: prev.level,
                 reason: format!(
-                    "throughput x{} for {}x load (flat at ~{:.0}/s)",
-                    fmt_ratio(gain),
-                    fmt_ratio(load),
-                    cur.throughput
+                    "throughput stops growing here: {:+.0}% for {}x load above it",
+                    (gain - 1.0) * 100.0,
+                    fmt_ratio(load)
                 ),
             });
         }
@@ -259,11 +260,10 @@ mod tests {
             p(16.0, 820.0, 19.5),
         ])
         .unwrap();
-        assert_eq!(k.index, 2);
-        assert!(
-            k.reason.starts_with("throughput x1.02 for 2x load"),
-            "{}",
-            k.reason
+        assert_eq!((k.index, k.level), (1, 8.0), "the level where it saturates");
+        assert_eq!(
+            k.reason,
+            "throughput stops growing here: +2% for 2x load above it"
         );
         // Linear scaling: no knee.
         assert!(knee(&[p(1.0, 100.0, 5.0), p(2.0, 200.0, 5.1), p(4.0, 400.0, 5.2)]).is_none());

@@ -85,13 +85,8 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     );
     let code = super::find::run_search(&session, job, &search)?;
     emitln!(
-        "\nreading it: the service holds {} requests at a time, so past ~{} connections extra requests only queue.",
-        demo.slots,
+        "(the demo service holds {} requests at a time: that is where its knee should be)",
         demo.slots
     );
-    emitln!(
-        "Throughput stops growing once every slot is busy (the knee), and latency then grows with the queue"
-    );
-    emitln!("(Little's law: latency = connections / throughput): the largest queue that keeps p99 under 25 ms is the maximum above.");
     Ok(code)
 }

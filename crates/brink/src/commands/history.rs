@@ -105,6 +105,12 @@ fn line(r: &Run) -> String {
         ("failed", _, _) => "failed".to_string(),
         ("died", _, _) => "died".to_string(),
         (_, _, true) => "interrupted".to_string(),
+        // A search's steps fail by design (that is how it finds the limit): it succeeded when
+        // it found a level that held.
+        _ if r.command == "find" => match r.max_sustainable {
+            Some(_) => "found".to_string(),
+            None => "none held".to_string(),
+        },
         (_, Some(true), _) => "PASS".to_string(),
         (_, Some(false), _) => "FAIL".to_string(),
         _ => "-".to_string(),
@@ -149,4 +155,31 @@ pub fn show_cmd(a: &ShowArgs) -> Result<i32, Fail> {
         crate::sinks::print_result(&result);
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_search_that_found_its_limit_is_not_listed_as_failed() {
+        let run = |max| Run {
+            command: "find".into(),
+            status: "done".into(),
+            slo_passed: Some(false),
+            max_sustainable: max,
+            ..Run::default()
+        };
+        assert!(
+            line(&run(Some(22.0))).contains("  found max 22"),
+            "{}",
+            line(&run(Some(22.0)))
+        );
+        assert!(line(&run(None)).contains("  none held"));
+        let plain = Run {
+            command: "run".into(),
+            ..run(None)
+        };
+        assert!(line(&plain).ends_with("  FAIL"), "{}", line(&plain));
+    }
 }

@@ -338,6 +338,7 @@ fn demo_runs_on_loopback() {
     );
     assert!(stdout.contains("demo service on 127.0.0.1:"), "{stdout}");
     assert!(stdout.contains("Maximum sustainable: "), "{stdout}");
-    assert!(stdout.contains("Knee: at "), "{stdout}");
+    assert!(stdout.contains(" Capacity: ~"), "{stdout}");
+    assert!(stdout.contains("reading it: past ~"), "{stdout}");
     assert!(stdout.contains("Diagnosis:"), "{stdout}");
 }
