@@ -22,5 +22,5 @@ pub use result::{
     SCHEMA,
 };
 pub use sla::suite_table;
-pub use terminal::{describe_load, render};
+pub use terminal::{describe_load, failed_answers, render};
 pub use time::rfc3339_utc;

@@ -41,6 +41,10 @@ pub struct ScenarioResult {
     pub interrupted: bool,
     /// The SLO (with `abort`) that stopped this scenario early.
     pub aborted_by: Option<String>,
+    /// Stopped early because nothing could connect: every connect of the first seconds was
+    /// refused and none ever succeeded.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unreachable: bool,
     pub target: TargetInfo,
     pub load: LoadInfo,
     pub summary: SummaryJson,

@@ -9,7 +9,7 @@ use std::fmt::Write;
 pub fn render(r: &ScenarioResult) -> String {
     let mut o = String::new();
     heading(&mut o, r);
-    counts(&mut o, &r.summary);
+    counts(&mut o, r);
     connections(&mut o, &r.summary);
     notes(&mut o, r);
     let s = &r.summary;
@@ -47,6 +47,13 @@ fn heading(o: &mut String, r: &ScenarioResult) {
             s.duration_s
         );
     }
+    if r.unreachable {
+        let _ = writeln!(
+            o,
+            "  stopped after {:.1}s: every connect was refused and none ever succeeded",
+            s.duration_s
+        );
+    }
     if let Some(short) = s.schedule.as_ref().and_then(|x| x.shortfall_text()) {
         let _ = writeln!(o, "  SHORTFALL {short}");
     }
@@ -54,7 +61,8 @@ fn heading(o: &mut String, r: &ScenarioResult) {
 }
 
 /// Requests, successes, errors by kind, status codes, messages and bytes.
-fn counts(o: &mut String, s: &crate::SummaryJson) {
+fn counts(o: &mut String, r: &ScenarioResult) {
+    let s = &r.summary;
     let row = row_to;
     row(
         o,
@@ -83,18 +91,10 @@ fn counts(o: &mut String, s: &crate::SummaryJson) {
         .filter(|(_, &n)| n > 0)
         .map(|(k, n)| format!("{k} {}", fmt_count(*n)))
         .collect();
-    let failed_status: u64 = s.errors - s.errors_by_kind.values().sum::<u64>();
     let mut err = fmt_count(s.errors);
     if s.errors > 0 {
         let mut parts = kinds;
-        if failed_status > 0 {
-            let what = if s.grpc_status.is_empty() {
-                "failed status"
-            } else {
-                "failed code"
-            };
-            parts.push(format!("{what} {}", fmt_count(failed_status)));
-        }
+        parts.extend(failed_answers(r));
         err = format!("{err}  ({})", parts.join(", "));
     }
     row(o, "errors", err);
@@ -166,6 +166,25 @@ fn connections(o: &mut String, s: &crate::SummaryJson) {
         }
         row(o, "connections", parts.join("; "));
     }
+}
+
+/// The answers that counted as failures, by status or gRPC code: `status 503: 12`,
+/// `UNIMPLEMENTED: 100`, `200 outside --ok-status: 5` (a 200 fails only when `--ok-status`
+/// leaves it out).
+pub fn failed_answers(r: &ScenarioResult) -> Vec<String> {
+    let s = &r.summary;
+    let statuses = s.status.iter().filter_map(|(code, n)| {
+        let c: u16 = code.parse().ok()?;
+        match (r.counts_as_ok(c), c < 400) {
+            (true, _) => None,
+            (false, true) => Some(format!("{code} outside --ok-status: {}", fmt_count(*n))),
+            (false, false) => Some(format!("status {code}: {}", fmt_count(*n))),
+        }
+    });
+    let codes = s.grpc_status.iter().filter_map(|(code, n)| {
+        (!r.code_counts_as_ok(code)).then(|| format!("{code}: {}", fmt_count(*n)))
+    });
+    statuses.chain(codes).collect()
 }
 
 /// What else the run has to say: server figures, the schedule, refusals, extraction

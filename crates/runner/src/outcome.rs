@@ -68,6 +68,7 @@ pub fn scenario_result(
         name: name.to_string(),
         interrupted: out.interrupted,
         aborted_by,
+        unreachable: false,
         target: target_info(spec),
         load: load_info(spec, out.workers),
         summary,

@@ -123,6 +123,7 @@ fn run_one(
     let out = out?;
     let mut slo = watch.verdicts(out.duration.as_secs_f64());
     let aborted_by = watch.aborted_by.take();
+    let unreachable = watch.unreachable;
     drop(watch);
     let completion = match (probe, &job.completion) {
         (Some(running), Some(p)) => {
@@ -143,6 +144,7 @@ fn run_one(
     };
     let mut scenario = crate::outcome::scenario_result(&job.name, &job.spec, &out, slo, aborted_by);
     scenario.completion = completion;
+    scenario.unreachable = unreachable;
     crate::outcome::judge_async(&job.slos, scenario.async_jobs.as_ref(), &mut scenario.slo);
     scenario.slo_passed = (!scenario.slo.is_empty()).then(|| scenario.slo.iter().all(|s| s.pass));
     scenario.generator = Some(crate::outcome::generator_check(

@@ -24,7 +24,23 @@ pub struct Watch<'a> {
     trackers: Vec<(Tracker, Option<usize>)>,
     /// The SLO whose `abort` stopped the run.
     pub aborted_by: Option<String>,
+    /// Every attempt so far, and how many were refused connects, with the connections opened:
+    /// a target nothing could connect to in the first seconds stops the run early.
+    seen: Reach,
+    /// Stopped early: nothing could connect.
+    pub unreachable: bool,
 }
+
+/// What the first seconds reached.
+#[derive(Default)]
+struct Reach {
+    attempts: u64,
+    refused: u64,
+    opened: u64,
+}
+
+/// Whole seconds in which every connect is refused before a run stops early.
+const UNREACHABLE_AFTER: u64 = 2;
 
 impl<'a> Watch<'a> {
     /// Follows a run of `requests` (the workload's request names) lasting `total` against
@@ -56,6 +72,8 @@ impl<'a> Watch<'a> {
             judged_by_request: vec![Bucket::new(0); requests.len()],
             trackers,
             aborted_by: None,
+            seen: Reach::default(),
+            unreachable: false,
         }
     }
 
@@ -79,6 +97,20 @@ impl<'a> Watch<'a> {
 impl OnSecond for Watch<'_> {
     fn second(&mut self, view: &SecondView) -> bool {
         self.sinks.show(&Event::Second(view));
+        let all = view.all;
+        self.seen.attempts += all.requests;
+        self.seen.refused += all.errors_by_kind[stats::ErrorKind::Connect.index()];
+        self.seen.opened += all.setup.opened;
+        let s = &self.seen;
+        if self.honour_abort
+            && view.second.t + 1 >= UNREACHABLE_AFTER
+            && s.attempts > 0
+            && s.refused == s.attempts
+            && s.opened == 0
+        {
+            self.unreachable = true;
+            return true;
+        }
         if view.second.t < self.judged_from {
             return false;
         }

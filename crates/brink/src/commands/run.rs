@@ -21,17 +21,18 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
             .filter(|(_, &n)| n > 0)
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
-        let statuses: Vec<String> = s
-            .status
-            .iter()
-            .map(|(c, n)| format!("status {c}: {n}"))
-            .collect();
-        let detail = [kinds, statuses].concat().join(", ");
+        let answers = result.scenarios.iter().flat_map(report::failed_answers);
+        let detail = kinds
+            .into_iter()
+            .chain(answers)
+            .collect::<Vec<_>>()
+            .join(", ");
         return Err(Fail {
             code: UNREACHABLE,
             message: format!(
-                "no request succeeded ({} attempts: {detail}){}",
+                "no request succeeded ({} attempts: {detail}){}{}",
                 s.requests,
+                connect_reason(result),
                 http2_hint(result)
             ),
         });
@@ -40,6 +41,30 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
         return Ok(SLO_FAILED);
     }
     Ok(0)
+}
+
+/// Why nothing could connect, in the system's words with the address (`: connection refused:
+/// 127.0.0.1:18099`), when every attempt was a connect error.
+fn connect_reason(result: &RunResult) -> String {
+    let s = &result.summary;
+    let connect = s.errors_by_kind.get("connect").copied().unwrap_or(0);
+    if connect == 0 || connect != s.requests {
+        return String::new();
+    }
+    let Ok(addr) = model::Target::parse(&result.target.url).and_then(|t| t.resolve()) else {
+        return String::new();
+    };
+    match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(1)) {
+        Ok(_) => String::new(),
+        Err(e) => {
+            let why = match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_string(),
+                std::io::ErrorKind::TimedOut => "connect timed out".to_string(),
+                _ => e.to_string(),
+            };
+            format!(": {why}: {addr}")
+        }
+    }
 }
 
 /// Why HTTP/2 requests that all failed did (as `protocol` or `reset` errors): the server

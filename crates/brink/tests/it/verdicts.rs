@@ -141,3 +141,65 @@ fn an_overloaded_open_model_run_headlines_the_shortfall() {
     ]);
     assert!(ran.result["summary"]["schedule"]["shortfall"].is_null());
 }
+
+/// A target nothing can connect to stops the run after its first seconds (not its whole
+/// duration) and says why in the system's words, with the address; the exit code is as before.
+#[test]
+fn an_unreachable_target_fails_fast_and_says_why() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let t = std::time::Instant::now();
+    let ran = brink_json(&["run", &format!("http://127.0.0.1:{port}/"), "-d", "30s"]);
+    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+    assert_eq!(ran.code, Some(3), "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains(&format!("connection refused: 127.0.0.1:{port}")),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(ran.result["scenarios"][0]["unreachable"], true);
+    assert!(
+        ran.stdout.contains("every connect was refused"),
+        "{}",
+        ran.stdout
+    );
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &ran.result);
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+/// An error summary names what failed: gRPC codes (an all-UNIMPLEMENTED run said
+/// "100 attempts: " and nothing), and a 200 outside `--ok-status` reads as such.
+#[test]
+fn failures_are_named_by_status_and_code() {
+    use testkit::grpc::{Answer, Call};
+    let handler: testkit::grpc::GrpcHandler = std::sync::Arc::new(|_: &Call| Answer::code(12));
+    let srv = testkit::grpc::serve_grpc(testkit::Options::default(), handler).expect("server");
+    let proto = crate::grpc::greeter();
+    let ran = brink_json(&[
+        "run",
+        &format!("grpc://{}", srv.addr),
+        "--proto",
+        proto.to_str().unwrap(),
+        "--call",
+        "helloworld.Greeter/SayHello",
+        "-n",
+        "20",
+    ]);
+    assert_eq!(ran.code, Some(3));
+    assert!(
+        ran.stderr.contains("(20 attempts: UNIMPLEMENTED: 20)"),
+        "{}",
+        ran.stderr
+    );
+    let http = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let ran = brink_json(&["run", &http.url("/"), "-n", "10", "--ok-status", "201"]);
+    assert!(
+        ran.stdout
+            .contains("errors        10  (200 outside --ok-status: 10)"),
+        "{}",
+        ran.stdout
+    );
+}
