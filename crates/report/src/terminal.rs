@@ -181,9 +181,11 @@ pub fn failed_answers(r: &ScenarioResult) -> Vec<String> {
             (false, false) => Some(format!("status {code}: {}", fmt_count(*n))),
         }
     });
-    let codes = s.grpc_status.iter().filter_map(|(code, n)| {
-        (!r.code_counts_as_ok(code)).then(|| format!("{code}: {}", fmt_count(*n)))
-    });
+    let codes = s
+        .grpc_status
+        .iter()
+        .filter(|(code, _)| !r.code_counts_as_ok(code))
+        .map(|(code, n)| format!("{code}: {}", fmt_count(*n)));
     statuses.chain(codes).collect()
 }
 
