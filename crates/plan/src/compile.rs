@@ -186,12 +186,10 @@ impl Cx<'_> {
         let pos = e.location().map(Pos::from);
         let text = e.to_string();
         let first = strip_location(text.lines().next().unwrap_or("invalid YAML"));
-        PlanError::at(
-            self.file,
-            self.source,
-            pos,
-            unknown_key_hint(&first).unwrap_or(first),
-        )
+        let message = unknown_key_hint(&first)
+            .or_else(|| pos.and_then(|p| crate::indent::hint(self.source, p, &first)))
+            .unwrap_or(first);
+        PlanError::at(self.file, self.source, pos, message)
     }
 
     pub(crate) fn duration<T>(

@@ -9,6 +9,7 @@ pub mod error;
 pub mod file;
 mod grpc_step;
 mod http_step;
+mod indent;
 pub mod load;
 mod watch;
 
