@@ -125,29 +125,52 @@ pub fn parse_with(
         reflect,
     };
     let raw: RawPlan = serde_saphyr::from_str(source).map_err(|e| cx.yaml_error(&e))?;
+    // Every error of the plan is found before any is reported.
+    let mut errs: Vec<PlanError> = Vec::new();
     let mut tables = Vec::new();
     for (name, d) in &raw.data {
-        tables.push(cx.table(name, d)?);
+        tables.extend(keep(&mut errs, cx.table(name, d)));
     }
     if raw.scenarios.value.is_empty() {
-        return Err(cx.err(&raw.scenarios, "a plan needs at least one scenario"));
+        errs.push(cx.err(&raw.scenarios, "a plan needs at least one scenario"));
     }
     let mut scenarios: Vec<Scenario> = Vec::new();
     for s in &raw.scenarios.value {
-        let sc = cx.scenario(&raw, s, &tables, seed)?;
+        let sc = match cx.scenario(&raw, s, &tables, seed) {
+            Ok(sc) => sc,
+            Err(mut e) => {
+                errs.append(&mut e);
+                continue;
+            }
+        };
         if scenarios.iter().any(|o| o.name == sc.name) {
-            return Err(cx.err(
+            errs.push(cx.err(
                 &s.value.name,
                 format!("duplicate scenario name '{}'", sc.name),
             ));
         }
         scenarios.push(sc);
     }
-    Ok(Plan {
-        file: file.to_string(),
-        scenarios,
-        hooks: cx.hooks(&raw.hooks)?,
-    })
+    let hooks = keep(&mut errs, cx.hooks(&raw.hooks));
+    match (PlanError::all(errs), hooks) {
+        (Some(e), _) => Err(e),
+        (None, Some(hooks)) => Ok(Plan {
+            file: file.to_string(),
+            scenarios,
+            hooks,
+        }),
+        (None, None) => Err(PlanError::at(
+            file,
+            source,
+            None,
+            "plan hooks could not be read",
+        )),
+    }
+}
+
+/// The value of `r`, or `None` with its error kept in `errs`.
+pub(crate) fn keep<T>(errs: &mut Vec<PlanError>, r: Result<T, PlanError>) -> Option<T> {
+    r.map_err(|e| errs.push(e)).ok()
 }
 
 pub(crate) struct Cx<'a> {
@@ -241,9 +264,10 @@ impl Cx<'_> {
         s: &S<RawScenario>,
         tables: &[Table],
         seed: u64,
-    ) -> Result<Scenario, PlanError> {
+    ) -> Result<Scenario, Vec<PlanError>> {
         let r = &s.value;
         let name = r.name.value.clone();
+        let mut errs = Vec::new();
         let url = r.target.as_ref().or(plan.target.as_ref()).ok_or_else(|| {
             self.err(
                 s,
@@ -251,22 +275,27 @@ impl Cx<'_> {
                     "scenario '{name}' has no target (set 'target:' at the top or in the scenario)"
                 ),
             )
-        })?;
-        let target = Target::parse(&url.value).map_err(|e| self.err(url, e.to_string()))?;
+        });
+        let target = keep(
+            &mut errs,
+            url.and_then(|u| Target::parse(&u.value).map_err(|e| self.err(u, e.to_string()))),
+        );
         let load = match &r.load {
-            Some(l) => self.load(l)?,
+            Some(l) => keep(&mut errs, self.load(l)).unwrap_or_default(),
             None => LoadInput::default(),
         };
-        let (requests, flow) =
-            match (&r.requests, &r.flow) {
-                (Some(_), Some(f)) => return Err(self.err(
+        let (requests, flow) = match (&r.requests, &r.flow) {
+            (Some(_), Some(f)) => {
+                errs.push(self.err(
                     f,
                     "a scenario has either 'requests:' (a mix) or 'flow:' (a sequence), not both",
-                )),
-                (Some(q), None) => (Some(q), false),
-                (None, Some(f)) => (Some(f), true),
-                (None, None) => (None, false),
-            };
+                ));
+                (None, false)
+            }
+            (Some(q), None) => (Some(q), false),
+            (None, Some(f)) => (Some(f), true),
+            (None, None) => (None, false),
+        };
         let mut headers: Vec<(String, S<String>)> = Vec::new();
         for (k, v) in plan.defaults.headers.iter().chain(&r.headers) {
             headers.retain(|(n, _)| !n.eq_ignore_ascii_case(k));
@@ -275,10 +304,8 @@ impl Cx<'_> {
         let raw_steps: Vec<&S<RawRequest>> = requests
             .map(|q| q.value.iter().collect())
             .unwrap_or_default();
-        if let Some(q) = requests {
-            if q.value.is_empty() {
-                return Err(self.err(q, "the list of requests is empty"));
-            }
+        if let Some(q) = requests.filter(|q| q.value.is_empty()) {
+            errs.push(self.err(q, "the list of requests is empty"));
         }
         let vars = variables(&raw_steps, flow);
         let data: Vec<(String, Vec<String>)> = tables
@@ -290,17 +317,24 @@ impl Cx<'_> {
             vars: &vars,
             env: self.env,
         };
-        let steps = self.steps(s, &target, &raw_steps, &headers, &names)?;
+        let steps = match &target {
+            Some(t) => self.steps(s, t, &raw_steps, &headers, &names, &mut errs),
+            None => Vec::new(),
+        };
         let pause = match &r.pause {
-            Some(p) => self.duration(p, &p.value, "pause")?,
+            Some(p) => keep(&mut errs, self.duration(p, &p.value, "pause")).unwrap_or_default(),
             None => Duration::ZERO,
         };
-        let settings = self.settings(plan, r)?;
-        let completion = match &r.complete_when {
-            Some(c) => Some(self.completion(c, &target)?),
-            None => None,
+        let settings = keep(&mut errs, self.settings(plan, r)).unwrap_or_default();
+        let completion = match (&r.complete_when, &target) {
+            (Some(c), Some(t)) => keep(&mut errs, self.completion(c, t)),
+            _ => None,
         };
-        let slos = self.objectives(r, &steps, completion.is_some())?;
+        let completes = r.complete_when.is_some();
+        let slos = self.objectives(r, &steps, completes, &mut errs);
+        let Some(target) = target.filter(|_| errs.is_empty()) else {
+            return Err(errs);
+        };
         let owned: Vec<Table> = tables
             .iter()
             .map(|t| Table::new(t.name.clone(), t.columns.clone(), t.rows.clone(), t.per_vu))
@@ -326,43 +360,49 @@ impl Cx<'_> {
         raw_steps: &[&S<RawRequest>],
         headers: &[(String, S<String>)],
         names: &Names,
-    ) -> Result<Vec<Request>, PlanError> {
+        errs: &mut Vec<PlanError>,
+    ) -> Vec<Request> {
         let name = &s.value.name.value;
         let vars = names.vars;
         let mut steps: Vec<Request> = Vec::new();
         if target.grpc {
             if raw_steps.is_empty() {
-                return Err(self.err(s, format!("scenario '{name}' has a gRPC target: its requests are grpc: calls (requests: [{{ grpc: {{ call: package.Service/Method }} }}])")));
+                errs.push(self.err(s, format!("scenario '{name}' has a gRPC target: its requests are grpc: calls (requests: [{{ grpc: {{ call: package.Service/Method }} }}])")));
+                return steps;
             }
             if let Some(st) = raw_steps.iter().find(|st| st.value.grpc.is_none()) {
-                return Err(self.err(*st, "a step of a grpc:// scenario is a grpc: call (grpc: { call: package.Service/Method, data: ... })"));
+                errs.push(self.err(*st, "a step of a grpc:// scenario is a grpc: call (grpc: { call: package.Service/Method, data: ... })"));
+                return steps;
             }
         }
         if raw_steps.is_empty() {
             let mut st = Request::fixed("", "GET", &target.path, &[], b"");
             st.name = format!("GET {}", target.path);
-            st.headers = self.headers(headers, names)?;
+            st.headers = keep(errs, self.headers(headers, names)).unwrap_or_default();
             steps.push(st);
         }
         for st in raw_steps {
-            let step = self.step(st, target, headers, names, vars)?;
+            let Some(step) = keep(errs, self.step(st, target, headers, names, vars)) else {
+                continue;
+            };
             if steps.iter().any(|o| o.name == step.name) {
                 let at = st
                     .value
                     .name
                     .as_ref()
                     .map_or_else(|| self.err(*st, ""), |n| self.err(n, ""));
-                return Err(PlanError {
+                errs.push(PlanError {
                     message: format!(
                         "duplicate request name '{}' (give each request a distinct 'name:')",
                         step.name
                     ),
                     ..at
                 });
+                continue;
             }
             steps.push(step);
         }
-        Ok(steps)
+        steps
     }
 
     /// The scenario's objectives, each checked against its requests' names; `complete` needs
@@ -372,26 +412,27 @@ impl Cx<'_> {
         r: &RawScenario,
         steps: &[Request],
         completes: bool,
-    ) -> Result<Vec<Slo>, PlanError> {
+        errs: &mut Vec<PlanError>,
+    ) -> Vec<Slo> {
         let step_names: Vec<String> = steps.iter().map(|s| s.name.clone()).collect();
         let slos: Vec<Slo> = r
             .slo
             .iter()
-            .map(|t| self.slo(t, &step_names))
-            .collect::<Result<_, _>>()?;
+            .filter_map(|t| keep(errs, self.slo(t, &step_names)))
+            .collect();
         if let Some(t) = r
             .slo
             .iter()
             .find(|t| t.value.trim_start().starts_with("complete"))
         {
             if !completes {
-                return Err(self.err(
+                errs.push(self.err(
                     t,
                     "'complete' needs the scenario's complete_when (what says the work is done)",
                 ));
             }
         }
-        Ok(slos)
+        slos
     }
 
     fn load(&self, l: &S<RawLoad>) -> Result<LoadInput, PlanError> {

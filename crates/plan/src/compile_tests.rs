@@ -214,9 +214,9 @@ fn bad_extractions_and_slos() {
         "'soon' is not a duration",
     );
     expect_error(
-        &format!("{HEAD}    slo: [ \"p42 < 1s\" ]\n"),
+        &format!("{HEAD}    slo: [ \"p142 < 1s\" ]\n"),
         "4:12",
-        "unknown metric 'p42'",
+        "unknown metric 'p142'",
     );
     expect_error(
         &format!("{HEAD}    requests: [ {{ name: list }} ]\n    slo: [ \"lst.p95 < 1s\" ]\n"),

@@ -27,6 +27,8 @@ pub struct PlanError {
     pub message: String,
     /// The source line at `pos`.
     pub line_text: Option<String>,
+    /// The plan's other errors, in the order of the file: all are reported at once.
+    pub others: Vec<PlanError>,
 }
 
 impl PlanError {
@@ -43,7 +45,22 @@ impl PlanError {
             pos,
             message: message.into(),
             line_text,
+            others: Vec::new(),
         }
+    }
+
+    /// Every error found, in the order of the file, as one (`None` when there were none).
+    pub fn all(mut errs: Vec<PlanError>) -> Option<PlanError> {
+        errs.sort_by_key(|e| e.pos.map(|p| (p.line, p.column)));
+        let mut errs = errs.into_iter();
+        let mut first = errs.next()?;
+        first.others = errs.collect();
+        Some(first)
+    }
+
+    /// How many errors this one stands for.
+    pub fn count(&self) -> usize {
+        1 + self.others.len()
     }
 }
 
@@ -60,6 +77,12 @@ impl fmt::Display for PlanError {
             let (shown, at) = around(text, (p.column as usize).saturating_sub(1));
             let caret = " ".repeat(at);
             write!(f, "\n {gutter} | {shown}\n {pad} | {caret}^")?;
+        }
+        for other in &self.others {
+            write!(f, "\nerror: {other}")?;
+        }
+        if !self.others.is_empty() {
+            write!(f, "\n{} errors in {}", self.count(), self.file)?;
         }
         Ok(())
     }
@@ -120,6 +143,7 @@ mod tests {
                 "k".repeat(100_000)
             ),
             line_text: Some(line),
+            others: Vec::new(),
         };
         let text = e.to_string();
         assert!(text.len() < 1000, "{} bytes", text.len());

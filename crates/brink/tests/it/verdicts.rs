@@ -203,3 +203,53 @@ fn failures_are_named_by_status_and_code() {
         ran.stdout
     );
 }
+
+/// `validate` reports every error of a plan at once, each at its file:line:column, and an
+/// indentation mistake reads as one, not as the YAML parser's text.
+#[test]
+fn validate_reports_every_error_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = dir.path().join("multi.yaml");
+    std::fs::write(
+        &plan,
+        "target: http://127.0.0.1:9/\nscenarios:\n  - name: a\n    load: { rate: 10x }\n    slo: [\"p99 < fast\", \"errors < 1%\"]\n  - name: b\n    pause: soon\n    requests:\n      - { path: \"/x/{{nope}}\" }\n",
+    )
+    .expect("write");
+    let validate = |p: &std::path::Path| {
+        let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .args(["validate", p.to_str().unwrap()])
+            .output()
+            .expect("brink runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = validate(&plan);
+    assert_eq!(code, Some(2), "{err}");
+    for at in [
+        "multi.yaml:4:19: rate",
+        "multi.yaml:5:11: invalid SLO",
+        "multi.yaml:7:12: pause",
+        "multi.yaml:9:21: unknown template name 'nope'",
+    ] {
+        assert!(err.contains(at), "{at}:\n{err}");
+    }
+    assert!(
+        err.trim_end().ends_with("4 errors in ") || err.contains("4 errors in "),
+        "{err}"
+    );
+    let indented = dir.path().join("indent.yaml");
+    std::fs::write(
+        &indented,
+        "target: http://127.0.0.1:9/\nscenarios:\n  - name: a\n    load: { connections: 2 }\n      requests:\n        - path: /\n",
+    )
+    .expect("write");
+    let (code, err) = validate(&indented);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("indent.yaml:5:7: `requests` (column 7) does not line up with `load` (line 4, column 5)"),
+        "{err}"
+    );
+    assert!(!err.contains("block mapping"), "{err}");
+}
