@@ -20,12 +20,24 @@ pub struct Output {
     /// The temporary file to rename over `path`, or `None` when `path` is written in place.
     tmp: Option<PathBuf>,
     file: Option<File>,
+    /// `-`: written to standard output.
+    stdout: bool,
 }
 
 impl Output {
     /// Prepares `path` for `flag`: fails now, before any load, if it cannot be written.
     pub fn prepare(flag: &'static str, path: &Path) -> Result<Output, Fail> {
         let fail = |e: std::io::Error| Fail::input(format!("{flag} {}: {e}", path.display()));
+        if path == Path::new("-") {
+            crate::console::give_stdout_to_result();
+            return Ok(Output {
+                flag,
+                path: path.to_path_buf(),
+                tmp: None,
+                file: None,
+                stdout: true,
+            });
+        }
         let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
         if special {
             let file = OpenOptions::new().write(true).open(path).map_err(fail)?;
@@ -34,6 +46,7 @@ impl Output {
                 path: path.to_path_buf(),
                 tmp: None,
                 file: Some(file),
+                stdout: false,
             });
         }
         let name = path
@@ -45,6 +58,7 @@ impl Output {
             path: path.to_path_buf(),
             tmp: Some(tmp),
             file: Some(file),
+            stdout: false,
         })
     }
 
@@ -52,6 +66,10 @@ impl Output {
     pub fn commit(mut self, bytes: &[u8]) -> Result<(), Fail> {
         let fail =
             |e: std::io::Error| Fail::input(format!("{} {}: {e}", self.flag, self.path.display()));
+        if self.stdout {
+            let mut out = std::io::stdout().lock();
+            return out.write_all(bytes).and_then(|_| out.flush()).map_err(fail);
+        }
         let Some(mut file) = self.file.take() else {
             return Ok(());
         };
@@ -169,7 +187,19 @@ impl Files {
     }
 
     /// Prepares every named file now, so an unwritable path fails before any load is sent.
+    /// At most one of them may be `-` (standard output).
     pub fn prepare(&self) -> Result<Vec<(Kind, Output)>, Fail> {
+        let to_stdout: Vec<&str> = self
+            .each()
+            .filter(|(_, p)| p.as_path() == Path::new("-"))
+            .map(|(k, _)| k.flag())
+            .collect();
+        if to_stdout.len() > 1 {
+            return Err(Fail::input(format!(
+                "{}: only one result can go to standard output (-)",
+                to_stdout.join(" and ")
+            )));
+        }
         self.each()
             .map(|(k, p)| Ok((k, Output::prepare(k.flag(), p)?)))
             .collect()

@@ -1,23 +1,29 @@
-//! The live progress line on stderr, redrawn every second when stderr is a terminal:
-//! elapsed/total, req/s in the last second, p99 so far and errors so far.
+//! The live progress on stderr: elapsed/total (and the grace period once the schedule is
+//! over), req/s in the last second, p99 so far and errors so far. On a terminal one line is
+//! redrawn every second; elsewhere (a CI log) a plain line is printed every 10 s, as k6 and
+//! Gatling do, so a long job shows life. `--quiet` has none.
 
 use engine::SecondView;
 use report::{fmt_count, fmt_ms};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-/// Prints one line per second; silent when stderr is not a terminal.
+/// Seconds between two plain lines when stderr is not a terminal.
+const LOG_EVERY: u64 = 10;
+
+/// Prints the progress of each run.
 pub struct Progress {
-    enabled: bool,
+    /// Redraw one line (a terminal), or print a line every [`LOG_EVERY`] seconds.
+    live: bool,
     total: Option<Duration>,
     drawn: bool,
 }
 
 impl Progress {
-    /// A progress line for a run of `total` (unknown for `-n` runs).
+    /// Progress for a run of `total` (unknown for `-n` runs).
     pub fn new(total: Option<Duration>) -> Progress {
         Progress {
-            enabled: std::io::stderr().is_terminal(),
+            live: std::io::stderr().is_terminal(),
             total,
             drawn: false,
         }
@@ -42,27 +48,55 @@ impl Progress {
     /// Draws the line for one finished second.
     pub fn draw(&mut self, view: &SecondView) {
         let (s, totals) = (view.second, view.totals);
-        if !self.enabled {
+        let elapsed = s.t + 1;
+        if !self.live && elapsed % LOG_EVERY != 0 {
             return;
         }
-        let elapsed = s.t + 1;
-        let of = self
-            .total
-            .map_or(String::new(), |t| format!("/{}s", t.as_secs_f64().ceil()));
         let all = &totals.all;
         let p99 = if all.corrected.is_empty() {
             0.0
         } else {
             all.corrected.value_at_quantile(0.99) as f64 / 1000.0
         };
-        eprint!(
-            "\r\x1b[2K  [{elapsed}s{of}]  {} req/s  p99 {}  requests {}  errors {}",
+        let line = format!(
+            "  [{}]  {} req/s  p99 {}  requests {}  errors {}",
+            clock(elapsed, self.total),
             fmt_count(s.requests),
             fmt_ms(p99),
             fmt_count(all.requests),
             fmt_count(all.errors())
         );
+        if self.live {
+            eprint!("\r\x1b[2K{line}");
+            self.drawn = true;
+        } else {
+            eprintln!("{line}");
+        }
         let _ = std::io::stderr().flush();
-        self.drawn = true;
+    }
+}
+
+/// `5s/10s`, or past the schedule's end `10s/10s, grace +2s` (requests still in flight get
+/// `--grace` to finish); `5s` when the length is not known.
+fn clock(elapsed: u64, total: Option<Duration>) -> String {
+    match total.map(|t| t.as_secs_f64().ceil() as u64) {
+        Some(t) if elapsed > t => format!("{t}s/{t}s, grace +{}s", elapsed - t),
+        Some(t) => format!("{elapsed}s/{t}s"),
+        None => format!("{elapsed}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clock;
+    use std::time::Duration;
+
+    #[test]
+    fn the_grace_period_reads_as_such() {
+        let four = Some(Duration::from_secs(4));
+        assert_eq!(clock(3, four), "3s/4s");
+        assert_eq!(clock(4, four), "4s/4s");
+        assert_eq!(clock(5, four), "4s/4s, grace +1s");
+        assert_eq!(clock(7, None), "7s");
     }
 }

@@ -3,15 +3,19 @@
 //! intended start):
 //!
 //! * seconds: `scenario, t, requests, ok, errors, rps, p50_ms, p90_ms, p99_ms, max_ms, target,
-//!   connects, connect_p99_ms, tls_p99_ms`, then one column per observed server figure
-//!   (`srv cpu`, `srv rss`, custom `--metric` names). `t` counts seconds from the scenario's
+//!   connects, connect_p99_ms, tls_p99_ms`, then one column per observed server figure, by its
+//!   machine name with its unit ([`model::metrics::column`]: `srv_cpu_percent`,
+//!   `srv_rss_bytes`, `srv_threads`, `srv_fds`, `srv_sockets`, `srv_throttled_percent`,
+//!   `srv_cpu_wait_percent`, `srv_ctx_vol_per_s`, `srv_ctx_invol_per_s`,
+//!   `host_listen_overflows_per_s`, `host_listen_drops_per_s`, `host_retransmits_per_s`, and
+//!   custom `--metric` names cleaned the same way). `t` counts seconds from the scenario's
 //!   start; `rps` is the second's requests (a row is one second); `target` is the schedule's
 //!   level in that second (connections, or req/s in the open model); empty cells are figures
 //!   that were not measured that second.
 //! * steps: `level, unit, pass, p50_ms, p75_ms, p90_ms, p99_ms, mean_ms, rps, ok_rps, requests,
 //!   errors, timeouts, generator_busy_percent, generator_wait_percent, late_share, max_lag_ms,
 //!   reason`, then the peak
-//!   of each observed figure over the step (`srv cpu peak`, ...).
+//!   of each observed figure over the step (`srv_cpu_percent_peak`, ...).
 //!
 //! Text cells (scenario names, reasons) are quoted when needed, and a cell that a spreadsheet
 //! would run as a formula (starting with `=`, `+`, `-`, `@`) gets a leading `'`.
@@ -34,7 +38,7 @@ pub fn seconds(r: &RunResult) -> String {
     );
     for name in &observed {
         out.push(',');
-        out.push_str(&text(name));
+        out.push_str(&text(&model::metrics::column(name)));
     }
     out.push('\n');
     for s in &r.scenarios {
@@ -74,7 +78,7 @@ pub fn steps(f: &FindResult) -> String {
         "level,unit,pass,p50_ms,p75_ms,p90_ms,p99_ms,mean_ms,rps,ok_rps,requests,errors,timeouts,generator_busy_percent,generator_wait_percent,late_share,max_lag_ms,reason",
     );
     for name in &observed {
-        let _ = write!(out, ",{}", text(&format!("{name} peak")));
+        let _ = write!(out, ",{}_peak", text(&model::metrics::column(name)));
     }
     out.push('\n');
     let unit = match f.by {

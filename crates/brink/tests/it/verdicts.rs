@@ -253,3 +253,90 @@ fn validate_reports_every_error_at_once() {
     );
     assert!(!err.contains("block mapping"), "{err}");
 }
+
+/// Output for scripts: `--json -` and `--csv -` write the result to standard output (the
+/// summary for people goes to stderr), two results cannot share it; away from a terminal a
+/// progress line is printed every 10 s so a CI log shows life, and `-q` silences it.
+#[test]
+fn results_to_stdout_and_progress_in_a_log() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).expect("server");
+    let run = |args: &[&str]| {
+        assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .arg("run")
+            .arg(srv.url("/"))
+            .args(args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .expect("brink runs")
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .current_dir(dir.path())
+        .args(["run", &srv.url("/"), "-n", "30", "--json", "-"])
+        .output()
+        .expect("brink runs");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is the result");
+    assert_eq!(r["summary"]["requests"], 30);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("requests"),
+        "the summary went to stderr"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("list").count(),
+        0,
+        "no file named -"
+    );
+    let out = run(&["-n", "30", "--csv", "-", "-q"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("scenario,t,requests,"));
+    let out = run(&["-n", "5", "--csv", "-", "--json", "-"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("only one result can go to standard output")
+    );
+
+    let out = run(&["-c", "2", "-d", "11s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("  [")).collect();
+    assert_eq!(lines.len(), 1, "one line at 10 s: {err}");
+    assert!(lines[0].starts_with("  [10s/11s]  "), "{err}");
+    let out = run(&["-c", "2", "-d", "11s", "-q"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// CSV headers are machine names with units (`srv_cpu_percent`, `srv_rss_bytes`), never the
+/// display names with spaces and slashes a script would have to quote.
+#[test]
+fn csv_headers_are_machine_names() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).expect("server");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let csv = dir.path().join("r.csv");
+    let pid = format!("pid={}", std::process::id());
+    let ran = brink_json(&[
+        "run",
+        &srv.url("/"),
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "--observe",
+        &pid,
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let text = std::fs::read_to_string(&csv).expect("csv written");
+    let header = text.lines().next().unwrap_or_default();
+    for column in ["srv_cpu_percent", "srv_rss_bytes", "srv_threads"] {
+        assert!(header.split(',').any(|c| c == column), "{column}: {header}");
+    }
+    assert!(
+        header
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b','),
+        "{header}"
+    );
+}
