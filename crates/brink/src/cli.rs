@@ -54,8 +54,14 @@ pub struct RunArgs {
     /// streams (default: gRPC one per worker thread; HTTP/2 one per request in flight).
     #[arg(long = "connections", value_name = "N")]
     pub h2_connections: Option<String>,
-    /// Run for this long (e.g. 30s, 2m). Default 10s unless -n is given.
-    #[arg(short = 'd', long = "duration", allow_hyphen_values = true)]
+    /// Run for this long (e.g. 30s, 2m). Default 10s unless -n is given. `-z` is accepted
+    /// too (oha's and ghz's duration flag).
+    #[arg(
+        short = 'd',
+        long = "duration",
+        short_alias = 'z',
+        allow_hyphen_values = true
+    )]
     pub duration: Option<String>,
     /// Send exactly this many requests in total.
     #[arg(short = 'n', long = "requests", allow_hyphen_values = true)]
@@ -231,7 +237,16 @@ pub struct RunArgs {
     pub note: Option<String>,
 }
 
+/// `find` sets the load itself: the load flags it shares with `run` are left out of its help
+/// (given, they are refused with what to use instead).
 #[derive(Args, Debug, Clone)]
+#[command(
+    mut_arg("duration", |a| a.hide(true)),
+    mut_arg("requests", |a| a.hide(true)),
+    mut_arg("rate", |a| a.hide(true)),
+    mut_arg("stages", |a| a.hide(true)),
+    mut_arg("list", |a| a.hide(true))
+)]
 pub struct FindArgs {
     /// Target, request, SLO and output options, as for `run` (the load flags -c, -d, -n,
     /// --rate, --stages are set by the search; -c is the pool with --by rate).
@@ -320,6 +335,12 @@ pub struct DemoArgs {
     /// Write the HTML report to this file.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// The run history file (default: $BRINK_HISTORY, else ~/.local/share/brink/history.db).
+    #[arg(long, value_name = "PATH")]
+    pub history: Option<PathBuf>,
+    /// Do not record the demo's search in the history.
+    #[arg(long = "no-history", conflicts_with = "history")]
+    pub no_history: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -442,4 +463,30 @@ fn by_parser() -> impl clap::builder::TypedValueParser<Value = By> {
             By::Connections
         }
     })
+}
+
+/// What a flag means in the tool a user comes from, when brink read it otherwise and refused
+/// the command line: oha's `-q 100` is a rate (brink's `-q` is quiet).
+pub fn peer_hint(args: &[String]) -> Option<String> {
+    let at = args.iter().position(|a| a == "-q")?;
+    let value = args.get(at + 1)?;
+    value.parse::<f64>().is_ok().then(|| {
+        format!(
+            "-q is --quiet in brink; for {value} requests per second (oha's -q) use --rate {value}"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::peer_hint;
+
+    #[test]
+    fn oha_rate_flag_gets_a_hint() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let h = peer_hint(&args(&["brink", "run", "http://x/", "-q", "100"])).unwrap();
+        assert!(h.ends_with("use --rate 100"), "{h}");
+        assert!(peer_hint(&args(&["brink", "run", "http://x/", "-q"])).is_none());
+        assert!(peer_hint(&args(&["brink", "run", "http://x/", "-q", "--json", "r"])).is_none());
+    }
 }

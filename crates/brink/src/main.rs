@@ -51,10 +51,12 @@ fn main() {
                 .take_while(|l| !l.trim().is_empty())
                 .map(str::trim)
                 .collect();
+            let hint = cli::peer_hint(&std::env::args().collect::<Vec<_>>());
             let _ = writeln!(
                 std::io::stderr(),
-                "{} (see 'brink --help')",
-                first.join(" ")
+                "{}{} (see 'brink --help')",
+                first.join(" "),
+                hint.map_or(String::new(), |h| format!(": {h}"))
             );
             std::process::exit(exit::INPUT);
         }

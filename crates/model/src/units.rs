@@ -78,13 +78,27 @@ pub fn parse_rate(text: &str) -> Result<f64, UnitError> {
     let s = text.trim();
     let (num, per) = match s.split_once('/') {
         Some((n, unit)) => {
-            let per = match unit.trim() {
+            // `100/s`, and vegeta's `100/1s` or `300/5m`: a count per a whole period.
+            let unit = unit.trim();
+            let digits = unit
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(unit.len());
+            let (count, unit) = unit.split_at(digits);
+            let count: f64 = if count.is_empty() {
+                1.0
+            } else {
+                count.parse().map_err(|_| err("bad period after '/'"))?
+            };
+            let per = match unit {
                 "s" | "sec" => 1.0,
                 "m" | "min" => 60.0,
                 "h" => 3600.0,
                 _ => return Err(err("unknown unit after '/'")),
             };
-            (n, per)
+            if count <= 0.0 {
+                return Err(err("the period after '/' must be longer than zero"));
+            }
+            (n, per * count)
         }
         None => (s, 1.0),
     };
@@ -201,6 +215,10 @@ mod tests {
         assert_eq!(parse_rate("5000"), Ok(5000.0));
         assert_eq!(parse_rate("100/s"), Ok(100.0));
         assert_eq!(parse_rate("6000/m"), Ok(100.0));
+        // vegeta's spelling: a count per a whole period.
+        assert_eq!(parse_rate("100/1s"), Ok(100.0));
+        assert_eq!(parse_rate("300/5m"), Ok(1.0));
+        assert!(parse_rate("100/0s").is_err());
         for s in ["-1", "x/s", "10/d", "", "inf"] {
             assert!(parse_rate(s).is_err(), "{s} should fail");
         }

@@ -119,9 +119,19 @@ pub fn check_rate(name: &str, text: &str, rate: f64, zero_ok: bool) -> Result<f6
     Ok(rate)
 }
 
+/// `-d '{"name":"x"}'` is data in ghz, hey and curl: say where a body goes in brink.
+fn data_hint(name: &str, v: &str) -> &'static str {
+    let data = v.trim_start().starts_with(['{', '[', '<', '"']) || v.contains('=');
+    if name.starts_with("-d") && data {
+        "; -d is the duration in brink: send a body with -b/--body (a gRPC message with --data)"
+    } else {
+        ""
+    }
+}
+
 /// A duration longer than zero.
 pub fn positive_duration(name: &str, v: &str) -> Result<Duration, String> {
-    let d = parse_duration(v).map_err(|e| format!("{name}: {e}"))?;
+    let d = parse_duration(v).map_err(|e| format!("{name}: {e}{}", data_hint(name, v)))?;
     if d.is_zero() {
         return Err(format!("{name} must be longer than zero, got '{v}'"));
     }

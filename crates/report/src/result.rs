@@ -322,6 +322,13 @@ pub struct LoadInfo {
     pub requests: Option<u64>,
     pub threads: usize,
     pub timeout_s: f64,
+    /// HTTP/2 and gRPC: the connections that carry the requests in flight as streams (for
+    /// them `connections` counts requests in flight, not connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_connections: Option<usize>,
+    /// A flow: the requests each iteration sends (its rate is iterations per second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_steps: Option<usize>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

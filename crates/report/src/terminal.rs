@@ -279,26 +279,37 @@ fn notes(o: &mut String, r: &ScenarioResult) {
 
 /// The load in words: `closed model: 16 connections, 30s`.
 pub fn describe_load(l: &crate::LoadInfo) -> String {
+    // HTTP/2 and gRPC carry the requests in flight as streams over fewer connections.
+    let slots = |n: usize| match l.over_connections {
+        Some(m) => format!(
+            "{n} {} in flight over {m} connection{}",
+            if n == 1 { "call" } else { "calls" },
+            if m == 1 { "" } else { "s" }
+        ),
+        None => format!("{n} connection{}", if n == 1 { "" } else { "s" }),
+    };
+    // A flow's rate is iterations: each sends `steps` requests.
+    let rate_text = |rate: f64| match l.flow_steps {
+        Some(k) => format!("{rate} iterations/s ({} requests/s)", rate * k as f64),
+        None => format!("{rate} req/s"),
+    };
     let mut d = match (l.model.as_str(), l.rate) {
         ("open", Some(rate)) => format!(
-            "open model: {rate} req/s, up to {} connections",
-            l.connections
+            "open model: {}, up to {}",
+            rate_text(rate),
+            slots(l.connections)
         ),
         ("open", None) => format!(
-            "open model: {} stages, up to {} connections",
+            "open model: {} stages, up to {}",
             l.stages.len(),
-            l.connections
+            slots(l.connections)
         ),
         _ if !l.stages.is_empty() => format!(
-            "closed model: {} stages, up to {} connections",
+            "closed model: {} stages, up to {}",
             l.stages.len(),
-            l.connections
+            slots(l.connections)
         ),
-        _ => format!(
-            "closed model: {} connection{}",
-            l.connections,
-            if l.connections == 1 { "" } else { "s" }
-        ),
+        _ => format!("closed model: {}", slots(l.connections)),
     };
     if let Some(n) = l.requests {
         let _ = write!(d, ", {} requests", fmt_count(n));

@@ -233,6 +233,16 @@ pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
         requests: spec.max_requests,
         threads,
         timeout_s: spec.timeout.as_secs_f64(),
+        over_connections: (spec.http2 || spec.target.grpc).then(|| {
+            spec.connections
+                .unwrap_or(spec.load.max_connections())
+                .min(spec.load.max_connections())
+        }),
+        flow_steps: spec
+            .workload
+            .flow
+            .then_some(spec.workload.requests.len())
+            .filter(|&n| n > 1),
     }
 }
 

@@ -52,6 +52,8 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         observe: vec![metrics.clone()],
         json: a.json.clone(),
         html: a.html.clone(),
+        history: a.history.clone(),
+        no_history: a.no_history,
         ..RunArgs::default()
     };
     let step = plan::parse_duration(&a.step).map_err(|e| Fail::input(format!("--step: {e}")))?;

@@ -324,11 +324,19 @@ extern "C" {
 
 #[test]
 fn demo_runs_on_loopback() {
+    // --history is accepted, as for run and find: the demo's search is recorded there.
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("h.db");
     let out = brink()
-        .args(["demo", "--step", "2s"])
+        .args(["demo", "--step", "2s", "--history"])
+        .arg(&history)
         .timeout(Duration::from_secs(90))
         .output()
         .unwrap();
+    let db = history::History::open(&history).unwrap();
+    let runs = db.list(&history::Filter::default()).unwrap();
+    assert_eq!(runs.len(), 1, "the demo's search is recorded in --history");
+    assert_eq!(runs[0].command, "find");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

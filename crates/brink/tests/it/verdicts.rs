@@ -340,3 +340,94 @@ fn csv_headers_are_machine_names() {
         "{header}"
     );
 }
+
+/// The load reads as what it is: over HTTP/2 and gRPC `-c` is requests in flight carried as
+/// streams over fewer connections, and a flow's rate is iterations, each of several requests.
+#[test]
+fn the_load_says_calls_over_connections_and_iterations() {
+    let h2 = testkit::serve_hyper(
+        testkit::Options::default(),
+        testkit::handlers::fixed(Duration::ZERO),
+    )
+    .expect("server");
+    let ran = brink_json(&[
+        "run",
+        &h2.url("/"),
+        "--http2",
+        "-c",
+        "8",
+        "--connections",
+        "2",
+        "-n",
+        "40",
+    ]);
+    assert!(
+        ran.stdout
+            .contains("closed model: 8 calls in flight over 2 connections"),
+        "{}",
+        ran.stdout
+    );
+    assert_eq!(ran.result["load"]["over_connections"], 2);
+
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = dir.path().join("flow.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "target: {}\nscenarios:\n  - name: shop\n    load: {{ rate: 10/s, duration: 2s }}\n    flow:\n      - {{ name: list, path: /a }}\n      - {{ name: buy, path: /b }}\n",
+            srv.url("")
+        ),
+    )
+    .expect("write");
+    let ran = brink_json(&["run", plan.to_str().unwrap()]);
+    assert!(
+        ran.stdout
+            .contains("open model: 10 iterations/s (20 requests/s)"),
+        "{}",
+        ran.stdout
+    );
+}
+
+/// Flags from the tools users come from get an answer: ghz's and curl's `-d DATA` a hint to
+/// `-b`/`--data`, oha's `-q RATE` a hint to `--rate`, vegeta's `--rate 100/1s` and oha's `-z`
+/// work; `find --help` lists no load flag it would refuse.
+#[test]
+fn flags_from_other_tools_get_an_answer() {
+    let brink = |args: &[&str]| {
+        assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .args(args)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("brink runs")
+    };
+    let err = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let out = brink(&["run", "http://127.0.0.1:9/", "-d", r#"{"name":"x"}"#]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err(&out).contains("send a body with -b/--body"),
+        "{}",
+        err(&out)
+    );
+    let out = brink(&["run", "http://127.0.0.1:9/", "-q", "100"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err(&out).contains("use --rate 100"), "{}", err(&out));
+    assert_eq!(err(&out).lines().count(), 1);
+
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let ran = brink_json(&["run", &srv.url("/"), "--rate", "100/1s", "-z", "1s"]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.result["load"]["rate"], 100.0);
+    assert_eq!(ran.result["load"]["duration_s"], 1.0);
+
+    let help = String::from_utf8_lossy(&brink(&["find", "--help"]).stdout).into_owned();
+    for refused in ["--duration", "--rate <", "--stages", "--requests"] {
+        assert!(!help.contains(refused), "{refused} in find --help");
+    }
+    assert!(help.contains("--by") && help.contains("--slo"), "{help}");
+    let help = String::from_utf8_lossy(&brink(&["run", "--help"]).stdout).into_owned();
+    assert!(
+        help.contains("--duration") && help.contains("--rate <"),
+        "{help}"
+    );
+}
