@@ -191,6 +191,12 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
         ));
     }
     let mut target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
+    // The run is named for what it loads (`GET /api/items`, a gRPC method), so the history and
+    // results tell single-URL runs apart.
+    let name = match (&a.call, target.grpc) {
+        (Some(call), true) => call.clone(),
+        _ => format!("{} {}", a.method.as_deref().unwrap_or("GET"), target.path),
+    };
     let request = if target.grpc {
         crate::grpc_call::request(a, &mut target)?
     } else {
@@ -203,7 +209,7 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
     };
     let mut workload = Workload::new(vec![request], false, Vec::new(), Vec::new(), seed);
     let run_id = crate::trace_flags::run_id(seed);
-    if let Some(t) = crate::trace_flags::tracing(a, None, "run", &run_id)? {
+    if let Some(t) = crate::trace_flags::tracing(a, None, &name, &run_id)? {
         workload.enable_tracing(t);
     }
     let spec = spec(
@@ -218,7 +224,7 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
     needs_probe(&slos, completion.is_some(), "--complete-when")?;
     let job = Job {
         completion,
-        name: "run".to_string(),
+        name,
         spec,
         slos,
         pause: Duration::ZERO,

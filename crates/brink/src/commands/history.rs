@@ -71,12 +71,13 @@ fn list(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
         return Ok(0);
     }
     emitln!(
-        "{:>5}  {:<20} {:<5} {:<24} {:<36} {:>10} {:>9} {:>9} {:>7}  verdict",
+        "{:>5}  {:<20} {:<5} {:<24} {:<32} {:<24} {:>10} {:>9} {:>9} {:>7}  verdict",
         "id",
         "started",
         "cmd",
         "name",
         "target",
+        "load",
         "requests",
         "ok req/s",
         "p99",
@@ -121,19 +122,42 @@ fn line(r: &Run) -> String {
         (None, false) => String::new(),
     };
     format!(
-        "{:>5}  {:<20} {:<5} {:<24} {:<36} {:>10} {:>9} {:>9} {:>7}  {verdict}{extra}",
+        "{:>5}  {:<20} {:<5} {:<24} {:<32} {:<24} {:>10} {:>9} {:>9} {:>7}  {verdict}{extra}{}",
         r.id,
         cut(&r.started_at, 20),
         r.command,
         cut(&r.name, 24),
-        cut(&r.target, 36),
+        cut(&r.target, 32),
+        cut(load_text(&r.load_level), 24),
         r.requests
             .map_or("-".into(), |n| fmt_count(n.max(0) as u64)),
         r.ok_rps.map_or("-".into(), fmt_rate),
         r.p99_ms.map_or("-".into(), fmt_ms),
         r.error_rate
             .map_or("-".into(), |e| format!("{:.2}%", e * 100.0)),
+        labels(r),
     )
+}
+
+/// The load without its model's name (the level says it: connections or req/s).
+fn load_text(level: &str) -> &str {
+    ["closed model: ", "open model: "]
+        .iter()
+        .find_map(|p| level.strip_prefix(p))
+        .unwrap_or(level)
+}
+
+/// A run's tags and note, as they follow its line: `  env=staging team=x  "pool 20 -> 40"`.
+fn labels(r: &Run) -> String {
+    let mut s = String::new();
+    if !r.tags.is_empty() {
+        let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&format!("  {}", tags.join(" ")));
+    }
+    if let Some(n) = r.note.as_deref().filter(|n| !n.is_empty()) {
+        s.push_str(&format!("  \"{}\"", cut(n, 60)));
+    }
+    s
 }
 
 pub fn show_cmd(a: &ShowArgs) -> Result<i32, Fail> {
@@ -152,6 +176,14 @@ pub fn show_cmd(a: &ShowArgs) -> Result<i32, Fail> {
             serde_json::to_string_pretty(&result).unwrap_or_else(|_| "{}".into())
         );
     } else {
+        let r = h.run(id).map_err(fail)?.unwrap_or_default();
+        emitln!(
+            "run {id} · {} {} · started {}{}",
+            r.command,
+            r.name,
+            r.started_at,
+            labels(&r)
+        );
         crate::sinks::print_result(&result);
     }
     Ok(0)
@@ -181,5 +213,14 @@ mod tests {
             ..run(None)
         };
         assert!(line(&plain).ends_with("  FAIL"), "{}", line(&plain));
+        let tagged = Run {
+            tags: vec![("env".into(), "staging".into())],
+            note: Some("pool 20 -> 40".into()),
+            load_level: "50 connections".into(),
+            ..plain
+        };
+        let l = line(&tagged);
+        assert!(l.ends_with("FAIL  env=staging  \"pool 20 -> 40\""), "{l}");
+        assert!(l.contains("50 connections"), "{l}");
     }
 }

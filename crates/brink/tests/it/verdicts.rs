@@ -431,3 +431,47 @@ fn flags_from_other_tools_get_an_answer() {
         "{help}"
     );
 }
+
+/// A single-URL run is named for what it loads (`GET /items`, not `run`); `brink history`
+/// lists its load, tags and note, and `brink show` heads the summary with the run's id, tags
+/// and note.
+#[test]
+fn runs_are_named_for_what_they_load_and_show_their_labels() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let h = dir.path().join("h.db");
+    let brink = |args: &[&str]| {
+        let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .env("BRINK_HISTORY", &h)
+            .args(args)
+            .timeout(Duration::from_secs(30))
+            .output()
+            .expect("brink runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ran = brink(&[
+        "run",
+        &srv.url("/items"),
+        "-c",
+        "3",
+        "-n",
+        "30",
+        "--tag",
+        "env=ci",
+        "--note",
+        "pool 20 -> 40",
+    ]);
+    assert!(ran.contains("GET "), "{ran}");
+    let list = brink(&["history"]);
+    let row = list.lines().nth(1).unwrap_or_default();
+    assert!(row.contains("GET /items"), "{list}");
+    assert!(row.contains("3 connections"), "{list}");
+    assert!(row.ends_with("env=ci  \"pool 20 -> 40\""), "{list}");
+    let show = brink(&["show", "latest"]);
+    let first = show.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("run 1 · run GET /items · started ")
+            && first.ends_with("env=ci  \"pool 20 -> 40\""),
+        "{show}"
+    );
+}
