@@ -47,22 +47,39 @@ pub fn sla_table(r: &ScenarioResult) -> String {
     if r.slo.is_empty() {
         return o;
     }
-    let w = r
+    // Every column as wide as its widest cell (by characters), so long targets and results
+    // ("<= 760 req/s") never run into the next column.
+    let width = |f: &dyn Fn(&crate::SloResult) -> &str, head: &str| {
+        r.slo
+            .iter()
+            .map(|s| f(s).chars().count())
+            .chain([head.chars().count()])
+            .max()
+            .unwrap_or(0)
+    };
+    let w = width(&|s| s.metric.as_str(), "SLO");
+    let tw = width(&|s| s.target.as_str(), "target");
+    let rw = width(&|s| s.result.as_str(), "result");
+    let margins: Vec<String> = r
         .slo
         .iter()
-        .map(|s| s.metric.len())
+        .map(|s| {
+            s.margin
+                .map_or("-".to_string(), |m| format!("{:+.0}%", m * 100.0))
+        })
+        .collect();
+    let mw = margins
+        .iter()
+        .map(String::len)
+        .chain([6])
         .max()
-        .unwrap_or(0)
-        .max(6);
+        .unwrap_or(6);
     let _ = writeln!(
         o,
-        "\n  {:<w$}  {:<12} {:<12} {:>8}  status",
+        "\n  {:<w$}  {:<tw$}  {:>rw$}  {:>mw$}  status",
         "SLO", "target", "result", "margin"
     );
-    for s in &r.slo {
-        let margin = s
-            .margin
-            .map_or("-".to_string(), |m| format!("{:+.0}%", m * 100.0));
+    for (s, margin) in r.slo.iter().zip(&margins) {
         let mut status = if s.pass { "PASS" } else { "FAIL" }.to_string();
         if let (Some(end), Some(win)) = (s.worst_window_end_s, s.window_s) {
             if !s.pass {
@@ -78,7 +95,7 @@ pub fn sla_table(r: &ScenarioResult) -> String {
         }
         let _ = writeln!(
             o,
-            "  {:<w$}  {:<12} {:<12} {:>8}  {status}",
+            "  {:<w$}  {:<tw$}  {:>rw$}  {:>mw$}  {status}",
             s.metric, s.target, s.result, margin
         );
     }

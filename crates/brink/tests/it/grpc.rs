@@ -126,7 +126,10 @@ fn every_call_ends_in_one_status_code() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("grpc codes"), "{text}");
     assert!(text.contains("UNAVAILABLE: 2"), "{text}");
-    assert!(text.contains("failed code 4"), "{text}");
+    assert!(
+        text.contains("errors        4  (NOT_FOUND: 2, UNAVAILABLE: 2)"),
+        "{text}"
+    );
 
     // An objective on one code's share: 10% UNAVAILABLE breaks a 5% limit.
     let (code, r, _) = run(&url, &["-n", "100", "--slo", "code.UNAVAILABLE < 5%"]);

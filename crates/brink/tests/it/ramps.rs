@@ -33,7 +33,7 @@ fn ramp(url: &str, to: u32, observe: &str) -> (serde_json::Value, String) {
     // The page says it too, the objective's '<' escaped.
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(
-        page.contains("<p class=\"bad\">Broke: &#39;p95&lt;50ms over 2s abort&#39; first failed"),
+        page.contains("<p class=\"bad\">Broke: &#39;p95 &lt; 50ms over 2s abort&#39; first failed"),
         "no Broke line in the page"
     );
     let mut broke = sc["broke"].clone();
@@ -61,7 +61,7 @@ fn a_cpu_bound_service_breaks_near_its_capacity_and_says_cpu() {
     let srv = crate::support::PyServer::start(std::path::Path::new("python3"), 2);
     let pid = format!("pid={}", srv.child.id());
     let (b, out) = ramp(&srv.url, 1000, &pid);
-    assert_eq!(b["slo"], "p95<50ms over 2s abort", "{b}\n{out}");
+    assert_eq!(b["slo"], "p95 < 50ms over 2s abort", "{b}\n{out}");
     assert_eq!(
         (b["by"].as_str(), b["window_s"].as_u64()),
         (Some("rate"), Some(2))
@@ -78,7 +78,7 @@ fn a_cpu_bound_service_breaks_near_its_capacity_and_says_cpu() {
     );
     assert!(cpu >= 40.0, "{b}");
     assert_eq!(b["cpu_bound"], rule(cpu, peak), "{b}");
-    assert!(out.contains("broke         'p95<50ms over 2s abort' first failed in the 2 s up to"));
+    assert!(out.contains("broke         'p95 < 50ms over 2s abort' first failed in the 2 s up to"));
     if b["cpu_bound"] == true {
         assert!(
             out.contains("CPU-bound: the service needs more CPU"),

@@ -85,7 +85,7 @@ fn the_slowest_and_failed_trace_ids_are_the_ones_the_server_saw() {
     );
     let (_, baggage) = &seen[&0];
     assert!(
-        baggage.starts_with("brink.run=") && baggage.ends_with(",brink.scenario=run"),
+        baggage.starts_with("brink.run=") && baggage.ends_with(",brink.scenario=GET%20%2F"),
         "{baggage}"
     );
 

@@ -128,6 +128,36 @@ pub fn latency(rows: &[SecondRow], model: &str) -> Chart {
     c
 }
 
+/// The seconds to chart: the last one is left out when the run ended part-way through it
+/// (its counts cover a fraction of a second, and every chart would drop towards zero there).
+pub fn whole_seconds(rows: &[SecondRow], duration_s: f64) -> &[SecondRow] {
+    match rows.split_last() {
+        Some((last, rest)) if !rest.is_empty() && (last.t + 1) as f64 > duration_s + 0.001 => rest,
+        _ => rows,
+    }
+}
+
+/// The scenario's whole-run latency objectives as level lines on its latency chart
+/// (`SLO p99 < 25ms`), so a breach shows where the curve crosses its line.
+pub fn slo_lines(c: &mut Chart, s: &ScenarioResult) {
+    let parse = |d: &str| model::parse_duration(d).map_err(|e| e.to_string());
+    for r in &s.slo {
+        let Ok(slo) = stats::slo::Slo::parse(&r.slo, parse) else {
+            continue;
+        };
+        if !matches!(slo.metric, stats::slo::Metric::Latency(_)) || slo.request.is_some() {
+            continue;
+        }
+        let mut line = series(
+            &format!("SLO {}", r.slo),
+            "ms",
+            vec![positive(slo.threshold); c.x.len()],
+        );
+        line.dash = true;
+        c.series.push(line);
+    }
+}
+
 /// Successful and failed requests per second.
 pub fn throughput(rows: &[SecondRow]) -> Chart {
     let mut c = timeline("Throughput", rows);
@@ -292,8 +322,16 @@ pub fn observed(rows: &[SecondRow]) -> Vec<Chart> {
         .iter()
         .flat_map(|r| r.observed.keys().map(String::as_str))
         .collect();
+    // A figure with nothing to show (never measured, or zero throughout) gets no chart.
     names
         .into_iter()
+        .filter(|name| {
+            rows.iter().any(|r| {
+                r.observed
+                    .get(*name)
+                    .is_some_and(|v| v.is_finite() && *v != 0.0)
+            })
+        })
         .map(|name| {
             let mut c = timeline(&format!("Server: {name}"), rows);
             let unit = if name == model::metrics::THROTTLED {

@@ -60,11 +60,12 @@ pub fn page_with(r: &RunResult, nav: &str, extra: &Extra) -> String {
         body.push_str(&find_section(r, f, &mut charts));
     } else {
         let many = r.scenarios.len() > 1;
-        for s in &r.scenarios {
-            body.push_str(&scenario_section(s, many, &mut charts));
-        }
+        // A suite's SLA summary comes first: the verdict of every scenario at a glance.
         if many {
             body.push_str(&tables::suite(r));
+        }
+        for s in &r.scenarios {
+            body.push_str(&scenario_section(s, many, &mut charts));
         }
     }
     let _ = writeln!(
@@ -172,10 +173,12 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
             escape(why)
         );
     }
-    let rows = &s.timeseries;
+    let rows = charts::whole_seconds(&s.timeseries, s.summary.duration_s);
     if !rows.is_empty() {
         o.push_str("<div class=\"grid\">\n");
-        o.push_str(&chart_slot(charts, charts::latency(rows, &s.load.model)));
+        let mut latency = charts::latency(rows, &s.load.model);
+        charts::slo_lines(&mut latency, s);
+        o.push_str(&chart_slot(charts, latency));
         o.push_str(&chart_slot(charts, charts::throughput(rows)));
         if let Some(c) = charts::errors(rows, s) {
             o.push_str(&chart_slot(charts, c));

@@ -399,7 +399,13 @@ pub fn steps(f: &FindResult) -> String {
             r
         })
         .collect();
-    table("num", "Steps", &head, &rows)
+    // A wide step table scrolls inside its own box, its level column frozen.
+    let t = table("num steps", "Steps", &head, &rows);
+    if t.is_empty() {
+        t
+    } else {
+        format!("<div class=\"scroll\">{t}</div>\n")
+    }
 }
 
 /// `--trace`: the slowest and the first failed requests by trace id, linked when the result
