@@ -134,20 +134,24 @@ pub fn runs(h: &History, q: &[(String, String)]) -> Out {
     page("brink runs", &body, &[], UI_JS)
 }
 
-/// Per target and name with two runs or more: how p99 and throughput moved over the listed
-/// runs.
+/// Per load shape (target, name and load) with two runs or more: how p99 and throughput
+/// moved over the listed runs. Runs at another load are another trend: a sparkline across
+/// 8 and 64 connections would show the load, not the service.
 fn trends(h: &History, runs: &[Run]) -> String {
-    let mut groups: BTreeMap<(&str, &str), Vec<&Run>> = BTreeMap::new();
+    let mut groups: BTreeMap<(&str, &str, &str), Vec<&Run>> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.status == "done") {
-        groups.entry((&r.target, &r.name)).or_default().push(r);
+        groups
+            .entry((&r.target, &r.name, &r.load_level))
+            .or_default()
+            .push(r);
     }
     // A trend needs two runs.
     groups.retain(|_, list| list.len() >= 2);
     if groups.is_empty() {
         return String::new();
     }
-    let mut o = String::from("<h2>Trends</h2><table class=\"trends\"><thead><tr><th>name</th><th>target</th><th>runs</th><th>p99</th><th>ok req/s</th><th>latest p99</th><th>latest ok req/s</th><th>baseline</th></tr></thead><tbody>\n");
-    for ((target, name), mut list) in groups {
+    let mut o = String::from("<h2>Trends</h2><div class=\"scroll\"><table class=\"trends\"><thead><tr><th>name</th><th>target</th><th>load</th><th>runs</th><th>p99</th><th>ok req/s</th><th>latest p99</th><th>latest ok req/s</th><th>baseline</th></tr></thead><tbody>\n");
+    for ((target, name, load), mut list) in groups {
         list.reverse(); // oldest first
         let p99: Vec<f64> = list.iter().filter_map(|r| r.p99_ms).collect();
         let rps: Vec<f64> = list.iter().filter_map(|r| r.ok_rps).collect();
@@ -159,9 +163,10 @@ fn trends(h: &History, runs: &[Run]) -> String {
             });
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"c1\">{}</td><td class=\"c2\">{}</td><td>{}</td><td>{}</td><td>{base}</td></tr>",
+            "<tr><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td><td>{}</td><td class=\"c1\">{}</td><td class=\"c2\">{}</td><td>{}</td><td>{}</td><td>{base}</td></tr>",
             e(name),
             e(target),
+            e(load),
             list.len(),
             sparkline(&p99),
             sparkline(&rps),
@@ -169,7 +174,7 @@ fn trends(h: &History, runs: &[Run]) -> String {
             opt(latest.and_then(|l| l.ok_rps), fmt_rate),
         );
     }
-    o.push_str("</tbody></table>\n");
+    o.push_str("</tbody></table></div>\n");
     o
 }
 
@@ -179,7 +184,7 @@ fn table(h: &History, runs: &[Run]) -> String {
     }
     let mut o = String::from("<h2>All runs</h2><form method=\"get\" action=\"/compare\" id=\"compare-form\">\
 <p><button type=\"submit\" id=\"compare-button\">Compare the two ticked runs</button> <span class=\"note\">tick two runs (the older is the before side)</span></p>\
-<table class=\"runs\"><thead><tr><th></th><th>id</th><th>started</th><th>cmd</th><th>name</th><th>target</th><th>load</th><th>requests</th><th>ok req/s</th><th>p99</th><th>errors</th><th>verdict</th><th>against the baseline</th><th>tags, note</th></tr></thead><tbody>\n");
+<div class=\"scroll\"><table class=\"runs\"><thead><tr><th></th><th>id</th><th>started</th><th>cmd</th><th>name</th><th>target</th><th>load</th><th>requests</th><th>ok req/s</th><th>p99</th><th>errors</th><th class=\"verdict\">verdict</th><th class=\"against\">against the baseline</th><th>tags, note</th></tr></thead><tbody>\n");
     let mut baselines: BTreeMap<(String, String), Option<Run>> = BTreeMap::new();
     for r in runs {
         let base = baselines
@@ -209,7 +214,7 @@ fn table(h: &History, runs: &[Run]) -> String {
             .collect();
         let _ = writeln!(
             o,
-            "<tr><td><input type=\"checkbox\" name=\"run\" value=\"{id}\"{dis}></td><td><a href=\"/{link}/{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{against}</td><td>{} {}</td></tr>",
+            "<tr><td><input type=\"checkbox\" name=\"run\" value=\"{id}\"{dis}></td><td><a href=\"/{link}/{id}\">{id}</a></td><td class=\"wrap\">{}</td><td>{}</td><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{against}</td><td class=\"wrap\">{} {}</td></tr>",
             e(&r.started_at),
             e(&r.command),
             e(&r.name),
@@ -226,7 +231,7 @@ fn table(h: &History, runs: &[Run]) -> String {
             dis = if r.status == "done" { "" } else { " disabled" },
         );
     }
-    o.push_str("</tbody></table></form>\n");
+    o.push_str("</tbody></table></div></form>\n");
     o
 }
 

@@ -534,3 +534,152 @@ fn every_page_takes_any_unicode() {
     }
     drop(server);
 }
+
+/// At 1280 px the runs page keeps its verdict and baseline columns on screen (long names,
+/// targets, loads and tags wrap), a trend only joins runs of the same load, and a search's
+/// report keeps its step table in its own scrolling box with the level column frozen; the
+/// report's charts leave out the last partial second and draw the latency objective. Checked
+/// by element widths in the system's Chromium.
+#[test]
+fn pages_fit_a_1280_pixel_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
+    let long = format!(
+        "/api/v1/{}/items?filter={}",
+        "catalogue".repeat(6),
+        "x".repeat(60)
+    );
+    let url = srv.url(&long);
+    let record = |c: &str, extra: &[&str]| {
+        let ok = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .env("BRINK_HISTORY", &h)
+            .args([
+                "run",
+                &url,
+                "-c",
+                c,
+                "-n",
+                "30",
+                "-q",
+                "--tag",
+                "environment=staging-eu-west",
+            ])
+            .args(["--note", &"a long note about pool sizes ".repeat(4)])
+            .args(extra)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    };
+    record("2", &[]);
+    record("2", &[]);
+    record("4", &[]);
+    let report = dir.path().join("r.html");
+    let search = dir.path().join("f.html");
+    let pid = format!("pid={}", std::process::id());
+    let ok = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_HISTORY", &h)
+        .args([
+            "run",
+            &srv.url("/"),
+            "-c",
+            "2",
+            "-d",
+            "2500ms",
+            "-q",
+            "--slo",
+            "p99<100",
+        ])
+        .arg("--html")
+        .arg(&report)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let found = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_HISTORY", &h)
+        .args([
+            "find",
+            &srv.url("/"),
+            "--to",
+            "4",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+        ])
+        .args([
+            "--cooldown",
+            "0s",
+            "-q",
+            "--observe",
+            &pid,
+            "--metric",
+            "custom_a=x",
+        ])
+        .arg("--html")
+        .arg(&search)
+        .status()
+        .unwrap();
+    assert!(found.code().is_some());
+    let (server, base) = serve(&h, &[]);
+    let base = base.trim_end_matches('/').to_string();
+    let shots = dir.path().join("shot");
+    let pages = [
+        format!("{base}/"),
+        format!("file://{}", report.display()),
+        format!("file://{}", search.display()),
+    ];
+    let mut args: Vec<&str> = vec![shots.to_str().unwrap()];
+    args.extend(pages.iter().map(String::as_str));
+    let Some(seen) = crate::support::browser_check("check_widths.py", &args) else {
+        return;
+    };
+    drop(server);
+    assert_eq!(seen["page_errors"], serde_json::json!([]), "{seen}");
+    let p = &seen["pages"];
+    for page in p.as_array().unwrap() {
+        assert!(
+            page["scroll_width"].as_f64().unwrap() <= 1280.0,
+            "overflows: {page}"
+        );
+    }
+    // The runs page: verdict and baseline on screen; one trend (two runs at 2 connections).
+    let runs = &p[0];
+    for col in ["verdict_right", "against_right"] {
+        let right = runs[col][0].as_f64().unwrap_or(9999.0);
+        assert!(right <= 1280.0, "{col} at {right}: {runs}");
+    }
+    assert_eq!(runs["trend_rows"], 1, "{runs}");
+    // The run's report: 2.5 s charted as its 2 whole seconds, with the objective's line.
+    let latency = &p[1]["charts"][0];
+    assert_eq!(latency["x"], 2, "{latency}");
+    assert!(
+        latency["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "SLO p99 < 100ms"),
+        "{latency}"
+    );
+    // The search's report: the step table scrolls in a box no wider than the page, its level
+    // column frozen.
+    let find = &p[2];
+    let boxes = find["boxes"].as_array().unwrap();
+    assert!(!boxes.is_empty(), "{find}");
+    assert!(
+        boxes.iter().all(|b| b[0].as_f64().unwrap() <= 1280.0),
+        "{find}"
+    );
+    assert!(
+        find["sticky"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s == "sticky"),
+        "{find}"
+    );
+    assert!(
+        std::fs::metadata(format!("{}.0.png", shots.display())).is_ok(),
+        "screenshots kept"
+    );
+}
