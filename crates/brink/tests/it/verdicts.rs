@@ -475,3 +475,79 @@ fn runs_are_named_for_what_they_load_and_show_their_labels() {
         "{show}"
     );
 }
+
+/// The terminal SLA table keeps its columns aligned whatever the cells hold (a throughput
+/// floor's `>= 5 req/s` ran into the result column).
+#[test]
+fn the_sla_table_aligns() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let ran = brink_json(&[
+        "run",
+        &srv.url("/"),
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "--slo",
+        "p99 < 200ms",
+        "--slo",
+        "rps >= 5",
+        "--slo",
+        "errors < 1% over 1s",
+    ]);
+    let lines: Vec<&str> = ran
+        .stdout
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("SLO "))
+        .take_while(|l| !l.trim_start().starts_with("SLA:"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{}", ran.stdout);
+    let at = |l: &str, word: &str| {
+        l.chars()
+            .collect::<String>()
+            .find(word)
+            .map(|b| l[..b].chars().count())
+    };
+    let status = at(lines[0], "status").expect("a status column");
+    for l in &lines[1..] {
+        assert_eq!(
+            at(l, "PASS").or_else(|| at(l, "FAIL")),
+            Some(status),
+            "{}",
+            ran.stdout
+        );
+    }
+    let result = at(lines[0], "result").expect("a result column") + "result".len();
+    for l in &lines[1..] {
+        let end = l.chars().take(result).collect::<String>();
+        assert!(
+            end.ends_with(|c: char| !c.is_whitespace()),
+            "results end under their header:\n{}",
+            ran.stdout
+        );
+    }
+}
+
+/// The release build users install carries no debug info (the binary was 101 MB with it);
+/// symbols live in the `profiling` profile for the benchmarks that read them.
+#[test]
+fn the_release_build_is_lean() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    let toml = std::fs::read_to_string(root).expect("workspace manifest");
+    let section = |name: &str| {
+        toml.split(&format!("[profile.{name}]"))
+            .nth(1)
+            .map(|s| s.split("\n[").next().unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    let release = section("release");
+    assert!(
+        release.contains("debug = false") && release.contains("strip = \"debuginfo\""),
+        "{release}"
+    );
+    let profiling = section("profiling");
+    assert!(
+        profiling.contains("inherits = \"release\"") && profiling.contains("debug = 1"),
+        "{profiling}"
+    );
+}

@@ -462,3 +462,42 @@ pub fn usl(f: &FindResult) -> Option<Chart> {
         )),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(t: u64, observed: &[(&str, f64)]) -> SecondRow {
+        let mut v = serde_json::json!({
+            "t": t, "requests": 10, "ok": 10, "errors": 0,
+            "p50": 1.0, "p90": 2.0, "p99": 3.0, "max": 4.0, "target": null
+        });
+        v["observed"] = observed
+            .iter()
+            .map(|(k, x)| (k.to_string(), serde_json::json!(x)))
+            .collect();
+        serde_json::from_value(v).expect("a second")
+    }
+
+    #[test]
+    fn server_charts_with_nothing_to_show_are_left_out() {
+        let rows = [
+            row(0, &[("srv cpu", 20.0), ("host listen drops/s", 0.0)]),
+            row(1, &[("srv cpu", 25.0), ("host listen drops/s", 0.0)]),
+        ];
+        let titles: Vec<String> = observed(&rows).into_iter().map(|c| c.title).collect();
+        assert_eq!(titles, ["Server: srv cpu"]);
+    }
+
+    #[test]
+    fn the_last_partial_second_is_left_out() {
+        let rows = [row(0, &[]), row(1, &[]), row(2, &[])];
+        assert_eq!(whole_seconds(&rows, 2.5).len(), 2);
+        assert_eq!(whole_seconds(&rows, 3.0).len(), 3);
+        assert_eq!(
+            whole_seconds(&rows[..1], 0.4).len(),
+            1,
+            "a run under a second keeps it"
+        );
+    }
+}
