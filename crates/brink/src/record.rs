@@ -37,7 +37,7 @@ pub fn meta(command: &str, jobs: &[Job], how: Option<String>, rec: &Recording) -
             .map_or_else(String::new, |r| r.method.clone()),
         load_model: match (&how, &info) {
             (Some(_), _) => "search".to_string(),
-            (None, Some(i)) => i.model.clone(),
+            (None, Some(i)) => i.model.to_string(),
             (None, None) => String::new(),
         },
         load_level: how.unwrap_or_else(|| {

@@ -117,10 +117,13 @@ fn same_load(a: &LoadInfo, b: &LoadInfo, say: &mut dyn FnMut(String)) {
             stages(a).join(","),
             stages(b).join(",")
         ));
-    } else if a.model == "open" && a.rate != b.rate {
+    } else if a.model == model::LoadModel::Open && a.rate != b.rate {
         let r = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v}/s"));
         say(format!("rates {} vs {}", r(a.rate), r(b.rate)));
-    } else if a.model == "closed" && a.stages.is_empty() && a.connections != b.connections {
+    } else if a.model == model::LoadModel::Closed
+        && a.stages.is_empty()
+        && a.connections != b.connections
+    {
         say(format!(
             "connections {} vs {}",
             a.connections, b.connections

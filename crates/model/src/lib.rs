@@ -11,6 +11,6 @@ pub mod schedule;
 mod target;
 pub mod units;
 
-pub use schedule::{Curve, Load};
+pub use schedule::{Curve, Load, LoadModel};
 pub use target::{header_pairs, parse_header, StatusSet, Target, TargetError};
 pub use units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};

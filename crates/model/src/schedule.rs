@@ -357,3 +357,38 @@ mod tests {
         assert_eq!(f.total(), 30.0);
     }
 }
+
+/// Which model a run's load follows, as results and reports name it (`closed`, `open`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadModel {
+    /// Connections (or virtual users) each send their next request when an answer arrives.
+    Closed,
+    /// Requests are due at intended times whatever the answers do.
+    Open,
+}
+
+impl LoadModel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadModel::Closed => "closed",
+            LoadModel::Open => "open",
+        }
+    }
+}
+
+impl std::fmt::Display for LoadModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Load {
+    /// The model this load follows.
+    pub fn model(&self) -> LoadModel {
+        match self {
+            Load::Closed { .. } => LoadModel::Closed,
+            Load::Open { .. } => LoadModel::Open,
+        }
+    }
+}

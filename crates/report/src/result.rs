@@ -311,7 +311,7 @@ impl TargetInfo {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LoadInfo {
     /// `closed` or `open`.
-    pub model: String,
+    pub model: model::LoadModel,
     /// Closed: peak connections; open: connection pool (max in flight).
     pub connections: usize,
     /// Open model with a constant rate: requests per second.

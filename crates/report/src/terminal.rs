@@ -335,7 +335,7 @@ fn latency_table(o: &mut String, r: &ScenarioResult) {
         }
         let _ = writeln!(o);
     };
-    if r.load.model == "open" {
+    if r.load.model == model::LoadModel::Open {
         line("from intended", labels);
         line("service time", s.service_time_ms.labelled());
     } else {

@@ -36,7 +36,7 @@ pub fn broke(sc: &ScenarioResult) -> Option<BrokeJson> {
         at_s,
         window_s,
         level,
-        by: if sc.load.model == "open" {
+        by: if sc.load.model == model::LoadModel::Open {
             By::Rate
         } else {
             By::Connections

@@ -204,9 +204,9 @@ pub fn target_info(spec: &RunSpec) -> TargetInfo {
 }
 
 pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
-    let (model, curve) = match &spec.load {
-        Load::Closed { connections } => ("closed", connections),
-        Load::Open { rate, .. } => ("open", rate),
+    let curve = match &spec.load {
+        Load::Closed { connections } => connections,
+        Load::Open { rate, .. } => rate,
     };
     let segs = curve.segments();
     let flat = segs.len() == 1 && segs[0].from == segs[0].to;
@@ -225,7 +225,7 @@ pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
             .collect()
     };
     LoadInfo {
-        model: model.to_string(),
+        model: spec.load.model(),
         connections: spec.load.max_connections(),
         rate,
         stages,

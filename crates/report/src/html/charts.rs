@@ -80,8 +80,8 @@ pub fn axis(scale: &'static str, label: &str, log: bool, side: u8) -> Axis {
 }
 
 /// What the load level of a timeline is called: connections, or req/s in the open model.
-fn load_label(model: &str) -> &'static str {
-    if model == "open" {
+fn load_label(model: model::LoadModel) -> &'static str {
+    if model == model::LoadModel::Open {
         "target req/s"
     } else {
         "target connections"
@@ -103,7 +103,7 @@ fn timeline(title: &str, rows: &[SecondRow]) -> Chart {
 }
 
 /// Latency percentiles over time (log scale), with the load level on a second axis.
-pub fn latency(rows: &[SecondRow], model: &str) -> Chart {
+pub fn latency(rows: &[SecondRow], model: model::LoadModel) -> Chart {
     let mut c = timeline("Latency over time (from the intended start)", rows);
     c.axes = vec![axis("ms", "latency (ms)", true, 0)];
     for (label, f) in [
