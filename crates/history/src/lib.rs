@@ -54,9 +54,7 @@ pub fn default_path() -> Option<PathBuf> {
 pub struct Run {
     pub id: i64,
     pub started_at: String,
-    /// `running`, `done`, `failed` (the command ended without a result), or `died` (its
-    /// process is gone: killed or crashed; what it recorded is kept).
-    pub status: String,
+    pub status: model::RunStatus,
     pub command: String,
     pub name: String,
     pub target: String,

@@ -96,7 +96,11 @@ pub fn run_of(r: &Row) -> rusqlite::Result<Run> {
     Ok(Run {
         id: r.get(0)?,
         started_at: r.get(1)?,
-        status: r.get(2)?,
+        status: {
+            let word: String = r.get(2)?;
+            // A word no brink writes reads as failed: the run did not finish with a result.
+            model::RunStatus::parse(&word).unwrap_or(model::RunStatus::Failed)
+        },
         command: r.get(3)?,
         name: r.get(4)?,
         target: r.get(5)?,

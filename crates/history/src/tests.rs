@@ -33,7 +33,10 @@ fn a_run_is_kept_as_it_goes_and_then_whole() {
     let id = h
         .begin(&meta("run", "http://a/", &[("env", "ci")]))
         .unwrap();
-    assert_eq!(h.run(id).unwrap().unwrap().status, "running");
+    assert_eq!(
+        h.run(id).unwrap().unwrap().status,
+        model::RunStatus::Running
+    );
     let r = result();
     for row in &r.timeseries {
         h.second(id, 0, "run", row).unwrap();
@@ -49,7 +52,7 @@ fn a_run_is_kept_as_it_goes_and_then_whole() {
     h.finish(id, &r).unwrap();
     h.exit(id, 0).unwrap();
     let run = h.run(id).unwrap().unwrap();
-    assert_eq!(run.status, "done");
+    assert_eq!(run.status, model::RunStatus::Done);
     assert_eq!(run.requests, Some(r.summary.requests as i64));
     assert_eq!(run.p99_ms, Some(r.summary.latency_ms.p99));
     assert_eq!(run.exit_code, Some(0));
@@ -147,7 +150,7 @@ fn writers_at_once_lose_nothing() {
         })
         .unwrap();
     assert_eq!(all.len(), 40);
-    assert!(all.iter().all(|r| r.status == "done"));
+    assert!(all.iter().all(|r| r.status == model::RunStatus::Done));
     for run in &all {
         assert_eq!(h.seconds(run.id, 0).unwrap().len(), r.timeseries.len());
     }

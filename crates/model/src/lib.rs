@@ -8,9 +8,11 @@ pub mod grpc;
 pub mod guard;
 pub mod metrics;
 pub mod schedule;
+mod status;
 mod target;
 pub mod units;
 
 pub use schedule::{Curve, Load, LoadModel};
+pub use status::RunStatus;
 pub use target::{header_pairs, parse_header, StatusSet, Target, TargetError};
 pub use units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};

@@ -176,10 +176,10 @@ fn follow(path: &std::path::Path, id: i64, mut after: i64, tx: &tokio::sync::mps
     let mut quiet = 0;
     loop {
         let status = match h.run(id) {
-            Ok(Some(r)) => r.status,
-            _ => "gone".to_string(),
+            Ok(Some(r)) => r.status.as_str(),
+            _ => "gone",
         };
-        let running = status == "running";
+        let running = status == model::RunStatus::Running.as_str();
         let Ok(rows) = h.seconds(id, after) else {
             return;
         };

@@ -8,6 +8,7 @@ use crate::api;
 use crate::http::{html, text, Out};
 use history::{History, Run};
 use hyper::StatusCode;
+use model::RunStatus;
 use report::html::charts::{axis, positive, series, Chart};
 use report::html::{document, escape as e, slot, Extra};
 use report::{fmt_count, fmt_ms, fmt_rate, SecondRow};
@@ -35,10 +36,10 @@ fn page(title: &str, body: &str, charts: &[Chart], script: &str) -> Out {
 }
 
 fn badge(r: &Run) -> String {
-    match (r.status.as_str(), r.slo_passed, r.interrupted) {
-        ("running", _, _) => "<span class=\"badge live\">running</span>".into(),
-        ("failed", _, _) => "<span class=\"badge fail\">failed</span>".into(),
-        ("died", _, _) => "<span class=\"badge fail\">died</span>".into(),
+    match (r.status, r.slo_passed, r.interrupted) {
+        (RunStatus::Running, _, _) => "<span class=\"badge live\">running</span>".into(),
+        (RunStatus::Failed, _, _) => "<span class=\"badge fail\">failed</span>".into(),
+        (RunStatus::Died, _, _) => "<span class=\"badge fail\">died</span>".into(),
         (_, _, true) => "<span class=\"badge warn\">interrupted</span>".into(),
         // A search's steps fail by design: it succeeded when a level held.
         _ if r.command == "find" => match r.max_sustainable {
@@ -139,7 +140,7 @@ pub fn runs(h: &History, q: &[(String, String)]) -> Out {
 /// 8 and 64 connections would show the load, not the service.
 fn trends(h: &History, runs: &[Run]) -> String {
     let mut groups: BTreeMap<(&str, &str, &str), Vec<&Run>> = BTreeMap::new();
-    for r in runs.iter().filter(|r| r.status == "done") {
+    for r in runs.iter().filter(|r| r.status == RunStatus::Done) {
         groups
             .entry((&r.target, &r.name, &r.load_level))
             .or_default()
@@ -197,7 +198,7 @@ fn table(h: &History, runs: &[Run]) -> String {
             });
         let against = match base {
             Some(b) if b.id == r.id => "<span class=\"badge base\">baseline</span>".to_string(),
-            Some(b) if r.status == "done" => format!(
+            Some(b) if r.status == RunStatus::Done => format!(
                 "{}{}<a href=\"/compare?a={}&amp;b={}\">compare</a>",
                 arrow("p99", r.p99_ms, b.p99_ms, true),
                 arrow("req/s", r.ok_rps, b.ok_rps, false),
@@ -206,7 +207,11 @@ fn table(h: &History, runs: &[Run]) -> String {
             ),
             _ => String::new(),
         };
-        let link = if r.status == "running" { "live" } else { "run" };
+        let link = if r.status == RunStatus::Running {
+            "live"
+        } else {
+            "run"
+        };
         let tags: Vec<String> = r
             .tags
             .iter()
@@ -228,7 +233,7 @@ fn table(h: &History, runs: &[Run]) -> String {
             tags.join(" "),
             e(r.note.as_deref().unwrap_or("")),
             id = r.id,
-            dis = if r.status == "done" { "" } else { " disabled" },
+            dis = if r.status == RunStatus::Done { "" } else { " disabled" },
         );
     }
     o.push_str("</tbody></table></div></form>\n");
@@ -470,10 +475,10 @@ pub fn live(h: &History, id: i64) -> Out {
         e(&meta.command),
         e(&meta.load_level),
         e(&meta.started_at),
-        match meta.status.as_str() {
-            "running" => "running",
-            "died" => "died: the process recording it is gone; what it recorded is shown",
-            _ => "finished",
+        match meta.status {
+            RunStatus::Running => "running",
+            RunStatus::Died => "died: the process recording it is gone; what it recorded is shown",
+            RunStatus::Done | RunStatus::Failed => "finished",
         },
         slot(0),
         slot(1),

@@ -5,6 +5,7 @@ use crate::cli::{HistoryAction, HistoryArgs, ShowArgs};
 use crate::emitln;
 use crate::exit::Fail;
 use history::{Filter, History, Run};
+use model::RunStatus;
 use report::{fmt_count, fmt_ms, fmt_rate};
 use std::path::Path;
 
@@ -101,10 +102,8 @@ fn cut(s: &str, n: usize) -> String {
 
 /// One run as a table line.
 fn line(r: &Run) -> String {
-    let verdict = match (r.status.as_str(), r.slo_passed, r.interrupted) {
-        ("running", _, _) => "running".to_string(),
-        ("failed", _, _) => "failed".to_string(),
-        ("died", _, _) => "died".to_string(),
+    let verdict = match (r.status, r.slo_passed, r.interrupted) {
+        (s @ (RunStatus::Running | RunStatus::Failed | RunStatus::Died), _, _) => s.to_string(),
         (_, _, true) => "interrupted".to_string(),
         // A search's steps fail by design (that is how it finds the limit): it succeeded when
         // it found a level that held.
@@ -197,7 +196,7 @@ mod tests {
     fn a_search_that_found_its_limit_is_not_listed_as_failed() {
         let run = |max| Run {
             command: "find".into(),
-            status: "done".into(),
+            status: RunStatus::Done,
             slo_passed: Some(false),
             max_sustainable: max,
             ..Run::default()

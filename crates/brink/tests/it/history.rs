@@ -121,7 +121,7 @@ fn recorded(h: &Path) -> (usize, String) {
     let db = history::History::open(h).unwrap();
     let runs = db.list(&history::Filter::default()).unwrap();
     let run = runs.first().expect("a run was recorded");
-    (db.seconds(run.id, 0).unwrap().len(), run.status.clone())
+    (db.seconds(run.id, 0).unwrap().len(), run.status.to_string())
 }
 
 #[test]
@@ -187,7 +187,7 @@ fn processes_recording_at_once_into_a_new_file_lose_nothing() {
     assert_eq!(recorded, seconds_by_result);
     assert!(runs
         .iter()
-        .all(|r| r.status == "done" && r.exit_code == Some(0)));
+        .all(|r| r.status == model::RunStatus::Done && r.exit_code == Some(0)));
 }
 
 #[test]

@@ -148,7 +148,7 @@ fn the_history_in_a_browser() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let live_id = loop {
         let list = db.list(&history::Filter::default()).unwrap();
-        if let Some(r) = list.iter().find(|r| r.status == "running") {
+        if let Some(r) = list.iter().find(|r| r.status == model::RunStatus::Running) {
             if !db.seconds(r.id, 0).unwrap().is_empty() {
                 break r.id;
             }
@@ -343,7 +343,7 @@ fn a_killed_run_is_shown_as_died() {
     let id = loop {
         if let Ok(db) = history::History::open(&h) {
             let list = db.list(&history::Filter::default()).unwrap_or_default();
-            if let Some(r) = list.iter().find(|r| r.status == "running") {
+            if let Some(r) = list.iter().find(|r| r.status == model::RunStatus::Running) {
                 if db.seconds(r.id, 0).map(|s| s.len()).unwrap_or(0) >= 2 {
                     break r.id;
                 }
