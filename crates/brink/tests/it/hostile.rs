@@ -92,6 +92,45 @@ fn endless(head: &'static [u8], filler: &'static [u8]) -> RawServer {
     })
 }
 
+/// Runs `-c 4 --threads 1 -d 2s --timeout 1s --grace 1s` (and `extra`) against a server that
+/// never stops streaming: the run must end within 6 s with at least the 4 first attempts
+/// counted as `kind`. Returns the summary.
+fn bounded_endless_run(name: &str, url: &str, extra: &[&str], kind: &str) -> serde_json::Value {
+    let t = Instant::now();
+    let mut args = vec![
+        "run",
+        url,
+        "-c",
+        "4",
+        "--threads",
+        "1",
+        "-d",
+        "2s",
+        "--timeout",
+        "1s",
+        "--grace",
+        "1s",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    let ran = brink_json(&args);
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_secs(6),
+        "{name}: the run took {took:?}\n{}",
+        ran.stderr
+    );
+    let s = ran.result["summary"].clone();
+    let errors = s["errors_by_kind"][kind].as_u64().unwrap_or(0);
+    assert!(
+        errors >= 4,
+        "{name}: every attempt counted as {kind}: {}\n{}",
+        s["errors_by_kind"],
+        ran.stderr
+    );
+    s
+}
+
 /// A server that streams faster than brink reads (an endless chunk extension, endless interim
 /// answers, an endless body) cannot hold a run past its end: `-d 2s --timeout 1s` ends within
 /// its grace, every attempt is counted, and the result is written. Before the fix the read
@@ -121,37 +160,7 @@ fn a_server_streaming_without_end_cannot_hold_the_run() {
     ];
     for (name, head, filler, kind) in cases {
         let srv = endless(head, filler);
-        let t = Instant::now();
-        // Four servers' threads against brink's one worker: brink cannot keep up.
-        let ran = brink_json(&[
-            "run",
-            &srv.url("/"),
-            "-c",
-            "4",
-            "--threads",
-            "1",
-            "-d",
-            "2s",
-            "--timeout",
-            "1s",
-            "--grace",
-            "1s",
-            "-q",
-        ]);
-        let took = t.elapsed();
-        assert!(
-            took < Duration::from_secs(6),
-            "{name}: the run took {took:?}\n{}",
-            ran.stderr
-        );
-        let s = &ran.result["summary"];
-        let errors = s["errors_by_kind"][kind].as_u64().unwrap_or(0);
-        assert!(
-            errors >= 4,
-            "{name}: every attempt counted as {kind}: {}\n{}",
-            s["errors_by_kind"],
-            ran.stderr
-        );
+        let s = bounded_endless_run(name, &srv.url("/"), &[], kind);
         assert_eq!(s["ok"].as_u64(), Some(0), "{name}");
         assert!(
             srv.connections.load(Ordering::Relaxed) >= 4,
@@ -327,6 +336,23 @@ fn endless_reflection_imports_end_in_a_clear_error() {
     );
 }
 
+/// 20 calls of greeter.proto's SayHello to the gRPC server at `addr`, with `extra` flags.
+pub fn say_hello(addr: std::net::SocketAddr, extra: &[&str]) -> crate::support::Ran {
+    let proto = crate::grpc::greeter();
+    let url = format!("grpc://{addr}");
+    let mut args = vec!["run", &url, "--proto"];
+    let proto = proto.display().to_string();
+    args.extend([
+        proto.as_str(),
+        "--call",
+        "helloworld.Greeter/SayHello",
+        "-n",
+        "20",
+    ]);
+    args.extend_from_slice(extra);
+    brink_json(&args)
+}
+
 /// Answers whose messages are broken fail as a gRPC client fails them, whatever status the
 /// trailers claim: a message announcing 4 GiB and carrying 5 bytes (over the largest message,
 /// RESOURCE_EXHAUSTED, as grpc-go and grpc-java report it), the compressed flag without a
@@ -367,21 +393,7 @@ fn broken_grpc_answers_are_not_ok() {
             ..Answer::ok(body.clone())
         });
         let srv = testkit::grpc::serve_grpc(testkit::Options::default(), handler).expect("server");
-        let proto = crate::grpc::greeter();
-        let mut args = vec![
-            "run".to_string(),
-            format!("grpc://{}", srv.addr),
-            "--proto".into(),
-            proto.display().to_string(),
-            "--call".into(),
-            "helloworld.Greeter/SayHello".into(),
-            "-n".into(),
-            "20".into(),
-            "-q".into(),
-        ];
-        args.extend(flags.iter().map(|f| f.to_string()));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let ran = brink_json(&args);
+        let ran = say_hello(srv.addr, flags);
         let s = &ran.result["summary"];
         assert_eq!(
             s["grpc_status"],
@@ -395,20 +407,7 @@ fn broken_grpc_answers_are_not_ok() {
     let handler: testkit::grpc::GrpcHandler =
         Arc::new(|_: &Call| Answer::ok(vec![0x0a, 0x02, b'h', b'i']));
     let srv = testkit::grpc::serve_grpc(testkit::Options::default(), handler).expect("server");
-    let proto = crate::grpc::greeter();
-    let ran = brink_json(&[
-        "run",
-        &format!("grpc://{}", srv.addr),
-        "--proto",
-        proto.to_str().unwrap(),
-        "--call",
-        "helloworld.Greeter/SayHello",
-        "-n",
-        "20",
-        "-q",
-        "--max-message-size",
-        "1KiB",
-    ]);
+    let ran = say_hello(srv.addr, &["-q", "--max-message-size", "1KiB"]);
     assert_eq!(
         ran.result["summary"]["grpc_status"],
         serde_json::json!({"OK": 20})
@@ -761,35 +760,6 @@ fn an_endless_stream_over_tls_cannot_hold_the_run() {
             ..testkit::Options::default()
         };
         let srv = testkit::serve_with(opts, handler).expect("server");
-        let t = Instant::now();
-        let ran = brink_json(&[
-            "run",
-            &srv.url("/"),
-            "--insecure",
-            "-c",
-            "4",
-            "--threads",
-            "1",
-            "-d",
-            "2s",
-            "--timeout",
-            "1s",
-            "--grace",
-            "1s",
-            "-q",
-        ]);
-        let took = t.elapsed();
-        assert!(
-            took < Duration::from_secs(6),
-            "{name}: {took:?}\n{}",
-            ran.stderr
-        );
-        let s = &ran.result["summary"];
-        assert!(
-            s["errors_by_kind"][kind].as_u64().unwrap_or(0) >= 4,
-            "{name}: {}\n{}",
-            s["errors_by_kind"],
-            ran.stderr
-        );
+        bounded_endless_run(name, &srv.url("/"), &["--insecure"], kind);
     }
 }

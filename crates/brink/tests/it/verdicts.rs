@@ -177,17 +177,7 @@ fn failures_are_named_by_status_and_code() {
     use testkit::grpc::{Answer, Call};
     let handler: testkit::grpc::GrpcHandler = std::sync::Arc::new(|_: &Call| Answer::code(12));
     let srv = testkit::grpc::serve_grpc(testkit::Options::default(), handler).expect("server");
-    let proto = crate::grpc::greeter();
-    let ran = brink_json(&[
-        "run",
-        &format!("grpc://{}", srv.addr),
-        "--proto",
-        proto.to_str().unwrap(),
-        "--call",
-        "helloworld.Greeter/SayHello",
-        "-n",
-        "20",
-    ]);
+    let ran = crate::hostile::say_hello(srv.addr, &[]);
     assert_eq!(ran.code, Some(3));
     assert!(
         ran.stderr.contains("(20 attempts: UNIMPLEMENTED: 20)"),
