@@ -3,7 +3,7 @@
 //! redrawn every second; elsewhere (a CI log) a plain line is printed every 10 s, as k6 and
 //! Gatling do, so a long job shows life. `--quiet` has none.
 
-use engine::SecondView;
+use merge::SecondView;
 use report::{fmt_count, fmt_ms};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;

@@ -19,10 +19,7 @@ pub use proto::h1;
 pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
 pub use net::tls::TlsOptions;
 pub use once::{answers_http1_to_h2, completion_fetch, grpc_call, Answer};
-pub use run::{
-    check, run, OnSecond, RunError, RunOutput, RunSpec, Second, SecondView,
-    DEFAULT_GRPC_MAX_MESSAGE,
-};
+pub use run::{check, run, RunError, RunSpec, DEFAULT_GRPC_MAX_MESSAGE};
 pub use target::RequestSpec;
 /// What a run sends (requests, templates, extraction), re-exported for callers of [`run()`].
 pub use workload;

@@ -1,12 +1,13 @@
-//! A run from start to finish: resolve the target and TLS once, start one worker thread per
-//! core, merge their per-second buckets in order (the aggregator), hand every finished second to
-//! an observer (live progress, later sliding-window SLOs), and return the totals.
+//! A run from start to finish in this process: resolve the target and TLS once, start one
+//! worker thread per core, merge their per-second buckets in order ([`merge::Merger`]), hand
+//! every finished second to an observer (live progress, SLO windows, aborts), and return the
+//! totals.
 
 use crate::net::conn::Connector;
 use crate::net::tls::{client_config, server_name, TlsError, TlsOptions};
 use crate::worker::{self, Msg, Shared};
+use merge::{Merger, OnSecond, RunOutput};
 use model::{Load, StatusSet, Target, TargetError};
-use stats::{Bucket, LatencySummary, Timeline, Totals};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
@@ -59,75 +60,6 @@ pub enum RunError {
     /// A request that breaks the wire rules before any templating: it could never be sent.
     #[error("{0}")]
     Request(String),
-}
-
-/// One finished second of the whole run.
-#[derive(Clone, Debug)]
-pub struct Second {
-    pub t: u64,
-    pub requests: u64,
-    pub ok: u64,
-    pub errors: u64,
-    pub latency: LatencySummary,
-    /// The schedule's target level at the start of this second.
-    pub target: Option<f64>,
-    /// Connections opened in this second, and their TCP connect / TLS handshake times.
-    pub connects: u64,
-    pub connect: Option<LatencySummary>,
-    pub tls: Option<LatencySummary>,
-    /// This second's latency (from the intended start) and service-time histograms, encoded
-    /// ([`stats::encode`]): kept small so memory grows by about a kilobyte per second.
-    pub latency_hdr: String,
-    pub service_hdr: String,
-    /// Responses by status code, gRPC calls by code, and transport errors by kind (only
-    /// those that occurred).
-    pub status: Vec<(u16, u64)>,
-    pub grpc: Vec<(u16, u64)>,
-    pub errors_by_kind: Vec<(&'static str, u64)>,
-}
-
-/// Everything a finished run measured.
-#[derive(Clone, Debug)]
-pub struct RunOutput {
-    pub totals: Totals,
-    /// Per request of the workload: (name, totals).
-    pub by_request: Vec<(String, Totals)>,
-    /// An observer stopped the run (an SLO with `abort` broke).
-    pub aborted: bool,
-    pub seconds: Vec<Second>,
-    pub duration: Duration,
-    pub interrupted: bool,
-    /// Requests still in flight when the run stopped (not counted in the totals).
-    pub unfinished: u64,
-    pub workers: usize,
-    /// The worker threads' scheduler figures summed over the run: time on a CPU and time ready
-    /// but waiting for one (`None` where the kernel keeps none).
-    pub sched: Option<observe::procfs::Sched>,
-    /// Steps with `complete:`: how their jobs ended, per request of the workload (empty
-    /// without such steps).
-    pub completions: Vec<observe::tracker::Counts>,
-}
-
-/// One finished second with everything behind it, for observers.
-pub struct SecondView<'a> {
-    pub second: &'a Second,
-    /// The whole second, all requests.
-    pub all: &'a Bucket,
-    /// The same second per request of the workload.
-    pub by_request: &'a [Bucket],
-    pub totals: &'a Totals,
-    pub totals_by_request: &'a [Totals],
-}
-
-/// Sees each second as soon as every worker has reported it; returns true to stop the run.
-pub trait OnSecond {
-    fn second(&mut self, view: &SecondView) -> bool;
-}
-
-impl<F: FnMut(&SecondView) -> bool> OnSecond for F {
-    fn second(&mut self, view: &SecondView) -> bool {
-        self(view)
-    }
 }
 
 /// `timeout` as a `grpc-timeout` value: whole milliseconds, at most eight digits.
@@ -236,14 +168,11 @@ pub fn run(
         })
         .collect::<Result<_, _>>()?;
     drop(tx);
-    let mut agg = Aggregator::new(shared.workers, &spec.load, spec.workload.requests.len());
+    let mut agg = Merger::new(shared.workers, &spec.load, spec.workload.requests.len());
     let mut failure = None;
-    let mut handle_msg = |agg: &mut Aggregator, msg: Msg| match msg {
+    let mut handle_msg = |agg: &mut Merger, msg: Msg| match msg {
         Msg::Buckets(w, b) => agg.bucket(w, b),
-        Msg::Done(w, unfinished, sched) => {
-            agg.sched = agg.sched.zip(sched).map(|(a, b)| a.plus(b));
-            agg.done(w, unfinished)
-        }
+        Msg::Done(w, unfinished, sched) => agg.done(w, unfinished, sched),
         Msg::Failed(e) => failure = Some(e),
     };
     let mut interrupted = false;
@@ -264,10 +193,7 @@ pub fn run(
                 handle_msg(&mut agg, msg);
             }
             for w in 0..handles.len() {
-                if !agg.timeline.is_finished(w) {
-                    agg.sched = None;
-                }
-                agg.done(w, 0);
+                agg.done(w, 0, None);
             }
         }
         if agg.emit_ready(observer) {
@@ -308,105 +234,4 @@ pub fn run(
         sched: agg.sched,
         completions,
     })
-}
-
-/// Turns the workers' seconds into whole seconds (a [`Timeline`]), hands each to the observer
-/// and adds it to the totals.
-struct Aggregator<'a> {
-    load: &'a Load,
-    timeline: Timeline,
-    totals: Totals,
-    by_request: Vec<Totals>,
-    seconds: Vec<Second>,
-    unfinished: u64,
-    /// The observer asked to stop.
-    aborted: bool,
-    /// The workers' scheduler figures, summed as each says it is done.
-    sched: Option<observe::procfs::Sched>,
-}
-
-impl<'a> Aggregator<'a> {
-    fn new(workers: usize, load: &'a Load, requests: usize) -> Self {
-        Aggregator {
-            load,
-            timeline: Timeline::new(workers, requests.max(1)),
-            totals: Totals::default(),
-            by_request: vec![Totals::default(); requests.max(1)],
-            seconds: Vec::new(),
-            unfinished: 0,
-            aborted: false,
-            sched: Some(observe::procfs::Sched::default()),
-        }
-    }
-
-    fn bucket(&mut self, w: usize, b: Vec<Bucket>) {
-        self.timeline.add(w, b);
-    }
-
-    fn done(&mut self, w: usize, unfinished: u64) {
-        if !self.timeline.is_finished(w) {
-            self.timeline.finish(w);
-            self.unfinished += unfinished;
-        }
-    }
-
-    fn all_done(&self) -> bool {
-        self.timeline.finished()
-    }
-
-    /// Emits every second that all still-running workers have reported; true once the
-    /// observer has asked to stop.
-    fn emit_ready(&mut self, observer: &mut dyn OnSecond) -> bool {
-        while let Some((s, parts)) = self.timeline.pop_complete() {
-            self.emit(s, parts, observer);
-        }
-        self.aborted
-    }
-
-    /// Emits everything left, in order.
-    fn flush(&mut self, observer: &mut dyn OnSecond) {
-        while let Some((s, parts)) = self.timeline.pop_any() {
-            self.emit(s, parts, observer);
-        }
-    }
-
-    fn emit(&mut self, s: u64, parts: Vec<Bucket>, observer: &mut dyn OnSecond) {
-        let mut b = Bucket::new(s);
-        for (part, totals) in parts.iter().zip(&mut self.by_request) {
-            b.merge(part);
-            totals.add(part);
-        }
-        self.totals.add(&b);
-        let second = Second {
-            t: s,
-            requests: b.requests,
-            ok: b.ok,
-            errors: b.errors(),
-            latency: LatencySummary::of(&b.corrected),
-            target: self.load.level_at(Duration::from_secs(s)),
-            connects: b.setup.opened,
-            connect: b.setup.connect.as_deref().map(LatencySummary::of),
-            tls: b.setup.tls.as_deref().map(LatencySummary::of),
-            latency_hdr: stats::encode(&b.corrected),
-            service_hdr: stats::encode(&b.service),
-            status: b.status.sorted(),
-            grpc: b.grpc.sorted(),
-            errors_by_kind: stats::ErrorKind::ALL
-                .iter()
-                .map(|k| (k.name(), b.errors_by_kind[k.index()]))
-                .filter(|(_, n)| *n > 0)
-                .collect(),
-        };
-        let view = SecondView {
-            second: &second,
-            all: &b,
-            by_request: &parts,
-            totals: &self.totals,
-            totals_by_request: &self.by_request,
-        };
-        if observer.second(&view) {
-            self.aborted = true;
-        }
-        self.seconds.push(second);
-    }
 }

@@ -3,7 +3,8 @@
 //! refusals, extraction failures, timeseries). The report crate knows the schema but not the
 //! engine; this is the one place that knows both.
 
-use engine::{Load, RunOutput, RunSpec};
+use engine::{Load, RunSpec};
+use merge::RunOutput;
 use report::{
     summary_json, AsyncJson, CompletionJson, ExtractFailureJson, GeneratorJson, LoadInfo,
     RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson,
@@ -247,7 +248,7 @@ pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
 }
 
 /// One second of a run as the result stores it.
-pub fn second_row(x: &engine::Second) -> SecondRow {
+pub fn second_row(x: &merge::Second) -> SecondRow {
     SecondRow {
         t: x.t,
         requests: x.requests,

@@ -5,7 +5,7 @@
 //! without touching the runners.
 
 use crate::Error;
-use engine::SecondView;
+use merge::SecondView;
 use report::find::{By, StepRow};
 use report::{RunResult, ScenarioResult};
 use std::time::Duration;

@@ -158,7 +158,7 @@ fn run_one(
 
 /// The result of a scenario that could not run: nothing measured, and why.
 fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
-    let out = engine::RunOutput {
+    let out = merge::RunOutput {
         totals: stats::Totals::default(),
         by_request: job
             .spec

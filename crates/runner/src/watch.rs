@@ -4,7 +4,7 @@
 //! SLO on that same part, so a scenario and a search step are judged by one piece of code.
 
 use crate::sink::{Event, Sinks};
-use engine::{OnSecond, SecondView};
+use merge::{OnSecond, SecondView};
 use report::SloResult;
 use stats::slo::{Slo, Tracker};
 use stats::Bucket;

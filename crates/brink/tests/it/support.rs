@@ -1,7 +1,8 @@
 //! Helpers shared by the topics: building a run for a URL and running it in-process.
 
 use engine::workload::Request;
-use engine::{Curve, Load, RunOutput, RunSpec, StatusSet, Target, Workload};
+use engine::{Curve, Load, RunSpec, StatusSet, Target, Workload};
+use merge::RunOutput;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,7 +64,7 @@ pub fn run(spec: &RunSpec) -> RunOutput {
     engine::run(
         spec,
         &AtomicBool::new(false),
-        &mut |_: &engine::SecondView| false,
+        &mut |_: &merge::SecondView| false,
     )
     .expect("run starts")
 }
