@@ -8,7 +8,7 @@ mod server;
 pub mod service;
 pub mod shop;
 
-pub use server::{serve, OwnedReq, Running, Server};
+pub use server::{serve, OwnedReq, Server};
 pub use service::{spawn, spawn_on, Demo};
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! A small HTTP/1.1 server on 127.0.0.1 (hyper) for a [`Handler`]: each request gets the
 //! handler's answer, waiting for a service slot first when the answer asks for one. It runs on
-//! its own thread and runtime and stops when dropped.
+//! its own thread and runtime (`accept`) and stops when dropped.
 
 use crate::{Answer, Handler, Req};
 use bytes::Bytes;
@@ -13,40 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
-/// A server's thread: dropping it tells the server to stop and waits for its thread.
-pub struct Running {
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Running {
-    /// The handle of `thread`, which stops when `stop` fires.
-    pub fn new(
-        stop: tokio::sync::oneshot::Sender<()>,
-        thread: std::thread::JoinHandle<()>,
-    ) -> Running {
-        Running {
-            stop: Some(stop),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// A running server; dropping it stops it.
 pub struct Server {
     pub addr: SocketAddr,
-    _running: Running,
+    _running: accept::Running,
 }
 
 impl Server {
@@ -59,49 +29,25 @@ impl Server {
 /// Serves `handler` on 127.0.0.1:`port` (0: any free port) with `threads` runtime threads and
 /// at most `slots` slot-holding answers at once.
 pub fn serve(port: u16, threads: usize, slots: usize, handler: Handler) -> std::io::Result<Server> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
-        .enable_all()
-        .build()?;
-    let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
-    listener.set_nonblocking(true)?;
-    let addr = listener.local_addr()?;
-    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
     let ctx = Arc::new(Ctx {
         handler,
         slots: Arc::new(Semaphore::new(slots.max(1))),
         seq: AtomicU64::new(0),
     });
-    let thread = std::thread::Builder::new()
-        .name("demo-service".into())
-        .spawn(move || {
-            rt.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                    return;
-                };
-                loop {
-                    let sock = tokio::select! {
-                        _ = &mut stop_rx => break,
-                        r = listener.accept() => match r {
-                            Ok((s, _)) => s,
-                            Err(_) => continue,
-                        },
-                    };
-                    let _ = sock.set_nodelay(true);
-                    let ctx = ctx.clone();
-                    tokio::spawn(async move {
-                        let svc = service_fn(move |req| answer(ctx.clone(), req));
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(sock), svc)
-                            .await;
-                    });
-                }
-            });
-            rt.shutdown_background();
-        })?;
+    let at = SocketAddr::from(([127, 0, 0, 1], port));
+    let (addr, running) = accept::serve("demo-service", threads, at, move |sock, _| {
+        let _ = sock.set_nodelay(true);
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| answer(ctx.clone(), req));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(sock), svc)
+                .await;
+        });
+    })?;
     Ok(Server {
         addr,
-        _running: Running::new(stop_tx, thread),
+        _running: running,
     })
 }
 

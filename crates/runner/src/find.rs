@@ -11,7 +11,7 @@ use crate::sink::{Event, Sinks};
 use crate::step::Step;
 use crate::suite::{Job, Observing};
 use crate::watch::Watch;
-use crate::Error;
+use crate::{Error, Executor};
 use engine::{Curve, Load, Target};
 use observe::health as probe;
 use report::find::{By, StepRow};
@@ -46,6 +46,7 @@ pub struct Search {
 pub fn search_job(
     job: &Job,
     search: &Search,
+    exec: &dyn Executor,
     seed: u64,
     observing: Option<&Observing>,
     interrupt: &AtomicBool,
@@ -73,6 +74,7 @@ pub fn search_job(
     });
     let mut ctl = Controller {
         job,
+        exec,
         search,
         interrupt,
         sinks,
@@ -120,6 +122,7 @@ pub fn search_job(
 
 struct Controller<'a> {
     job: &'a Job,
+    exec: &'a dyn Executor,
     search: &'a Search,
     interrupt: &'a AtomicBool,
     sinks: &'a mut Sinks,
@@ -210,7 +213,7 @@ impl Controller<'_> {
                 break;
             }
             let pending = self.start_hook(&h, "peak", label, level);
-            let step = run_step(self.job, self.search, level, self.interrupt, self.sinks);
+            let step = self.measure(level);
             self.collect(Some(pending));
             if let Ok(step) = step {
                 let mut row = step.row;
@@ -249,7 +252,7 @@ impl search::StepRunner for Controller<'_> {
             .each_step
             .as_ref()
             .map(|h| self.start_hook(h, "each_step", &name, level));
-        let step = run_step(self.job, self.search, level, self.interrupt, self.sinks);
+        let step = self.measure(level);
         self.collect(during);
         let mut step = step.map_err(|f| search::Stop::StepFailed { why: f.0 })?;
         crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
@@ -285,7 +288,16 @@ impl search::StepRunner for Controller<'_> {
     }
 }
 
-fn run_step(
+impl Controller<'_> {
+    /// Runs one step at `level` on the executor: an ordinary run of the job at a flat load.
+    fn measure(&mut self, level: f64) -> Result<Step, Error> {
+        let (job, s, interrupt) = (self.job, self.search, self.interrupt);
+        step_on(self.exec, job, s, level, interrupt, self.sinks)
+    }
+}
+
+fn step_on(
+    exec: &dyn Executor,
     job: &Job,
     s: &Search,
     level: f64,
@@ -308,10 +320,10 @@ fn run_step(
     let total = spec.load.end();
     let mut watch = Watch::new(sinks, &job.slos, &names, s.warmup.as_secs(), false, total);
     let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
-    let out = engine::run(&spec, interrupt, &mut watch);
+    let out = exec.run(&spec, interrupt, &mut watch);
     let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
-    let out = out.map_err(|e| Error(e.to_string()))?;
+    let out = out?;
     let (busy, waiting) = crate::outcome::generator_load(cpu, wall, &out);
     // The steady part: from the end of the warm-up to the end of the step.
     let steady_s = (out.duration.as_secs_f64() - s.warmup.as_secs() as f64).max(0.5);

@@ -1,13 +1,15 @@
-//! Running what was asked on the local engine: the scenarios of a suite in order
+//! Running what was asked: the scenarios of a suite in order
 //! ([`run_jobs`]) and capacity searches whose levels the `search` crate decides
 //! ([`search_job`]). Each run is followed second by second by one watch (progress, the judged
 //! part after a warm-up, the SLO trackers), and everything that happens goes out as [`Event`]s
 //! to [`Sinks`]: the terminal, the result file and, later, HTML, history and a live web view
 //! are sinks. No command line and no printing here: the binary turns flags into [`Job`]s and
 //! [`Search`] settings, picks the sinks, and maps results to exit codes. A coordinator of
-//! remote workers will be another runner of the same jobs, behind `search::StepRunner`.
+//! worker processes is another [`Executor`] of the same jobs: the suite and the search hand it
+//! every run and never know where the load was generated.
 
 mod broke;
+mod exec;
 mod find;
 pub mod hooks;
 mod outcome;
@@ -16,6 +18,7 @@ mod step;
 mod suite;
 mod watch;
 
+pub use exec::{Executor, Local};
 pub use find::{search_job, Search};
 pub use outcome::{load_info, second_row, target_info};
 pub use sink::{Event, Sink, Sinks};

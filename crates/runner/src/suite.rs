@@ -5,7 +5,7 @@
 
 use crate::sink::{Event, Sinks};
 use crate::watch::Watch;
-use crate::Error;
+use crate::{Error, Executor};
 use engine::RunSpec;
 use observe::Sampler;
 use report::find::Observed;
@@ -64,6 +64,7 @@ pub fn attach_samples(
 /// Runs `jobs` in order, telling `sinks` what happens, and returns the whole result.
 pub fn run_jobs(
     jobs: Vec<Job>,
+    exec: &dyn Executor,
     interrupt: &AtomicBool,
     sinks: &mut Sinks,
     seed: u64,
@@ -79,7 +80,7 @@ pub fn run_jobs(
             count,
         });
         let from = Instant::now();
-        let (mut scenario, totals) = match run_one(&job, interrupt, sinks) {
+        let (mut scenario, totals) = match run_one(&job, exec, interrupt, sinks) {
             Ok(done) => done,
             Err(fail) => {
                 // Keep what the earlier scenarios measured; record why this one did not run.
@@ -109,6 +110,7 @@ pub fn run_jobs(
 
 fn run_one(
     job: &Job,
+    exec: &dyn Executor,
     interrupt: &AtomicBool,
     sinks: &mut Sinks,
 ) -> Result<(ScenarioResult, stats::Totals), Error> {
@@ -117,7 +119,7 @@ fn run_one(
     let mut watch = Watch::new(sinks, &job.slos, &names, 0, true, total);
     let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
     let probe = job.completion.clone().map(|p| p.start(t0));
-    let out = engine::run(&job.spec, interrupt, &mut watch).map_err(|e| Error(e.to_string()));
+    let out = exec.run(&job.spec, interrupt, &mut watch);
     let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
     let out = out?;
@@ -183,9 +185,10 @@ fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
 
 /// Checks every job before the first one sends anything (targets resolve, TLS files load,
 /// requests may be sent): one line naming the scenario at fault.
-pub fn preflight(jobs: &[Job]) -> Result<(), Error> {
+pub fn preflight(jobs: &[Job], exec: &dyn Executor) -> Result<(), Error> {
     for job in jobs {
-        engine::check(&job.spec).map_err(|e| Error(format!("scenario '{}': {e}", job.name)))?;
+        exec.check(&job.spec)
+            .map_err(|e| Error(format!("scenario '{}': {e}", job.name)))?;
     }
     Ok(())
 }

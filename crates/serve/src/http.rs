@@ -68,48 +68,19 @@ impl Body for Stream {
 }
 
 /// Binds `addr` and serves on a runtime of its own until the handle is dropped.
-pub fn listen(
-    addr: SocketAddr,
-    ctx: Arc<Ctx>,
-) -> std::io::Result<(SocketAddr, demo_service::Running)> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let listener = std::net::TcpListener::bind(addr)?;
-    listener.set_nonblocking(true)?;
-    let bound = listener.local_addr()?;
-    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("brink-serve".into())
-        .spawn(move || {
-            rt.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                    return;
-                };
-                loop {
-                    let (sock, peer) = tokio::select! {
-                        _ = &mut stop_rx => break,
-                        r = listener.accept() => match r {
-                            Ok(x) => x,
-                            Err(_) => continue,
-                        },
-                    };
-                    let ctx = ctx.clone();
-                    tokio::spawn(async move {
-                        let svc = hyper::service::service_fn(move |req| {
-                            let ctx = ctx.clone();
-                            async move { Ok::<_, Infallible>(route(ctx, peer, req).await) }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(sock), svc)
-                            .await;
-                    });
-                }
+pub fn listen(addr: SocketAddr, ctx: Arc<Ctx>) -> std::io::Result<(SocketAddr, accept::Running)> {
+    accept::serve("brink-serve", 2, addr, move |sock, peer| {
+        let ctx = ctx.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let ctx = ctx.clone();
+                async move { Ok::<_, Infallible>(route(ctx, peer, req).await) }
             });
-            rt.shutdown_background();
-        })?;
-    Ok((bound, demo_service::Running::new(stop_tx, thread)))
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(sock), svc)
+                .await;
+        });
+    })
 }
 
 /// Runs `f` with the history on a blocking thread.

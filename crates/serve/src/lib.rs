@@ -36,7 +36,7 @@ pub struct Config {
 pub struct Server {
     pub addr: SocketAddr,
     pub token: Option<String>,
-    _running: demo_service::Running,
+    _running: accept::Running,
 }
 
 impl Server {

@@ -193,7 +193,7 @@ pub struct Server {
     /// With mutual TLS: a client identity the server accepts.
     pub client: Option<tls::ClientIdentity>,
     pub started: Instant,
-    _running: demo_service::Running,
+    _running: accept::Running,
 }
 
 impl Server {
@@ -227,18 +227,6 @@ where
         + Send
         + 'static,
 {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(opts.threads.max(1))
-        .enable_all()
-        .build()?;
-    let socket = tokio::net::TcpSocket::new_v4()?;
-    socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], opts.port)))?;
-    let listener = {
-        let _in_runtime = rt.enter();
-        socket.listen(opts.backlog)?
-    };
-    let addr = listener.local_addr()?;
-    let pause = opts.accept_pause;
     let (acceptor, cert_pem, client) = if opts.tls {
         let (a, pem, client) = tls::acceptor(h2, opts.mtls).map_err(std::io::Error::other)?;
         (Some(a), Some(pem), client)
@@ -246,38 +234,29 @@ where
         (None, None, None)
     };
     let counters = Arc::new(Counters::default());
-    let (stop_tx, mut stop_rx) = tokio::sync::oneshot::channel::<()>();
     let c = counters.clone();
-    let thread = std::thread::Builder::new()
-        .name("testkit-server".into())
-        .spawn(move || {
-            rt.block_on(async move {
-                loop {
-                    let sock = tokio::select! {
-                        _ = &mut stop_rx => break,
-                        r = listener.accept() => match r {
-                            Ok((s, _)) => s,
-                            Err(_) => continue,
-                        },
-                    };
-                    c.connections.fetch_add(1, Ordering::Relaxed);
-                    // As servers in production do: a small write (a streamed message after
-                    // the headers) must not wait for the client's delayed ACK.
-                    let _ = sock.set_nodelay(true);
-                    each(sock, &c, &acceptor);
-                    if !pause.is_zero() {
-                        tokio::time::sleep(pause).await;
-                    }
-                }
-            });
-            rt.shutdown_background();
-        })?;
+    let (port, backlog, pause) = (opts.port, opts.backlog, opts.accept_pause);
+    let bind = move || {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
+        let listener = socket.listen(backlog)?;
+        Ok((listener.local_addr()?, listener))
+    };
+    let (addr, running) = accept::spawn("testkit-server", opts.threads, bind, move |l, stop| {
+        accept::accept_loop(l, stop, pause, move |sock, _| {
+            c.connections.fetch_add(1, Ordering::Relaxed);
+            // As servers in production do: a small write (a streamed message after the
+            // headers) must not wait for the client's delayed ACK.
+            let _ = sock.set_nodelay(true);
+            each(sock, &c, &acceptor);
+        })
+    })?;
     Ok(Server {
         addr,
         counters,
         cert_pem,
         client,
         started: Instant::now(),
-        _running: demo_service::Running::new(stop_tx, thread),
+        _running: running,
     })
 }

@@ -133,15 +133,12 @@ where
 pub struct TonicServer {
     pub addr: std::net::SocketAddr,
     pub greeter: Greeter,
-    _running: demo_service::Running,
+    _running: accept::Running,
 }
 
 /// Serves the Greeter and reflection of `descriptor_set` (an encoded FileDescriptorSet holding
 /// the Greeter's file) on 127.0.0.1, port 0.
 pub fn serve_tonic(descriptor_set: &[u8]) -> std::io::Result<TonicServer> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    listener.set_nonblocking(true)?;
-    let addr = listener.local_addr()?;
     let builder = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(descriptor_set)
@@ -150,33 +147,26 @@ pub fn serve_tonic(descriptor_set: &[u8]) -> std::io::Result<TonicServer> {
     let v1alpha = builder().build_v1alpha().map_err(std::io::Error::other)?;
     let greeter = Greeter::default();
     let serving = greeter.clone();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("testkit-tonic".into())
-        .spawn(move || {
-            rt.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-                    return;
-                };
-                let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
-                let _ = tonic::transport::Server::builder()
-                    .add_service(v1)
-                    .add_service(v1alpha)
-                    .add_service(serving)
-                    .serve_with_incoming_shutdown(incoming, async {
-                        let _ = stop_rx.await;
-                    })
-                    .await;
-            });
-            rt.shutdown_background();
-        })?;
+    let at = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let (addr, running) = accept::spawn(
+        "testkit-tonic",
+        2,
+        || accept::bind(at),
+        |l, stop| async move {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(l);
+            let _ = tonic::transport::Server::builder()
+                .add_service(v1)
+                .add_service(v1alpha)
+                .add_service(serving)
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = stop.await;
+                })
+                .await;
+        },
+    )?;
     Ok(TonicServer {
         addr,
         greeter,
-        _running: demo_service::Running::new(stop_tx, thread),
+        _running: running,
     })
 }

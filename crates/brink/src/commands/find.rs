@@ -259,7 +259,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
 /// and returns the exit code it earned: 1 when the service got stuck or no level held the
 /// objectives. `brink demo` calls this directly.
 pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, Fail> {
-    runner::preflight(std::slice::from_ref(&job))?;
+    runner::preflight(std::slice::from_ref(&job), &runner::Local)?;
     crate::proxy_check::warn_about_proxies(std::slice::from_ref(&job));
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
     let how = format!(
@@ -282,6 +282,7 @@ pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, F
     let result = runner::search_job(
         &job,
         search,
+        &runner::Local,
         session.seed,
         session.observing.as_ref(),
         &interrupt,

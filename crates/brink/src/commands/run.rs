@@ -91,7 +91,7 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
         return crate::grpc_call::list(a);
     }
     let RunConfig { jobs, session, .. } = run_config(a)?;
-    runner::preflight(&jobs)?;
+    runner::preflight(&jobs, &runner::Local)?;
     crate::proxy_check::warn_about_proxies(&jobs);
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
     let meta = crate::record::meta("run", &jobs, None, &session.recording);
@@ -101,7 +101,14 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     )));
     let interrupt = install_signals()?;
     let sampler = runner::start_observing(session.observing.as_ref());
-    let result = runner::run_jobs(jobs, &interrupt, &mut sinks, session.seed, sampler.as_ref());
+    let result = runner::run_jobs(
+        jobs,
+        &runner::Local,
+        &interrupt,
+        &mut sinks,
+        session.seed,
+        sampler.as_ref(),
+    );
     if let Some(s) = sampler {
         s.stop();
     }
