@@ -113,12 +113,15 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     let most = spec.connections.map_or(spec.load.max_connections(), |n| {
         n.min(spec.load.max_connections())
     });
+    let part = spec.workload.part;
+    let most = part.share(most as u64) as usize;
     let workers = spec.threads.clamp(1, most.max(1));
     let start = Instant::now();
     Ok(Shared {
         connector,
         load: spec.load.clone(),
         max_requests: spec.max_requests,
+        part,
         timeout: spec.timeout,
         keepalive: spec.keepalive,
         ok_status: spec.ok_status.clone(),

@@ -7,11 +7,13 @@
 pub mod grpc;
 pub mod guard;
 pub mod metrics;
+mod part;
 pub mod schedule;
 mod status;
 mod target;
 pub mod units;
 
+pub use part::{Counter, Part};
 pub use schedule::{Curve, Load, LoadModel};
 pub use status::RunStatus;
 pub use target::{header_pairs, parse_header, StatusSet, Target, TargetError};

@@ -7,9 +7,9 @@
 //! the `grpc` crate (it needs the method's descriptors); this crate only knows its trait.
 
 use crate::template::{Names, Scope, Template, TemplateError};
+use model::Counter;
 use serde_json::{Map, Value};
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,7 +100,7 @@ struct Row {
 pub struct Message {
     codec: Arc<dyn Codec>,
     rows: Vec<Row>,
-    next: AtomicU64,
+    next: Counter,
     /// A streaming method: what each call sends and receives.
     pub stream: Option<Streaming>,
 }
@@ -135,6 +135,11 @@ pub struct MessageError {
 }
 
 impl Message {
+    /// Takes only `part`'s documents in turn (a distributed run's worker).
+    pub fn set_part(&mut self, part: model::Part) {
+        self.next.set_part(part);
+    }
+
     /// Compiles `docs` (at least one) for `codec`: every placeholder is checked, and every
     /// document without one is encoded now, so a document that does not fit the message
     /// type fails before any load.
@@ -166,7 +171,7 @@ impl Message {
         Ok(Message {
             codec,
             rows,
-            next: AtomicU64::new(0),
+            next: Counter::new(0),
             stream: None,
         })
     }
@@ -200,7 +205,7 @@ impl Message {
     fn render_one(&self, scope: &mut Scope, out: &mut Vec<u8>) -> Result<(), String> {
         let i = match self.rows.len() {
             1 => 0,
-            n => (self.next.fetch_add(1, Ordering::Relaxed) % n as u64) as usize,
+            n => (self.next.take() % n as u64) as usize,
         };
         let row = &self.rows[i];
         if let Some(b) = &row.encoded {
@@ -279,7 +284,7 @@ mod tests {
     }
 
     fn render_all(m: &Message, times: usize) -> Vec<Result<String, String>> {
-        let seq = AtomicU64::new(0);
+        let seq = model::Counter::new(0);
         let mut rng = Rng::stream(1, 0);
         (0..times)
             .map(|_| {
@@ -325,7 +330,7 @@ mod tests {
             env: &|_| None,
         };
         let m = Message::new(Arc::new(Text), &[serde_json::json!({"name": "{{v}}"})], &n).unwrap();
-        let seq = AtomicU64::new(0);
+        let seq = model::Counter::new(0);
         let mut rng = Rng::stream(1, 0);
         let values = [Some(r#"x","admin":true,"y":""#.to_string())];
         let mut scope = Scope {

@@ -20,10 +20,9 @@ use crate::capture::{Captured, Extractor};
 use crate::message::Message;
 use crate::template::Table;
 use crate::template::{Scope, Template};
-use model::guard;
+use model::{guard, Counter, Part};
 use stats::rng::Rng;
 use stats::{ErrorKind, Refusal};
-use std::sync::atomic::AtomicU64;
 
 /// One request of a mix or step of a flow.
 #[derive(Debug)]
@@ -201,7 +200,9 @@ pub struct Workload {
     pub vars: Vec<String>,
     pub seed: u64,
     /// `{{seq}}`: the next global request number.
-    pub seq: AtomicU64,
+    pub seq: Counter,
+    /// The part of a distributed run this process generates (the whole run otherwise).
+    pub part: Part,
     /// `--trace`: every request carries a fresh `traceparent`.
     pub trace: Option<crate::trace::Tracing>,
     /// Mix: running sums of the weights.
@@ -230,9 +231,24 @@ impl Workload {
             tables,
             vars,
             seed,
-            seq: AtomicU64::new(0),
+            seq: Counter::new(0),
+            part: Part::WHOLE,
             trace: None,
             cumulative,
+        }
+    }
+
+    /// Makes this process generate `part` of a distributed run: its `{{seq}}` numbers, data
+    /// rows and documents taken in turn, and virtual users are its share of the run's, so no
+    /// two workers send the same row or number.
+    pub fn set_part(&mut self, part: Part) {
+        self.part = part;
+        self.seq.set_part(part);
+        for t in &mut self.tables {
+            t.set_part(part);
+        }
+        for m in self.requests.iter_mut().filter_map(|r| r.message.as_mut()) {
+            m.set_part(part);
         }
     }
 
@@ -301,7 +317,9 @@ pub struct Vu {
 }
 
 impl Vu {
+    /// Virtual user `id` of this process (numbered across the run when it is a part).
     pub fn new(w: &Workload, id: u64) -> Vu {
+        let id = w.part.global(id);
         Vu {
             id,
             rng: Rng::stream(w.seed, id),

@@ -20,9 +20,9 @@
 //! Random values come from the virtual user's own generator, seeded from `--seed`, so a run
 //! with the same seed renders the same values on the same virtual user.
 
+use model::Counter;
 use stats::rng::Rng;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A data set: CSV rows handed out in order (wrapping around at the end).
 #[derive(Debug)]
@@ -32,7 +32,7 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// One fixed row per virtual user instead of the next row per iteration.
     pub per_vu: bool,
-    next: AtomicU64,
+    next: Counter,
 }
 
 impl Table {
@@ -42,17 +42,18 @@ impl Table {
             columns,
             rows,
             per_vu,
-            next: AtomicU64::new(0),
+            next: Counter::new(0),
         }
+    }
+
+    /// Takes only `part`'s rows in turn (a distributed run's worker).
+    pub fn set_part(&mut self, part: model::Part) {
+        self.next.set_part(part);
     }
 
     pub(crate) fn row_for(&self, vu: u64) -> usize {
         let n = self.rows.len().max(1) as u64;
-        let i = if self.per_vu {
-            vu
-        } else {
-            self.next.fetch_add(1, Ordering::Relaxed)
-        };
+        let i = if self.per_vu { vu } else { self.next.take() };
         (i % n) as usize
     }
 }
@@ -99,7 +100,7 @@ pub struct TemplateError {
 /// Per-request values a render reads: the request number, the virtual user, its generator,
 /// its variables, and its current data rows.
 pub struct Scope<'a> {
-    pub seq: &'a AtomicU64,
+    pub seq: &'a Counter,
     /// This request's `{{seq}}`, taken on first use so every `{{seq}}` in one request agrees.
     pub seq_value: Option<u64>,
     pub vu: u64,
@@ -197,9 +198,7 @@ impl Template {
             match p {
                 Part::Lit(b) => out.extend_from_slice(b),
                 Part::Seq => {
-                    let n = *scope
-                        .seq_value
-                        .get_or_insert_with(|| scope.seq.fetch_add(1, Ordering::Relaxed));
+                    let n = *scope.seq_value.get_or_insert_with(|| scope.seq.take());
                     push_int(out, n as i64);
                 }
                 Part::Vu => push_int(out, scope.vu as i64),
@@ -395,7 +394,7 @@ mod tests {
         }
     }
 
-    fn render(t: &Template, seq: &AtomicU64, rng: &mut Rng, vars: &[Option<String>]) -> String {
+    fn render(t: &Template, seq: &Counter, rng: &mut Rng, vars: &[Option<String>]) -> String {
         let tables = [Table::new(
             "users".into(),
             vec!["email".into(), "password".into()],
@@ -428,13 +427,13 @@ mod tests {
             &names(&data, &vars),
         )
         .unwrap();
-        let seq = AtomicU64::new(41);
+        let seq = Counter::new(41);
         let mut rng = Rng::new(1);
         let got = render(&t, &seq, &mut rng, &[Some("abc".into())]);
         let (fixed, uuid) = got.split_once("&id=").unwrap();
         assert!(fixed.starts_with("/u/41/41?vu=7&n=3&s="), "{got}");
         assert!(fixed.ends_with("&t=reds&e=ann@example.test&k=abc"), "{got}");
-        assert_eq!(seq.load(Ordering::Relaxed), 42, "one seq per request");
+        assert_eq!(seq.take(), 42, "one seq per request");
         assert_eq!(uuid.len(), 36);
         assert_eq!(&uuid[14..15], "4", "version 4: {uuid}");
         assert!("89ab".contains(&uuid[19..20]), "variant: {uuid}");
@@ -448,7 +447,7 @@ mod tests {
             &names(&[], &[]),
         )
         .unwrap();
-        let seq = AtomicU64::new(0);
+        let seq = Counter::new(0);
         let a = render(&t, &seq, &mut Rng::new(9), &[]);
         let b = render(&t, &seq, &mut Rng::new(9), &[]);
         let c = render(&t, &seq, &mut Rng::new(10), &[]);

@@ -33,6 +33,7 @@ mod reports;
 mod results;
 mod schema;
 mod serve;
+mod split;
 mod support;
 mod traces;
 mod verdicts;

@@ -13,7 +13,7 @@ use super::alarm::Alarm;
 use super::sys::{token_of, Connect, Epoll, Sock};
 use super::{
     backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    record_refusal, share, REFUSED_REST,
+    record_refusal, REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::proto::h1::io_kind;
@@ -123,10 +123,8 @@ pub fn run(
     let poll = Epoll::new().map_err(|e| format!("cannot create epoll: {e}"))?;
     let now = Instant::now();
     let slots = match &shared.load {
-        Load::Closed { connections } => {
-            share(connections.peak().round() as usize, id, shared.workers)
-        }
-        Load::Open { pool, .. } => share(*pool, id, shared.workers),
+        Load::Closed { connections } => shared.share_of(connections.peak().round() as usize, id),
+        Load::Open { pool, .. } => shared.share_of(*pool, id),
     };
     let conns = (0..slots)
         .map(|k| Conn {
@@ -264,7 +262,7 @@ impl Worker<'_> {
             self.target = 0;
             return true;
         };
-        self.target = share(level.round() as usize, self.id, self.shared.workers);
+        self.target = self.shared.share_of(level.round() as usize, self.id);
         for k in 0..self.conns.len() {
             let c = &mut self.conns[k];
             let ready = c.state == State::Idle || (c.state == State::Backoff && now >= c.retry_at);

@@ -32,7 +32,11 @@ use workload::Vu;
 pub struct Shared {
     pub connector: Connector,
     pub load: Load,
+    /// `-n`, for the whole run (a part takes its share of the attempts, and of the open
+    /// model's arrivals those numbered below it).
     pub max_requests: Option<u64>,
+    /// The part of a distributed run this process generates (the whole run otherwise).
+    pub part: model::Part,
     pub timeout: Duration,
     pub keepalive: bool,
     pub ok_status: StatusSet,
@@ -58,14 +62,20 @@ impl Shared {
     pub fn take_ticket(&self) -> bool {
         match self.max_requests {
             None => true,
-            Some(n) => self.tickets.fetch_add(1, Ordering::Relaxed) < n,
+            Some(n) => self.tickets.fetch_add(1, Ordering::Relaxed) < self.part.share(n),
         }
+    }
+
+    /// Thread `id`'s share of `total` (connections, pool slots): this part's share of the run's
+    /// `total`, split again over its threads.
+    pub fn share_of(&self, total: usize, id: usize) -> usize {
+        share(self.part.share(total as u64) as usize, id, self.workers)
     }
 
     /// Whether every `-n` attempt has been taken.
     pub fn tickets_exhausted(&self) -> bool {
         self.max_requests
-            .is_some_and(|n| self.tickets.load(Ordering::Relaxed) >= n)
+            .is_some_and(|n| self.tickets.load(Ordering::Relaxed) >= self.part.share(n))
     }
 }
 
@@ -116,11 +126,14 @@ fn closed_may_send(shared: &Shared, slot: usize, target: usize, now: Instant) ->
     slot < target && shared.end.is_none_or(|end| now < end) && shared.take_ticket()
 }
 
-/// Open model: when request `i` is due, `None` once the schedule (or `-n`) is exhausted.
-fn open_due(shared: &Shared, i: u64) -> Option<Instant> {
+/// Open model: when this process's arrival `k` is due (the run's arrival `part.global(k)`:
+/// the parts of a distributed run stripe the one schedule), `None` once the schedule (or
+/// `-n`) is exhausted.
+fn open_due(shared: &Shared, k: u64) -> Option<Instant> {
     let model::Load::Open { rate, .. } = &shared.load else {
         return None;
     };
+    let i = shared.part.global(k);
     if shared.max_requests.is_some_and(|n| i >= n) {
         return None;
     }

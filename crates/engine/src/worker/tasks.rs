@@ -6,7 +6,7 @@
 use super::pool::{Pool, Taken};
 use super::{
     backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    share, REFUSED_REST,
+    REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::net::conn::{Conn, Outcome};
@@ -65,7 +65,7 @@ pub fn run(
         in_flight: Cell::new(0),
         pool: shared
             .connections
-            .map(|n| Pool::new(share(n, id, shared.workers))),
+            .map(|n| Pool::new(shared.share_of(n, id))),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async {
@@ -114,7 +114,7 @@ async fn drive(ctx: Rc<Local>) {
     match &ctx.shared.load {
         Load::Open { pool, .. } => {
             let mut tasks = JoinSet::new();
-            for slot in 0..share(*pool, ctx.id, ctx.shared.workers) {
+            for slot in 0..ctx.shared.share_of(*pool, ctx.id) {
                 tasks.spawn_local(open_task(ctx.clone(), slot));
             }
             while tasks.join_next().await.is_some() {}
@@ -132,7 +132,7 @@ async fn closed_driver(ctx: Rc<Local>, curve: Curve) {
             break;
         }
         // Once every `-n` ticket is taken, slots that end are not replaced.
-        let wanted = share(level.round() as usize, ctx.id, shared.workers);
+        let wanted = shared.share_of(level.round() as usize, ctx.id);
         let target = if shared.tickets_exhausted() {
             0
         } else {
