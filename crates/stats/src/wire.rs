@@ -1,0 +1,276 @@
+//! One second of one worker on the wire: a distributed run's workers send their buckets to
+//! the coordinator in this form, and the coordinator merges them as if its own threads had
+//! filled them. Nothing is rounded on the way: histograms travel in the result's compressed
+//! HDR form ([`encode`](crate::encode)), every counter as it is, so a merged percentile equals
+//! the one a single process would have measured (the test below proves the round trip exact).
+
+use crate::bucket::{Bucket, Refusal, Setup, StatusCounts, Streamed};
+use crate::hist::{decode, encode, Histogram};
+use crate::kind::ErrorKind;
+use crate::traces::{TraceOutcome, TraceRow, Traces};
+use serde::{Deserialize, Serialize};
+
+/// A [`Bucket`] as it travels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireBucket {
+    pub second: u64,
+    pub corrected: String,
+    pub service: String,
+    pub requests: u64,
+    pub ok: u64,
+    pub status: Vec<(u16, u64)>,
+    pub grpc: Vec<(u16, u64)>,
+    /// By [`ErrorKind::index`]; a worker of another version with other kinds is refused at
+    /// its hello, and a length that does not match is an error here too.
+    pub errors_by_kind: Vec<u64>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub late: u64,
+    pub max_lag_us: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<(String, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract_failure: Option<String>,
+    pub opened: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub with_connect: Option<String>,
+    /// Streaming calls: (calls, sent, received, time to the first message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<(u64, u64, u64, String)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<(Vec<WireTrace>, Vec<WireTrace>)>,
+}
+
+/// A traced request: id in hex, latency, outcome ("s200", "g14", "e<kind>"), end time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireTrace(pub String, pub u64, pub String, pub u64);
+
+impl From<&Bucket> for WireBucket {
+    fn from(b: &Bucket) -> WireBucket {
+        let opt = |h: &Option<Box<Histogram>>| h.as_deref().map(encode);
+        WireBucket {
+            second: b.second,
+            corrected: encode(&b.corrected),
+            service: encode(&b.service),
+            requests: b.requests,
+            ok: b.ok,
+            status: b.status.sorted(),
+            grpc: b.grpc.sorted(),
+            errors_by_kind: b.errors_by_kind.to_vec(),
+            bytes_in: b.bytes_in,
+            bytes_out: b.bytes_out,
+            late: b.late,
+            max_lag_us: b.max_lag_us,
+            refused: b.refused.as_ref().map(|r| (r.part.clone(), r.value.clone())),
+            extract_failure: b.extract_failure.as_deref().cloned(),
+            opened: b.setup.opened,
+            connect: opt(&b.setup.connect),
+            tls: opt(&b.setup.tls),
+            with_connect: opt(&b.setup.with_connect),
+            stream: b
+                .stream
+                .as_ref()
+                .map(|s| (s.calls, s.sent, s.received, encode(&s.first_message))),
+            traces: b.traces.as_ref().map(|t| {
+                let rows = |v: &[TraceRow]| v.iter().map(trace_out).collect();
+                (rows(&t.slowest), rows(&t.failed))
+            }),
+        }
+    }
+}
+
+impl TryFrom<WireBucket> for Bucket {
+    type Error = String;
+
+    fn try_from(w: WireBucket) -> Result<Bucket, String> {
+        let hist = |what: &str, s: &str| decode(s).map_err(|e| format!("{what}: {e}"));
+        let opt = |what: &str, s: &Option<String>| -> Result<Option<Box<Histogram>>, String> {
+            s.as_deref().map(|s| hist(what, s).map(Box::new)).transpose()
+        };
+        let errors_by_kind: [u64; ErrorKind::COUNT] =
+            w.errors_by_kind.as_slice().try_into().map_err(|_| {
+                format!(
+                    "{} error kinds where this version has {}",
+                    w.errors_by_kind.len(),
+                    ErrorKind::COUNT
+                )
+            })?;
+        let mut status = StatusCounts::default();
+        for (s, n) in &w.status {
+            status.add(*s, *n);
+        }
+        let mut grpc = StatusCounts::default();
+        for (s, n) in &w.grpc {
+            grpc.add(*s, *n);
+        }
+        let stream = match &w.stream {
+            Some((calls, sent, received, first)) => Some(Box::new(Streamed {
+                calls: *calls,
+                sent: *sent,
+                received: *received,
+                first_message: hist("first message", first)?,
+            })),
+            None => None,
+        };
+        let traces = match &w.traces {
+            Some((slowest, failed)) => {
+                let rows = |v: &[WireTrace]| v.iter().map(trace_in).collect::<Result<_, _>>();
+                Some(Box::new(Traces {
+                    slowest: rows(slowest)?,
+                    failed: rows(failed)?,
+                }))
+            }
+            None => None,
+        };
+        Ok(Bucket {
+            second: w.second,
+            corrected: hist("latency", &w.corrected)?,
+            service: hist("service time", &w.service)?,
+            requests: w.requests,
+            ok: w.ok,
+            status,
+            grpc,
+            errors_by_kind,
+            bytes_in: w.bytes_in,
+            bytes_out: w.bytes_out,
+            late: w.late,
+            max_lag_us: w.max_lag_us,
+            refused: w
+                .refused
+                .map(|(part, value)| Box::new(Refusal { part, value })),
+            extract_failure: w.extract_failure.map(Box::new),
+            setup: Setup {
+                opened: w.opened,
+                connect: opt("connect", &w.connect)?,
+                tls: opt("tls", &w.tls)?,
+                with_connect: opt("with connect", &w.with_connect)?,
+            },
+            stream,
+            traces,
+        })
+    }
+}
+
+fn trace_out(r: &TraceRow) -> WireTrace {
+    let outcome = match r.outcome {
+        TraceOutcome::Status(s) => format!("s{s}"),
+        TraceOutcome::Grpc(c) => format!("g{c}"),
+        TraceOutcome::Error(k) => format!("e{}", k.name()),
+    };
+    let id = r.id.iter().map(|b| format!("{b:02x}")).collect();
+    WireTrace(id, r.latency_us, outcome, r.at_us)
+}
+
+fn trace_in(w: &WireTrace) -> Result<TraceRow, String> {
+    let bad = || format!("bad trace row {w:?}");
+    let mut id = [0u8; 16];
+    if w.0.len() != 32 || !w.0.is_ascii() {
+        return Err(bad());
+    }
+    for (i, b) in id.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&w.0[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    let (tag, rest) = w.2.split_at(w.2.len().min(1));
+    let outcome = match tag {
+        "s" => TraceOutcome::Status(rest.parse().map_err(|_| bad())?),
+        "g" => TraceOutcome::Grpc(rest.parse().map_err(|_| bad())?),
+        "e" => TraceOutcome::Error(
+            ErrorKind::ALL
+                .into_iter()
+                .find(|k| k.name() == rest)
+                .ok_or_else(bad)?,
+        ),
+        _ => return Err(bad()),
+    };
+    Ok(TraceRow {
+        id,
+        latency_us: w.1,
+        outcome,
+        at_us: w.3,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> Bucket {
+        let mut b = Bucket::new(7);
+        for us in [90, 1_000, 25_000, 3_000_000] {
+            b.corrected.saturating_record(us);
+            b.service.saturating_record(us / 2);
+        }
+        b.requests = 9;
+        b.ok = 4;
+        b.status.add(200, 4);
+        b.status.add(503, 2);
+        b.grpc.add(14, 1);
+        b.errors_by_kind[ErrorKind::Timeout.index()] = 2;
+        (b.bytes_in, b.bytes_out, b.late, b.max_lag_us) = (1234, 567, 3, 4_500);
+        b.refused = Some(Box::new(Refusal::new("header X", b"a\r\nb")));
+        b.extract_failure = Some(Box::new("$.token: no match".into()));
+        b.setup.record_connect(150);
+        b.setup.record_tls(2_000);
+        b.setup.record_with_connect(9_000);
+        b.stream = Some(Box::new(Streamed {
+            calls: 1,
+            sent: 5,
+            received: 6,
+            first_message: {
+                let mut h = crate::new_histogram();
+                h.saturating_record(777);
+                h
+            },
+        }));
+        let mut t = Traces::default();
+        let row = |o| TraceRow {
+            id: [0xab; 16],
+            latency_us: 42,
+            outcome: o,
+            at_us: 9,
+        };
+        t.record(row(TraceOutcome::Status(200)), true, true);
+        t.record(row(TraceOutcome::Error(ErrorKind::Timeout)), false, false);
+        t.record(row(TraceOutcome::Grpc(14)), true, false);
+        b.traces = Some(Box::new(t));
+        b
+    }
+
+    #[test]
+    fn a_bucket_crosses_the_wire_exactly() {
+        let b = full();
+        let w = WireBucket::from(&b);
+        let text = serde_json::to_string(&w).expect("serialises");
+        let back: WireBucket = serde_json::from_str(&text).expect("parses");
+        let b2 = Bucket::try_from(back).expect("decodes");
+        assert_eq!(b2.corrected, b.corrected);
+        assert_eq!(b2.service, b.service);
+        assert_eq!(b2.setup.connect, b.setup.connect);
+        assert_eq!(b2.setup.tls, b.setup.tls);
+        assert_eq!(b2.setup.with_connect, b.setup.with_connect);
+        assert_eq!(b2.traces, b.traces);
+        assert_eq!(b2.refused, b.refused);
+        // Every other field: the wire form of the decoded bucket is the same as the original's.
+        assert_eq!(WireBucket::from(&b2), w);
+        let empty = Bucket::try_from(WireBucket::from(&Bucket::new(0))).expect("decodes");
+        assert!(empty.setup.connect.is_none() && empty.stream.is_none());
+    }
+
+    #[test]
+    fn a_bucket_from_another_version_or_garbage_is_an_error() {
+        let mut w = WireBucket::from(&full());
+        w.errors_by_kind.push(1);
+        let e = Bucket::try_from(w).err().expect("refused");
+        assert!(e.contains("error kinds"), "{e}");
+        let mut w = WireBucket::from(&full());
+        w.corrected = "not a histogram".into();
+        assert!(Bucket::try_from(w).is_err());
+        let mut w = WireBucket::from(&full());
+        w.traces = Some((vec![WireTrace("zz".into(), 1, "s200".into(), 0)], vec![]));
+        assert!(Bucket::try_from(w).is_err());
+    }
+}
