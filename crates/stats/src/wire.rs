@@ -264,7 +264,7 @@ mod tests {
     fn a_bucket_from_another_version_or_garbage_is_an_error() {
         let mut w = WireBucket::from(&full());
         w.errors_by_kind.push(1);
-        let e = Bucket::try_from(w).err().expect("refused");
+        let e = Bucket::try_from(w).expect_err("refused");
         assert!(e.contains("error kinds"), "{e}");
         let mut w = WireBucket::from(&full());
         w.corrected = "not a histogram".into();
