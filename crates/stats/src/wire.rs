@@ -65,7 +65,10 @@ impl From<&Bucket> for WireBucket {
             bytes_out: b.bytes_out,
             late: b.late,
             max_lag_us: b.max_lag_us,
-            refused: b.refused.as_ref().map(|r| (r.part.clone(), r.value.clone())),
+            refused: b
+                .refused
+                .as_ref()
+                .map(|r| (r.part.clone(), r.value.clone())),
             extract_failure: b.extract_failure.as_deref().cloned(),
             opened: b.setup.opened,
             connect: opt(&b.setup.connect),
@@ -89,7 +92,9 @@ impl TryFrom<WireBucket> for Bucket {
     fn try_from(w: WireBucket) -> Result<Bucket, String> {
         let hist = |what: &str, s: &str| decode(s).map_err(|e| format!("{what}: {e}"));
         let opt = |what: &str, s: &Option<String>| -> Result<Option<Box<Histogram>>, String> {
-            s.as_deref().map(|s| hist(what, s).map(Box::new)).transpose()
+            s.as_deref()
+                .map(|s| hist(what, s).map(Box::new))
+                .transpose()
         };
         let errors_by_kind: [u64; ErrorKind::COUNT] =
             w.errors_by_kind.as_slice().try_into().map_err(|_| {

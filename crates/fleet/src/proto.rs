@@ -1,0 +1,187 @@
+//! The messages of a distributed run, one JSON object per line each way on one long-lived
+//! stream per worker. The coordinator opens it with [`ToWorker::Run`] (the same inputs every
+//! worker gets, plus its part); the worker answers [`FromWorker::Hello`] and waits for the
+//! start instant; then one [`FromWorker::Second`] per second of load, and [`FromWorker::Done`]
+//! or [`FromWorker::Failed`] at the end. Heartbeats keep a worker going: without one for
+//! [`HEARTBEAT_LAPSE`] it stops on its own and keeps its partial result.
+
+use serde::{Deserialize, Serialize};
+use stats::WireBucket;
+use std::time::Duration;
+
+/// The protocol's version: a coordinator and a worker that differ refuse each other.
+pub const PROTOCOL: u32 = 1;
+
+/// How often the coordinator says it is still there.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// A worker that hears nothing for this long stops its load.
+pub const HEARTBEAT_LAPSE: Duration = Duration::from_secs(5);
+
+/// Coordinator -> worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToWorker {
+    /// The run: brink's version and the protocol's, the flags exactly as the user gave them,
+    /// the digest of those flags and the files they name, and this worker's part.
+    Run {
+        version: String,
+        protocol: u32,
+        args: Vec<String>,
+        digest: String,
+        index: u64,
+        count: u64,
+    },
+    /// A clock ping: the worker answers [`FromWorker::Pong`] at once with its own clock.
+    Ping {
+        id: u32,
+    },
+    /// Start the load at this instant of the worker's own clock (ns since the Unix epoch).
+    StartAt {
+        unix_ns: u64,
+    },
+    /// A capacity search's next level (connections or requests per second).
+    Level {
+        level: f64,
+    },
+    /// Stop sending, finish what is in flight within the grace, and say Done.
+    Stop,
+    /// An objective with `abort` broke: stop at once.
+    Abort {
+        why: String,
+    },
+    Heartbeat,
+}
+
+/// Worker -> coordinator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromWorker {
+    /// Who the worker is and what it compiled.
+    Hello {
+        version: String,
+        protocol: u32,
+        digest: String,
+        host: String,
+        cores: u64,
+        /// The histograms' highest trackable value (µs) and significant digits: both sides
+        /// must agree for the merge to be exact.
+        hist_max_us: u64,
+        hist_digits: u8,
+    },
+    Pong {
+        id: u32,
+        unix_ns: u64,
+    },
+    /// One second of load: a bucket per request of the workload, in the workload's order.
+    Second {
+        parts: Vec<WireBucket>,
+    },
+    /// The load is over.
+    Done {
+        /// Requests in flight when it stopped (not in any second).
+        unfinished: u64,
+        /// The worker's threads' time on a CPU and waiting for one, seconds (where known).
+        busy_s: Option<f64>,
+        waiting_s: Option<f64>,
+        /// Its process's CPU time over the run, seconds.
+        cpu_s: f64,
+    },
+    /// It could not run (its one-line reason).
+    Failed {
+        why: String,
+    },
+}
+
+/// Why a worker's hello is refused, in one line naming both sides; `None` when it may run.
+pub fn refuse_hello(
+    worker: &str,
+    ours: (&str, &str),
+    hello: &FromWorker,
+    hist: (u64, u8),
+) -> Option<String> {
+    let FromWorker::Hello {
+        version,
+        protocol,
+        digest,
+        hist_max_us,
+        hist_digits,
+        ..
+    } = hello
+    else {
+        return Some(format!("worker {worker}: no hello"));
+    };
+    let (our_version, our_digest) = ours;
+    if version != our_version || *protocol != PROTOCOL {
+        return Some(format!(
+            "worker {worker} runs brink {version} (protocol {protocol}), this is brink {our_version} (protocol {PROTOCOL}): run the same version on both"
+        ));
+    }
+    if digest != our_digest {
+        return Some(format!(
+            "worker {worker} compiled other inputs (digest {} here {}): give every worker the same plan, data files and flags",
+            short(digest),
+            short(our_digest)
+        ));
+    }
+    if (*hist_max_us, *hist_digits) != hist {
+        return Some(format!(
+            "worker {worker} keeps histograms up to {hist_max_us} µs with {hist_digits} digits, this coordinator {} µs with {}: they would not merge exactly",
+            hist.0, hist.1
+        ));
+    }
+    None
+}
+
+fn short(d: &str) -> &str {
+    d.get(..12).unwrap_or(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(version: &str, digest: &str) -> FromWorker {
+        FromWorker::Hello {
+            version: version.into(),
+            protocol: PROTOCOL,
+            digest: digest.into(),
+            host: "h1".into(),
+            cores: 2,
+            hist_max_us: 60_000_000,
+            hist_digits: 3,
+        }
+    }
+
+    #[test]
+    fn messages_are_one_json_line_each() {
+        let m = ToWorker::StartAt { unix_ns: 1 << 62 };
+        let line = serde_json::to_string(&m).expect("serialises");
+        assert!(!line.contains('\n'));
+        assert_eq!(line, r#"{"type":"start_at","unix_ns":4611686018427387904}"#);
+        assert_eq!(serde_json::from_str::<ToWorker>(&line).ok(), Some(m));
+        let bad = serde_json::from_str::<FromWorker>(r#"{"type":"take_over"}"#);
+        assert!(bad.is_err());
+    }
+
+    #[test]
+    fn a_hello_that_differs_is_refused_naming_both_sides() {
+        let ours = ("0.1.0", "abcdef0123456789");
+        let hist = (60_000_000, 3);
+        assert_eq!(
+            refuse_hello("w1", ours, &hello("0.1.0", "abcdef0123456789"), hist),
+            None
+        );
+        let v = refuse_hello("w1", ours, &hello("0.2.0", "abcdef0123456789"), hist).unwrap();
+        assert!(
+            v.contains("brink 0.2.0") && v.contains("brink 0.1.0"),
+            "{v}"
+        );
+        let d = refuse_hello("w1", ours, &hello("0.1.0", "ffff"), hist).unwrap();
+        assert!(d.contains("other inputs") && d.contains("ffff"), "{d}");
+        let h = refuse_hello("w1", ours, &hello("0.1.0", "abcdef0123456789"), (1, 2)).unwrap();
+        assert!(h.contains("would not merge exactly"), "{h}");
+        let n = refuse_hello("w1", ours, &FromWorker::Failed { why: "x".into() }, hist);
+        assert!(n.is_some());
+    }
+}

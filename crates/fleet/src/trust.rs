@@ -1,0 +1,108 @@
+//! Trust between a coordinator and its workers. A worker listening beyond loopback runs the
+//! load of whoever holds its token: the token is drawn per run (32 random bytes, hex), sent
+//! only in a header, compared in constant time, and never written into a result or the
+//! history. The digest names the inputs: brink's version, the flags, and the bytes of every
+//! file they name, so a worker that compiled another plan (or another copy of a data file) is
+//! refused before any load.
+
+use ring::digest::{Context, SHA256};
+
+/// A fresh token: 32 random bytes in hex.
+pub fn new_token() -> Result<String, String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "cannot draw a random token".to_string())?;
+    Ok(hex(&bytes))
+}
+
+/// Whether `given` is `expected`, in time that does not depend on where they differ.
+pub fn same_token(given: &str, expected: &str) -> bool {
+    let (g, e) = (given.as_bytes(), expected.as_bytes());
+    if e.is_empty() || g.len() != e.len() {
+        return false;
+    }
+    let diff = g.iter().zip(e).fold(0u8, |d, (a, b)| d | (a ^ b));
+    std::hint::black_box(diff) == 0
+}
+
+/// Reads a token file: its first line, trimmed; an empty one is an error.
+pub fn read_token(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read token file {}: {e}", path.display()))?;
+    let token = text.lines().next().unwrap_or_default().trim().to_string();
+    if token.is_empty() {
+        return Err(format!("token file {} is empty", path.display()));
+    }
+    Ok(token)
+}
+
+/// The digest of a run's inputs: brink's version, the flags in order, and each named file's
+/// name and bytes (in the order given). Length-prefixed, so no two inputs run together.
+pub fn digest(version: &str, args: &[String], files: &[(String, Vec<u8>)]) -> String {
+    let mut c = Context::new(&SHA256);
+    let mut put = |b: &[u8]| {
+        c.update(&(b.len() as u64).to_le_bytes());
+        c.update(b);
+    };
+    put(version.as_bytes());
+    put(&(args.len() as u64).to_le_bytes());
+    for a in args {
+        put(a.as_bytes());
+    }
+    for (name, bytes) in files {
+        put(name.as_bytes());
+        put(bytes);
+    }
+    hex(c.finish().as_ref())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_fresh_and_compared_whole() {
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(same_token(&a, &a));
+        assert!(!same_token(&b, &a));
+        assert!(!same_token(&a[..63], &a));
+        assert!(!same_token("", ""), "an empty token never matches");
+    }
+
+    #[test]
+    fn the_digest_names_every_input() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let file = |b: &[u8]| vec![("plan.yaml".to_string(), b.to_vec())];
+        let d = digest("0.1.0", &args(&["run", "plan.yaml"]), &file(b"a"));
+        assert_eq!(
+            d,
+            digest("0.1.0", &args(&["run", "plan.yaml"]), &file(b"a"))
+        );
+        assert_ne!(
+            d,
+            digest("0.1.1", &args(&["run", "plan.yaml"]), &file(b"a"))
+        );
+        assert_ne!(
+            d,
+            digest("0.1.0", &args(&["run", "plan.yaml"]), &file(b"b"))
+        );
+        assert_ne!(
+            d,
+            digest("0.1.0", &args(&["run", "plan.yam", "l"]), &file(b"a"))
+        );
+        let dir = std::env::temp_dir().join(format!("brink-token-{}", std::process::id()));
+        std::fs::write(&dir, "  s3cret \nrest\n").unwrap();
+        assert_eq!(read_token(&dir).unwrap(), "s3cret");
+        std::fs::write(&dir, "\n").unwrap();
+        assert!(read_token(&dir).unwrap_err().contains("empty"));
+        let _ = std::fs::remove_file(&dir);
+    }
+}
