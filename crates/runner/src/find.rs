@@ -12,7 +12,7 @@ use crate::step::Step;
 use crate::suite::{Job, Observing};
 use crate::watch::Watch;
 use crate::{Error, Executor};
-use engine::{Curve, Load, Target};
+use engine::Target;
 use observe::health as probe;
 use report::find::{By, StepRow};
 use report::RunResult;
@@ -304,23 +304,17 @@ fn step_on(
     interrupt: &AtomicBool,
     sinks: &mut Sinks,
 ) -> Result<Step, Error> {
-    let mut spec = job.spec.clone();
-    spec.max_requests = None;
-    spec.load = if s.by == By::Rate {
-        Load::Open {
-            rate: Curve::flat(level, Some(s.step)),
-            pool: s.pool,
-        }
-    } else {
-        Load::Closed {
-            connections: Curve::flat(level, Some(s.step)),
-        }
-    };
+    let spec = crate::step_spec(&job.spec, s.by, level, s.step, s.pool);
     let names = spec.workload.names();
     let total = spec.load.end();
     let mut watch = Watch::new(sinks, &job.slos, &names, s.warmup.as_secs(), false, total);
     let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
-    let out = exec.run(&spec, interrupt, &mut watch);
+    let unit = crate::Unit {
+        spec: &spec,
+        job: 0,
+        level: Some(level),
+    };
+    let out = exec.run(unit, interrupt, &mut watch);
     let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
     let out = out?;

@@ -18,7 +18,7 @@ mod step;
 mod suite;
 mod watch;
 
-pub use exec::{Executor, Local};
+pub use exec::{step_spec, Executor, Local, Unit};
 pub use find::{search_job, Search};
 pub use outcome::{load_info, second_row, target_info};
 pub use sink::{Event, Sink, Sinks};

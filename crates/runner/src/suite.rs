@@ -80,7 +80,7 @@ pub fn run_jobs(
             count,
         });
         let from = Instant::now();
-        let (mut scenario, totals) = match run_one(&job, exec, interrupt, sinks) {
+        let (mut scenario, totals) = match run_one(&job, index, exec, interrupt, sinks) {
             Ok(done) => done,
             Err(fail) => {
                 // Keep what the earlier scenarios measured; record why this one did not run.
@@ -110,6 +110,7 @@ pub fn run_jobs(
 
 fn run_one(
     job: &Job,
+    index: usize,
     exec: &dyn Executor,
     interrupt: &AtomicBool,
     sinks: &mut Sinks,
@@ -119,7 +120,12 @@ fn run_one(
     let mut watch = Watch::new(sinks, &job.slos, &names, 0, true, total);
     let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
     let probe = job.completion.clone().map(|p| p.start(t0));
-    let out = exec.run(&job.spec, interrupt, &mut watch);
+    let unit = crate::Unit {
+        spec: &job.spec,
+        job: index,
+        level: None,
+    };
+    let out = exec.run(unit, interrupt, &mut watch);
     let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
     let out = out?;
@@ -186,8 +192,13 @@ fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
 /// Checks every job before the first one sends anything (targets resolve, TLS files load,
 /// requests may be sent): one line naming the scenario at fault.
 pub fn preflight(jobs: &[Job], exec: &dyn Executor) -> Result<(), Error> {
-    for job in jobs {
-        exec.check(&job.spec)
+    for (index, job) in jobs.iter().enumerate() {
+        let unit = crate::Unit {
+            spec: &job.spec,
+            job: index,
+            level: None,
+        };
+        exec.check(unit)
             .map_err(|e| Error(format!("scenario '{}': {e}", job.name)))?;
     }
     Ok(())
