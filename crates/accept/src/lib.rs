@@ -3,9 +3,15 @@
 //! competes with the load engine's threads or a caller's runtime, an accept loop that ends
 //! when told, and a handle whose drop stops the loop and waits for the thread. This crate is
 //! that one piece of code; what each server does with a connection stays with the server.
+//! Also here: a body fed by a channel, for what streams (live events, a worker's seconds).
 
+use bytes::Bytes;
+use hyper::body::Frame;
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -24,6 +30,20 @@ impl Drop for Running {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// A body fed by a channel: each message is one chunk; it ends when the sender is dropped.
+pub struct ChannelBody(pub tokio::sync::mpsc::Receiver<Bytes>);
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.0.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b))))
     }
 }
 

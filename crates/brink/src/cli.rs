@@ -39,6 +39,20 @@ pub enum Command {
     /// Compare results before and after a change: steady-state figures, 95% intervals by
     /// resampling, and a verdict per metric (exit 1 when p99, errors or throughput regressed).
     Compare(CompareArgs),
+    /// Generate load for a coordinator (`brink run --worker HOST:PORT`): serve runs over
+    /// HTTP/2 to whoever holds the token, one at a time.
+    Worker(WorkerArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WorkerArgs {
+    /// Address to listen on (port 0: any free port; the address is printed first).
+    #[arg(long, default_value = "127.0.0.1:7700")]
+    pub listen: String,
+    /// A file whose first line is the token coordinators must present (else
+    /// $BRINK_WORKER_TOKEN). Required.
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -235,6 +249,17 @@ pub struct RunArgs {
     /// A note kept with the run in the history.
     #[arg(long)]
     pub note: Option<String>,
+    /// Generate the load with N worker processes on this machine (each its share of the
+    /// load, every second merged exactly into one result).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Generate the load with the `brink worker` listening at HOST:PORT (repeatable; start
+    /// each with the same --token-file). One result, merged exactly.
+    #[arg(long = "worker", value_name = "HOST:PORT")]
+    pub worker: Vec<String>,
+    /// The token file the workers given with --worker were started with.
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
 }
 
 /// `find` sets the load itself: the load flags it shares with `run` are left out of its help

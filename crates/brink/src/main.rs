@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod console;
+mod distribute;
 mod exit;
 mod grpc_call;
 mod output;

@@ -236,5 +236,6 @@ pub fn run(
         workers: shared.workers,
         sched: agg.sched,
         completions,
+        remote: Vec::new(),
     })
 }

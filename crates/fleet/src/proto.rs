@@ -31,6 +31,9 @@ pub enum ToWorker {
         digest: String,
         index: u64,
         count: u64,
+        /// Which of the command's jobs, and a search step's level (`runner::Unit`).
+        job: usize,
+        level: Option<f64>,
     },
     /// A clock ping: the worker answers [`FromWorker::Pong`] at once with its own clock.
     Ping {
@@ -81,11 +84,15 @@ pub enum FromWorker {
     Done {
         /// Requests in flight when it stopped (not in any second).
         unfinished: u64,
-        /// The worker's threads' time on a CPU and waiting for one, seconds (where known).
-        busy_s: Option<f64>,
-        waiting_s: Option<f64>,
+        /// Its engine threads' ns on a CPU, ns ready but waiting for one, and times put on a
+        /// CPU, summed (where the kernel keeps them).
+        sched: Option<[u64; 3]>,
         /// Its process's CPU time over the run, seconds.
         cpu_s: f64,
+        /// When its load actually started, ns since the Unix epoch on its own clock.
+        started_ns: u64,
+        /// Its engine's threads.
+        threads: u64,
     },
     /// It could not run (its one-line reason).
     Failed {

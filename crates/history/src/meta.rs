@@ -46,13 +46,7 @@ pub fn git_info() -> (Option<String>, Option<String>) {
     (commit, branch)
 }
 
-/// This machine's name.
-pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
+pub use observe::procfs::hostname;
 
 /// This process as `BOOT_ID/PID/START_TICKS` (`/proc`), a name no other process on this host
 /// has now or later: a reused pid has another start time, a reboot another boot id.

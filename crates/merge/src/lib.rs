@@ -55,6 +55,9 @@ pub struct RunOutput {
     /// Steps with `complete:`: how their jobs ended, per request of the workload (empty
     /// without such steps).
     pub completions: Vec<observe::tracker::Counts>,
+    /// A distributed run: each worker, how it started and ended (empty for a run in this
+    /// process).
+    pub remote: Vec<model::WorkerReport>,
 }
 
 /// One finished second with everything behind it, for observers.

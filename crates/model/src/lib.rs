@@ -8,12 +8,14 @@ pub mod grpc;
 pub mod guard;
 pub mod metrics;
 mod part;
+pub mod remote;
 pub mod schedule;
 mod status;
 mod target;
 pub mod units;
 
 pub use part::{Counter, Part};
+pub use remote::WorkerReport;
 pub use schedule::{Curve, Load, LoadModel};
 pub use status::RunStatus;
 pub use target::{header_pairs, parse_header, StatusSet, Target, TargetError};

@@ -154,6 +154,14 @@ pub fn cfs_of(stat: &str) -> Option<(f64, f64)> {
     Some((get("nr_periods ")?, get("nr_throttled ")?))
 }
 
+/// This machine's name.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -87,6 +87,9 @@ pub struct ScenarioResult {
     /// A windowed objective failed: where the run broke.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub broke: Option<crate::BrokeJson>,
+    /// A distributed run: each worker, how it started and how it ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<model::WorkerReport>,
 }
 
 /// When the work the load started was done, by the completion probe.

@@ -168,6 +168,47 @@ fn connections(o: &mut String, s: &crate::SummaryJson) {
     }
 }
 
+/// A distributed run's workers: how many, how closely they started, and each one that did
+/// not finish (it delivered less than its share).
+fn workers(o: &mut String, ws: &[model::WorkerReport]) {
+    if ws.is_empty() {
+        return;
+    }
+    let most = |f: fn(&model::WorkerReport) -> Option<f64>| {
+        ws.iter()
+            .filter_map(f)
+            .map(f64::abs)
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+    };
+    let mut line = format!("{} merged", ws.len());
+    if let Some(skew) = most(|w| w.start_skew_ms) {
+        line.push_str(&format!(
+            "; each started within {} of the agreed instant",
+            fmt_ms(skew)
+        ));
+    }
+    if let Some(bound) = most(|w| w.clock_bound_ms) {
+        line.push_str(&format!(" (clocks known to {})", fmt_ms(bound)));
+    }
+    row_to(o, "workers", line);
+    for w in ws.iter().filter(|w| w.status != "done") {
+        row_to(
+            o,
+            "worker",
+            format!(
+                "{} ({} of {}) {}: {}; it sent {} requests in {} seconds, and its share was not re-run",
+                w.name,
+                w.index + 1,
+                w.count,
+                w.status,
+                w.why.as_deref().unwrap_or("no reason given"),
+                fmt_count(w.requests),
+                w.seconds
+            ),
+        );
+    }
+}
+
 /// The answers that counted as failures, by status or gRPC code: `status 503: 12`,
 /// `UNIMPLEMENTED: 100`, `200 outside --ok-status: 5` (a 200 fails only when `--ok-status`
 /// leaves it out).
@@ -207,6 +248,7 @@ fn notes(o: &mut String, r: &ScenarioResult) {
             .collect();
         row(o, "server", figures.join(", "));
     }
+    workers(o, &r.workers);
     if let Some(sc) = &s.schedule {
         row(
             o,

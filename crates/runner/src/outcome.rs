@@ -95,6 +95,7 @@ pub fn scenario_result(
         async_jobs: async_jobs(&out.completions),
         generator: None,
         broke: None,
+        workers: out.remote.clone(),
     }
 }
 

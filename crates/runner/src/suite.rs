@@ -183,6 +183,7 @@ fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
         workers: 0,
         sched: None,
         completions: Vec::new(),
+        remote: Vec::new(),
     };
     let mut sc = crate::outcome::scenario_result(&job.name, &job.spec, &out, Vec::new(), None);
     sc.error = Some(why.to_string());

@@ -3,7 +3,7 @@
 //! (`/api/live/ID`, Server-Sent Events: one `data:` line per recorded second, then `event: end`
 //! once the run is no longer running).
 
-use crate::http::{json, text, Out, Stream};
+use crate::http::{json, text, Out};
 use crate::query;
 use crate::Ctx;
 use bytes::Bytes;
@@ -154,7 +154,7 @@ pub fn live(ctx: Arc<Ctx>, id: i64, q: &[(String, String)]) -> Out {
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
     let path = ctx.history.clone();
     tokio::task::spawn_blocking(move || follow(&path, id, after, &tx));
-    let mut r = hyper::Response::new(http_body_util::BodyExt::boxed(Stream(rx)));
+    let mut r = hyper::Response::new(http_body_util::BodyExt::boxed(accept::ChannelBody(rx)));
     let h = r.headers_mut();
     h.insert(
         hyper::header::CONTENT_TYPE,

@@ -7,14 +7,11 @@ use crate::query;
 use crate::Ctx;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Frame};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 /// Any response body here: whole, or a stream of events.
 pub type Out = Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>;
@@ -51,20 +48,6 @@ pub fn json<T: serde::Serialize>(v: &T) -> Out {
 
 pub fn text(status: StatusCode, msg: &str) -> Out {
     whole(status, "text/plain; charset=utf-8", format!("{msg}\n"))
-}
-
-/// A body fed by a channel: each message is one chunk; it ends when the sender is dropped.
-pub struct Stream(pub tokio::sync::mpsc::Receiver<Bytes>);
-
-impl Body for Stream {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.0.poll_recv(cx).map(|m| m.map(|b| Ok(Frame::data(b))))
-    }
 }
 
 /// Binds `addr` and serves on a runtime of its own until the handle is dropped.

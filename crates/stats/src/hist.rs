@@ -13,10 +13,14 @@ pub type Histogram = hdrhistogram::Histogram<u64>;
 /// Largest trackable value: one hour in microseconds. Larger values are clamped to it.
 pub const HIST_MAX_US: u64 = 3_600_000_000;
 
+/// Significant decimal digits every histogram keeps.
+pub const HIST_DIGITS: u8 = 3;
+
 /// A fresh, empty histogram with the project's bounds.
 pub fn new_histogram() -> Histogram {
     // The bounds are constants that hdrhistogram accepts; failure here is a programming error.
-    Histogram::new_with_bounds(1, HIST_MAX_US, 3).expect("static histogram bounds are valid")
+    Histogram::new_with_bounds(1, HIST_MAX_US, HIST_DIGITS)
+        .expect("static histogram bounds are valid")
 }
 
 /// `h` as base64 of its V2 + DEFLATE encoding (the HdrHistogram interval-log form).

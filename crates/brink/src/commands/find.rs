@@ -52,7 +52,7 @@ pub fn check_step(
     Ok(())
 }
 
-fn settings(a: &FindArgs, job: &Job, plan_hooks: &plan::Hooks) -> Result<Search, Fail> {
+pub fn settings(a: &FindArgs, job: &Job, plan_hooks: &plan::Hooks) -> Result<Search, Fail> {
     let by = a.by;
     let by_rate = by == By::Rate;
     let r = &a.run;
@@ -218,7 +218,7 @@ fn dry_run(search: &Search) -> String {
 }
 
 /// The job the search steps, out of `all`: the URL's, or the chosen scenario of the plan.
-fn base_job(a: &FindArgs, mut all: Vec<Job>) -> Result<Job, Fail> {
+pub fn base_job(a: &FindArgs, mut all: Vec<Job>) -> Result<Job, Fail> {
     let idx = match &a.scenario {
         Some(name) => all.iter().position(|j| &j.name == name).ok_or_else(|| {
             let names: Vec<&str> = all.iter().map(|j| j.name.as_str()).collect();
@@ -252,14 +252,20 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
         crate::console::emit(&dry_run(&search));
         return Ok(0);
     }
-    run_search(&session, job, &search)
+    let generators = crate::distribute::generators(&a.run, session.seed)?;
+    run_search(&session, job, &search, generators.exec.as_ref())
 }
 
 /// Runs the search of `job` with `search`'s settings in `session` (outputs, observers, seed)
 /// and returns the exit code it earned: 1 when the service got stuck or no level held the
 /// objectives. `brink demo` calls this directly.
-pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, Fail> {
-    runner::preflight(std::slice::from_ref(&job), &runner::Local)?;
+pub fn run_search(
+    session: &Session,
+    job: Job,
+    search: &Search,
+    exec: &dyn runner::Executor,
+) -> Result<i32, Fail> {
+    runner::preflight(std::slice::from_ref(&job), exec)?;
     crate::proxy_check::warn_about_proxies(std::slice::from_ref(&job));
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
     let how = format!(
@@ -282,7 +288,7 @@ pub fn run_search(session: &Session, job: Job, search: &Search) -> Result<i32, F
     let result = runner::search_job(
         &job,
         search,
-        &runner::Local,
+        exec,
         session.seed,
         session.observing.as_ref(),
         &interrupt,

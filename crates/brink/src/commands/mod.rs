@@ -1,15 +1,16 @@
-//! The commands, one module each: `run`, `find`, `validate`, `demo`, `report`, `compare`, `history`, `show` and `serve`. Each takes its raw
+//! The commands, one module each: `run`, `find`, `validate`, `demo`, `report`, `compare`, `history`, `show`, `serve` and `worker`. Each takes its raw
 //! arguments (cli.rs), checks them into a configuration, runs, and returns the exit code or a
 //! [`Fail`].
 
 mod compare;
 mod demo;
-mod find;
+pub mod find;
 mod history;
 mod report;
 mod run;
 mod serve;
 mod validate;
+pub mod worker;
 
 use crate::cli::Command;
 use crate::exit::Fail;
@@ -25,5 +26,6 @@ pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
         Command::History(a) => history::history_cmd(&a),
         Command::Show(a) => history::show_cmd(&a),
         Command::Serve(a) => serve::serve_cmd(&a),
+        Command::Worker(a) => worker::worker_cmd(&a),
     }
 }

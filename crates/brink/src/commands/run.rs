@@ -91,7 +91,9 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
         return crate::grpc_call::list(a);
     }
     let RunConfig { jobs, session, .. } = run_config(a)?;
-    runner::preflight(&jobs, &runner::Local)?;
+    let generators = crate::distribute::generators(a, session.seed)?;
+    let exec = generators.exec.as_ref();
+    runner::preflight(&jobs, exec)?;
     crate::proxy_check::warn_about_proxies(&jobs);
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
     let meta = crate::record::meta("run", &jobs, None, &session.recording);
@@ -103,7 +105,7 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     let sampler = runner::start_observing(session.observing.as_ref());
     let result = runner::run_jobs(
         jobs,
-        &runner::Local,
+        exec,
         &interrupt,
         &mut sinks,
         session.seed,

@@ -1,0 +1,76 @@
+//! `brink worker`: this machine generates its part of a distributed run for a coordinator.
+//! It compiles the command the coordinator sends exactly as `brink run` / `brink find` would
+//! (same flags, same seed, the same files read from this machine's disk), so both sides hold
+//! the same spec; the `fleet` crate does the rest.
+
+use crate::cli::{Cli, Command, WorkerArgs};
+use crate::exit::Fail;
+use crate::resolve::run_config;
+use clap::Parser;
+use engine::RunSpec;
+use std::io::Write;
+use std::net::SocketAddr;
+
+/// The environment variable a worker reads its token from when no --token-file is given.
+pub const TOKEN_ENV: &str = "BRINK_WORKER_TOKEN";
+
+pub fn worker_cmd(a: &WorkerArgs) -> Result<i32, Fail> {
+    let token = match &a.token_file {
+        Some(f) => fleet::trust::read_token(f).map_err(Fail::input)?,
+        None => std::env::var(TOKEN_ENV).ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+            Fail::input(format!(
+                "a worker needs a token: --token-file FILE (or ${TOKEN_ENV}); the coordinator presents the same"
+            ))
+        })?,
+    };
+    let addr: SocketAddr = a.listen.parse().map_err(|_| {
+        Fail::input(format!(
+            "--listen {}: expected HOST:PORT, e.g. 0.0.0.0:7700",
+            a.listen
+        ))
+    })?;
+    let worker = fleet::worker::Worker {
+        token: token.trim().to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        compile: Box::new(compile),
+    };
+    let (bound, running) = fleet::worker::listen(addr, worker)
+        .map_err(|e| Fail::input(format!("cannot listen on {addr}: {e}")))?;
+    // The first line says where: a coordinator that started this process reads it.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "brink worker listening on {bound}");
+    let _ = out.flush();
+    let interrupt = crate::signals::install_signals()?;
+    while !interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    drop(running);
+    Ok(0)
+}
+
+/// The whole run's spec for `job` of the command `args` (a search step: at `level`).
+fn compile(args: &[String], job: usize, level: Option<f64>) -> Result<RunSpec, String> {
+    let argv = std::iter::once("brink".to_string()).chain(args.iter().cloned());
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let text = e.render().to_string();
+        text.lines().next().unwrap_or("bad command").to_string()
+    })?;
+    match cli.command {
+        Command::Run(a) => {
+            let jobs = run_config(&a).map_err(|f| f.message)?.jobs;
+            let count = jobs.len();
+            jobs.into_iter()
+                .nth(job)
+                .map(|j| j.spec)
+                .ok_or_else(|| format!("the command has {count} scenarios, not {}", job + 1))
+        }
+        Command::Find(a) => {
+            let cfg = run_config(&a.run).map_err(|f| f.message)?;
+            let j = super::find::base_job(&a, cfg.jobs).map_err(|f| f.message)?;
+            let s = super::find::settings(&a, &j, &cfg.hooks).map_err(|f| f.message)?;
+            let level = level.ok_or("a search runs steps, each at a level")?;
+            Ok(runner::step_spec(&j.spec, s.by, level, s.step, s.pool))
+        }
+        _ => Err("a worker runs the load of `brink run` and `brink find` only".into()),
+    }
+}

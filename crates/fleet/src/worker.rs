@@ -1,0 +1,273 @@
+//! `brink worker`'s side of a distributed run: an HTTP/2 server that takes one run at a time
+//! from whoever holds its token. A coordinator opens `POST /run` and the two sides talk in
+//! [`proto`](crate::proto) lines on that one stream: the worker compiles the command it is
+//! given (the same flags every worker gets) into the same spec as the coordinator's, says so
+//! in its hello (the digest), answers clock pings at once, starts its part of the load at the
+//! instant it is told, sends one line per second, and says Done. It stops on its own when the
+//! coordinator says stop or abort, closes the stream, or falls silent for
+//! [`HEARTBEAT_LAPSE`](crate::proto::HEARTBEAT_LAPSE).
+
+use crate::lines::Lines;
+use crate::proto::{FromWorker, ToWorker, HEARTBEAT_LAPSE, PROTOCOL};
+use crate::{line, now_ns, spec_digest};
+use bytes::Bytes;
+use engine::RunSpec;
+use http_body_util::{combinators::BoxBody, BodyExt, Full};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Compiles the command (`args`, as the user gave them) into the whole run's spec for `job`
+/// (a search step: at `level`), exactly as the coordinator did.
+pub type Compile = dyn Fn(&[String], usize, Option<f64>) -> Result<RunSpec, String> + Send + Sync;
+
+/// What a worker serves with.
+pub struct Worker {
+    pub token: String,
+    pub version: String,
+    pub compile: Box<Compile>,
+}
+
+type Out = Response<BoxBody<Bytes, Infallible>>;
+
+/// Serves runs on `addr` until the handle is dropped.
+pub fn listen(addr: SocketAddr, w: Worker) -> std::io::Result<(SocketAddr, accept::Running)> {
+    let w = Arc::new(w);
+    let busy = Arc::new(AtomicBool::new(false));
+    accept::serve("brink-worker", 2, addr, move |sock, _| {
+        let (w, busy) = (w.clone(), busy.clone());
+        let _ = sock.set_nodelay(true);
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let (w, busy) = (w.clone(), busy.clone());
+                async move { Ok::<_, Infallible>(handle(w, busy, req)) }
+            });
+            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(sock), svc)
+                .await;
+        });
+    })
+}
+
+fn plain(status: StatusCode, msg: &str) -> Out {
+    let mut r = Response::new(Full::new(Bytes::from(format!("{msg}\n"))).boxed());
+    *r.status_mut() = status;
+    r
+}
+
+fn handle(w: Arc<Worker>, busy: Arc<AtomicBool>, req: Request<hyper::body::Incoming>) -> Out {
+    let given = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !crate::trust::same_token(given, &w.token) {
+        return plain(
+            StatusCode::UNAUTHORIZED,
+            "this worker needs its run's token",
+        );
+    }
+    if req.method() != hyper::Method::POST || req.uri().path() != "/run" {
+        return plain(StatusCode::NOT_FOUND, "a worker serves POST /run only");
+    }
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    tokio::spawn(async move { session(&w, &busy, req.into_body(), tx).await });
+    Response::new(BodyExt::boxed(accept::ChannelBody(rx)))
+}
+
+/// The spec compiled for this session and the part it generates.
+struct Compiled {
+    spec: RunSpec,
+    part: model::Part,
+}
+
+/// One run: reads the coordinator's lines until the load is over or the coordinator is gone.
+/// Compiling and answering pings is free (a coordinator checks its workers before the first
+/// run); the load itself holds the worker, one run at a time.
+async fn session(
+    w: &Worker,
+    busy: &AtomicBool,
+    mut body: hyper::body::Incoming,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let mut lines = Lines::default();
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let mut compiled: Option<Compiled> = None;
+    let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+    let mut started = false;
+    let mut heard = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            frame = body.frame() => {
+                let data = match frame {
+                    Some(Ok(f)) => f.into_data().unwrap_or_default(),
+                    // The coordinator is gone: stop the load; nobody reads the rest.
+                    _ => break,
+                };
+                heard = Instant::now();
+                let msgs = match lines.feed::<ToWorker>(&data) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        let _ = tx.send(line(&FromWorker::Failed { why: e })).await;
+                        break;
+                    }
+                };
+                for m in msgs {
+                    match m {
+                        ToWorker::Run { .. } if compiled.is_none() => {
+                            match hello(w, m).await {
+                                Ok((c, h)) => {
+                                    compiled = Some(c);
+                                    let _ = tx.send(line(&h)).await;
+                                }
+                                Err(why) => {
+                                    let _ = tx.send(line(&FromWorker::Failed { why })).await;
+                                    return;
+                                }
+                            }
+                        }
+                        ToWorker::Ping { id } => {
+                            let _ = tx.send(line(&FromWorker::Pong { id, unix_ns: now_ns() })).await;
+                        }
+                        ToWorker::StartAt { unix_ns } if !started => {
+                            let Some(c) = compiled.take() else { continue };
+                            if busy.swap(true, Ordering::AcqRel) {
+                                let why = "this worker is already running another load".into();
+                                let _ = tx.send(line(&FromWorker::Failed { why })).await;
+                                return;
+                            }
+                            started = true;
+                            start(c, unix_ns, interrupt.clone(), tx.clone(), done_tx.clone());
+                        }
+                        ToWorker::Stop | ToWorker::Abort { .. } => {
+                            interrupt.store(true, Ordering::Relaxed);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ = done_rx.recv(), if started => {
+                busy.store(false, Ordering::Release);
+                return;
+            }
+            _ = tick.tick() => {
+                if heard.elapsed() > HEARTBEAT_LAPSE {
+                    break;
+                }
+            }
+        }
+    }
+    interrupt.store(true, Ordering::Relaxed);
+    if started {
+        let _ = done_rx.recv().await;
+        busy.store(false, Ordering::Release);
+    }
+}
+
+/// Compiles the run and says who this worker is; `Err` with the reason it cannot run.
+async fn hello(w: &Worker, run: ToWorker) -> Result<(Compiled, FromWorker), String> {
+    let ToWorker::Run {
+        version,
+        protocol,
+        args,
+        index,
+        count,
+        job,
+        level,
+        ..
+    } = run
+    else {
+        return Err("no run".into());
+    };
+    if version != w.version || protocol != PROTOCOL {
+        return Err(format!(
+            "this worker runs brink {} (protocol {PROTOCOL}), the coordinator brink {version} (protocol {protocol}): run the same version on both",
+            w.version
+        ));
+    }
+    let part = model::Part::new(index, count)
+        .ok_or_else(|| format!("part {index} of {count} does not exist"))?;
+    let spec = (w.compile)(&args, job, level)?;
+    let digest = spec_digest(&w.version, &args, &spec);
+    let hello = FromWorker::Hello {
+        version: w.version.clone(),
+        protocol: PROTOCOL,
+        digest,
+        host: observe::procfs::hostname(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+        hist_max_us: stats::HIST_MAX_US,
+        hist_digits: stats::HIST_DIGITS,
+    };
+    Ok((Compiled { spec, part }, hello))
+}
+
+/// Starts the load on a thread of its own at `unix_ns` (this machine's clock).
+fn start(
+    mut c: Compiled,
+    unix_ns: u64,
+    interrupt: Arc<AtomicBool>,
+    tx: mpsc::Sender<Bytes>,
+    done: mpsc::Sender<()>,
+) {
+    std::thread::spawn(move || {
+        let end = match std::sync::Arc::get_mut(&mut c.spec.workload) {
+            Some(w) => {
+                w.set_part(c.part);
+                run_at(&c.spec, unix_ns, &interrupt, &tx)
+            }
+            None => FromWorker::Failed {
+                why: "the compiled workload is shared; cannot take a part of it".into(),
+            },
+        };
+        let _ = tx.blocking_send(line(&end));
+        let _ = done.blocking_send(());
+    });
+}
+
+/// Waits for `unix_ns`, runs, and returns the last message.
+fn run_at(
+    spec: &RunSpec,
+    unix_ns: u64,
+    interrupt: &AtomicBool,
+    tx: &mpsc::Sender<Bytes>,
+) -> FromWorker {
+    let wait = Duration::from_nanos(unix_ns.saturating_sub(now_ns()));
+    let until = Instant::now() + wait.min(Duration::from_secs(60));
+    // Sleep to within 2 ms of the instant, then yield until it: a sleep wakes late by up to
+    // a scheduler tick, which would be start skew.
+    while let Some(left) = until.checked_duration_since(Instant::now()) {
+        if interrupt.load(Ordering::Relaxed) {
+            break;
+        }
+        if left > Duration::from_millis(2) {
+            std::thread::sleep((left - Duration::from_millis(2)).min(Duration::from_millis(50)));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    let started_ns = now_ns();
+    let cpu0 = runner::own_cpu();
+    let mut send = |v: &merge::SecondView| {
+        let parts = v.by_request.iter().map(stats::WireBucket::from).collect();
+        // The coordinator stopped reading: stop the load too.
+        tx.blocking_send(line(&FromWorker::Second { parts }))
+            .is_err()
+    };
+    match engine::run(spec, interrupt, &mut send) {
+        Ok(out) => FromWorker::Done {
+            unfinished: out.unfinished,
+            sched: out.sched.map(|s| [s.on_cpu_ns, s.waiting_ns, s.slices]),
+            cpu_s: runner::own_cpu() - cpu0,
+            started_ns,
+            threads: out.workers as u64,
+        },
+        Err(e) => FromWorker::Failed { why: e.to_string() },
+    }
+}

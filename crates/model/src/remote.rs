@@ -1,0 +1,33 @@
+//! What a distributed run says about each of its workers, in the result: who it was, how its
+//! clock and its start compared with the coordinator's, what it sent and how it ended.
+
+use serde::{Deserialize, Serialize};
+
+/// One worker of a distributed run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// The address it was reached at.
+    pub name: String,
+    /// Its machine's name, from its hello (empty if it never said).
+    pub host: String,
+    /// Its part: index of count.
+    pub index: u64,
+    pub count: u64,
+    /// Its clock minus the coordinator's, and how far off that estimate may be, ms.
+    pub clock_offset_ms: Option<f64>,
+    pub clock_bound_ms: Option<f64>,
+    /// How much later than the agreed instant its load started, ms (negative: earlier).
+    pub start_skew_ms: Option<f64>,
+    /// Attempts it finished, over the seconds it sent.
+    pub requests: u64,
+    pub seconds: u64,
+    /// Its engine threads, its process's CPU over the run (% of one core), and the share of
+    /// its threads' time spent waiting for a CPU.
+    pub threads: u64,
+    pub cpu_percent: Option<f64>,
+    pub waiting_percent: Option<f64>,
+    /// `done`, `failed` (it said why) or `lost` (it stopped answering).
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
