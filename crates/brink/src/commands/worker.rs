@@ -68,8 +68,11 @@ fn compile(args: &[String], job: usize, level: Option<f64>) -> Result<RunSpec, S
             let cfg = run_config(&a.run).map_err(|f| f.message)?;
             let j = super::find::base_job(&a, cfg.jobs).map_err(|f| f.message)?;
             let s = super::find::settings(&a, &j, &cfg.hooks).map_err(|f| f.message)?;
-            let level = level.ok_or("a search runs steps, each at a level")?;
-            Ok(runner::step_spec(&j.spec, s.by, level, s.step, s.pool))
+            Ok(match level {
+                Some(level) => runner::step_spec(&j.spec, s.by, level, s.step, s.pool),
+                // The check before the search: the job itself.
+                None => j.spec,
+            })
         }
         _ => Err("a worker runs the load of `brink run` and `brink find` only".into()),
     }

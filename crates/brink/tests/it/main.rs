@@ -15,6 +15,7 @@ mod bounds;
 mod cli;
 mod compare;
 mod completion;
+mod distributed;
 mod engine_runs;
 mod examples;
 mod find;

@@ -1,0 +1,350 @@
+//! Distributed runs with real worker processes on loopback: `--workers N` (started by brink)
+//! and `--worker HOST:PORT` (started here as `brink worker`). The load is split exactly, the
+//! seconds merge exactly (percentiles equal one process's, not an average of the workers'),
+//! trust is checked before any load, and a worker that dies is named with the run reported
+//! short.
+
+use assert_cmd::cargo::CommandCargoExt;
+use assert_cmd::Command;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use testkit::{Reply, Req};
+
+fn brink() -> Command {
+    Command::cargo_bin("brink").expect("binary built")
+}
+
+/// Runs `brink run ARGS --json F`: exit code, result, all output.
+fn run(args: &[&str], dir: &Path) -> (Option<i32>, Value, String) {
+    let out = dir.join("r.json");
+    let o = brink()
+        .current_dir(dir)
+        .arg("run")
+        .args(args)
+        .args(["--no-history", "--json", out.to_str().unwrap()])
+        .timeout(Duration::from_secs(90))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    let json = std::fs::read(&out)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    (o.status.code(), json, text)
+}
+
+/// A `brink worker` on loopback with `token`, started in `dir`; killed when dropped.
+struct Worker {
+    child: Child,
+    addr: String,
+}
+
+impl Worker {
+    fn start(token: &str, dir: &Path) -> Worker {
+        let mut child = std::process::Command::cargo_bin("brink")
+            .unwrap()
+            .current_dir(dir)
+            .args(["worker", "--listen", "127.0.0.1:0"])
+            .env("BRINK_WORKER_TOKEN", token)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("worker starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("brink worker listening on ")
+            .expect("the worker says where")
+            .to_string();
+        Worker { child, addr }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn workers(r: &Value) -> &Vec<Value> {
+    r["scenarios"][0]["workers"].as_array().expect("workers[]")
+}
+
+#[test]
+fn three_workers_send_exactly_n_and_one_merged_result() {
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (code, r, text) = run(
+        &[&srv.url("/"), "-n", "1001", "-c", "6", "--workers", "3"],
+        dir.path(),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r).is_empty());
+    assert_eq!(r["summary"]["requests"], 1001, "{text}");
+    assert_eq!(srv.counters.requests.load(Ordering::Relaxed), 1001);
+    let per: Vec<u64> = workers(&r)
+        .iter()
+        .map(|w| w["requests"].as_u64().unwrap())
+        .collect();
+    assert_eq!(per, vec![334, 334, 333], "{text}");
+    for w in workers(&r) {
+        assert_eq!(w["status"], "done", "{w}");
+        let skew = w["start_skew_ms"].as_f64().unwrap();
+        assert!(skew.abs() < 50.0, "start skew {skew} ms: {w}");
+    }
+    assert!(text.contains("workers       3 merged"), "{text}");
+}
+
+#[test]
+fn merged_percentiles_are_the_whole_runs_not_an_average_of_the_workers() {
+    // Request {{seq}} waits 2, 10 or 30 ms by seq % 3. Three workers stripe the arrivals, so
+    // worker i sees only one of the three delays: averaging their percentiles would put the
+    // median near 14 ms; the exact merge puts it at 10 ms, as one process measures.
+    let srv = testkit::serve(Arc::new(|r: &Req| {
+        let seq: u64 = r.path.trim_start_matches("/d/").parse().unwrap_or(0);
+        let ms = [2, 10, 30][(seq % 3) as usize];
+        Reply::ok("ok\n", Duration::from_millis(ms))
+    }))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "target: {}\nscenarios:\n  - name: s\n    load: {{ rate: 150/s, duration: 4s, connections: 60 }}\n    requests: [ {{ path: \"/d/{{{{seq}}}}\" }} ]\n",
+        srv.url("")
+    );
+    std::fs::write(dir.path().join("plan.yaml"), plan).unwrap();
+    let (code, one, text) = run(&["plan.yaml"], dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    let (code, many, text) = run(&["plan.yaml", "--workers", "3"], dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(many["summary"]["requests"], 600);
+    let pct = |r: &Value, p: &str| r["summary"]["latency_ms"][p].as_f64().unwrap();
+    for p in ["p25", "p50", "p90"] {
+        let (a, b) = (pct(&one, p), pct(&many, p));
+        assert!(
+            (a - b).abs() <= 0.15 * a + 1.0,
+            "{p}: one process {a} ms, three workers {b} ms"
+        );
+    }
+    assert!(
+        (8.0..14.0).contains(&pct(&many, "p50")),
+        "{}",
+        pct(&many, "p50")
+    );
+}
+
+#[test]
+fn workers_that_do_not_agree_are_refused_before_any_load() {
+    let count = Arc::new(AtomicU64::new(0));
+    let c = count.clone();
+    let srv = testkit::serve(Arc::new(move |_: &Req| {
+        c.fetch_add(1, Ordering::Relaxed);
+        Reply::ok("ok\n", Duration::ZERO)
+    }))
+    .unwrap();
+    let here = tempfile::tempdir().unwrap();
+    let there = tempfile::tempdir().unwrap();
+    let plan = |dir: &Path, path: &str| {
+        let text = format!(
+            "target: {}\nscenarios:\n  - name: s\n    load: {{ connections: 2, duration: 1s }}\n    requests: [ {{ path: {path} }} ]\n",
+            srv.url("")
+        );
+        std::fs::write(dir.join("plan.yaml"), text).unwrap();
+    };
+    plan(here.path(), "/a");
+    plan(there.path(), "/b");
+    std::fs::write(here.path().join("token"), "right\n").unwrap();
+    std::fs::write(here.path().join("wrong"), "wrong\n").unwrap();
+    let same = Worker::start("right", here.path());
+    let other = Worker::start("right", there.path());
+
+    // A wrong token: refused, one line, exit 2.
+    let (code, _, text) = run(
+        &["plan.yaml", "--worker", &same.addr, "--token-file", "wrong"],
+        here.path(),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("refused the token"), "{text}");
+    // A worker whose plan.yaml says something else: refused, naming the inputs.
+    let (code, _, text) = run(
+        &[
+            "plan.yaml",
+            "--worker",
+            &same.addr,
+            "--worker",
+            &other.addr,
+            "--token-file",
+            "token",
+        ],
+        here.path(),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("compiled other inputs"), "{text}");
+    // --worker without a token file, and nobody listening.
+    let (code, _, text) = run(&["plan.yaml", "--worker", &same.addr], here.path());
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("--token-file"), "{text}");
+    let (code, _, text) = run(
+        &[
+            "plan.yaml",
+            "--worker",
+            "127.0.0.1:1",
+            "--token-file",
+            "token",
+        ],
+        here.path(),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("cannot connect"), "{text}");
+    assert_eq!(
+        count.load(Ordering::Relaxed),
+        0,
+        "no load before every worker agreed"
+    );
+    // The same workers agreeing do run it.
+    let (code, r, text) = run(
+        &["plan.yaml", "--worker", &same.addr, "--token-file", "token"],
+        here.path(),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(r["summary"]["requests"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn a_worker_that_dies_is_named_and_the_run_reported_short() {
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), "t0k3n\n").unwrap();
+    let a = Worker::start("t0k3n", dir.path());
+    let b = Worker::start("t0k3n", dir.path());
+    let (a_addr, b_addr) = (a.addr.clone(), b.addr.clone());
+    // Killed 2.5 s into a 5 s run (the start is about half a second after the command).
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(3000));
+        drop(b);
+    });
+    let t0 = Instant::now();
+    let args = [
+        srv.url("/"),
+        "--rate".into(),
+        "200".into(),
+        "-d".into(),
+        "5s".into(),
+        "--worker".into(),
+        a_addr,
+        "--worker".into(),
+        b_addr.clone(),
+        "--token-file".into(),
+        "token".into(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, r, text) = run(&args, dir.path());
+    killer.join().unwrap();
+    // Reported as an interrupted run: less was delivered than was asked.
+    assert_eq!(code, Some(130), "{text}");
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    let ws = workers(&r);
+    let dead = ws
+        .iter()
+        .find(|w| w["name"] == b_addr.as_str())
+        .expect("named");
+    assert_eq!(dead["status"], "lost", "{dead}");
+    assert!(
+        dead["requests"].as_u64().unwrap() > 50,
+        "it sent what it had: {dead}"
+    );
+    let alive = ws.iter().find(|w| w["name"] != b_addr.as_str()).unwrap();
+    assert_eq!(alive["status"], "done", "{alive}");
+    assert_eq!(alive["requests"], 500, "its whole share: {alive}");
+    let total = r["summary"]["requests"].as_u64().unwrap();
+    assert!(total < 1000 && total > 550, "{total}");
+    assert!(r["scenarios"][0]["interrupted"].as_bool().unwrap(), "{r}");
+    assert!(
+        text.contains("lost") && text.contains("its share was not re-run"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_abort_judged_on_the_merged_seconds_stops_every_worker() {
+    // Every other request fails.
+    let srv = testkit::serve(Arc::new(|r: &Req| match r.seq % 2 {
+        0 => Reply::status(503),
+        _ => Reply::ok("ok\n", Duration::ZERO),
+    }))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = format!(
+        "target: {}\nscenarios:\n  - name: s\n    load: {{ rate: 100/s, duration: 30s }}\n    requests: [ {{ path: / }} ]\n    slo: [ \"errors < 1% over 1s abort\" ]\n",
+        srv.url("")
+    );
+    std::fs::write(dir.path().join("plan.yaml"), plan).unwrap();
+    let t0 = Instant::now();
+    let (code, r, text) = run(&["plan.yaml", "--workers", "2"], dir.path());
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "{:?}: {text}",
+        t0.elapsed()
+    );
+    let sc = &r["scenarios"][0];
+    assert_eq!(sc["aborted_by"], "errors < 1% over 1s abort", "{sc}");
+    for w in workers(&r) {
+        assert_eq!(w["status"], "done", "{w}");
+        assert!(w["requests"].as_u64().unwrap() < 500, "it stopped: {w}");
+    }
+}
+
+#[test]
+fn a_search_over_two_workers_finds_the_capacity_one_process_finds() {
+    // As in find.rs: 4 slots of 20 ms; p99 < 50 ms holds up to 9 connections.
+    let srv = testkit::serve_with(
+        testkit::Options {
+            threads: 2,
+            slots: Some(4),
+            ..testkit::Options::default()
+        },
+        Arc::new(|_: &Req| Reply::Full {
+            status: 200,
+            body: b"ok".to_vec(),
+            delay: Duration::from_millis(20),
+            slot: true,
+            close: false,
+        }),
+    )
+    .unwrap();
+    let url = srv.url("/");
+    let (code, r, text) = crate::find::find(
+        &[
+            &url,
+            "--slo",
+            "p99<50ms",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--to",
+            "64",
+            "--workers",
+            "2",
+        ],
+        Duration::from_secs(180),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let level = r["find"]["max_sustainable"]["level"].as_f64().unwrap();
+    assert!((8.0..=10.0).contains(&level), "{level}, truth 9:\n{text}");
+    let steps = r["scenarios"].as_array().unwrap();
+    assert!(steps
+        .iter()
+        .all(|s| s["workers"].as_array().is_some_and(|w| w.len() == 2)));
+}
