@@ -51,6 +51,10 @@ pub struct Plan {
     pub scenarios: Vec<Scenario>,
     /// Commands at moments of a capacity search.
     pub hooks: Hooks,
+    /// Every file the plan names (data, bodies, protos, import directories), as written:
+    /// relative to the plan's directory unless absolute. What a copy of the plan elsewhere
+    /// (a worker's disk, a Kubernetes ConfigMap) must hold beside it.
+    pub files: Vec<String>,
 }
 
 /// A plan's hooks (see `brink find`), checked.
@@ -123,6 +127,7 @@ pub fn parse_with(
         dir,
         env,
         reflect,
+        files: Default::default(),
     };
     let raw: RawPlan = serde_saphyr::from_str(source).map_err(|e| cx.yaml_error(&e))?;
     // Every error of the plan is found before any is reported.
@@ -158,6 +163,7 @@ pub fn parse_with(
             file: file.to_string(),
             scenarios,
             hooks,
+            files: cx.files.take(),
         }),
         (None, None) => Err(PlanError::at(
             file,
@@ -179,9 +185,20 @@ pub(crate) struct Cx<'a> {
     pub(crate) dir: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
     pub(crate) reflect: &'a Reflect<'a>,
+    /// Every file the plan names, as written (relative to its directory), in order.
+    files: std::cell::RefCell<Vec<String>>,
 }
 
 impl Cx<'_> {
+    /// The path of a file the plan names (`rel`, as written), noted among the plan's files.
+    pub(crate) fn named_file(&self, rel: &str) -> PathBuf {
+        let mut files = self.files.borrow_mut();
+        if !files.iter().any(|f| f == rel) {
+            files.push(rel.to_string());
+        }
+        self.dir.join(rel)
+    }
+
     pub(crate) fn err<T>(&self, at: &S<T>, message: impl Into<String>) -> PlanError {
         PlanError::at(self.file, self.source, Some(at.referenced.into()), message)
     }
@@ -233,7 +250,7 @@ impl Cx<'_> {
             }
         };
         let csv = &d.value.csv;
-        let path = self.dir.join(&csv.value);
+        let path = self.named_file(&csv.value);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             self.err(
                 csv,

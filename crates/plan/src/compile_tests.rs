@@ -282,3 +282,15 @@ fn literal_injection_is_refused_with_its_place() {
         "line feed (LF) in a header value",
     );
 }
+
+#[test]
+fn a_plan_lists_the_files_it_names() {
+    let d = dir();
+    std::fs::write(d.0.join("body.json"), r#"{"a": 1}"#).unwrap();
+    let source = PLAN.replace(
+        r#"body: '{"email":"user{{seq}}-{{uuid}}@example.test","password":"{{rand_str 16}}"}'"#,
+        "body_file: body.json",
+    );
+    let plan = parse("plan.yaml", &source, &d.0, 1, &|_| None).expect("plan");
+    assert_eq!(plan.files, vec!["users.csv".to_string(), "body.json".to_string()]);
+}

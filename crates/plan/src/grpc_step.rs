@@ -88,7 +88,7 @@ impl Cx<'_> {
         ] {
             let Some(list) = list else { continue };
             for item in list.value.items() {
-                let path = self.dir.join(item);
+                let path = self.named_file(item);
                 let exists = if key == "import_paths" {
                     path.is_dir()
                 } else {
@@ -145,7 +145,7 @@ impl Cx<'_> {
                 v => Ok(vec![v.clone()]),
             },
             (None, Some(f)) => {
-                let path = self.dir.join(&f.value);
+                let path = self.named_file(&f.value);
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| self.err(f, format!("data_file {}: {e}", path.display())))?;
                 parse_documents(&text)

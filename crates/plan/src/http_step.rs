@@ -72,7 +72,7 @@ impl Cx<'_> {
             }
             (Some(b), None) => self.template(b, names)?,
             (None, Some(f)) => {
-                let p = self.dir.join(&f.value);
+                let p = self.named_file(&f.value);
                 let text = std::fs::read_to_string(&p)
                     .map_err(|e| self.err(f, format!("body_file {}: {e}", p.display())))?;
                 Template::compile(&text, names)
