@@ -42,6 +42,81 @@ pub enum Command {
     /// Generate load for a coordinator (`brink run --worker HOST:PORT`): serve runs over
     /// HTTP/2 to whoever holds the token, one at a time.
     Worker(WorkerArgs),
+    /// Distributed runs on Kubernetes: an Indexed Job whose pod 0 coordinates and whose other
+    /// pods are workers.
+    K8s(K8sArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct K8sArgs {
+    #[command(subcommand)]
+    pub action: K8sAction,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum K8sAction {
+    /// Print the objects of a run over --workers pods (Secret with the token, ConfigMap with
+    /// the plan and its files, headless Service, Indexed Job; with --rbac the Role), to apply
+    /// with `kubectl apply -f -` or keep in Git.
+    Render(Box<K8sRenderArgs>),
+    /// What every pod of a rendered Job runs: index 0 coordinates, the others are workers.
+    #[command(hide = true)]
+    Pod(K8sPodArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct K8sRenderArgs {
+    /// The run, as for `brink run` (--workers N: the worker pods; the plan's files go into a
+    /// ConfigMap).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// The image the pods run (build it with the Containerfile).
+    #[arg(long)]
+    pub image: String,
+    /// The Job's name, and the prefix of the objects beside it.
+    #[arg(long = "name", default_value = "brink")]
+    pub job_name: String,
+    /// The namespace of every object (default: kubectl's).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// CPU for each pod, requested and limited (e.g. 2, 500m).
+    #[arg(long)]
+    pub cpu: Option<String>,
+    /// Memory for each pod, requested and limited (e.g. 1Gi).
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Run only on nodes with this label (repeatable).
+    #[arg(long = "node-selector", value_name = "KEY=VALUE")]
+    pub node_selector: Vec<String>,
+    /// Tolerate this taint (repeatable): KEY[=VALUE]:EFFECT.
+    #[arg(long = "toleration", value_name = "KEY[=VALUE]:EFFECT")]
+    pub toleration: Vec<String>,
+    /// Spread the pods: hostname (one per node where possible), zone, or none.
+    #[arg(long, default_value = "hostname")]
+    pub spread: String,
+    /// Keep the finished Job (and its pods' logs) this long.
+    #[arg(long, default_value = "1h")]
+    pub ttl: String,
+    /// Also print the Role (namespace permissions) that running it needs.
+    #[arg(long)]
+    pub rbac: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct K8sPodArgs {
+    /// Worker pods (indexes 1..=N).
+    #[arg(long)]
+    pub workers: usize,
+    /// The Job's name (and its headless Service's).
+    #[arg(long)]
+    pub name: String,
+    #[arg(long, default_value_t = 7700)]
+    pub port: u16,
+    #[arg(long = "token-file")]
+    pub token_file: PathBuf,
+    /// The `brink run` command the coordinator runs.
+    #[arg(last = true)]
+    pub args: Vec<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -260,6 +335,10 @@ pub struct RunArgs {
     /// The token file the workers given with --worker were started with.
     #[arg(long = "token-file", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Keep trying to reach a --worker that does not answer yet for this long (workers still
+    /// starting, e.g. pods); default: one try.
+    #[arg(long = "worker-wait", value_name = "DURATION")]
+    pub worker_wait: Option<String>,
 }
 
 /// `find` sets the load itself: the load flags it shares with `run` are left out of its help

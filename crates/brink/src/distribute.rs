@@ -64,10 +64,16 @@ pub fn generators(a: &RunArgs, seed: u64) -> Result<Generators, Fail> {
             (a.worker.clone(), token, LocalWorkers::default())
         }
     };
-    let args = worker_args(std::env::args().skip(1), seed);
+    let args = worker_args(command().into_iter(), seed);
+    let wait = match &a.worker_wait {
+        Some(w) => {
+            plan::parse_duration(w).map_err(|e| Fail::input(format!("--worker-wait: {e}")))?
+        }
+        None => Duration::ZERO,
+    };
+    let version = env!("CARGO_PKG_VERSION").to_string();
     let fleet =
-        fleet::coordinator::Fleet::new(addrs, token, args, env!("CARGO_PKG_VERSION").into())
-            .map_err(Fail::input)?;
+        fleet::coordinator::Fleet::new(addrs, token, args, version, wait).map_err(Fail::input)?;
     Ok(Generators {
         exec: Box::new(fleet),
         _local: children,
@@ -132,10 +138,11 @@ fn first_line(child: &mut Child) -> Option<String> {
 }
 
 /// Flags only the coordinator acts on, with whether each takes a value.
-const COORDINATOR_ONLY: [(&str, bool); 21] = [
+const COORDINATOR_ONLY: [(&str, bool); 22] = [
     ("--workers", true),
     ("--worker", true),
     ("--token-file", true),
+    ("--worker-wait", true),
     ("--json", true),
     ("--html", true),
     ("--csv", true),
@@ -156,24 +163,48 @@ const COORDINATOR_ONLY: [(&str, bool); 21] = [
     ("-q", false),
 ];
 
-/// The command a worker compiles: the user's, without [`COORDINATOR_ONLY`] flags, with the
-/// run's seed (when the user gave none, the one drawn here).
-pub fn worker_args(args: impl Iterator<Item = String>, seed: u64) -> Vec<String> {
+/// The command this run was given as (without the program's name): the process's arguments,
+/// unless a pod of a rendered Job built the command itself.
+static COMMAND: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Says which command this process runs when it is not its own arguments.
+pub fn set_command(args: Vec<String>) {
+    let _ = COMMAND.set(args);
+}
+
+fn command() -> Vec<String> {
+    COMMAND
+        .get()
+        .cloned()
+        .unwrap_or_else(|| std::env::args().skip(1).collect())
+}
+
+/// `args` without the flags in `drop` (each with whether it takes a value, given as
+/// `--flag value` or `--flag=value`).
+pub fn strip(args: impl Iterator<Item = String>, drop: &[(&str, bool)]) -> Vec<String> {
     let mut out = Vec::new();
     let mut skip_value = false;
-    let mut seeded = false;
     for a in args {
         if std::mem::take(&mut skip_value) {
             continue;
         }
         let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
-        if let Some((_, takes)) = COORDINATOR_ONLY.iter().find(|(f, _)| *f == name) {
+        if let Some((_, takes)) = drop.iter().find(|(f, _)| *f == name) {
             skip_value = *takes && !a.contains('=');
             continue;
         }
-        seeded |= name == "--seed";
         out.push(a);
     }
+    out
+}
+
+/// The command a worker compiles: the user's, without [`COORDINATOR_ONLY`] flags, with the
+/// run's seed (when the user gave none, the one drawn here).
+pub fn worker_args(args: impl Iterator<Item = String>, seed: u64) -> Vec<String> {
+    let mut out = strip(args, &COORDINATOR_ONLY);
+    let seeded = out
+        .iter()
+        .any(|a| a == "--seed" || a.starts_with("--seed="));
     if !seeded {
         out.extend(["--seed".to_string(), seed.to_string()]);
     }

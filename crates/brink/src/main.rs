@@ -6,6 +6,7 @@ mod console;
 mod distribute;
 mod exit;
 mod grpc_call;
+mod k8s;
 mod output;
 mod progress;
 mod proxy_check;

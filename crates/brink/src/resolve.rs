@@ -68,6 +68,8 @@ pub struct RunConfig {
     pub session: Session,
     /// A plan's hooks (`brink find` runs them).
     pub hooks: plan::Hooks,
+    /// A plan's files (what it names, relative to its directory); empty for a URL.
+    pub plan_files: Vec<String>,
 }
 
 /// Checks `brink run`'s flags (and plan) into a [`RunConfig`].
@@ -77,10 +79,11 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig, Fail> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
     });
-    let (jobs, hooks) = jobs(a, seed)?;
+    let (jobs, hooks, plan_files) = jobs(a, seed)?;
     Ok(RunConfig {
         jobs,
         hooks,
+        plan_files,
         session: Session {
             seed,
             quiet: a.quiet,
@@ -181,7 +184,10 @@ fn flag_slos(a: &RunArgs) -> Result<Vec<Slo>, Fail> {
 }
 
 /// Builds the jobs for `brink run`.
-fn jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
+/// The jobs of a URL or a plan, with a plan's hooks and the files it names.
+type Compiled = (Vec<Job>, plan::Hooks, Vec<String>);
+
+fn jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
     if is_plan(&a.url) {
         return plan_jobs(a, seed);
     }
@@ -229,10 +235,10 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
         slos,
         pause: Duration::ZERO,
     };
-    Ok((vec![job], plan::Hooks::default()))
+    Ok((vec![job], plan::Hooks::default(), Vec::new()))
 }
 
-fn plan_jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
+fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
     crate::grpc_call::refuse_flags(a, true)?;
     if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
@@ -269,6 +275,7 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
         .map(|t| Target::parse(t).map_err(|e| Fail::input(format!("--target: {e}"))))
         .transpose()?;
     let hooks = plan.hooks.clone();
+    let files = plan.files.clone();
     let jobs = plan
         .scenarios
         .into_iter()
@@ -305,7 +312,7 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<(Vec<Job>, plan::Hooks), Fail> {
             })
         })
         .collect::<Result<Vec<Job>, Fail>>()?;
-    Ok((jobs, hooks))
+    Ok((jobs, hooks, files))
 }
 
 /// `--insecure`, `--cacert`, `--cert`/`--key` and `--authority`, checked: the files exist, the

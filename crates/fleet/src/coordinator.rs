@@ -41,17 +41,22 @@ pub struct Fleet {
     token: String,
     args: Vec<String>,
     version: String,
+    /// How long a worker that cannot be reached yet is retried (pods that are still
+    /// starting); zero: one try.
+    wait: Duration,
     rt: tokio::runtime::Runtime,
 }
 
 impl Fleet {
     /// Workers at `workers` (`host:port`), reached with `token`, each compiling `args` (the
-    /// command as the user gave it, with its seed).
+    /// command as the user gave it, with its seed); one that cannot be reached is retried for
+    /// `wait`.
     pub fn new(
         workers: Vec<String>,
         token: String,
         args: Vec<String>,
         version: String,
+        wait: Duration,
     ) -> Result<Fleet, String> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -62,6 +67,7 @@ impl Fleet {
             token,
             args,
             version,
+            wait,
             rt,
         })
     }
@@ -146,8 +152,10 @@ impl Fleet {
                 job: unit.job,
                 level: unit.level,
             };
-            let (name, token) = (name.clone(), self.token.clone());
-            tasks.push(tokio::spawn(async move { open(&name, &token, &run).await }));
+            let (name, token, wait) = (name.clone(), self.token.clone(), self.wait);
+            tasks.push(tokio::spawn(async move {
+                open(&name, &token, &run, wait).await
+            }));
         }
         let mut out = Vec::new();
         for t in tasks {
@@ -227,12 +235,27 @@ impl Fleet {
     }
 }
 
+/// Connects to `name`, retrying for `wait` (a name that does not resolve yet, a port not
+/// listening yet: a pod still starting).
+async fn connect(name: &str, wait: Duration) -> Result<tokio::net::TcpStream, String> {
+    let until = Instant::now() + wait;
+    loop {
+        let r = tokio::time::timeout(CONNECT, tokio::net::TcpStream::connect(name)).await;
+        let why = match r {
+            Ok(Ok(tcp)) => return Ok(tcp),
+            Ok(Err(e)) => format!("worker {name}: cannot connect: {e}"),
+            Err(_) => format!("worker {name}: no connection within {CONNECT:?}"),
+        };
+        if Instant::now() >= until {
+            return Err(why);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
 /// Connects to `name`, opens the run stream and sends `run`.
-async fn open(name: &str, token: &str, run: &ToWorker) -> Result<Conn, String> {
-    let tcp = tokio::time::timeout(CONNECT, tokio::net::TcpStream::connect(name))
-        .await
-        .map_err(|_| format!("worker {name}: no connection within {CONNECT:?}"))?
-        .map_err(|e| format!("worker {name}: cannot connect: {e}"))?;
+async fn open(name: &str, token: &str, run: &ToWorker, wait: Duration) -> Result<Conn, String> {
+    let tcp = connect(name, wait).await?;
     let _ = tcp.set_nodelay(true);
     let (mut h2, conn) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))

@@ -35,23 +35,37 @@ pub struct Worker {
 
 type Out = Response<BoxBody<Bytes, Infallible>>;
 
+/// What a worker has been doing: sessions open now, and when the last one ended (ns since
+/// the Unix epoch; 0: none yet). A worker in a pod exits once it has been idle long enough.
+#[derive(Debug, Default)]
+pub struct Activity {
+    pub open: std::sync::atomic::AtomicUsize,
+    pub last_end_ns: std::sync::atomic::AtomicU64,
+}
+
 /// Serves runs on `addr` until the handle is dropped.
-pub fn listen(addr: SocketAddr, w: Worker) -> std::io::Result<(SocketAddr, accept::Running)> {
+pub fn listen(
+    addr: SocketAddr,
+    w: Worker,
+) -> std::io::Result<(SocketAddr, accept::Running, Arc<Activity>)> {
     let w = Arc::new(w);
     let busy = Arc::new(AtomicBool::new(false));
-    accept::serve("brink-worker", 2, addr, move |sock, _| {
-        let (w, busy) = (w.clone(), busy.clone());
+    let activity = Arc::new(Activity::default());
+    let seen = activity.clone();
+    let (bound, running) = accept::serve("brink-worker", 2, addr, move |sock, _| {
+        let (w, busy, seen) = (w.clone(), busy.clone(), seen.clone());
         let _ = sock.set_nodelay(true);
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req| {
-                let (w, busy) = (w.clone(), busy.clone());
-                async move { Ok::<_, Infallible>(handle(w, busy, req)) }
+                let (w, busy, seen) = (w.clone(), busy.clone(), seen.clone());
+                async move { Ok::<_, Infallible>(handle(w, busy, seen, req)) }
             });
             let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(sock), svc)
                 .await;
         });
-    })
+    })?;
+    Ok((bound, running, activity))
 }
 
 fn plain(status: StatusCode, msg: &str) -> Out {
@@ -60,7 +74,12 @@ fn plain(status: StatusCode, msg: &str) -> Out {
     r
 }
 
-fn handle(w: Arc<Worker>, busy: Arc<AtomicBool>, req: Request<hyper::body::Incoming>) -> Out {
+fn handle(
+    w: Arc<Worker>,
+    busy: Arc<AtomicBool>,
+    seen: Arc<Activity>,
+    req: Request<hyper::body::Incoming>,
+) -> Out {
     let given = req
         .headers()
         .get(hyper::header::AUTHORIZATION)
@@ -77,7 +96,12 @@ fn handle(w: Arc<Worker>, busy: Arc<AtomicBool>, req: Request<hyper::body::Incom
         return plain(StatusCode::NOT_FOUND, "a worker serves POST /run only");
     }
     let (tx, rx) = mpsc::channel::<Bytes>(256);
-    tokio::spawn(async move { session(&w, &busy, req.into_body(), tx).await });
+    seen.open.fetch_add(1, Ordering::AcqRel);
+    tokio::spawn(async move {
+        session(&w, &busy, req.into_body(), tx).await;
+        seen.last_end_ns.store(now_ns(), Ordering::Release);
+        seen.open.fetch_sub(1, Ordering::AcqRel);
+    });
     Response::new(BodyExt::boxed(accept::ChannelBody(rx)))
 }
 

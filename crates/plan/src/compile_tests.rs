@@ -292,5 +292,8 @@ fn a_plan_lists_the_files_it_names() {
         "body_file: body.json",
     );
     let plan = parse("plan.yaml", &source, &d.0, 1, &|_| None).expect("plan");
-    assert_eq!(plan.files, vec!["users.csv".to_string(), "body.json".to_string()]);
+    assert_eq!(
+        plan.files,
+        vec!["users.csv".to_string(), "body.json".to_string()]
+    );
 }

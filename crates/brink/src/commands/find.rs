@@ -245,6 +245,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
         jobs,
         session,
         hooks,
+        ..
     } = run_config(&a.run)?;
     let job = base_job(a, jobs)?;
     let search = settings(a, &job, &hooks)?;

@@ -27,5 +27,6 @@ pub fn dispatch(cmd: Command) -> Result<i32, Fail> {
         Command::Show(a) => history::show_cmd(&a),
         Command::Serve(a) => serve::serve_cmd(&a),
         Command::Worker(a) => worker::worker_cmd(&a),
+        Command::K8s(a) => crate::k8s::k8s_cmd(&a),
     }
 }

@@ -10,11 +10,19 @@ use clap::Parser;
 use engine::RunSpec;
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 /// The environment variable a worker reads its token from when no --token-file is given.
 pub const TOKEN_ENV: &str = "BRINK_WORKER_TOKEN";
 
 pub fn worker_cmd(a: &WorkerArgs) -> Result<i32, Fail> {
+    serve_worker(a, None)
+}
+
+/// Serves as a worker until interrupted or, with `idle`, until it has served a coordinator and
+/// then heard from none for that long.
+pub fn serve_worker(a: &WorkerArgs, idle: Option<Duration>) -> Result<i32, Fail> {
     let token = match &a.token_file {
         Some(f) => fleet::trust::read_token(f).map_err(Fail::input)?,
         None => std::env::var(TOKEN_ENV).ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
@@ -34,18 +42,27 @@ pub fn worker_cmd(a: &WorkerArgs) -> Result<i32, Fail> {
         version: env!("CARGO_PKG_VERSION").to_string(),
         compile: Box::new(compile),
     };
-    let (bound, running) = fleet::worker::listen(addr, worker)
+    let (bound, running, activity) = fleet::worker::listen(addr, worker)
         .map_err(|e| Fail::input(format!("cannot listen on {addr}: {e}")))?;
     // The first line says where: a coordinator that started this process reads it.
     let mut out = std::io::stdout();
     let _ = writeln!(out, "brink worker listening on {bound}");
     let _ = out.flush();
     let interrupt = crate::signals::install_signals()?;
-    while !interrupt.load(std::sync::atomic::Ordering::Relaxed) {
+    while !interrupt.load(Ordering::Relaxed) && !idle_long_enough(&activity, idle) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     drop(running);
     Ok(0)
+}
+
+/// Whether a worker that exits when idle (`idle`: in a pod) has served and been idle that long.
+fn idle_long_enough(a: &fleet::worker::Activity, idle: Option<Duration>) -> bool {
+    let Some(idle) = idle else { return false };
+    let last = a.last_end_ns.load(Ordering::Acquire);
+    a.open.load(Ordering::Acquire) == 0
+        && last > 0
+        && fleet::now_ns().saturating_sub(last) > idle.as_nanos() as u64
 }
 
 /// The whole run's spec for `job` of the command `args` (a search step: at `level`).

@@ -27,6 +27,7 @@ mod grpc_tonic;
 mod hardening;
 mod history;
 mod hostile;
+mod k8s;
 mod plans;
 mod protocols;
 mod ramps;

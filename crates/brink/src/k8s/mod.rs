@@ -1,0 +1,209 @@
+//! `brink k8s`: distributed runs on Kubernetes with no operator and no custom resource. The
+//! cluster places and runs the pods of one Indexed Job; every pod runs `brink k8s pod`, which
+//! makes index 0 the coordinator (`brink run ... --worker NAME-1.NAME:7700 ...`) and every other
+//! index a worker, so the protocol, the split and the merge are those of `--worker`.
+//! `render` prints the objects for `kubectl apply` or Git.
+
+mod render;
+mod yaml;
+
+use crate::cli::{Cli, K8sAction, K8sArgs, K8sPodArgs, K8sRenderArgs, WorkerArgs};
+use crate::exit::Fail;
+use crate::resolve::run_config;
+use clap::Parser;
+use std::path::{Component, Path};
+use std::time::Duration;
+
+pub fn k8s_cmd(a: &K8sArgs) -> Result<i32, Fail> {
+    match &a.action {
+        K8sAction::Render(r) => render_cmd(r),
+        K8sAction::Pod(p) => pod_cmd(p),
+    }
+}
+
+/// Flags of `k8s render` the pods' command leaves out: the objects' own, and what the
+/// coordinator in a pod cannot keep (files, history) or gets otherwise (workers, token).
+const RENDER_ONLY: [(&str, bool); 22] = [
+    ("--image", true),
+    ("--name", true),
+    ("--namespace", true),
+    ("--cpu", true),
+    ("--memory", true),
+    ("--node-selector", true),
+    ("--toleration", true),
+    ("--spread", true),
+    ("--ttl", true),
+    ("--rbac", false),
+    ("--workers", true),
+    ("--worker", true),
+    ("--token-file", true),
+    ("--worker-wait", true),
+    ("--json", true),
+    ("--html", true),
+    ("--csv", true),
+    ("--history", true),
+    ("--no-history", false),
+    ("--tag", true),
+    ("--note", true),
+    ("--hooks-dir", true),
+];
+
+fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
+    let r = &a.run;
+    let workers = r
+        .workers
+        .ok_or_else(|| Fail::input("k8s render needs --workers N: the worker pods"))?;
+    if workers == 0 || workers > 1000 {
+        return Err(Fail::input(format!("--workers {workers}: from 1 to 1000")));
+    }
+    if !r.worker.is_empty() {
+        return Err(Fail::input(
+            "--worker names workers elsewhere; k8s render starts its own (--workers N)",
+        ));
+    }
+    check_name(&a.job_name)?;
+    let named_on_the_command_line = [
+        ("--body-file", r.body_file.is_some()),
+        ("--data-file", r.data_file.is_some()),
+        ("--proto", !r.proto.is_empty()),
+        ("--protoset", !r.protosets.is_empty()),
+        ("--import-path", !r.import_paths.is_empty()),
+        ("--cacert", r.cacert.is_some()),
+        ("--cert", r.cert.is_some()),
+        ("--key", r.key.is_some()),
+    ];
+    if let Some((flag, _)) = named_on_the_command_line.iter().find(|(_, given)| *given) {
+        return Err(Fail::input(format!(
+            "k8s render: {flag} names a file on this machine; name it in a plan (a plan and its files go into a ConfigMap)"
+        )));
+    }
+    let cfg = run_config(r)?;
+    let token = match &r.token_file {
+        Some(f) => fleet::trust::read_token(f).map_err(Fail::input)?,
+        None => fleet::trust::new_token().map_err(Fail::input)?,
+    };
+    let files = if crate::resolve::is_plan(&r.url) {
+        plan_files(Path::new(&r.url), &cfg.plan_files)?
+    } else {
+        Vec::new()
+    };
+    let length = cfg.jobs.iter().try_fold(Duration::ZERO, |sum, j| {
+        j.spec.load.end().map(|d| sum + d + j.pause)
+    });
+    let mut args = vec!["run".to_string()];
+    for x in crate::distribute::strip(std::env::args().skip(3), &RENDER_ONLY) {
+        // The plan is in the pod's working directory, under its own name.
+        if x == r.url && !files.is_empty() {
+            args.push(files[0].0.clone());
+        } else {
+            args.push(x);
+        }
+    }
+    args.push("--no-history".into());
+    let inputs = render::Inputs {
+        name: a.job_name.clone(),
+        workers,
+        token,
+        files,
+        args,
+        length,
+    };
+    crate::console::emit(&yaml::documents(&render::objects(a, &inputs)?));
+    Ok(0)
+}
+
+/// A Job name that leaves room for `-runner` and pod names: a DNS label of at most 52.
+fn check_name(n: &str) -> Result<(), Fail> {
+    let ok = !n.is_empty()
+        && n.len() <= 52
+        && n.starts_with(|c: char| c.is_ascii_lowercase())
+        && !n.ends_with('-')
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Fail::input(format!(
+            "--name {n}: lowercase letters, digits and '-', starting with a letter, at most 52"
+        )))
+    }
+}
+
+/// The plan file (under its own name) and every file it names, each at its path relative to
+/// the plan's directory.
+fn plan_files(plan: &Path, named: &[String]) -> Result<Vec<(String, Vec<u8>)>, Fail> {
+    let dir = plan.parent().unwrap_or(Path::new("."));
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| Fail::input(format!("cannot read {}: {e}", p.display())))
+    };
+    let name = plan
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .ok_or_else(|| Fail::input(format!("{}: not a file", plan.display())))?;
+    let mut out = vec![(name, read(plan)?)];
+    for rel in named {
+        let p = Path::new(rel);
+        let inside = p
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if !inside {
+            return Err(Fail::input(format!(
+                "{}: the plan names {rel}, outside its own directory; a ConfigMap holds only files beside the plan or below it",
+                plan.display()
+            )));
+        }
+        let full = dir.join(p);
+        if full.is_dir() {
+            return Err(Fail::input(format!(
+                "{}: {rel} is a directory (import_paths); give the protos as files or a protoset",
+                plan.display()
+            )));
+        }
+        out.push((rel.trim_start_matches("./").to_string(), read(&full)?));
+    }
+    Ok(out)
+}
+
+/// What a rendered Job's pod runs: index 0 the coordinator, the others workers.
+fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
+    let index: usize = std::env::var("JOB_COMPLETION_INDEX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| {
+            Fail::input("k8s pod runs in an Indexed Job's pod ($JOB_COMPLETION_INDEX)")
+        })?;
+    if index > 0 {
+        let w = WorkerArgs {
+            listen: format!("0.0.0.0:{}", p.port),
+            token_file: Some(p.token_file.clone()),
+        };
+        // A worker has nothing left to do a minute after its coordinator's last session.
+        return crate::commands::worker::serve_worker(&w, Some(Duration::from_secs(60)));
+    }
+    let mut args = p.args.clone();
+    for i in 1..=p.workers {
+        args.extend([
+            "--worker".to_string(),
+            format!("{}-{i}.{}:{}", p.name, p.name, p.port),
+        ]);
+    }
+    args.extend([
+        "--token-file".to_string(),
+        p.token_file.display().to_string(),
+        "--worker-wait".into(),
+        "5m".into(),
+    ]);
+    crate::distribute::set_command(args.clone());
+    let cli =
+        Cli::try_parse_from(std::iter::once("brink".to_string()).chain(args)).map_err(|e| {
+            Fail::input(
+                e.render()
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("bad command")
+                    .to_string(),
+            )
+        })?;
+    crate::commands::dispatch(cli.command)
+}
