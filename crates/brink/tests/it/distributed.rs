@@ -81,6 +81,8 @@ fn workers(r: &Value) -> &Vec<Value> {
 
 #[test]
 fn three_workers_send_exactly_n_and_one_merged_result() {
+    // Worker processes generating load take CPU from the tests beside them.
+    let _cpu = crate::support::cpu_exclusive();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (code, r, text) = run(
@@ -106,6 +108,8 @@ fn three_workers_send_exactly_n_and_one_merged_result() {
 
 #[test]
 fn merged_percentiles_are_the_whole_runs_not_an_average_of_the_workers() {
+    // Worker processes generating load take CPU from the tests beside them.
+    let _cpu = crate::support::cpu_exclusive();
     // Request {{seq}} waits 2, 10 or 30 ms by seq % 3. Three workers stripe the arrivals, so
     // worker i sees only one of the three delays: averaging their percentiles would put the
     // median near 14 ms; the exact merge puts it at 10 ms, as one process measures.
@@ -143,6 +147,8 @@ fn merged_percentiles_are_the_whole_runs_not_an_average_of_the_workers() {
 
 #[test]
 fn workers_that_do_not_agree_are_refused_before_any_load() {
+    // Worker processes generating load take CPU from the tests beside them.
+    let _cpu = crate::support::cpu_exclusive();
     let count = Arc::new(AtomicU64::new(0));
     let c = count.clone();
     let srv = testkit::serve(Arc::new(move |_: &Req| {
@@ -220,6 +226,8 @@ fn workers_that_do_not_agree_are_refused_before_any_load() {
 
 #[test]
 fn a_worker_that_dies_is_named_and_the_run_reported_short() {
+    // Worker processes generating load take CPU from the tests beside them.
+    let _cpu = crate::support::cpu_exclusive();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("token"), "t0k3n\n").unwrap();
@@ -275,6 +283,8 @@ fn a_worker_that_dies_is_named_and_the_run_reported_short() {
 
 #[test]
 fn an_abort_judged_on_the_merged_seconds_stops_every_worker() {
+    // Worker processes generating load take CPU from the tests beside them.
+    let _cpu = crate::support::cpu_exclusive();
     // Every other request fails.
     let srv = testkit::serve(Arc::new(|r: &Req| match r.seq % 2 {
         0 => Reply::status(503),
@@ -305,6 +315,8 @@ fn an_abort_judged_on_the_merged_seconds_stops_every_worker() {
 
 #[test]
 fn a_search_over_two_workers_finds_the_capacity_one_process_finds() {
+    // Worker processes generating load take CPU from the tests beside them.
+    let _cpu = crate::support::cpu_exclusive();
     // As in find.rs: 4 slots of 20 ms; p99 < 50 ms holds up to 9 connections.
     let srv = testkit::serve_with(
         testkit::Options {
