@@ -101,6 +101,7 @@ async fn session(
                             sched: None,
                             cpu_s: 0.0,
                             started_ns,
+                            wall_s: seconds as f64,
                             threads: 1,
                         };
                         let _ = tx.send(line(&done)).await;

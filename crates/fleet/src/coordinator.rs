@@ -467,35 +467,47 @@ impl<'a> Running<'a> {
                 }
                 Err(e) => self.fail(w, "failed", format!("sent a broken second: {e}")),
             },
-            Ok(FromWorker::Done {
-                unfinished,
-                sched,
-                cpu_s,
-                started_ns,
-                threads,
-            }) => {
-                let sched = sched.map(|[on_cpu_ns, waiting_ns, slices]| observe::procfs::Sched {
-                    on_cpu_ns,
-                    waiting_ns,
-                    slices,
-                });
-                let r = &mut self.reports[w];
-                r.status = "done".into();
-                r.threads = threads;
-                let local = started_ns as i64 - self.offsets[w].offset_ns;
-                r.start_skew_ms = Some((local - self.start_ns as i64) as f64 / 1e6);
-                let wall = (now_ns().saturating_sub(started_ns)) as f64 / 1e9;
-                r.cpu_percent = (wall > 0.0).then(|| cpu_s / wall * 100.0);
-                r.waiting_percent = sched
-                    .filter(|s| s.on_cpu_ns + s.waiting_ns > 0)
-                    .map(|s| s.waiting_ns as f64 / (s.on_cpu_ns + s.waiting_ns) as f64 * 100.0);
-                self.threads += threads as usize;
-                self.merger.done(w, unfinished, sched);
-            }
+            Ok(d @ FromWorker::Done { .. }) => self.finished(w, d),
             Ok(FromWorker::Failed { why }) => self.fail(w, "failed", why),
             Ok(_) => {}
             Err(e) => self.fail(w, "lost", e),
         }
+    }
+
+    /// Worker `w` said Done: how it started, what it used, and it is finished in the merge.
+    fn finished(&mut self, w: usize, done: FromWorker) {
+        let FromWorker::Done {
+            unfinished,
+            sched,
+            cpu_s,
+            started_ns,
+            wall_s,
+            threads,
+        } = done
+        else {
+            return;
+        };
+        let sched = sched.map(|[on_cpu_ns, waiting_ns, slices]| observe::procfs::Sched {
+            on_cpu_ns,
+            waiting_ns,
+            slices,
+        });
+        let r = &mut self.reports[w];
+        r.status = "done".into();
+        r.threads = threads;
+        let local = started_ns as i64 - self.offsets[w].offset_ns;
+        r.start_skew_ms = Some((local - self.start_ns as i64) as f64 / 1e6);
+        r.cpu_percent = (wall_s > 0.0).then(|| cpu_s / wall_s * 100.0);
+        // As the generator check counts them: the engine threads' time on a CPU, and waiting
+        // for one, over the time they had.
+        let capacity = wall_s * threads.max(1) as f64 * 1e9;
+        if capacity > 0.0 {
+            let share = |ns: u64| ns as f64 / capacity * 100.0;
+            r.busy_percent = sched.map(|s| share(s.on_cpu_ns));
+            r.waiting_percent = sched.map(|s| share(s.waiting_ns));
+        }
+        self.threads += threads as usize;
+        self.merger.done(w, unfinished, sched);
     }
 
     /// A second's buckets, checked: one per request of the workload.

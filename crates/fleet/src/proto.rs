@@ -89,8 +89,10 @@ pub enum FromWorker {
         sched: Option<[u64; 3]>,
         /// Its process's CPU time over the run, seconds.
         cpu_s: f64,
-        /// When its load actually started, ns since the Unix epoch on its own clock.
+        /// When its load actually started, ns since the Unix epoch on its own clock, and how
+        /// long it ran (s).
         started_ns: u64,
+        wall_s: f64,
         /// Its engine's threads.
         threads: u64,
     },

@@ -277,6 +277,7 @@ fn run_at(
         }
     }
     let started_ns = now_ns();
+    let t0 = Instant::now();
     let cpu0 = runner::own_cpu();
     let mut send = |v: &merge::SecondView| {
         let parts = v.by_request.iter().map(stats::WireBucket::from).collect();
@@ -290,6 +291,7 @@ fn run_at(
             sched: out.sched.map(|s| [s.on_cpu_ns, s.waiting_ns, s.slices]),
             cpu_s: runner::own_cpu() - cpu0,
             started_ns,
+            wall_s: t0.elapsed().as_secs_f64(),
             threads: out.workers as u64,
         },
         Err(e) => FromWorker::Failed { why: e.to_string() },

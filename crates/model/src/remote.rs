@@ -21,10 +21,12 @@ pub struct WorkerReport {
     /// Attempts it finished, over the seconds it sent.
     pub requests: u64,
     pub seconds: u64,
-    /// Its engine threads, its process's CPU over the run (% of one core), and the share of
-    /// its threads' time spent waiting for a CPU.
+    /// Its engine threads, its process's CPU over the run (% of one core), and its threads'
+    /// time on a CPU and ready but waiting for one (% of the time they had), as the generator
+    /// check counts them.
     pub threads: u64,
     pub cpu_percent: Option<f64>,
+    pub busy_percent: Option<f64>,
     pub waiting_percent: Option<f64>,
     /// `done`, `failed` (it said why) or `lost` (it stopped answering).
     pub status: String,

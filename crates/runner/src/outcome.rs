@@ -345,7 +345,9 @@ pub fn generator_check(
     });
     let waiting_percent = waiting.map(|w| w * 100.0);
     let words = report::find::generator_words(busy * 100.0, waiting_percent);
-    let why = if search::generator_limited(busy, waiting) {
+    let why = if let Some(w) = limited_worker(&out.remote) {
+        Some(w)
+    } else if search::generator_limited(busy, waiting) {
         Some(format!(
             "{words}: the generator, not the service, limited this run ({})",
             report::find::generator_remedy(waiting_percent)
@@ -375,6 +377,37 @@ pub fn generator_check(
         why,
         note,
     }
+}
+
+/// A distributed run: the worker that had no time to spare (the busiest, if several), named,
+/// with what to do. The run's own figures average the workers and would hide one.
+fn limited_worker(workers: &[model::WorkerReport]) -> Option<String> {
+    let ready = |w: &model::WorkerReport| {
+        let busy = w.busy_percent? / 100.0;
+        let waiting = w.waiting_percent.map(|x| x / 100.0);
+        search::generator_limited(busy, waiting).then_some((busy, waiting))
+    };
+    let (w, (busy, waiting)) = workers
+        .iter()
+        .filter_map(|w| ready(w).map(|r| (w, r)))
+        .max_by(|a, b| {
+            (a.1 .0 + a.1 .1.unwrap_or(0.0)).total_cmp(&(b.1 .0 + b.1 .1.unwrap_or(0.0)))
+        })?;
+    let waiting_percent = waiting.map(|x| x * 100.0);
+    let limited = workers.iter().filter(|w| ready(w).is_some()).count();
+    Some(format!(
+        "worker {} ({} of {}{}): {}: the generator, not the service, limited this run ({})",
+        w.name,
+        w.index + 1,
+        w.count,
+        if limited > 1 {
+            format!("; {limited} workers had no time to spare")
+        } else {
+            String::new()
+        },
+        report::find::generator_words(busy * 100.0, waiting_percent),
+        report::find::generator_remedy(waiting_percent)
+    ))
 }
 
 /// The result's completion section from what the probe saw; the responses ended `responses`

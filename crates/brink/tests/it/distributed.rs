@@ -360,3 +360,28 @@ fn a_search_over_two_workers_finds_the_capacity_one_process_finds() {
         .iter()
         .all(|s| s["workers"].as_array().is_some_and(|w| w.len() == 2)));
 }
+
+#[test]
+fn a_worker_with_no_time_to_spare_is_named() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let load = "    load: { connections: 16, duration: 2s }\n";
+    let plan = crate::generator::heavy_plan(dir.path(), &srv.url(""), load);
+    let (code, r, text) = run(&[&plan, "--threads", "1", "--workers", "2"], dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    let g = &r["scenarios"][0]["generator"];
+    assert_eq!(g["limited"], true, "{g}\n{text}");
+    let why = g["why"].as_str().unwrap();
+    assert!(why.starts_with("worker 127.0.0.1:"), "{why}");
+    assert!(
+        why.contains("the generator, not the service, limited this run"),
+        "{why}"
+    );
+    for w in workers(&r) {
+        let ready =
+            w["busy_percent"].as_f64().unwrap() + w["waiting_percent"].as_f64().unwrap_or(0.0);
+        assert!(ready > 50.0, "{w}");
+    }
+    assert!(text.contains("worker 127.0.0.1:"), "{text}");
+}

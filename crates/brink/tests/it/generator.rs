@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// A plan whose every request carries 64 KiB of freshly generated random text, against a
 /// server that only reads and discards it: brink's worker spends its time rendering.
 /// `load` is the scenario's `load:` line (empty for none).
-fn heavy_plan(dir: &std::path::Path, url: &str, load: &str) -> String {
+pub(crate) fn heavy_plan(dir: &std::path::Path, url: &str, load: &str) -> String {
     let plan = dir.join("heavy.yaml");
     let body = "{{rand_str 4096}}".repeat(16);
     std::fs::write(
