@@ -128,6 +128,10 @@ pub struct WorkerArgs {
     /// $BRINK_WORKER_TOKEN). Required.
     #[arg(long = "token-file", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Where a load's seconds are kept until the coordinator has them; kept there when the
+    /// coordinator is lost (default: the system's temporary directory).
+    #[arg(long = "keep-dir", value_name = "DIR")]
+    pub keep_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone, Default)]

@@ -10,6 +10,7 @@
 
 pub mod clock;
 pub mod coordinator;
+pub mod journal;
 pub mod lines;
 pub mod proto;
 pub mod trust;

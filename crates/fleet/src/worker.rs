@@ -7,6 +7,7 @@
 //! coordinator says stop or abort, closes the stream, or falls silent for
 //! [`HEARTBEAT_LAPSE`](crate::proto::HEARTBEAT_LAPSE).
 
+use crate::journal::Journal;
 use crate::lines::Lines;
 use crate::proto::{FromWorker, ToWorker, HEARTBEAT_LAPSE, PROTOCOL};
 use crate::{line, now_ns, spec_digest};
@@ -31,6 +32,8 @@ pub struct Worker {
     pub token: String,
     pub version: String,
     pub compile: Box<Compile>,
+    /// Where a load's seconds are kept until the coordinator has them ([`Journal`]).
+    pub keep_dir: std::path::PathBuf,
 }
 
 type Out = Response<BoxBody<Bytes, Infallible>>;
@@ -123,9 +126,10 @@ async fn session(
     let mut lines = Lines::default();
     let interrupt = Arc::new(AtomicBool::new(false));
     let mut compiled: Option<Compiled> = None;
-    let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+    let (done_tx, mut done_rx) = mpsc::channel::<Journal>(1);
     let mut started = false;
     let mut heard = Instant::now();
+    let mut lost = "confused";
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tokio::select! {
@@ -133,7 +137,10 @@ async fn session(
                 let data = match frame {
                     Some(Ok(f)) => f.into_data().unwrap_or_default(),
                     // The coordinator is gone: stop the load; nobody reads the rest.
-                    _ => break,
+                    _ => {
+                        lost = "gone";
+                        break;
+                    }
                 };
                 heard = Instant::now();
                 let msgs = match lines.feed::<ToWorker>(&data) {
@@ -168,7 +175,8 @@ async fn session(
                                 return;
                             }
                             started = true;
-                            start(c, unix_ns, interrupt.clone(), tx.clone(), done_tx.clone());
+                            let journal = Journal::create(&w.keep_dir, unix_ns);
+                            start(c, unix_ns, journal, interrupt.clone(), tx.clone(), done_tx.clone());
                         }
                         ToWorker::Stop | ToWorker::Abort { .. } => {
                             interrupt.store(true, Ordering::Relaxed);
@@ -177,12 +185,17 @@ async fn session(
                     }
                 }
             }
-            _ = done_rx.recv(), if started => {
+            journal = done_rx.recv(), if started => {
+                // The last line went out while the coordinator was there.
+                if let Some(j) = journal {
+                    j.discard();
+                }
                 busy.store(false, Ordering::Release);
                 return;
             }
             _ = tick.tick() => {
                 if heard.elapsed() > HEARTBEAT_LAPSE {
+                    lost = "silent";
                     break;
                 }
             }
@@ -190,7 +203,12 @@ async fn session(
     }
     interrupt.store(true, Ordering::Relaxed);
     if started {
-        let _ = done_rx.recv().await;
+        if let Some(j) = done_rx.recv().await {
+            eprintln!(
+                "brink worker: the coordinator is {lost}; the load stopped and what it measured is in {}",
+                j.path().display()
+            );
+        }
         busy.store(false, Ordering::Release);
     }
 }
@@ -236,31 +254,39 @@ async fn hello(w: &Worker, run: ToWorker) -> Result<(Compiled, FromWorker), Stri
 fn start(
     mut c: Compiled,
     unix_ns: u64,
+    mut journal: Journal,
     interrupt: Arc<AtomicBool>,
     tx: mpsc::Sender<Bytes>,
-    done: mpsc::Sender<()>,
+    done: mpsc::Sender<Journal>,
 ) {
     std::thread::spawn(move || {
+        let mut out = |l: Bytes| {
+            journal.write(&l);
+            // A coordinator gone, or reading nothing for the whole buffer (minutes of
+            // seconds), is lost: the load stops rather than wait for it.
+            tx.try_send(l).is_err()
+        };
         let end = match std::sync::Arc::get_mut(&mut c.spec.workload) {
             Some(w) => {
                 w.set_part(c.part);
-                run_at(&c.spec, unix_ns, &interrupt, &tx)
+                run_at(&c.spec, unix_ns, &interrupt, &mut out)
             }
             None => FromWorker::Failed {
                 why: "the compiled workload is shared; cannot take a part of it".into(),
             },
         };
-        let _ = tx.blocking_send(line(&end));
-        let _ = done.blocking_send(());
+        out(line(&end));
+        let _ = done.blocking_send(journal);
     });
 }
 
 /// Waits for `unix_ns`, runs, and returns the last message.
+/// `out` takes each line and says whether the coordinator is lost.
 fn run_at(
     spec: &RunSpec,
     unix_ns: u64,
     interrupt: &AtomicBool,
-    tx: &mpsc::Sender<Bytes>,
+    out: &mut dyn FnMut(Bytes) -> bool,
 ) -> FromWorker {
     let wait = Duration::from_nanos(unix_ns.saturating_sub(now_ns()));
     let until = Instant::now() + wait.min(Duration::from_secs(60));
@@ -281,9 +307,8 @@ fn run_at(
     let cpu0 = runner::own_cpu();
     let mut send = |v: &merge::SecondView| {
         let parts = v.by_request.iter().map(stats::WireBucket::from).collect();
-        // The coordinator stopped reading: stop the load too.
-        tx.blocking_send(line(&FromWorker::Second { parts }))
-            .is_err()
+        // The coordinator is lost: stop the load too.
+        out(line(&FromWorker::Second { parts }))
     };
     match engine::run(spec, interrupt, &mut send) {
         Ok(out) => FromWorker::Done {

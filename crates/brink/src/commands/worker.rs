@@ -41,6 +41,7 @@ pub fn serve_worker(a: &WorkerArgs, idle: Option<Duration>) -> Result<i32, Fail>
         token: token.trim().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         compile: Box::new(compile),
+        keep_dir: a.keep_dir.clone().unwrap_or_else(std::env::temp_dir),
     };
     let (bound, running, activity) = fleet::worker::listen(addr, worker)
         .map_err(|e| Fail::input(format!("cannot listen on {addr}: {e}")))?;

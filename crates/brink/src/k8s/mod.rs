@@ -176,6 +176,7 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
         let w = WorkerArgs {
             listen: format!("0.0.0.0:{}", p.port),
             token_file: Some(p.token_file.clone()),
+            keep_dir: None,
         };
         // A worker has nothing left to do a minute after its coordinator's last session.
         return crate::commands::worker::serve_worker(&w, Some(Duration::from_secs(60)));
