@@ -132,6 +132,15 @@ pub struct WorkerArgs {
     /// coordinator is lost (default: the system's temporary directory).
     #[arg(long = "keep-dir", value_name = "DIR")]
     pub keep_dir: Option<PathBuf>,
+    /// Serve over TLS with this certificate chain (PEM) ...
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// ... and this private key (PEM).
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With TLS: accept only coordinators presenting a certificate issued by this CA (PEM).
+    #[arg(long = "client-ca", value_name = "FILE", requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone, Default)]
@@ -343,6 +352,20 @@ pub struct RunArgs {
     /// starting, e.g. pods); default: one try.
     #[arg(long = "worker-wait", value_name = "DURATION")]
     pub worker_wait: Option<String>,
+    /// Reach the --worker workers over TLS, trusting this CA (PEM) beside the system's.
+    #[arg(long = "worker-cacert", value_name = "FILE")]
+    pub worker_cacert: Option<PathBuf>,
+    /// With --worker-cacert: present this certificate (PEM) to workers that ask for one ...
+    #[arg(
+        long = "worker-cert",
+        value_name = "FILE",
+        requires = "worker_key",
+        requires = "worker_cacert"
+    )]
+    pub worker_cert: Option<PathBuf>,
+    /// ... with this private key (PEM).
+    #[arg(long = "worker-key", value_name = "FILE", requires = "worker_cert")]
+    pub worker_key: Option<PathBuf>,
 }
 
 /// `find` sets the load itself: the load flags it shares with `run` are left out of its help

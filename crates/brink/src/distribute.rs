@@ -72,8 +72,12 @@ pub fn generators(a: &RunArgs, seed: u64) -> Result<Generators, Fail> {
         None => Duration::ZERO,
     };
     let version = env!("CARGO_PKG_VERSION").to_string();
-    let fleet =
+    let mut fleet =
         fleet::coordinator::Fleet::new(addrs, token, args, version, wait).map_err(Fail::input)?;
+    if let Some(ca) = &a.worker_cacert {
+        let identity = a.worker_cert.clone().zip(a.worker_key.clone());
+        fleet = fleet.with_tls(fleet::tls::connector(ca.clone(), identity).map_err(Fail::input)?);
+    }
     Ok(Generators {
         exec: Box::new(fleet),
         _local: children,
@@ -138,11 +142,14 @@ fn first_line(child: &mut Child) -> Option<String> {
 }
 
 /// Flags only the coordinator acts on, with whether each takes a value.
-const COORDINATOR_ONLY: [(&str, bool); 22] = [
+const COORDINATOR_ONLY: [(&str, bool); 25] = [
     ("--workers", true),
     ("--worker", true),
     ("--token-file", true),
     ("--worker-wait", true),
+    ("--worker-cacert", true),
+    ("--worker-cert", true),
+    ("--worker-key", true),
     ("--json", true),
     ("--html", true),
     ("--csv", true),

@@ -18,6 +18,10 @@ pub use proto::h1;
 
 pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
 pub use net::tls::TlsOptions;
+/// TLS set-up shared with what is not load: a distributed run's coordinator and workers.
+pub mod tls {
+    pub use crate::net::tls::{ca_only, client_config, client_identity, server_name, TlsError};
+}
 pub use once::{answers_http1_to_h2, completion_fetch, grpc_call, Answer};
 pub use run::{check, run, RunError, RunSpec, DEFAULT_GRPC_MAX_MESSAGE};
 pub use target::RequestSpec;

@@ -44,6 +44,8 @@ pub struct Fleet {
     /// How long a worker that cannot be reached yet is retried (pods that are still
     /// starting); zero: one try.
     wait: Duration,
+    /// TLS to the workers (`None`: plain HTTP/2).
+    tls: Option<tokio_rustls::TlsConnector>,
     rt: tokio::runtime::Runtime,
 }
 
@@ -68,8 +70,15 @@ impl Fleet {
             args,
             version,
             wait,
+            tls: None,
             rt,
         })
+    }
+
+    /// Reaches the workers over TLS with `connector`.
+    pub fn with_tls(mut self, connector: tokio_rustls::TlsConnector) -> Fleet {
+        self.tls = Some(connector);
+        self
     }
 }
 
@@ -153,8 +162,9 @@ impl Fleet {
                 level: unit.level,
             };
             let (name, token, wait) = (name.clone(), self.token.clone(), self.wait);
+            let tls = self.tls.clone();
             tasks.push(tokio::spawn(async move {
-                open(&name, &token, &run, wait).await
+                open(&name, &token, &run, wait, tls.as_ref()).await
             }));
         }
         let mut out = Vec::new();
@@ -253,15 +263,45 @@ async fn connect(name: &str, wait: Duration) -> Result<tokio::net::TcpStream, St
     }
 }
 
-/// Connects to `name`, opens the run stream and sends `run`.
-async fn open(name: &str, token: &str, run: &ToWorker, wait: Duration) -> Result<Conn, String> {
+/// An HTTP/2 connection over `io`, its driver running on the runtime.
+async fn h2_over<I>(
+    name: &str,
+    io: I,
+) -> Result<hyper::client::conn::http2::SendRequest<accept::ChannelBody>, String>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (h2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+        .await
+        .map_err(|e| format!("worker {name}: not a brink worker ({e})"))?;
+    tokio::spawn(conn);
+    Ok(h2)
+}
+
+/// Connects to `name` (over TLS with `tls`), opens the run stream and sends `run`.
+async fn open(
+    name: &str,
+    token: &str,
+    run: &ToWorker,
+    wait: Duration,
+    tls: Option<&tokio_rustls::TlsConnector>,
+) -> Result<Conn, String> {
     let tcp = connect(name, wait).await?;
     let _ = tcp.set_nodelay(true);
-    let (mut h2, conn) =
-        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-            .await
-            .map_err(|e| format!("worker {name}: not a brink worker ({e})"))?;
-    tokio::spawn(conn);
+    let mut h2 = match tls {
+        None => h2_over(name, tcp).await?,
+        Some(c) => {
+            let host = name.rsplit_once(':').map_or(name, |(h, _)| h);
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let server =
+                engine::tls::server_name(host).map_err(|e| format!("worker {name}: {e}"))?;
+            let stream = tokio::time::timeout(CONNECT, c.connect(server, tcp))
+                .await
+                .map_err(|_| format!("worker {name}: no TLS handshake within {CONNECT:?}"))?
+                .map_err(|e| format!("worker {name}: TLS: {e}"))?;
+            h2_over(name, stream).await?
+        }
+    };
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let req = hyper::Request::post(format!("http://{name}/run"))
         .header(hyper::header::AUTHORIZATION, format!("Bearer {token}"))
@@ -271,7 +311,14 @@ async fn open(name: &str, token: &str, run: &ToWorker, wait: Duration) -> Result
     let resp = tokio::time::timeout(HELLO, h2.send_request(req))
         .await
         .map_err(|_| format!("worker {name}: no answer within {HELLO:?}"))?
-        .map_err(|e| format!("worker {name}: {e}"))?;
+        .map_err(|e| {
+            let hint = if tls.is_none() {
+                "is it a brink worker? one serving TLS needs --worker-cacert"
+            } else {
+                "a worker that demands a client certificate needs --worker-cert and --worker-key"
+            };
+            format!("worker {name}: the run could not be opened ({e}): {hint}")
+        })?;
     match resp.status() {
         hyper::StatusCode::OK => {}
         hyper::StatusCode::UNAUTHORIZED => {

@@ -13,6 +13,7 @@ pub mod coordinator;
 pub mod journal;
 pub mod lines;
 pub mod proto;
+pub mod tls;
 pub mod trust;
 pub mod worker;
 

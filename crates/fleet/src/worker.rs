@@ -34,6 +34,8 @@ pub struct Worker {
     pub compile: Box<Compile>,
     /// Where a load's seconds are kept until the coordinator has them ([`Journal`]).
     pub keep_dir: std::path::PathBuf,
+    /// TLS for every connection (`None`: plain HTTP/2, for trusted networks and loopback).
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 type Out = Response<BoxBody<Bytes, Infallible>>;
@@ -59,13 +61,24 @@ pub fn listen(
         let (w, busy, seen) = (w.clone(), busy.clone(), seen.clone());
         let _ = sock.set_nodelay(true);
         tokio::spawn(async move {
+            let tls = w.tls.clone();
             let svc = hyper::service::service_fn(move |req| {
                 let (w, busy, seen) = (w.clone(), busy.clone(), seen.clone());
                 async move { Ok::<_, Infallible>(handle(w, busy, seen, req)) }
             });
-            let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(sock), svc)
-                .await;
+            let h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            match tls {
+                None => {
+                    let _ = h2.serve_connection(TokioIo::new(sock), svc).await;
+                }
+                Some(a) => {
+                    // A handshake that does not finish in time is dropped.
+                    let shake = tokio::time::timeout(Duration::from_secs(10), a.accept(sock));
+                    if let Ok(Ok(tls)) = shake.await {
+                        let _ = h2.serve_connection(TokioIo::new(tls), svc).await;
+                    }
+                }
+            }
         });
     })?;
     Ok((bound, running, activity))

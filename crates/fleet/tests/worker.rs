@@ -117,6 +117,7 @@ fn worker(url: String, keep: &std::path::Path) -> (std::net::SocketAddr, accept:
         version: "v".into(),
         compile: Box::new(move |_, _, _| Ok(spec(&url))),
         keep_dir: keep.to_path_buf(),
+        tls: None,
     };
     let (addr, running, _) = fleet::worker::listen(([127, 0, 0, 1], 0).into(), w).unwrap();
     (addr, running)

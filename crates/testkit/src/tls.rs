@@ -69,3 +69,58 @@ pub fn acceptor(
     };
     Ok((TlsAcceptor::from(Arc::new(config)), pem, identity))
 }
+
+/// PEM files for a TLS service and its clients, written into a directory: a CA, a server
+/// certificate it issued for 127.0.0.1 and localhost with its key, a client certificate it
+/// issued with its key, and a second CA that issued nothing (a wrong one to trust).
+pub struct Files {
+    pub ca: std::path::PathBuf,
+    pub other_ca: std::path::PathBuf,
+    pub server_cert: std::path::PathBuf,
+    pub server_key: std::path::PathBuf,
+    pub client_cert: std::path::PathBuf,
+    pub client_key: std::path::PathBuf,
+}
+
+/// Writes [`Files`] into `dir`.
+pub fn files(dir: &std::path::Path) -> Result<Files, String> {
+    let err = |e: rcgen::Error| e.to_string();
+    let ca = |name: &str| -> Result<(rcgen::Certificate, KeyPair), String> {
+        let mut p = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(rcgen::DnType::CommonName, name);
+        let key = KeyPair::generate().map_err(err)?;
+        Ok((p.self_signed(&key).map_err(err)?, key))
+    };
+    let (root, root_key) = ca("brink test CA")?;
+    let (other, _) = ca("another CA")?;
+    let issue = |names: Vec<String>| -> Result<(String, String), String> {
+        let key = KeyPair::generate().map_err(err)?;
+        let cert = CertificateParams::new(names)
+            .map_err(err)?
+            .signed_by(&key, &root, &root_key)
+            .map_err(err)?;
+        Ok((cert.pem(), key.serialize_pem()))
+    };
+    let (server, server_key) = issue(vec!["127.0.0.1".into(), "localhost".into()])?;
+    let (client, client_key) = issue(vec!["brink-coordinator".into()])?;
+    let f = Files {
+        ca: dir.join("ca.pem"),
+        other_ca: dir.join("other-ca.pem"),
+        server_cert: dir.join("server.pem"),
+        server_key: dir.join("server.key"),
+        client_cert: dir.join("client.pem"),
+        client_key: dir.join("client.key"),
+    };
+    for (path, text) in [
+        (&f.ca, root.pem()),
+        (&f.other_ca, other.pem()),
+        (&f.server_cert, server),
+        (&f.server_key, server_key),
+        (&f.client_cert, client),
+        (&f.client_key, client_key),
+    ] {
+        std::fs::write(path, text).map_err(|e| e.to_string())?;
+    }
+    Ok(f)
+}

@@ -42,6 +42,7 @@ pub fn serve_worker(a: &WorkerArgs, idle: Option<Duration>) -> Result<i32, Fail>
         version: env!("CARGO_PKG_VERSION").to_string(),
         compile: Box::new(compile),
         keep_dir: a.keep_dir.clone().unwrap_or_else(std::env::temp_dir),
+        tls: tls(a)?,
     };
     let (bound, running, activity) = fleet::worker::listen(addr, worker)
         .map_err(|e| Fail::input(format!("cannot listen on {addr}: {e}")))?;
@@ -55,6 +56,19 @@ pub fn serve_worker(a: &WorkerArgs, idle: Option<Duration>) -> Result<i32, Fail>
     }
     drop(running);
     Ok(0)
+}
+
+/// The acceptor for `--tls-cert`/`--tls-key` (and `--client-ca`), if given.
+fn tls(a: &WorkerArgs) -> Result<Option<tokio_rustls::TlsAcceptor>, Fail> {
+    let (Some(cert), Some(key)) = (&a.tls_cert, &a.tls_key) else {
+        return Ok(None);
+    };
+    let files = fleet::tls::ServerFiles {
+        cert: cert.clone(),
+        key: key.clone(),
+        client_ca: a.client_ca.clone(),
+    };
+    fleet::tls::acceptor(&files).map(Some).map_err(Fail::input)
 }
 
 /// Whether a worker that exits when idle (`idle`: in a pod) has served and been idle that long.

@@ -23,7 +23,7 @@ pub fn k8s_cmd(a: &K8sArgs) -> Result<i32, Fail> {
 
 /// Flags of `k8s render` the pods' command leaves out: the objects' own, and what the
 /// coordinator in a pod cannot keep (files, history) or gets otherwise (workers, token).
-const RENDER_ONLY: [(&str, bool); 22] = [
+const RENDER_ONLY: [(&str, bool); 25] = [
     ("--image", true),
     ("--name", true),
     ("--namespace", true),
@@ -38,6 +38,9 @@ const RENDER_ONLY: [(&str, bool); 22] = [
     ("--worker", true),
     ("--token-file", true),
     ("--worker-wait", true),
+    ("--worker-cacert", true),
+    ("--worker-cert", true),
+    ("--worker-key", true),
     ("--json", true),
     ("--html", true),
     ("--csv", true),
@@ -177,6 +180,9 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
             listen: format!("0.0.0.0:{}", p.port),
             token_file: Some(p.token_file.clone()),
             keep_dir: None,
+            tls_cert: None,
+            tls_key: None,
+            client_ca: None,
         };
         // A worker has nothing left to do a minute after its coordinator's last session.
         return crate::commands::worker::serve_worker(&w, Some(Duration::from_secs(60)));

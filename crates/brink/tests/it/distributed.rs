@@ -46,10 +46,19 @@ struct Worker {
 
 impl Worker {
     fn start(token: &str, dir: &Path) -> Worker {
-        let mut child = std::process::Command::cargo_bin("brink")
-            .unwrap()
-            .current_dir(dir)
-            .args(["worker", "--listen", "127.0.0.1:0"])
+        Worker::start_with(token, dir, &[])
+    }
+
+    /// A worker started with `extra` flags (TLS).
+    fn start_with(token: &str, dir: &Path, extra: &[&Path]) -> Worker {
+        let flags = ["--tls-cert", "--tls-key", "--client-ca"];
+        let mut cmd = std::process::Command::cargo_bin("brink").unwrap();
+        cmd.current_dir(dir)
+            .args(["worker", "--listen", "127.0.0.1:0"]);
+        for (flag, file) in flags.iter().zip(extra) {
+            cmd.arg(flag).arg(file);
+        }
+        let mut child = cmd
             .env("BRINK_WORKER_TOKEN", token)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -384,4 +393,68 @@ fn a_worker_with_no_time_to_spare_is_named() {
         assert!(ready > 50.0, "{w}");
     }
     assert!(text.contains("worker 127.0.0.1:"), "{text}");
+}
+
+#[test]
+fn workers_over_tls_and_mutual_tls() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let f = testkit::tls::files(dir.path()).unwrap();
+    std::fs::write(dir.path().join("token"), "t\n").unwrap();
+    let tls = Worker::start_with("t", dir.path(), &[&f.server_cert, &f.server_key]);
+    let mtls = Worker::start_with("t", dir.path(), &[&f.server_cert, &f.server_key, &f.ca]);
+    let url = srv.url("/");
+    let run_on = |w: &Worker, extra: &[&Path]| {
+        let mut args: Vec<String> = [
+            url.as_str(),
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "--token-file",
+            "token",
+            "--worker",
+            &w.addr,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for (flag, file) in ["--worker-cacert", "--worker-cert", "--worker-key"]
+            .iter()
+            .zip(extra)
+        {
+            args.push(flag.to_string());
+            args.push(file.display().to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args, dir.path())
+    };
+    // TLS, the worker's certificate checked against the CA.
+    let (code, r, text) = run_on(&tls, &[&f.ca]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(r["summary"]["requests"], 50);
+    // Plain HTTP/2 to a TLS worker, and a CA that did not issue its certificate: refused.
+    let one_line = |text: &str| text.trim().lines().count() == 1;
+    let (code, _, text) = run_on(&tls, &[]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        one_line(&text) && text.contains("--worker-cacert"),
+        "{text}"
+    );
+    let (code, _, text) = run_on(&tls, &[&f.other_ca]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(one_line(&text) && text.contains("TLS"), "{text}");
+    // Mutual TLS: without a certificate refused, with the CA's client certificate served.
+    let (code, _, text) = run_on(&mtls, &[&f.ca]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(one_line(&text) && text.contains("--worker-cert"), "{text}");
+    let (code, r, text) = run_on(&mtls, &[&f.ca, &f.client_cert, &f.client_key]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(r["summary"]["requests"], 50);
+    assert_eq!(
+        srv.counters.requests.load(Ordering::Relaxed),
+        100,
+        "no load from a refused run"
+    );
 }

@@ -73,6 +73,18 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsError> {
     for cert in rustls_native_certs::load_native_certs().certs {
         let _ = store.add(cert);
     }
+    add_pem(&mut store, cacert)?;
+    Ok(store)
+}
+
+/// Only the CA certificates in `path` (a server that trusts its clients' CA and nothing else).
+pub fn ca_only(path: &Path) -> Result<RootCertStore, TlsError> {
+    let mut store = RootCertStore::empty();
+    add_pem(&mut store, Some(path))?;
+    Ok(store)
+}
+
+fn add_pem(store: &mut RootCertStore, cacert: Option<&Path>) -> Result<(), TlsError> {
     if let Some(path) = cacert {
         let shown = path.display().to_string();
         let certs = CertificateDer::pem_file_iter(path)
@@ -88,11 +100,12 @@ fn roots(cacert: Option<&Path>) -> Result<RootCertStore, TlsError> {
                 .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
         }
     }
-    Ok(store)
+    Ok(())
 }
 
 /// The certificate chain in `cert` and the private key in `key` (PEM).
-fn client_identity(
+/// A certificate chain and its private key, from PEM files.
+pub fn client_identity(
     cert: &Path,
     key: &Path,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
