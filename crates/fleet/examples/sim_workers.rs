@@ -103,6 +103,7 @@ async fn session(
                             started_ns,
                             wall_s: seconds as f64,
                             threads: 1,
+                            completions: Vec::new(),
                         };
                         let _ = tx.send(line(&done)).await;
                     });

@@ -395,6 +395,8 @@ struct Running<'a> {
     interrupted: bool,
     short: bool,
     threads: usize,
+    /// Steps with `complete:`: the workers' jobs, merged per request.
+    completions: Vec<observe::tracker::Counts>,
 }
 
 impl<'a> Running<'a> {
@@ -434,6 +436,7 @@ impl<'a> Running<'a> {
             interrupted: false,
             short: false,
             threads: 0,
+            completions: Vec::new(),
         }
     }
 
@@ -530,6 +533,7 @@ impl<'a> Running<'a> {
             started_ns,
             wall_s,
             threads,
+            completions,
         } = done
         else {
             return;
@@ -554,6 +558,17 @@ impl<'a> Running<'a> {
             r.waiting_percent = sched.map(|s| share(s.waiting_ns));
         }
         self.threads += threads as usize;
+        for (i, c) in completions.iter().enumerate() {
+            match observe::tracker::Counts::try_from(c) {
+                Ok(c) => {
+                    if self.completions.len() <= i {
+                        self.completions.resize_with(i + 1, Default::default);
+                    }
+                    self.completions[i].merge(&c);
+                }
+                Err(e) => self.reports[w].why = Some(format!("sent broken {e}")),
+            }
+        }
         self.merger.done(w, unfinished, sched);
     }
 
@@ -594,7 +609,7 @@ impl<'a> Running<'a> {
             unfinished: m.unfinished,
             workers: self.threads,
             sched: m.sched,
-            completions: Vec::new(),
+            completions: self.completions,
             remote: self.reports,
         }
     }

@@ -95,11 +95,44 @@ pub enum FromWorker {
         wall_s: f64,
         /// Its engine's threads.
         threads: u64,
+        /// Steps with `complete:`: how its jobs ended, per request of the workload.
+        #[serde(default)]
+        completions: Vec<Completions>,
     },
     /// It could not run (its one-line reason).
     Failed {
         why: String,
     },
+}
+
+/// How one request's jobs (`complete:`) ended on a worker: completed, failed, timed out,
+/// their completion times (encoded HDR histogram, µs) and the first failure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Completions(pub u64, pub u64, pub u64, pub String, pub Option<String>);
+
+impl From<&observe::tracker::Counts> for Completions {
+    fn from(c: &observe::tracker::Counts) -> Completions {
+        Completions(
+            c.completed,
+            c.failed,
+            c.timed_out,
+            stats::encode(&c.latency),
+            c.first_failure.clone(),
+        )
+    }
+}
+
+impl TryFrom<&Completions> for observe::tracker::Counts {
+    type Error = String;
+    fn try_from(w: &Completions) -> Result<observe::tracker::Counts, String> {
+        Ok(observe::tracker::Counts {
+            completed: w.0,
+            failed: w.1,
+            timed_out: w.2,
+            latency: stats::decode(&w.3).map_err(|e| format!("completion times: {e}"))?,
+            first_failure: w.4.clone(),
+        })
+    }
 }
 
 /// Why a worker's hello is refused, in one line naming both sides; `None` when it may run.

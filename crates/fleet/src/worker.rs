@@ -331,6 +331,7 @@ fn run_at(
             started_ns,
             wall_s: t0.elapsed().as_secs_f64(),
             threads: out.workers as u64,
+            completions: out.completions.iter().map(Into::into).collect(),
         },
         Err(e) => FromWorker::Failed { why: e.to_string() },
     }

@@ -41,6 +41,20 @@ pub struct Counts {
     pub first_failure: Option<String>,
 }
 
+impl Counts {
+    /// Adds `other`'s jobs (another request's, or another worker's of the same request).
+    pub fn merge(&mut self, other: &Counts) {
+        self.completed += other.completed;
+        self.failed += other.failed;
+        self.timed_out += other.timed_out;
+        // Same bounds on both sides, so `add` cannot fail.
+        let _ = self.latency.add(&other.latency);
+        if self.first_failure.is_none() {
+            self.first_failure.clone_from(&other.first_failure);
+        }
+    }
+}
+
 impl Default for Counts {
     fn default() -> Counts {
         Counts {

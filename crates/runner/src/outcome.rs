@@ -469,14 +469,7 @@ fn async_jobs(per_request: &[observe::tracker::Counts]) -> Option<AsyncJson> {
     }
     let mut all = observe::tracker::Counts::default();
     for c in per_request {
-        all.completed += c.completed;
-        all.failed += c.failed;
-        all.timed_out += c.timed_out;
-        // Same bounds on both sides, so `add` cannot fail.
-        let _ = all.latency.add(&c.latency);
-        if all.first_failure.is_none() {
-            all.first_failure.clone_from(&c.first_failure);
-        }
+        all.merge(c);
     }
     Some(AsyncJson {
         completed: all.completed,

@@ -199,7 +199,7 @@ fn raw(status: &str, headers: &str, body: &str) -> testkit::Reply {
 #[test]
 fn each_booking_is_followed_until_its_job_is_done() {
     // POST /book answers 202 with the job's URL; a job is CONFIRMED 300 ms after its booking.
-    // Job 5 asks to be polled again after 1 s (Retry-After); job 9 fails (500).
+    // Job 5 of every 20 asks to be polled again after 1 s (Retry-After); job 9 fails (500).
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
@@ -222,13 +222,17 @@ fn each_booking_is_followed_until_its_job_is_done() {
         let Some(at) = b.lock().unwrap().get(&n).copied() else {
             return raw("404 Not Found", "", "");
         };
-        if n == 9 {
+        if n % 20 == 9 {
             return raw("500 Internal Server Error", "", "");
         }
         if at.elapsed() >= Duration::from_millis(300) {
             return raw("200 OK", "", r#"{"state":"CONFIRMED"}"#);
         }
-        let retry = if n == 5 { "Retry-After: 1\r\n" } else { "" };
+        let retry = if n % 20 == 5 {
+            "Retry-After: 1\r\n"
+        } else {
+            ""
+        };
         raw("200 OK", retry, r#"{"state":"PENDING"}"#)
     });
     let srv = testkit::serve(handler).unwrap();
@@ -286,6 +290,14 @@ fn each_booking_is_followed_until_its_job_is_done() {
     );
     let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
     assert!(problems.is_empty(), "{problems:?}");
+
+    // Over two workers, each follows its own bookings' jobs; the result counts them all.
+    let (code, r, out) = run(&[plan.to_str().unwrap(), "--workers", "2"]);
+    assert_eq!(code, Some(1), "{out}");
+    let a = &r["scenarios"][0]["async"];
+    let counts = ["completed", "failed", "timed_out"].map(|k| a[k].as_u64());
+    assert_eq!(counts, [Some(19), Some(1), Some(0)], "{a}");
+    assert!(a["latency_ms"]["max"].as_f64().unwrap() >= 1000.0, "{a}");
 }
 
 #[test]
