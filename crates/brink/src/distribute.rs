@@ -93,7 +93,7 @@ fn start_local(n: usize, token: &str) -> Result<(LocalWorkers, Vec<String>), Fai
     for i in 0..n {
         let mut child = Command::new(&exe)
             .args(["worker", "--listen", "127.0.0.1:0"])
-            .env(crate::commands::worker::TOKEN_ENV, token)
+            .env(fleet::trust::TOKEN_ENV, token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

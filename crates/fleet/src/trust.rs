@@ -7,6 +7,10 @@
 
 use ring::digest::{Context, SHA256};
 
+/// The environment variable a worker reads its token from when it is given no file (how a
+/// coordinator hands the token to the worker processes it starts).
+pub const TOKEN_ENV: &str = "BRINK_WORKER_TOKEN";
+
 /// A fresh token: 32 random bytes in hex.
 pub fn new_token() -> Result<String, String> {
     use ring::rand::SecureRandom;

@@ -7,7 +7,7 @@ mod demo;
 pub mod find;
 mod history;
 mod report;
-mod run;
+pub mod run;
 mod serve;
 mod validate;
 pub mod worker;

@@ -8,13 +8,11 @@ use crate::exit::Fail;
 use crate::resolve::run_config;
 use clap::Parser;
 use engine::RunSpec;
+use fleet::trust::TOKEN_ENV;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// The environment variable a worker reads its token from when no --token-file is given.
-pub const TOKEN_ENV: &str = "BRINK_WORKER_TOKEN";
 
 pub fn worker_cmd(a: &WorkerArgs) -> Result<i32, Fail> {
     serve_worker(a, None)

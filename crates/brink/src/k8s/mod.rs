@@ -7,7 +7,7 @@
 mod render;
 mod yaml;
 
-use crate::cli::{Cli, K8sAction, K8sArgs, K8sPodArgs, K8sRenderArgs, WorkerArgs};
+use crate::cli::{Cli, Command, K8sAction, K8sArgs, K8sPodArgs, K8sRenderArgs, WorkerArgs};
 use crate::exit::Fail;
 use crate::resolve::run_config;
 use clap::Parser;
@@ -212,5 +212,8 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
                     .to_string(),
             )
         })?;
-    crate::commands::dispatch(cli.command)
+    match cli.command {
+        Command::Run(a) => crate::commands::run::run_cmd(&a),
+        _ => Err(Fail::input("a rendered Job's coordinator runs `brink run`")),
+    }
 }
