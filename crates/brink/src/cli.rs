@@ -141,6 +141,10 @@ pub struct WorkerArgs {
     /// With TLS: accept only coordinators presenting a certificate issued by this CA (PEM).
     #[arg(long = "client-ca", value_name = "FILE", requires = "tls_cert")]
     pub client_ca: Option<PathBuf>,
+    /// Read files anywhere on this machine, not only below the working directory (set for the
+    /// workers `--workers N` starts: they serve the user who started them).
+    #[arg(long = "read-anywhere", hide = true)]
+    pub read_anywhere: bool,
 }
 
 #[derive(Args, Debug, Clone, Default)]

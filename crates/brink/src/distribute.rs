@@ -92,7 +92,7 @@ fn start_local(n: usize, token: &str) -> Result<(LocalWorkers, Vec<String>), Fai
     let mut addrs = Vec::new();
     for i in 0..n {
         let mut child = Command::new(&exe)
-            .args(["worker", "--listen", "127.0.0.1:0"])
+            .args(["worker", "--listen", "127.0.0.1:0", "--read-anywhere"])
             .env(fleet::trust::TOKEN_ENV, token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

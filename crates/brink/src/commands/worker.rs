@@ -38,7 +38,10 @@ pub fn serve_worker(a: &WorkerArgs, idle: Option<Duration>) -> Result<i32, Fail>
     let worker = fleet::worker::Worker {
         token: token.trim().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        compile: Box::new(compile),
+        compile: {
+            let anywhere = a.read_anywhere;
+            Box::new(move |args, job, level| compile(args, job, level, anywhere))
+        },
         keep_dir: a.keep_dir.clone().unwrap_or_else(std::env::temp_dir),
         tls: tls(a)?,
     };
@@ -78,16 +81,78 @@ fn idle_long_enough(a: &fleet::worker::Activity, idle: Option<Duration>) -> bool
         && fleet::now_ns().saturating_sub(last) > idle.as_nanos() as u64
 }
 
+/// A worker reads only files below its working directory, as relative paths: whoever holds
+/// its token chooses the command, and a plan or file elsewhere on this machine (whose lines an
+/// error would quote) is not theirs to read. `named` are a plan's files, relative to it.
+fn below_here(a: &crate::cli::RunArgs, named: &[String]) -> Result<(), String> {
+    let below = |p: &std::path::Path| {
+        p.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
+    };
+    let plan = crate::resolve::is_plan(&a.url).then(|| std::path::PathBuf::from(&a.url));
+    let plan_dir = plan
+        .as_ref()
+        .and_then(|p| p.parent().map(|d| d.to_path_buf()));
+    let files = plan.iter().cloned().chain(
+        [&a.body_file, &a.data_file, &a.cacert, &a.cert, &a.key]
+            .into_iter()
+            .flatten()
+            .cloned(),
+    );
+    let files = files
+        .chain(
+            a.proto
+                .iter()
+                .chain(&a.protosets)
+                .chain(&a.import_paths)
+                .cloned(),
+        )
+        .chain(
+            named
+                .iter()
+                .map(|n| plan_dir.clone().unwrap_or_default().join(n)),
+        );
+    for f in files {
+        if !below(&f) {
+            return Err(format!(
+                "a worker reads only files below its working directory, given as relative paths: {}",
+                f.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The whole run's spec for `job` of the command `args` (a search step: at `level`).
-fn compile(args: &[String], job: usize, level: Option<f64>) -> Result<RunSpec, String> {
+fn compile(
+    args: &[String],
+    job: usize,
+    level: Option<f64>,
+    anywhere: bool,
+) -> Result<RunSpec, String> {
+    let below_here = |a: &crate::cli::RunArgs, named: &[String]| match anywhere {
+        true => Ok(()),
+        false => below_here(a, named),
+    };
     let argv = std::iter::once("brink".to_string()).chain(args.iter().cloned());
     let cli = Cli::try_parse_from(argv).map_err(|e| {
         let text = e.render().to_string();
         text.lines().next().unwrap_or("bad command").to_string()
     })?;
+    match &cli.command {
+        Command::Run(a) => below_here(a, &[])?,
+        Command::Find(a) => below_here(&a.run, &[])?,
+        _ => {}
+    }
     match cli.command {
         Command::Run(a) => {
-            let jobs = run_config(&a).map_err(|f| f.message)?.jobs;
+            let cfg = run_config(&a).map_err(|f| f.message)?;
+            below_here(&a, &cfg.plan_files)?;
+            let jobs = cfg.jobs;
             let count = jobs.len();
             jobs.into_iter()
                 .nth(job)
@@ -96,6 +161,7 @@ fn compile(args: &[String], job: usize, level: Option<f64>) -> Result<RunSpec, S
         }
         Command::Find(a) => {
             let cfg = run_config(&a.run).map_err(|f| f.message)?;
+            below_here(&a.run, &cfg.plan_files)?;
             let j = super::find::base_job(&a, cfg.jobs).map_err(|f| f.message)?;
             let s = super::find::settings(&a, &j, &cfg.hooks).map_err(|f| f.message)?;
             Ok(match level {

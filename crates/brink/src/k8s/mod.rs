@@ -183,6 +183,7 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
             tls_cert: None,
             tls_key: None,
             client_ca: None,
+            read_anywhere: false,
         };
         // A worker has nothing left to do a minute after its coordinator's last session.
         return crate::commands::worker::serve_worker(&w, Some(Duration::from_secs(60)));

@@ -219,6 +219,24 @@ fn workers_that_do_not_agree_are_refused_before_any_load() {
     );
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("cannot connect"), "{text}");
+    // A worker started by hand reads files only below its working directory: a token holder
+    // cannot have it read (and quote in an error) a file elsewhere.
+    let outside = here.path().join("plan.yaml");
+    let (code, _, text) = run(
+        &[
+            outside.to_str().unwrap(),
+            "--worker",
+            &same.addr,
+            "--token-file",
+            "token",
+        ],
+        here.path(),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("reads only files below its working directory"),
+        "{text}"
+    );
     assert_eq!(
         count.load(Ordering::Relaxed),
         0,
