@@ -182,12 +182,12 @@ impl Fleet {
                         return Err(Error(why));
                     }
                     match h {
-                        FromWorker::Hello { host, .. } => host,
+                        FromWorker::Hello { host, .. } => said(&host),
                         _ => String::new(),
                     }
                 }
                 Some(FromWorker::Failed { why }) => {
-                    return Err(Error(format!("worker {}: {why}", conn.name)))
+                    return Err(Error(format!("worker {}: {}", conn.name, said(&why))))
                 }
                 _ => return Err(Error(format!("worker {}: no hello", conn.name))),
             };
@@ -243,6 +243,13 @@ impl Fleet {
         state.follow(interrupt, observer).await;
         Ok(state.output(started))
     }
+}
+
+/// What a worker says (its host name, why it failed), as the terminal, the result and the
+/// pages may show it: one line, control characters escaped, at most 300 characters. A worker
+/// is another machine; its words are never trusted to be tidy.
+fn said(text: &str) -> String {
+    model::guard::escaped(text.as_bytes(), 300)
 }
 
 /// Connects to `name`, retrying for `wait` (a name that does not resolve yet, a port not
@@ -497,7 +504,7 @@ impl<'a> Running<'a> {
 
     fn fail(&mut self, w: usize, status: &str, why: String) {
         self.reports[w].status = status.into();
-        self.reports[w].why = Some(why);
+        self.reports[w].why = Some(said(&why));
         self.merger.done(w, 0, None);
         self.short = true;
     }
@@ -612,5 +619,18 @@ impl<'a> Running<'a> {
             completions: self.completions,
             remote: self.reports,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_worker_says_is_one_escaped_bounded_line() {
+        assert_eq!(said("vm-1"), "vm-1");
+        assert_eq!(said("a\u{1b}[2Jb\nc"), "a\\x1b[2Jb\\nc");
+        let long = said(&"x".repeat(10_000));
+        assert!(long.len() <= 303 && long.ends_with("..."), "{}", long.len());
     }
 }

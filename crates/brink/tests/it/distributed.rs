@@ -476,3 +476,34 @@ fn workers_over_tls_and_mutual_tls() {
         "no load from a refused run"
     );
 }
+
+#[test]
+fn the_report_shows_the_workers_and_escapes_what_they_said() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (code, mut r, text) = run(&[&srv.url("/"), "-n", "100", "--workers", "2"], dir.path());
+    assert_eq!(code, Some(0), "{text}");
+    // A worker is another machine: its host name and its reasons are its own words.
+    r["scenarios"][0]["workers"][0]["host"] = "<script>alert(1)</script>".into();
+    r["scenarios"][0]["workers"][1]["why"] = "<img src=x onerror=alert(2)>".into();
+    let file = dir.path().join("hostile.json");
+    std::fs::write(&file, r.to_string()).unwrap();
+    let page = dir.path().join("page.html");
+    let o = brink()
+        .args(["report"])
+        .arg(&file)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<caption>Workers</caption>"),
+        "no workers table"
+    );
+    assert!(html.contains("<td>1 of 2</td>") && html.contains("<td>2 of 2</td>"));
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!html.contains("<script>alert(1)") && !html.contains("<img src=x"));
+}

@@ -203,6 +203,7 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
     o.push_str(&tables::errors(s));
     o.push_str(&tables::traces(s));
     o.push_str(&tables::observed(s));
+    o.push_str(&tables::workers(s));
     o.push_str("</section>\n");
     o
 }

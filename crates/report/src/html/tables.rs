@@ -301,6 +301,47 @@ pub fn errors(s: &ScenarioResult) -> String {
     o
 }
 
+/// A distributed run's workers: who, how they started, what they sent, how they ended.
+pub fn workers(s: &ScenarioResult) -> String {
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), fmt_ms);
+    let pct = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%"));
+    let rows: Vec<_> = s
+        .workers
+        .iter()
+        .map(|w| {
+            let status = match &w.why {
+                Some(why) => format!("{}: {}", w.status, why),
+                None => w.status.clone(),
+            };
+            vec![
+                format!("{} of {}", w.index + 1, w.count),
+                e(&w.name),
+                e(&w.host),
+                ms(w.start_skew_ms),
+                ms(w.clock_bound_ms),
+                fmt_count(w.requests),
+                w.seconds.to_string(),
+                pct(w.busy_percent),
+                pct(w.waiting_percent),
+                e(&status),
+            ]
+        })
+        .collect();
+    let head = [
+        "part",
+        "worker",
+        "host",
+        "start skew",
+        "clock bound",
+        "requests",
+        "seconds",
+        "busy",
+        "waiting",
+        "ended",
+    ];
+    table("num", "Workers", &head, &rows)
+}
+
 /// Observed server figures: peak and mean over the scenario.
 pub fn observed(s: &ScenarioResult) -> String {
     let rows: Vec<_> = s
