@@ -250,6 +250,8 @@ fn pod_template(a: &K8sRenderArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> 
             restart_policy: Some("Never".into()),
             // With the headless Service of the same name, pod I is `NAME-I.NAME`.
             subdomain: Some(i.name.clone()),
+            // Nothing in a pod talks to the Kubernetes API: no credentials for it.
+            automount_service_account_token: Some(false),
             containers: vec![container],
             volumes: Some(volumes),
             node_selector: node_selector(a)?,

@@ -172,3 +172,69 @@ fn what_cannot_go_into_a_cluster_is_one_line_and_exit_2() {
         );
     }
 }
+
+#[test]
+fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
+    // etcd, kube-apiserver and kube-controller-manager built by tests/k8s/control-plane.sh
+    // (.ci/run builds them once and caches them); no kubelet, so the pods stay Pending.
+    let bin = std::env::var_os("BRINK_K8S_BIN")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/brink-ci/k8s")))
+        .filter(|b| b.join("kube-apiserver").exists() && b.join("etcd").exists());
+    let required = std::env::var_os("BRINK_REQUIRE_K8S").is_some();
+    let Some(bin) = bin else {
+        assert!(
+            !required,
+            "the control plane is required here: bash tests/k8s/control-plane.sh"
+        );
+        eprintln!("no control plane built: skipping (bash tests/k8s/control-plane.sh)");
+        return;
+    };
+    let _cpu = crate::support::cpu_exclusive();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/k8s/job_pods.py");
+    let o = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&bin)
+        .arg(env!("CARGO_BIN_EXE_brink"))
+        .arg(here().join("fixtures/k8s"))
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    // Every object was accepted as it is, by the server's own validation.
+    for a in r["applied"].as_array().unwrap() {
+        assert_eq!(a[1], 201, "{a}");
+    }
+    let job = &r["job"];
+    assert_eq!(job["completionMode"], "Indexed");
+    assert_eq!(
+        (job["completions"].as_u64(), job["parallelism"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert_eq!(job["backoffLimitPerIndex"], 0);
+    assert_eq!(job["successPolicy"]["rules"][0]["succeededIndexes"], "0");
+    let pods = r["pods"].as_array().unwrap();
+    assert_eq!(pods.len(), 4, "{r}");
+    let mut indexes: Vec<&str> = pods.iter().map(|p| p["index"].as_str().unwrap()).collect();
+    indexes.sort_unstable();
+    assert_eq!(indexes, ["0", "1", "2", "3"]);
+    for p in pods {
+        let i = p["index"].as_str().unwrap();
+        // The names the coordinator dials: pod I is load-I in the Service's subdomain.
+        assert_eq!(p["hostname"], format!("load-{i}").as_str(), "{p}");
+        assert_eq!(p["subdomain"], "load", "{p}");
+        assert!(p["env"]["JOB_COMPLETION_INDEX"].is_object(), "{p}");
+        let cmd: Vec<&str> = p["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        assert_eq!(&cmd[..3], ["brink", "k8s", "pod"], "{p}");
+        assert!(
+            cmd.ends_with(&["--", "run", "plan.yaml", "--no-history"]),
+            "{cmd:?}"
+        );
+        assert_eq!(p["volumes"], serde_json::json!(["token", "plan"]), "{p}");
+    }
+}
