@@ -245,6 +245,12 @@ impl Fleet {
     }
 }
 
+/// Whether a worker's `second` can exist `elapsed` whole seconds after the start: a few
+/// seconds of clock error and delay are allowed, nothing from further ahead.
+fn plausible(second: u64, elapsed: u64) -> bool {
+    second <= elapsed + 5
+}
+
 /// What a worker says (its host name, why it failed), as the terminal, the result and the
 /// pages may show it: one line, control characters escaped, at most 300 characters. A worker
 /// is another machine; its words are never trusted to be tidy.
@@ -589,9 +595,11 @@ impl<'a> Running<'a> {
             .into_iter()
             .map(stats::Bucket::try_from)
             .collect::<Result<Vec<_>, _>>()?;
-        // A second far past any schedule is not one: a day is the limit.
-        if b.iter().any(|x| x.second > 86_400 * 7) {
-            return Err("a second more than a week into the run".into());
+        // Seconds are held until every worker has sent them: one from the future would be
+        // held (and a flood of them would grow without bound) until the others caught up.
+        let elapsed = now_ns().saturating_sub(self.start_ns) / 1_000_000_000;
+        if let Some(x) = b.iter().find(|x| !plausible(x.second, elapsed)) {
+            return Err(format!("second {} of a run {elapsed} s old", x.second));
         }
         Ok(b)
     }
@@ -625,6 +633,12 @@ impl<'a> Running<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_from_the_future_are_refused() {
+        assert!(plausible(0, 0) && plausible(5, 0) && plausible(65, 60));
+        assert!(!plausible(6, 0) && !plausible(u64::MAX, 3600));
+    }
 
     #[test]
     fn what_a_worker_says_is_one_escaped_bounded_line() {
