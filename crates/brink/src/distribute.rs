@@ -8,6 +8,7 @@
 use crate::cli::RunArgs;
 use crate::exit::Fail;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -97,6 +98,9 @@ fn start_local(n: usize, token: &str) -> Result<(LocalWorkers, Vec<String>), Fai
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A group of their own: Ctrl-C at the terminal reaches this coordinator, which
+            // tells every worker to stop and keeps all they measured, not the workers at once.
+            .process_group(0)
             .spawn()
             .map_err(|e| Fail::input(format!("cannot start worker {i}: {e}")))?;
         let first = first_line(&mut child);

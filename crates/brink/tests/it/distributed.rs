@@ -507,3 +507,55 @@ fn the_report_shows_the_workers_and_escapes_what_they_said() {
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(!html.contains("<script>alert(1)") && !html.contains("<img src=x"));
 }
+
+#[test]
+fn ctrl_c_stops_every_worker_and_keeps_what_they_measured() {
+    use std::os::unix::process::CommandExt;
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    // As a terminal does: the command leads its own process group, and Ctrl-C is SIGINT to
+    // the whole group.
+    let mut child = std::process::Command::cargo_bin("brink")
+        .unwrap()
+        .args([
+            "run",
+            &srv.url("/"),
+            "--rate",
+            "200",
+            "-d",
+            "30s",
+            "--workers",
+            "2",
+        ])
+        .args(["--no-history", "-q", "--json", out.to_str().unwrap()])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3000));
+    let t0 = Instant::now();
+    // SAFETY: signals the group the child leads.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    let r: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    for w in workers(&r) {
+        assert_eq!(
+            w["status"], "done",
+            "the workers were told to stop, not killed: {w}"
+        );
+    }
+    let sum: u64 = workers(&r)
+        .iter()
+        .map(|w| w["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, r["summary"]["requests"].as_u64().unwrap());
+    assert!(sum >= 300, "about 2.5 s at 200/s: {sum}");
+    assert_eq!(
+        srv.counters.requests.load(Ordering::Relaxed),
+        sum,
+        "every request sent is counted"
+    );
+}
