@@ -10,6 +10,8 @@
 
 pub mod clock;
 pub mod coordinator;
+mod dial;
+mod follow;
 pub mod journal;
 pub mod lines;
 pub mod proto;

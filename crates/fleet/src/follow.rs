@@ -1,0 +1,300 @@
+//! The load under way on a distributed run: every worker's lines arrive on one channel, each
+//! second is checked (one bucket per request, nothing from the future) and merged with
+//! `merge::Merger`, the observer sees each merged second, a heartbeat goes out every second,
+//! an interrupt or an abort is passed on, and a worker that fails or falls silent is finished
+//! with what it sent and named, the run then reported short.
+
+use crate::clock::Offset;
+use crate::dial::Conn;
+use crate::line;
+use crate::now_ns;
+use crate::proto::{FromWorker, ToWorker, HEARTBEAT};
+use bytes::Bytes;
+use merge::{Merger, OnSecond, RunOutput};
+use model::WorkerReport;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// The start instant is this far in the future when it is sent.
+pub(crate) const LEAD: Duration = Duration::from_millis(300);
+/// A worker silent for this long during the load is lost.
+const SILENCE: Duration = Duration::from_secs(10);
+
+/// What the coordinator learned of one worker before the load.
+pub(crate) struct Joined {
+    pub(crate) conn: Conn,
+    pub(crate) report: WorkerReport,
+    pub(crate) offset: Offset,
+}
+
+/// The load under way: the workers' senders, their reports, and the merge.
+pub(crate) struct Running<'a> {
+    spec: &'a engine::RunSpec,
+    senders: Vec<mpsc::Sender<Bytes>>,
+    reports: Vec<WorkerReport>,
+    offsets: Vec<Offset>,
+    start_ns: u64,
+    merger: Merger<'a>,
+    rx: mpsc::Receiver<(usize, Result<FromWorker, String>)>,
+    heard: Vec<Instant>,
+    interrupted: bool,
+    short: bool,
+    threads: usize,
+    /// Steps with `complete:`: the workers' jobs, merged per request.
+    completions: Vec<observe::tracker::Counts>,
+}
+
+impl<'a> Running<'a> {
+    pub(crate) fn new(
+        spec: &'a engine::RunSpec,
+        joined: Vec<Joined>,
+        start_ns: u64,
+    ) -> Running<'a> {
+        let n = joined.len();
+        let requests = spec.workload.requests.len();
+        let (tx, rx) = mpsc::channel(1024);
+        let mut senders = Vec::new();
+        let mut reports = Vec::new();
+        let mut offsets = Vec::new();
+        for (i, j) in joined.into_iter().enumerate() {
+            senders.push(j.conn.tx.clone());
+            reports.push(j.report);
+            offsets.push(j.offset);
+            let tx = tx.clone();
+            let mut conn = j.conn;
+            tokio::spawn(async move {
+                loop {
+                    let m = conn.next().await;
+                    let end = !matches!(m, Ok(Some(FromWorker::Second { .. })));
+                    let m = m.and_then(|m| m.ok_or_else(|| "closed its stream".to_string()));
+                    if tx.send((i, m)).await.is_err() || end {
+                        break;
+                    }
+                }
+            });
+        }
+        Running {
+            spec,
+            senders,
+            reports,
+            offsets,
+            start_ns,
+            merger: Merger::new(n, &spec.load, requests),
+            rx,
+            heard: vec![Instant::now() + LEAD * 4; n],
+            interrupted: false,
+            short: false,
+            threads: 0,
+            completions: Vec::new(),
+        }
+    }
+
+    /// Tells every worker still running.
+    async fn tell(&self, m: &ToWorker) {
+        for (i, s) in self.senders.iter().enumerate() {
+            if !self.merger.is_done(i) {
+                let _ = s.send(line(m)).await;
+            }
+        }
+    }
+
+    /// Merges until every worker is done.
+    pub(crate) async fn follow(&mut self, interrupt: &AtomicBool, observer: &mut dyn OnSecond) {
+        let mut tick = tokio::time::interval(HEARTBEAT.min(Duration::from_millis(250)));
+        let mut beat = Instant::now();
+        let mut stopping = false;
+        while !self.merger.all_done() {
+            tokio::select! {
+                got = self.rx.recv() => match got {
+                    Some((w, m)) => self.take(w, m),
+                    None => break,
+                },
+                _ = tick.tick() => {}
+            }
+            if beat.elapsed() >= HEARTBEAT {
+                beat = Instant::now();
+                self.tell(&ToWorker::Heartbeat).await;
+                self.lose_silent();
+            }
+            if interrupt.load(Ordering::Relaxed) && !stopping {
+                stopping = true;
+                self.interrupted = true;
+                self.tell(&ToWorker::Stop).await;
+            }
+            if self.merger.emit_ready(observer) && !stopping {
+                stopping = true;
+                self.tell(&ToWorker::Abort {
+                    why: "an objective with abort broke".into(),
+                })
+                .await;
+            }
+        }
+        for w in 0..self.reports.len() {
+            self.merger.done(w, 0, None);
+        }
+        self.merger.flush(observer);
+    }
+
+    /// Workers silent too long are lost.
+    fn lose_silent(&mut self) {
+        for w in 0..self.reports.len() {
+            if !self.merger.is_done(w) && self.heard[w].elapsed() > SILENCE {
+                self.fail(w, "lost", format!("silent for {SILENCE:?}"));
+            }
+        }
+    }
+
+    fn fail(&mut self, w: usize, status: &str, why: String) {
+        self.reports[w].status = status.into();
+        self.reports[w].why = Some(said(&why));
+        self.merger.done(w, 0, None);
+        self.short = true;
+    }
+
+    fn take(&mut self, w: usize, m: Result<FromWorker, String>) {
+        if self.merger.is_done(w) {
+            return;
+        }
+        self.heard[w] = Instant::now();
+        match m {
+            Ok(FromWorker::Second { parts }) => match self.buckets(parts) {
+                Ok(b) => {
+                    let r = &mut self.reports[w];
+                    r.requests += b.iter().map(|x| x.requests).sum::<u64>();
+                    r.seconds += 1;
+                    self.merger.bucket(w, b);
+                }
+                Err(e) => self.fail(w, "failed", format!("sent a broken second: {e}")),
+            },
+            Ok(d @ FromWorker::Done { .. }) => self.finished(w, d),
+            Ok(FromWorker::Failed { why }) => self.fail(w, "failed", why),
+            Ok(_) => {}
+            Err(e) => self.fail(w, "lost", e),
+        }
+    }
+
+    /// Worker `w` said Done: how it started, what it used, and it is finished in the merge.
+    fn finished(&mut self, w: usize, done: FromWorker) {
+        let FromWorker::Done {
+            unfinished,
+            sched,
+            cpu_s,
+            started_ns,
+            wall_s,
+            threads,
+            completions,
+        } = done
+        else {
+            return;
+        };
+        let sched = sched.map(|[on_cpu_ns, waiting_ns, slices]| observe::procfs::Sched {
+            on_cpu_ns,
+            waiting_ns,
+            slices,
+        });
+        let r = &mut self.reports[w];
+        r.status = "done".into();
+        r.threads = threads;
+        let local = started_ns as i64 - self.offsets[w].offset_ns;
+        r.start_skew_ms = Some((local - self.start_ns as i64) as f64 / 1e6);
+        r.cpu_percent = (wall_s > 0.0).then(|| cpu_s / wall_s * 100.0);
+        // As the generator check counts them: the engine threads' time on a CPU, and waiting
+        // for one, over the time they had.
+        let capacity = wall_s * threads.max(1) as f64 * 1e9;
+        if capacity > 0.0 {
+            let share = |ns: u64| ns as f64 / capacity * 100.0;
+            r.busy_percent = sched.map(|s| share(s.on_cpu_ns));
+            r.waiting_percent = sched.map(|s| share(s.waiting_ns));
+        }
+        self.threads += threads as usize;
+        for (i, c) in completions.iter().enumerate() {
+            match observe::tracker::Counts::try_from(c) {
+                Ok(c) => {
+                    if self.completions.len() <= i {
+                        self.completions.resize_with(i + 1, Default::default);
+                    }
+                    self.completions[i].merge(&c);
+                }
+                Err(e) => self.reports[w].why = Some(format!("sent broken {e}")),
+            }
+        }
+        self.merger.done(w, unfinished, sched);
+    }
+
+    /// A second's buckets, checked: one per request of the workload.
+    fn buckets(&self, parts: Vec<stats::WireBucket>) -> Result<Vec<stats::Bucket>, String> {
+        let want = self.spec.workload.requests.len().max(1);
+        if parts.len() != want {
+            return Err(format!("{} buckets for {want} requests", parts.len()));
+        }
+        let b = parts
+            .into_iter()
+            .map(stats::Bucket::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        // Seconds are held until every worker has sent them: one from the future would be
+        // held (and a flood of them would grow without bound) until the others caught up.
+        let elapsed = now_ns().saturating_sub(self.start_ns) / 1_000_000_000;
+        if let Some(x) = b.iter().find(|x| !plausible(x.second, elapsed)) {
+            return Err(format!("second {} of a run {elapsed} s old", x.second));
+        }
+        Ok(b)
+    }
+
+    pub(crate) fn output(self, started: Instant) -> RunOutput {
+        let m = self.merger;
+        let by_request = self
+            .spec
+            .workload
+            .names()
+            .into_iter()
+            .zip(m.by_request)
+            .collect();
+        RunOutput {
+            totals: m.totals,
+            by_request,
+            aborted: m.aborted,
+            seconds: m.seconds,
+            duration: started.elapsed(),
+            // A worker lost or failed: the run delivered less than was asked.
+            interrupted: self.interrupted || self.short,
+            unfinished: m.unfinished,
+            workers: self.threads,
+            sched: m.sched,
+            completions: self.completions,
+            remote: self.reports,
+        }
+    }
+}
+
+/// Whether a worker's `second` can exist `elapsed` whole seconds after the start: a few
+/// seconds of clock error and delay are allowed, nothing from further ahead.
+fn plausible(second: u64, elapsed: u64) -> bool {
+    second <= elapsed + 5
+}
+
+/// What a worker says (its host name, why it failed), as the terminal, the result and the
+/// pages may show it: one line, control characters escaped, at most 300 characters. A worker
+/// is another machine; its words are never trusted to be tidy.
+pub(crate) fn said(text: &str) -> String {
+    model::guard::escaped(text.as_bytes(), 300)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_from_the_future_are_refused() {
+        assert!(plausible(0, 0) && plausible(5, 0) && plausible(65, 60));
+        assert!(!plausible(6, 0) && !plausible(u64::MAX, 3600));
+    }
+
+    #[test]
+    fn what_a_worker_says_is_one_escaped_bounded_line() {
+        assert_eq!(said("vm-1"), "vm-1");
+        assert_eq!(said("a\u{1b}[2Jb\nc"), "a\\x1b[2Jb\\nc");
+        let long = said(&"x".repeat(10_000));
+        assert!(long.len() <= 303 && long.ends_with("..."), "{}", long.len());
+    }
+}
