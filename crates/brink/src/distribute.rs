@@ -145,8 +145,9 @@ fn first_line(child: &mut Child) -> Option<String> {
         .map(|l| l.trim().to_string())
 }
 
-/// Flags only the coordinator acts on, with whether each takes a value.
-const COORDINATOR_ONLY: [(&str, bool); 25] = [
+/// Flags about the workers themselves and about what a run keeps (outputs, history), with
+/// whether each takes a value: no worker acts on them, nor does a coordinator in a pod.
+pub const WORKERS_AND_KEEPING: [(&str, bool); 15] = [
     ("--workers", true),
     ("--worker", true),
     ("--token-file", true),
@@ -161,9 +162,13 @@ const COORDINATOR_ONLY: [(&str, bool); 25] = [
     ("--no-history", false),
     ("--tag", true),
     ("--note", true),
+    ("--hooks-dir", true),
+];
+
+/// The rest of what only the coordinator acts on: observing the server, hooks, printing.
+const COORDINATOR_ONLY: [(&str, bool); 10] = [
     ("--observe", true),
     ("--metric", true),
-    ("--hooks-dir", true),
     ("--at-peak", true),
     ("--hook-each-step", true),
     ("--hook-on-fail", true),
@@ -209,10 +214,14 @@ pub fn strip(args: impl Iterator<Item = String>, drop: &[(&str, bool)]) -> Vec<S
     out
 }
 
-/// The command a worker compiles: the user's, without [`COORDINATOR_ONLY`] flags, with the
+/// The command a worker compiles: the user's, without [`WORKERS_AND_KEEPING`] and
+/// [`COORDINATOR_ONLY`] flags, with the
 /// run's seed (when the user gave none, the one drawn here).
 pub fn worker_args(args: impl Iterator<Item = String>, seed: u64) -> Vec<String> {
-    let mut out = strip(args, &COORDINATOR_ONLY);
+    let mut out = strip(
+        strip(args, &WORKERS_AND_KEEPING).into_iter(),
+        &COORDINATOR_ONLY,
+    );
     let seeded = out
         .iter()
         .any(|a| a == "--seed" || a.starts_with("--seed="));

@@ -21,9 +21,9 @@ pub fn k8s_cmd(a: &K8sArgs) -> Result<i32, Fail> {
     }
 }
 
-/// Flags of `k8s render` the pods' command leaves out: the objects' own, and what the
-/// coordinator in a pod cannot keep (files, history) or gets otherwise (workers, token).
-const RENDER_ONLY: [(&str, bool); 25] = [
+/// Flags of `k8s render` that are the objects' own: the pods' command leaves them out, and
+/// with them what a coordinator in a pod cannot keep or gets otherwise (`WORKERS_AND_KEEPING`).
+const RENDER_ONLY: [(&str, bool); 10] = [
     ("--image", true),
     ("--name", true),
     ("--namespace", true),
@@ -34,21 +34,6 @@ const RENDER_ONLY: [(&str, bool); 25] = [
     ("--spread", true),
     ("--ttl", true),
     ("--rbac", false),
-    ("--workers", true),
-    ("--worker", true),
-    ("--token-file", true),
-    ("--worker-wait", true),
-    ("--worker-cacert", true),
-    ("--worker-cert", true),
-    ("--worker-key", true),
-    ("--json", true),
-    ("--html", true),
-    ("--csv", true),
-    ("--history", true),
-    ("--no-history", false),
-    ("--tag", true),
-    ("--note", true),
-    ("--hooks-dir", true),
 ];
 
 fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
@@ -94,7 +79,8 @@ fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
         j.spec.load.end().map(|d| sum + d + j.pause)
     });
     let mut args = vec!["run".to_string()];
-    for x in crate::distribute::strip(std::env::args().skip(3), &RENDER_ONLY) {
+    let kept = crate::distribute::strip(std::env::args().skip(3), &RENDER_ONLY);
+    for x in crate::distribute::strip(kept.into_iter(), &crate::distribute::WORKERS_AND_KEEPING) {
         // The plan is in the pod's working directory, under its own name.
         if x == r.url && !files.is_empty() {
             args.push(files[0].0.clone());
