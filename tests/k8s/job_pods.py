@@ -10,64 +10,13 @@ BIN_DIR holds etcd, kube-apiserver and kube-controller-manager (tests/k8s/contro
 """
 
 import json
-import os
-import socket
-import ssl
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 
 import yaml
 
-TOKEN = "brink-test-admin"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Api:
-    def __init__(self, port):
-        self.base = f"https://127.0.0.1:{port}"
-        self.ctx = ssl.create_default_context()
-        self.ctx.check_hostname = False
-        self.ctx.verify_mode = ssl.CERT_NONE
-
-    def call(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {TOKEN}")
-        req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, context=self.ctx, timeout=10) as r:
-                return r.status, parse(r.read())
-        except urllib.error.HTTPError as e:
-            return e.code, parse(e.read())
-
-    def wait_ready(self, limit=60):
-        end = time.time() + limit
-        while time.time() < end:
-            try:
-                code, _ = self.call("GET", "/readyz")
-                if code == 200:
-                    return
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            time.sleep(0.3)
-        raise SystemExit("kube-apiserver did not become ready")
-
-
-def parse(raw):
-    """An answer's JSON, or its text (health endpoints answer `ok`)."""
-    try:
-        return json.loads(raw or b"{}")
-    except ValueError:
-        return {"message": raw.decode(errors="replace")}
+from plane import ControlPlane
 
 
 def path_of(obj):
@@ -85,53 +34,9 @@ def path_of(obj):
 
 def main():
     bin_dir, brink, plan_dir = sys.argv[1:4]
-    work = tempfile.mkdtemp(prefix="brink-k8s-")
-    procs = []
     out = {}
-    try:
-        subprocess.run(["openssl", "genrsa", "-out", f"{work}/sa.key", "2048"], check=True,
-                       capture_output=True)
-        subprocess.run(["openssl", "rsa", "-in", f"{work}/sa.key", "-pubout", "-out",
-                        f"{work}/sa.pub"], check=True, capture_output=True)
-        with open(f"{work}/tokens.csv", "w") as f:
-            f.write(f"{TOKEN},admin,admin,system:masters\n")
-        etcd_client, etcd_peer, api_port = free_port(), free_port(), free_port()
-        log = open(f"{work}/log.txt", "w")
-        procs.append(subprocess.Popen([
-            f"{bin_dir}/etcd", "--data-dir", f"{work}/etcd",
-            "--listen-client-urls", f"http://127.0.0.1:{etcd_client}",
-            "--advertise-client-urls", f"http://127.0.0.1:{etcd_client}",
-            "--listen-peer-urls", f"http://127.0.0.1:{etcd_peer}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{etcd_peer}",
-            "--initial-cluster", f"default=http://127.0.0.1:{etcd_peer}"],
-            stdout=log, stderr=log))
-        procs.append(subprocess.Popen([
-            f"{bin_dir}/kube-apiserver", f"--etcd-servers=http://127.0.0.1:{etcd_client}",
-            "--bind-address=127.0.0.1", f"--secure-port={api_port}", f"--cert-dir={work}/certs",
-            "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={work}/sa.pub",
-            f"--service-account-signing-key-file={work}/sa.key",
-            f"--token-auth-file={work}/tokens.csv", "--authorization-mode=RBAC",
-            "--service-cluster-ip-range=127.0.100.0/24", "--advertise-address=127.0.0.1"],
-            stdout=log, stderr=log))
-        api = Api(api_port)
-        api.wait_ready()
-        kubeconfig = f"{work}/kubeconfig"
-        with open(kubeconfig, "w") as f:
-            yaml.safe_dump({
-                "apiVersion": "v1", "kind": "Config", "current-context": "t",
-                "clusters": [{"name": "t", "cluster": {
-                    "server": api.base, "insecure-skip-tls-verify": True}}],
-                "users": [{"name": "t", "user": {"token": TOKEN}}],
-                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-            }, f)
-        procs.append(subprocess.Popen([
-            f"{bin_dir}/kube-controller-manager", f"--kubeconfig={kubeconfig}",
-            "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
-            "--use-service-account-credentials=false",
-            f"--service-account-private-key-file={work}/sa.key",
-            "--controllers=job-controller,serviceaccount-controller,serviceaccount-token-controller,ttl-after-finished-controller"],
-            stdout=log, stderr=log))
+    with ControlPlane(bin_dir) as cp:
+        api, work = cp.api, cp.work
         with open(f"{work}/token", "w") as f:
             f.write("job-token\n")
         rendered = subprocess.run(
@@ -176,18 +81,6 @@ def main():
         out["job"] = {k: job.get("spec", {}).get(k) for k in (
             "completionMode", "completions", "parallelism", "backoffLimitPerIndex",
             "podReplacementPolicy", "successPolicy", "activeDeadlineSeconds")}
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        if os.environ.get("BRINK_K8S_KEEP"):
-            out["work"] = work
-        else:
-            subprocess.run(["rm", "-rf", work])
     print(json.dumps(out))
 
 

@@ -59,6 +59,10 @@ pub enum K8sAction {
     /// the plan and its files, headless Service, Indexed Job; with --rbac the Role), to apply
     /// with `kubectl apply -f -` or keep in Git.
     Render(Box<K8sRenderArgs>),
+    /// Run over --workers pods: create the objects, wait for the pods, follow the
+    /// coordinator's progress, keep its result here (history, --json/--html/--csv), and
+    /// delete everything at the end or on Ctrl-C (which keeps what was measured).
+    Run(Box<K8sRunArgs>),
     /// What every pod of a rendered Job runs: index 0 coordinates, the others are workers.
     #[command(hide = true)]
     Pod(K8sPodArgs),
@@ -66,6 +70,25 @@ pub enum K8sAction {
 
 #[derive(Args, Debug, Clone)]
 pub struct K8sRenderArgs {
+    #[command(flatten)]
+    pub objects: K8sObjectArgs,
+    /// Also print the Role (namespace permissions) that `brink k8s run` needs.
+    #[arg(long)]
+    pub rbac: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct K8sRunArgs {
+    #[command(flatten)]
+    pub objects: K8sObjectArgs,
+    /// How long the pods may take to start (images pulled, nodes found).
+    #[arg(long = "pod-wait", default_value = "5m")]
+    pub pod_wait: String,
+}
+
+/// What the objects of a run on Kubernetes are made of.
+#[derive(Args, Debug, Clone)]
+pub struct K8sObjectArgs {
     /// The run, as for `brink run` (--workers N: the worker pods; the plan's files go into a
     /// ConfigMap).
     #[command(flatten)]
@@ -73,9 +96,10 @@ pub struct K8sRenderArgs {
     /// The image the pods run (build it with the Containerfile).
     #[arg(long)]
     pub image: String,
-    /// The Job's name, and the prefix of the objects beside it.
-    #[arg(long = "name", default_value = "brink")]
-    pub job_name: String,
+    /// The Job's name, and the prefix of the objects beside it (default: `brink` for render,
+    /// `brink-` and five random characters for run).
+    #[arg(long = "name")]
+    pub job_name: Option<String>,
     /// The namespace of every object (default: kubectl's).
     #[arg(long)]
     pub namespace: Option<String>,
@@ -97,9 +121,6 @@ pub struct K8sRenderArgs {
     /// Keep the finished Job (and its pods' logs) this long.
     #[arg(long, default_value = "1h")]
     pub ttl: String,
-    /// Also print the Role (namespace permissions) that running it needs.
-    #[arg(long)]
-    pub rbac: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -114,6 +135,10 @@ pub struct K8sPodArgs {
     pub port: u16,
     #[arg(long = "token-file")]
     pub token_file: PathBuf,
+    /// Report the progress, the result and the exit code on log lines marked with this
+    /// (`brink k8s run` reads them).
+    #[arg(long)]
+    pub report: Option<String>,
     /// The `brink run` command the coordinator runs.
     #[arg(last = true)]
     pub args: Vec<String>,

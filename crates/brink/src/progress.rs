@@ -1,7 +1,8 @@
 //! The live progress on stderr: elapsed/total (and the grace period once the schedule is
 //! over), req/s in the last second, p99 so far and errors so far. On a terminal one line is
 //! redrawn every second; elsewhere (a CI log) a plain line is printed every 10 s, as k6 and
-//! Gatling do, so a long job shows life. `--quiet` has none.
+//! Gatling do, so a long job shows life. A coordinator in a pod of `k8s run` writes every
+//! second's line marked (`logmark`), for the user's terminal to draw. `--quiet` has none.
 
 use merge::SecondView;
 use report::{fmt_count, fmt_ms};
@@ -17,15 +18,18 @@ pub struct Progress {
     live: bool,
     total: Option<Duration>,
     drawn: bool,
+    /// When a relayed line was last printed plainly.
+    relayed: Option<std::time::Instant>,
 }
 
 impl Progress {
     /// Progress for a run of `total` (unknown for `-n` runs).
     pub fn new(total: Option<Duration>) -> Progress {
         Progress {
-            live: std::io::stderr().is_terminal(),
+            live: std::io::stderr().is_terminal() && crate::logmark::get().is_none(),
             total,
             drawn: false,
+            relayed: None,
         }
     }
 
@@ -45,11 +49,28 @@ impl Progress {
 }
 
 impl Progress {
+    /// Shows a line drawn elsewhere (a coordinator in a pod): redrawn on a terminal, else
+    /// printed every [`LOG_EVERY`] seconds.
+    pub fn relay(&mut self, line: &str) {
+        if self.live {
+            eprint!("\r\x1b[2K{line}");
+            self.drawn = true;
+        } else if self
+            .relayed
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(LOG_EVERY))
+        {
+            eprintln!("{line}");
+            self.relayed = Some(std::time::Instant::now());
+        }
+        let _ = std::io::stderr().flush();
+    }
+
     /// Draws the line for one finished second.
     pub fn draw(&mut self, view: &SecondView) {
         let (s, totals) = (view.second, view.totals);
         let elapsed = s.t + 1;
-        if !self.live && elapsed % LOG_EVERY != 0 {
+        let mark = crate::logmark::get();
+        if !self.live && mark.is_none() && elapsed % LOG_EVERY != 0 {
             return;
         }
         let all = &totals.all;
@@ -66,7 +87,9 @@ impl Progress {
             fmt_count(all.requests),
             fmt_count(all.errors())
         );
-        if self.live {
+        if let Some(mark) = mark {
+            crate::logmark::write(mark, "progress", &line);
+        } else if self.live {
             eprint!("\r\x1b[2K{line}");
             self.drawn = true;
         } else {

@@ -52,6 +52,25 @@ pub fn install_signals() -> Result<Arc<AtomicBool>, Fail> {
     Ok(stop)
 }
 
+/// Counts SIGINT/SIGTERM and does nothing else: for a command that waits on something else
+/// to stop (`k8s run` waits for its coordinator pod to keep what it measured).
+pub fn count() -> Result<Arc<std::sync::atomic::AtomicUsize>, Fail> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let n = Arc::new(AtomicUsize::new(0));
+    for sig in [SIGINT, SIGTERM] {
+        let n = n.clone();
+        // SAFETY: the action only touches an atomic, which is async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                n.fetch_add(1, Ordering::SeqCst);
+            })
+        }
+        .map_err(|e| Fail::input(format!("cannot install signal handler: {e}")))?;
+    }
+    Ok(n)
+}
+
 /// After an interrupt brink stops within a second and writes its result; if it has not
 /// finished after this long, it exits at once.
 const STOP_WITHIN: Duration = Duration::from_secs(3);

@@ -40,13 +40,28 @@ pub fn standard(quiet: bool, files: &Files) -> Result<Sinks, Fail> {
         s.push(Box::new(Progress::new(None)));
         s.push(Box::new(Terminal::default()));
     }
+    if let Some(mark) = crate::logmark::get() {
+        s.push(Box::new(crate::logmark::Reporter(mark)));
+    }
+    add_files(&mut s, files)?;
+    Ok(s)
+}
+
+/// The result files alone (`k8s run` shows what its coordinator printed).
+pub fn files_only(files: &Files) -> Result<Sinks, Fail> {
+    let mut s = Sinks::default();
+    add_files(&mut s, files)?;
+    Ok(s)
+}
+
+fn add_files(s: &mut Sinks, files: &Files) -> Result<(), Fail> {
     for (kind, out) in files.prepare()? {
         s.push(Box::new(ResultFile {
             kind,
             out: Some(out),
         }));
     }
-    Ok(s)
+    Ok(())
 }
 
 /// The terminal summary: scenario summaries and the suite's verdict, or the search's table

@@ -4,10 +4,14 @@
 //! index a worker, so the protocol, the split and the merge are those of `--worker`.
 //! `render` prints the objects for `kubectl apply` or Git.
 
+mod cluster;
 mod render;
+mod run;
 mod yaml;
 
-use crate::cli::{Cli, Command, K8sAction, K8sArgs, K8sPodArgs, K8sRenderArgs, WorkerArgs};
+use crate::cli::{
+    Cli, Command, K8sAction, K8sArgs, K8sObjectArgs, K8sPodArgs, K8sRenderArgs, WorkerArgs,
+};
 use crate::exit::Fail;
 use crate::resolve::run_config;
 use clap::Parser;
@@ -17,13 +21,14 @@ use std::time::Duration;
 pub fn k8s_cmd(a: &K8sArgs) -> Result<i32, Fail> {
     match &a.action {
         K8sAction::Render(r) => render_cmd(r),
+        K8sAction::Run(r) => run::run_cmd(r),
         K8sAction::Pod(p) => pod_cmd(p),
     }
 }
 
 /// Flags of `k8s render` that are the objects' own: the pods' command leaves them out, and
 /// with them what a coordinator in a pod cannot keep or gets otherwise (`WORKERS_AND_KEEPING`).
-const RENDER_ONLY: [(&str, bool); 10] = [
+const RENDER_ONLY: [(&str, bool); 11] = [
     ("--image", true),
     ("--name", true),
     ("--namespace", true),
@@ -34,9 +39,24 @@ const RENDER_ONLY: [(&str, bool); 10] = [
     ("--spread", true),
     ("--ttl", true),
     ("--rbac", false),
+    ("--pod-wait", true),
 ];
 
 fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
+    let name = a.objects.job_name.as_deref().unwrap_or("brink");
+    let (inputs, _) = inputs(&a.objects, name, None)?;
+    let objects = render::objects(&a.objects, &inputs)?;
+    crate::console::emit(&yaml::documents(&objects.values(a.rbac)?));
+    Ok(0)
+}
+
+/// What the objects of the run `a` are made of, checked, and the run as this machine checked
+/// it; `report`: the mark of the coordinator's report lines (`k8s run`).
+fn inputs(
+    a: &K8sObjectArgs,
+    name: &str,
+    report: Option<String>,
+) -> Result<(render::Inputs, crate::resolve::RunConfig), Fail> {
     let r = &a.run;
     let workers = r
         .workers
@@ -49,7 +69,7 @@ fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
             "--worker names workers elsewhere; k8s render starts its own (--workers N)",
         ));
     }
-    check_name(&a.job_name)?;
+    check_name(name)?;
     let named_on_the_command_line = [
         ("--body-file", r.body_file.is_some()),
         ("--data-file", r.data_file.is_some()),
@@ -90,15 +110,15 @@ fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
     }
     args.push("--no-history".into());
     let inputs = render::Inputs {
-        name: a.job_name.clone(),
+        name: name.to_string(),
         workers,
         token,
         files,
         args,
         length,
+        report,
     };
-    crate::console::emit(&yaml::documents(&render::objects(a, &inputs)?));
-    Ok(0)
+    Ok((inputs, cfg))
 }
 
 /// A Job name that leaves room for `-runner` and pod names: a DNS label of at most 52.
@@ -162,8 +182,13 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
             Fail::input("k8s pod runs in an Indexed Job's pod ($JOB_COMPLETION_INDEX)")
         })?;
     if index > 0 {
+        // The pod's own address, so pods that share a host (and tests) do not collide.
+        let ip = std::env::var(render::POD_IP)
+            .ok()
+            .and_then(|v| v.parse::<std::net::IpAddr>().ok())
+            .unwrap_or(std::net::IpAddr::from([0u8; 4]));
         let w = WorkerArgs {
-            listen: format!("0.0.0.0:{}", p.port),
+            listen: std::net::SocketAddr::new(ip, p.port).to_string(),
             token_file: Some(p.token_file.clone()),
             keep_dir: None,
             tls_cert: None,
@@ -187,6 +212,9 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
         "--worker-wait".into(),
         "5m".into(),
     ]);
+    if let Some(nonce) = &p.report {
+        crate::logmark::set(nonce);
+    }
     crate::distribute::set_command(args.clone());
     let cli =
         Cli::try_parse_from(std::iter::once("brink".to_string()).chain(args)).map_err(|e| {

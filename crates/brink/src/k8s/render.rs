@@ -7,13 +7,14 @@
 //! itself after the run's length plus slack (`activeDeadlineSeconds`) and is cleaned up after
 //! `--ttl`.
 
-use crate::cli::K8sRenderArgs;
+use crate::cli::K8sObjectArgs;
 use crate::exit::Fail;
 use k8s_openapi::api::batch::v1::{Job, JobSpec, SuccessPolicy, SuccessPolicyRule};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, KeyToPath, PodSpec,
-    PodTemplateSpec, ResourceRequirements, Secret, SecretVolumeSource, Service, ServicePort,
-    ServiceSpec, Toleration, TopologySpreadConstraint, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, KeyToPath,
+    ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, Secret,
+    SecretVolumeSource, Service, ServicePort, ServiceSpec, Toleration, TopologySpreadConstraint,
+    Volume, VolumeMount,
 };
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -23,9 +24,11 @@ use std::time::Duration;
 
 /// The port workers listen on in their pods.
 pub const PORT: u16 = 7700;
+/// The variable that holds the pod's address.
+pub const POD_IP: &str = "POD_IP";
 /// Where the token and the plan are mounted, and the plan's directory in the pod.
-pub const TOKEN_DIR: &str = "/brink/token";
-pub const PLAN_DIR: &str = "/brink/plan";
+pub const TOKEN_DIR: &str = "/run/brink/token";
+pub const PLAN_DIR: &str = "/run/brink/plan";
 /// Added to the run's length for the Job's deadline: pods to start, workers to be reached.
 const SLACK: Duration = Duration::from_secs(600);
 /// A ConfigMap holds at most 1 MiB.
@@ -44,32 +47,60 @@ pub struct Inputs {
     pub args: Vec<String>,
     /// The run's length (all scenarios and pauses); `None`: not known (`-n` only).
     pub length: Option<Duration>,
+    /// The mark of the coordinator's report lines (`k8s run`; render has none).
+    pub report: Option<String>,
 }
 
-/// Every object, in the order to apply them.
-pub fn objects(a: &K8sRenderArgs, i: &Inputs) -> Result<Vec<serde_json::Value>, Fail> {
-    let mut out = Vec::new();
-    if a.rbac {
-        out.push(json(&role(a, i))?);
+/// The objects of one run.
+pub struct Objects {
+    pub role: Role,
+    pub secret: Secret,
+    pub config_map: Option<ConfigMap>,
+    pub service: Service,
+    pub job: Job,
+}
+
+/// Every object of the run `i`.
+pub fn objects(a: &K8sObjectArgs, i: &Inputs) -> Result<Objects, Fail> {
+    Ok(Objects {
+        role: role(a, i),
+        secret: secret(a, i),
+        config_map: if i.files.is_empty() {
+            None
+        } else {
+            Some(config_map(a, i)?)
+        },
+        service: service(a, i),
+        job: job(a, i)?,
+    })
+}
+
+impl Objects {
+    /// The objects to print, in the order to apply them (the Role first, when asked).
+    pub fn values(&self, rbac: bool) -> Result<Vec<serde_json::Value>, Fail> {
+        let mut out = Vec::new();
+        if rbac {
+            out.push(json(&self.role)?);
+        }
+        out.push(json(&self.secret)?);
+        if let Some(c) = &self.config_map {
+            out.push(json(c)?);
+        }
+        out.push(json(&self.service)?);
+        out.push(json(&self.job)?);
+        Ok(out)
     }
-    out.push(json(&secret(a, i))?);
-    if !i.files.is_empty() {
-        out.push(json(&config_map(a, i)?)?);
-    }
-    out.push(json(&service(a, i))?);
-    out.push(json(&job(a, i)?)?);
-    Ok(out)
 }
 
 fn json<T: serde::Serialize>(o: &T) -> Result<serde_json::Value, Fail> {
     serde_json::to_value(o).map_err(|e| Fail::input(format!("cannot write an object: {e}")))
 }
 
-fn meta(a: &K8sRenderArgs, name: &str) -> ObjectMeta {
+fn meta(a: &K8sObjectArgs, instance: &str, name: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_string()),
         namespace: a.namespace.clone(),
-        labels: Some(labels(&a.job_name)),
+        labels: Some(labels(instance)),
         ..ObjectMeta::default()
     }
 }
@@ -84,15 +115,15 @@ fn labels(instance: &str) -> BTreeMap<String, String> {
     ])
 }
 
-fn secret(a: &K8sRenderArgs, i: &Inputs) -> Secret {
+fn secret(a: &K8sObjectArgs, i: &Inputs) -> Secret {
     Secret {
-        metadata: meta(a, &format!("{}-token", i.name)),
+        metadata: meta(a, &i.name, &format!("{}-token", i.name)),
         string_data: Some(BTreeMap::from([("token".to_string(), i.token.clone())])),
         ..Secret::default()
     }
 }
 
-fn config_map(a: &K8sRenderArgs, i: &Inputs) -> Result<ConfigMap, Fail> {
+fn config_map(a: &K8sObjectArgs, i: &Inputs) -> Result<ConfigMap, Fail> {
     let size: usize = i.files.iter().map(|(_, b)| b.len()).sum();
     if size > CONFIGMAP_MAX {
         return Err(Fail::input(format!(
@@ -113,16 +144,16 @@ fn config_map(a: &K8sRenderArgs, i: &Inputs) -> Result<ConfigMap, Fail> {
         }
     }
     Ok(ConfigMap {
-        metadata: meta(a, &format!("{}-plan", i.name)),
+        metadata: meta(a, &i.name, &format!("{}-plan", i.name)),
         data: (!text.is_empty()).then_some(text),
         binary_data: (!binary.is_empty()).then_some(binary),
         ..ConfigMap::default()
     })
 }
 
-fn service(a: &K8sRenderArgs, i: &Inputs) -> Service {
+fn service(a: &K8sObjectArgs, i: &Inputs) -> Service {
     Service {
-        metadata: meta(a, &i.name),
+        metadata: meta(a, &i.name, &i.name),
         spec: Some(ServiceSpec {
             cluster_ip: Some("None".into()),
             // Workers are reached before they are "ready": they have no readiness probe.
@@ -139,12 +170,12 @@ fn service(a: &K8sRenderArgs, i: &Inputs) -> Service {
     }
 }
 
-fn job(a: &K8sRenderArgs, i: &Inputs) -> Result<Job, Fail> {
+fn job(a: &K8sObjectArgs, i: &Inputs) -> Result<Job, Fail> {
     let pods = i32::try_from(i.workers + 1).map_err(|_| Fail::input("too many workers"))?;
     let length = i.length.unwrap_or(Duration::from_secs(3600));
     let ttl = plan::parse_duration(&a.ttl).map_err(|e| Fail::input(format!("--ttl: {e}")))?;
     Ok(Job {
-        metadata: meta(a, &i.name),
+        metadata: meta(a, &i.name, &i.name),
         spec: Some(JobSpec {
             completion_mode: Some("Indexed".into()),
             completions: Some(pods),
@@ -167,7 +198,7 @@ fn job(a: &K8sRenderArgs, i: &Inputs) -> Result<Job, Fail> {
     })
 }
 
-fn pod_template(a: &K8sRenderArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> {
+fn pod_template(a: &K8sObjectArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> {
     let mut command = vec![
         "brink".to_string(),
         "k8s".into(),
@@ -180,8 +211,11 @@ fn pod_template(a: &K8sRenderArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> 
         PORT.to_string(),
         "--token-file".into(),
         format!("{TOKEN_DIR}/token"),
-        "--".into(),
     ];
+    if let Some(nonce) = &i.report {
+        command.extend(["--report".to_string(), nonce.clone()]);
+    }
+    command.push("--".into());
     command.extend(i.args.iter().cloned());
     let mut mounts = vec![VolumeMount {
         name: "token".into(),
@@ -237,9 +271,21 @@ fn pod_template(a: &K8sRenderArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> 
         }]),
         resources: resources(a),
         volume_mounts: Some(mounts),
+        // Workers listen on the pod's own address.
+        env: Some(vec![EnvVar {
+            name: POD_IP.into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: "status.podIP".into(),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        }]),
         ..Container::default()
     };
-    let mut pod_labels = labels(&a.job_name);
+    let mut pod_labels = labels(&i.name);
     pod_labels.insert(JOB_LABEL.into(), i.name.clone());
     Ok(PodTemplateSpec {
         metadata: Some(ObjectMeta {
@@ -262,7 +308,7 @@ fn pod_template(a: &K8sRenderArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> 
     })
 }
 
-fn resources(a: &K8sRenderArgs) -> Option<ResourceRequirements> {
+fn resources(a: &K8sObjectArgs) -> Option<ResourceRequirements> {
     let mut r = BTreeMap::new();
     if let Some(c) = &a.cpu {
         r.insert("cpu".to_string(), Quantity(c.clone()));
@@ -277,7 +323,7 @@ fn resources(a: &K8sRenderArgs) -> Option<ResourceRequirements> {
     })
 }
 
-fn node_selector(a: &K8sRenderArgs) -> Result<Option<BTreeMap<String, String>>, Fail> {
+fn node_selector(a: &K8sObjectArgs) -> Result<Option<BTreeMap<String, String>>, Fail> {
     let pairs = a
         .node_selector
         .iter()
@@ -291,7 +337,7 @@ fn node_selector(a: &K8sRenderArgs) -> Result<Option<BTreeMap<String, String>>, 
     Ok((!pairs.is_empty()).then_some(pairs))
 }
 
-fn tolerations(a: &K8sRenderArgs) -> Result<Option<Vec<Toleration>>, Fail> {
+fn tolerations(a: &K8sObjectArgs) -> Result<Option<Vec<Toleration>>, Fail> {
     const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
     let list = a
         .toleration
@@ -323,7 +369,7 @@ fn tolerations(a: &K8sRenderArgs) -> Result<Option<Vec<Toleration>>, Fail> {
     Ok((!list.is_empty()).then_some(list))
 }
 
-fn spread(a: &K8sRenderArgs, i: &Inputs) -> Result<Option<Vec<TopologySpreadConstraint>>, Fail> {
+fn spread(a: &K8sObjectArgs, i: &Inputs) -> Result<Option<Vec<TopologySpreadConstraint>>, Fail> {
     let key = match a.spread.as_str() {
         "hostname" => "kubernetes.io/hostname",
         "zone" => "topology.kubernetes.io/zone",
@@ -347,9 +393,9 @@ fn spread(a: &K8sRenderArgs, i: &Inputs) -> Result<Option<Vec<TopologySpreadCons
     }]))
 }
 
-/// The namespace permissions `brink k8s run` needs: its objects, its pods' logs and a port
-/// to the coordinator.
-fn role(a: &K8sRenderArgs, i: &Inputs) -> Role {
+/// The namespace permissions `brink k8s run` needs: its objects, its pods (read, and the
+/// coordinator's deleted on Ctrl-C so it stops and reports) and the coordinator's log.
+fn role(a: &K8sObjectArgs, i: &Inputs) -> Role {
     let rule = |group: &str, resources: &[&str], verbs: &[&str]| PolicyRule {
         api_groups: Some(vec![group.to_string()]),
         resources: Some(resources.iter().map(|s| s.to_string()).collect()),
@@ -358,13 +404,12 @@ fn role(a: &K8sRenderArgs, i: &Inputs) -> Role {
     };
     let manage = ["get", "list", "watch", "create", "delete"];
     Role {
-        metadata: meta(a, &format!("{}-runner", i.name)),
+        metadata: meta(a, &i.name, &format!("{}-runner", i.name)),
         rules: Some(vec![
             rule("batch", &["jobs"], &manage),
             rule("", &["services", "configmaps", "secrets"], &manage),
-            rule("", &["pods"], &["get", "list", "watch"]),
+            rule("", &["pods"], &["get", "list", "watch", "delete"]),
             rule("", &["pods/log"], &["get"]),
-            rule("", &["pods/portforward"], &["create"]),
         ]),
     }
 }

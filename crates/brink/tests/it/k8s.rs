@@ -173,10 +173,10 @@ fn what_cannot_go_into_a_cluster_is_one_line_and_exit_2() {
     }
 }
 
-#[test]
-fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
-    // etcd, kube-apiserver and kube-controller-manager built by tests/k8s/control-plane.sh
-    // (.ci/run builds them once and caches them); no kubelet, so the pods stay Pending.
+/// Where etcd, kube-apiserver and kube-controller-manager are (built by
+/// tests/k8s/control-plane.sh; .ci/run builds them once and caches them), or `None` to skip
+/// (never when the control plane is required).
+fn control_plane() -> Option<PathBuf> {
     let bin = std::env::var_os("BRINK_K8S_BIN")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/brink-ci/k8s")))
@@ -188,8 +188,15 @@ fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
             "the control plane is required here: bash tests/k8s/control-plane.sh"
         );
         eprintln!("no control plane built: skipping (bash tests/k8s/control-plane.sh)");
-        return;
+        return None;
     };
+    Some(bin)
+}
+
+#[test]
+fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
+    // No kubelet here, so the pods stay Pending.
+    let Some(bin) = control_plane() else { return };
     let _cpu = crate::support::cpu_exclusive();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/k8s/job_pods.py");
     let o = std::process::Command::new("python3")
@@ -237,4 +244,104 @@ fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
         );
         assert_eq!(p["volumes"], serde_json::json!(["token", "plan"]), "{p}");
     }
+}
+
+/// The whole `brink k8s run` against the real control plane, its pods run as local processes
+/// by the test's process kubelet (tests/k8s/kubelet.py): one run clashes with an existing
+/// Service, one runs to its end over 3 workers, one is interrupted.
+#[test]
+fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
+    let Some(bin) = control_plane() else { return };
+    let _cpu = crate::support::cpu_exclusive();
+    let server = testkit::serve(testkit::handlers::fixed(std::time::Duration::from_millis(
+        1,
+    )))
+    .expect("server");
+    let dir = tempfile::tempdir().unwrap();
+    let (plans, out) = (dir.path().join("plans"), dir.path().join("out"));
+    std::fs::create_dir_all(&plans).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let plan = |name: &str, load: &str| {
+        let text = format!(
+            "target: {}\nscenarios:\n  - name: {name}\n    load: {{ {load} }}\n    flow:\n      - path: /\n",
+            server.url("/")
+        );
+        std::fs::write(plans.join(format!("{name}.yaml")), text).unwrap();
+    };
+    plan("plan", "rate: 200/s, duration: 3s");
+    plan("long", "rate: 100/s, duration: 60s");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/k8s/k8s_run.py");
+    let o = std::process::Command::new("python3")
+        .arg(&script)
+        .arg(&bin)
+        .arg(env!("CARGO_BIN_EXE_brink"))
+        .arg(&plans)
+        .arg(&out)
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let nothing_left = serde_json::json!({
+        "jobs": [], "pods": [], "services": [], "configmaps": [], "secrets": []
+    });
+    assert_eq!(r["kubelet_errors"], serde_json::json!([]), "{r}");
+
+    // A name taken: one line, exit 2, and what the run had made before is gone again.
+    let clash = &r["clash"];
+    assert_eq!(clash["code"], 2, "{clash}");
+    let err = clash["stderr"].as_str().unwrap().trim();
+    assert!(
+        err.lines().count() == 1 && err.contains("already exists"),
+        "{err}"
+    );
+    let mut only_theirs = nothing_left.clone();
+    only_theirs["services"] = serde_json::json!(["clash"]);
+    assert_eq!(clash["left"], only_theirs);
+
+    // To its end: the exact split and the merged result, kept here, nothing left there.
+    let full = &r["full"];
+    assert_eq!(full["code"], 0, "{full}");
+    assert_eq!(full["left"], nothing_left, "{full}");
+    let stdout = full["stdout"].as_str().unwrap();
+    assert!(stdout.contains("workers       3 merged"), "{stdout}");
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("full.json")).unwrap()).unwrap();
+    assert_eq!(result["summary"]["requests"], 600);
+    assert_eq!(result["interrupted"], false);
+    let workers = result["scenarios"][0]["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3);
+    for w in workers {
+        assert_eq!(w["requests"], 200, "{w}");
+        let skew = w["start_skew_ms"].as_f64().unwrap();
+        eprintln!("{}: start skew {skew} ms", w["name"]);
+        assert!(w["name"].as_str().unwrap().starts_with("full-"), "{w}");
+    }
+
+    // Interrupted: the coordinator stopped its workers and reported; 130, kept, cleaned up.
+    let cut = &r["interrupted"];
+    assert_eq!(cut["code"], 130, "{cut}");
+    assert_eq!(cut["left"], nothing_left, "{cut}");
+    let kept: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("interrupted.json")).unwrap()).unwrap();
+    assert_eq!(kept["interrupted"], true);
+    let cut_requests = kept["summary"]["requests"].as_u64().unwrap();
+    assert!(cut_requests > 0 && cut_requests < 6000, "{cut_requests}");
+    // Every request the server answered is in one of the two results.
+    assert_eq!(server.counters.requests(), 600 + cut_requests);
+
+    // Both runs are in the local history.
+    let h = Command::cargo_bin("brink")
+        .unwrap()
+        .args(["history", "--json", "--history"])
+        .arg(out.join("history.db"))
+        .output()
+        .unwrap();
+    let runs: serde_json::Value = serde_json::from_slice(&h.stdout).expect("history JSON");
+    let names: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["long", "plan"], "{runs}");
 }
