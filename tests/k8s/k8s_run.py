@@ -4,7 +4,9 @@ workers by their pod names, and brink follows the coordinator's log through the 
 
     python3 tests/k8s/k8s_run.py BIN_DIR BRINK PLAN_DIR OUT_DIR   -> prints one JSON object
 
-Three runs, one after another, each with the cluster's leftovers counted after it:
+Four runs, one after another, each with the cluster's leftovers counted after it:
+- "no_node": before the kubelet runs, with --pod-wait 3s: the pods never start; refused,
+  nothing left;
 - "clash": a Service named like the run's already exists: refused, nothing it made is left;
 - "full": plan.yaml over 3 workers to its end;
 - "interrupted": long.yaml over 3 workers, SIGINT once its progress is shown.
@@ -38,10 +40,11 @@ def leftovers(api, name, wait):
         time.sleep(0.5)
 
 
-def brink_run(brink, plan_dir, out_dir, kubeconfig, label, plan, name, interrupt_after=None):
+def brink_run(brink, plan_dir, out_dir, kubeconfig, label, plan, name, interrupt_after=None,
+              pod_wait="60s"):
     args = [brink, "k8s", "run", plan, "--workers", "3", "--image", "local/brink:test",
             "--name", name, "--json", f"{out_dir}/{label}.json",
-            "--history", f"{out_dir}/history.db", "--pod-wait", "60s"]
+            "--history", f"{out_dir}/history.db", "--pod-wait", pod_wait]
     env = dict(os.environ, KUBECONFIG=kubeconfig)
     started = time.time()
     proc = subprocess.Popen(args, cwd=plan_dir, env=env, stdout=subprocess.PIPE,
@@ -68,6 +71,9 @@ def main():
     out = {}
     with ControlPlane(bin_dir) as cp:
         cp.wait_for_default_account()
+        out["no_node"] = brink_run(brink, plan_dir, out_dir, cp.kubeconfig, "no_node",
+                                   "plan.yaml", "lost", pod_wait="3s")
+        out["no_node"]["left"] = leftovers(cp.api, "lost", 30)
         kubelet = Kubelet(cp.api, cp.work, os.path.dirname(brink))
         kubelet.start()
         try:

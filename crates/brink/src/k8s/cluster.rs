@@ -49,15 +49,22 @@ impl Cluster {
     /// The cluster kubectl would use (`$KUBECONFIG`, `~/.kube/config`, or the pod's own),
     /// checked to be recent enough.
     pub async fn connect(ns: Option<&str>) -> Result<Cluster, Fail> {
-        let client = Client::try_default().await.map_err(|e| {
+        let config = kube::Config::infer().await.map_err(|e| {
             Fail::input(format!(
-                "no Kubernetes cluster to run on: {e} (brink reads kubectl's configuration: $KUBECONFIG or ~/.kube/config)"
+                "no Kubernetes cluster to run on: {} (brink reads kubectl's configuration: $KUBECONFIG or ~/.kube/config)",
+                chain(&e)
             ))
         })?;
-        let info = client
-            .apiserver_version()
-            .await
-            .map_err(|e| Fail::input(format!("the Kubernetes API does not answer: {e}")))?;
+        let url = config.cluster_url.to_string();
+        let client = Client::try_from(config).map_err(|e| {
+            Fail::input(format!("cannot reach the cluster at {url}: {}", chain(&e)))
+        })?;
+        let info = client.apiserver_version().await.map_err(|e| {
+            Fail::input(format!(
+                "the Kubernetes API at {url} does not answer: {}",
+                chain(&e)
+            ))
+        })?;
         if (number(&info.major), number(&info.minor)) < OLDEST {
             return Err(Fail::input(format!(
                 "the cluster runs Kubernetes {}.{}; a run on pods needs {}.{} or later (Indexed Jobs with backoffLimitPerIndex)",
@@ -238,8 +245,23 @@ impl Cluster {
 fn reason(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
-        other => other.to_string(),
+        other => chain(other),
     }
+}
+
+/// An error and its causes on one line (`client error (Connect): tcp connect error:
+/// Connection refused`).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = c.source();
+    }
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `34` of `34`, `34+` or `34-gke.1`.
@@ -325,5 +347,97 @@ pub fn waiting(p: &Pod) -> String {
             c.message.as_deref().unwrap_or("")
         ),
         None => format!("{name} {}", phase(p)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{
+        ContainerState, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
+        PodCondition, PodStatus,
+    };
+
+    fn pod(phase: &str, state: ContainerState) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some("load-1-x".into());
+        p.status = Some(PodStatus {
+            phase: Some(phase.into()),
+            container_statuses: Some(vec![ContainerStatus {
+                name: "brink".into(),
+                state: Some(state),
+                ..ContainerStatus::default()
+            }]),
+            ..PodStatus::default()
+        });
+        p
+    }
+
+    #[test]
+    fn a_pod_that_will_never_run_says_why() {
+        let pull = pod(
+            "Pending",
+            ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some("ImagePullBackOff".into()),
+                    message: Some("Back-off pulling image \"reg/brink:x\"".into()),
+                }),
+                ..ContainerState::default()
+            },
+        );
+        assert_eq!(
+            stuck(&pull).as_deref(),
+            Some("pod load-1-x: ImagePullBackOff: Back-off pulling image \"reg/brink:x\"")
+        );
+        // Creating a container takes a while: not stuck.
+        let creating = pod(
+            "Pending",
+            ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some("ContainerCreating".into()),
+                    message: None,
+                }),
+                ..ContainerState::default()
+            },
+        );
+        assert_eq!(stuck(&creating), None);
+        assert!(!started(&creating));
+        // A command that ran and failed is the coordinator's to report, not a stuck pod.
+        let ended = pod(
+            "Failed",
+            ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: 2,
+                    ..ContainerStateTerminated::default()
+                }),
+                ..ContainerState::default()
+            },
+        );
+        assert_eq!((stuck(&ended), exit_code(&ended)), (None, Some(2)));
+        assert!(started(&ended));
+        let mut unscheduled = pod("Pending", ContainerState::default());
+        if let Some(s) = unscheduled.status.as_mut() {
+            s.conditions = Some(vec![PodCondition {
+                type_: "PodScheduled".into(),
+                status: "False".into(),
+                reason: Some("Unschedulable".into()),
+                message: Some("0/3 nodes are available".into()),
+                ..PodCondition::default()
+            }]);
+        }
+        assert_eq!(
+            waiting(&unscheduled),
+            "load-1-x Pending (Unschedulable: 0/3 nodes are available)"
+        );
+    }
+
+    #[test]
+    fn versions_read_as_clusters_write_them() {
+        assert_eq!(
+            (number("1"), number("34+"), number("33-gke.1")),
+            (1, 34, 33)
+        );
+        assert!((number("1"), number("32+")) < OLDEST);
+        assert!((number("1"), number("33")) >= OLDEST);
     }
 }

@@ -286,6 +286,18 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
     });
     assert_eq!(r["kubelet_errors"], serde_json::json!([]), "{r}");
 
+    // No node runs the pods: said in one line once --pod-wait is over, everything deleted.
+    let lost = &r["no_node"];
+    assert_eq!(lost["code"], 2, "{lost}");
+    let err = lost["stderr"].as_str().unwrap().trim();
+    assert!(
+        err.lines().count() == 1
+            && err.contains("did not start within 3s")
+            && err.contains("Pending"),
+        "{err}"
+    );
+    assert_eq!(lost["left"], nothing_left, "{lost}");
+
     // A name taken: one line, exit 2, and what the run had made before is gone again.
     let clash = &r["clash"];
     assert_eq!(clash["code"], 2, "{clash}");
@@ -343,5 +355,56 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
+    // The runs that never started have nothing to keep; the two others are there.
     assert_eq!(names, ["long", "plan"], "{runs}");
+}
+
+#[test]
+fn k8s_run_without_a_cluster_is_one_line_and_exit_2() {
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("config");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: t\nclusters: [{{name: t, cluster: {{server: \"https://{closed}\"}}}}]\nusers: [{{name: t, user: {{token: x}}}}]\ncontexts: [{{name: t, context: {{cluster: t, user: t}}}}]\n"
+        ),
+    )
+    .unwrap();
+    let missing = dir.path().join("missing");
+    let cases: Vec<(&Path, Vec<&str>, String)> = vec![
+        (&kubeconfig, vec![], "needs --workers".into()),
+        (
+            &missing,
+            vec!["--workers", "2"],
+            "no Kubernetes cluster to run on".into(),
+        ),
+        (
+            &kubeconfig,
+            vec!["--workers", "2"],
+            format!("the Kubernetes API at https://{closed}/ does not answer"),
+        ),
+    ];
+    for (config, extra, says) in cases {
+        let o = Command::cargo_bin("brink")
+            .unwrap()
+            .current_dir(here().join("fixtures"))
+            .env("KUBECONFIG", config)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .args(["k8s", "run", "k8s/plan.yaml", "--image", "i"])
+            .args(&extra)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(
+            err.trim().lines().count() == 1 && err.contains(&says),
+            "{extra:?}: {err}"
+        );
+    }
 }
