@@ -22,8 +22,9 @@ pub use net::tls::TlsOptions;
 pub mod tls {
     pub use crate::net::tls::{ca_only, client_config, client_identity, server_name, TlsError};
 }
+pub use net::conn::DEFAULT_GRPC_MAX_MESSAGE;
 pub use once::{answers_http1_to_h2, completion_fetch, grpc_call, Answer};
-pub use run::{check, run, RunError, RunSpec, DEFAULT_GRPC_MAX_MESSAGE};
+pub use run::{check, run, RunError, RunSpec};
 pub use target::RequestSpec;
 /// What a run sends (requests, templates, extraction), re-exported for callers of [`run()`].
 pub use workload;

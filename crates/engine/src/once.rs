@@ -4,9 +4,9 @@
 //! HTTP/2 code and options) and reads the whole answer on a runtime of its own.
 
 use crate::net::conn::{Conn, Connector};
+use crate::net::tls::tls_for;
 use crate::net::tls::TlsOptions;
 use crate::proto::body::CallBody;
-use crate::run::tls_for;
 use bytes::Bytes;
 use model::Target;
 use stats::ErrorKind;
@@ -111,7 +111,7 @@ fn connector(
         h1_static: vec![None],
         captures: Budget::new(MOST),
         grpc_timeout: None,
-        grpc_max_message: crate::run::DEFAULT_GRPC_MAX_MESSAGE,
+        grpc_max_message: crate::net::conn::DEFAULT_GRPC_MAX_MESSAGE,
     })
 }
 

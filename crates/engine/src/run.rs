@@ -4,7 +4,7 @@
 //! totals.
 
 use crate::net::conn::Connector;
-use crate::net::tls::{client_config, server_name, TlsError, TlsOptions};
+use crate::net::tls::{tls_for, TlsError, TlsOptions};
 use crate::worker::{self, Msg, Shared};
 use merge::{Merger, OnSecond, RunOutput};
 use model::{Load, StatusSet, Target, TargetError};
@@ -45,9 +45,6 @@ pub struct RunSpec {
     pub grpc_max_message: usize,
 }
 
-/// gRPC clients' default largest message received (grpc-go, grpc-java): 4 MiB.
-pub const DEFAULT_GRPC_MAX_MESSAGE: usize = 4 << 20;
-
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -65,27 +62,6 @@ pub enum RunError {
 /// `timeout` as a `grpc-timeout` value: whole milliseconds, at most eight digits.
 fn grpc_timeout(timeout: Duration) -> String {
     format!("{}m", timeout.as_millis().clamp(1, 99_999_999))
-}
-
-/// The TLS configuration and server name for `target`, when it is a TLS URL.
-pub(crate) fn tls_for(
-    target: &Target,
-    opts: &TlsOptions,
-    http2: bool,
-) -> Result<
-    Option<(
-        Arc<rustls::ClientConfig>,
-        rustls::pki_types::ServerName<'static>,
-    )>,
-    TlsError,
-> {
-    if !target.tls {
-        return Ok(None);
-    }
-    Ok(Some((
-        client_config(opts, http2)?,
-        server_name(opts.server_name.as_deref().unwrap_or(&target.host))?,
-    )))
 }
 
 fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {

@@ -2,8 +2,9 @@
 //! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
 
 use crate::proto::body::{messages, CallBody};
-use crate::proto::h1::{H1Conn, Idle, Reply};
+use crate::proto::h1::H1Conn;
 use crate::proto::h2::{H2Conn, Unprocessed};
+use crate::proto::reply::{Idle, Reply};
 use bytes::Bytes;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
@@ -16,6 +17,9 @@ use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use workload::capture::Budget;
 use workload::{Captured, Vu, Workload};
+
+/// gRPC clients' default largest message received (grpc-go, grpc-java): 4 MiB.
+pub const DEFAULT_GRPC_MAX_MESSAGE: usize = 4 << 20;
 
 /// Everything needed to open a connection to the target; shared by all workers.
 pub struct Connector {

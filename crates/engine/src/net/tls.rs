@@ -179,3 +179,24 @@ impl ServerCertVerifier for AcceptAny {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// The TLS configuration and server name for `target`, when it is a TLS URL.
+pub(crate) fn tls_for(
+    target: &model::Target,
+    opts: &TlsOptions,
+    http2: bool,
+) -> Result<
+    Option<(
+        Arc<rustls::ClientConfig>,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+    TlsError,
+> {
+    if !target.tls {
+        return Ok(None);
+    }
+    Ok(Some((
+        client_config(opts, http2)?,
+        server_name(opts.server_name.as_deref().unwrap_or(&target.host))?,
+    )))
+}

@@ -4,8 +4,7 @@
 //! (counted as they complete, the first one timed, for streaming calls).
 
 use crate::proto::body::CallBody;
-use crate::proto::h1::io_kind;
-use crate::proto::h1::Reply;
+use crate::proto::reply::{io_kind, GrpcReply, Reply};
 use http_body_util::BodyExt;
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -147,16 +146,6 @@ async fn read_response(
         }),
     };
     Ok((reply, kept))
-}
-
-/// What a gRPC call's answer said: its status code, and the messages it carried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GrpcReply {
-    pub code: u16,
-    /// Complete messages received.
-    pub messages: u64,
-    /// When the first complete message arrived.
-    pub first_message: Option<Instant>,
 }
 
 /// What is wrong with an answer's messages, as a gRPC client judges it.

@@ -6,3 +6,4 @@
 pub mod body;
 pub mod h1;
 pub mod h2;
+pub mod reply;

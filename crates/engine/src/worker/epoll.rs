@@ -16,8 +16,8 @@ use super::{
     record_refusal, REFUSED_REST,
 };
 use super::{Msg, Shared};
-use crate::proto::h1::io_kind;
-use crate::proto::h1::reader::{ReadBuf, Reader, Reply};
+use crate::proto::h1::reader::{ReadBuf, Reader};
+use crate::proto::reply::{io_kind, Reply};
 use model::Load;
 use stats::{Bucket, ErrorKind};
 use std::io;

@@ -10,8 +10,7 @@ use super::{
 };
 use super::{Msg, Shared};
 use crate::net::conn::{Conn, Outcome};
-use crate::proto::h1::Idle;
-use crate::proto::h1::Reply;
+use crate::proto::reply::{Idle, Reply};
 use model::Curve;
 use model::Load;
 use stats::{Bucket, ErrorKind};

@@ -4,42 +4,20 @@
 //! request. This async client serves TLS connections; plain TCP uses the epoll loop
 //! (`worker::epoll`), which drives the same reader.
 
+mod fields;
 pub mod parse;
 pub mod reader;
 mod scan;
 
-pub use reader::Reply;
+use crate::proto::reply::{io_kind, Idle, Reply};
 use reader::{ReadBuf, Reader};
 use stats::ErrorKind;
 use std::future::poll_fn;
-use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
 use workload::capture::{Budget, Captured};
-
-/// Maps an I/O error to the error kind it is counted under.
-pub fn io_kind(e: &io::Error) -> ErrorKind {
-    use io::ErrorKind as K;
-    match e.kind() {
-        K::UnexpectedEof => ErrorKind::Closed,
-        K::TimedOut => ErrorKind::Timeout,
-        K::InvalidData => ErrorKind::Protocol,
-        _ => ErrorKind::Reset,
-    }
-}
-
-/// What an idle kept-alive connection holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Idle {
-    /// Nothing: ready for the next request.
-    Open,
-    /// The server closed it.
-    Closed,
-    /// Bytes arrived with no request outstanding.
-    Stray,
-}
 
 /// One HTTP/1.1 connection over any async transport.
 pub struct H1Conn<S> {

@@ -4,6 +4,7 @@
 //! so framing rules live in one place.
 
 use super::parse::{parse_head, Chunked, Framing};
+use crate::proto::reply::Reply;
 use stats::ErrorKind;
 use std::sync::Arc;
 use workload::capture::{Budget, Captured};
@@ -17,39 +18,6 @@ pub const BULK_BUF: usize = 64 * 1024;
 /// Most interim (1xx) answers before the final one: a server that sends `100 Continue`
 /// without end is a protocol error, not a response brink waits for.
 pub const MAX_INTERIM: u32 = 16;
-
-/// What a completed exchange produced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reply {
-    pub status: u16,
-    pub bytes_in: u64,
-    /// Whether the connection may carry another request.
-    pub keep_alive: bool,
-    /// Bytes came after the end of this response although no other request was outstanding:
-    /// the framing was wrong or the server misbehaves. The response still counts; the
-    /// connection is closed and one `protocol` error is counted for the stray bytes.
-    pub stray: bool,
-    /// A gRPC call's answer (`None` for plain HTTP): its code decides success, not `status`.
-    pub grpc: Option<crate::proto::h2::GrpcReply>,
-}
-
-impl Reply {
-    /// A gRPC call that ended with `code` and no answer to count (its stream was reset, or
-    /// its deadline passed): the connection carries on.
-    pub fn grpc_ended(code: u16) -> Reply {
-        Reply {
-            status: 200,
-            bytes_in: 0,
-            keep_alive: true,
-            stray: false,
-            grpc: Some(crate::proto::h2::GrpcReply {
-                code,
-                messages: 0,
-                first_message: None,
-            }),
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 enum Phase {

@@ -5,7 +5,7 @@
 //! this path only has to be fast: no header array to initialise, values checked eight bytes at
 //! a time. Parsing the head is most of the user-space work per request.
 
-use super::parse::{Fields, MAX_HEADERS};
+use super::fields::{Fields, MAX_HEADERS};
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;

@@ -1,0 +1,73 @@
+//! What every protocol's exchange ends in, protocol-neutral: a [`Reply`] (status, bytes,
+//! whether the connection goes on, a gRPC call's status and messages), what an idle
+//! kept-alive connection holds ([`Idle`]), and the error kind an I/O failure counts as. The
+//! worker loops and the recording read only these, whichever protocol produced them.
+
+use stats::ErrorKind;
+use std::io;
+use std::time::Instant;
+
+/// What a completed exchange produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub bytes_in: u64,
+    /// Whether the connection may carry another request.
+    pub keep_alive: bool,
+    /// Bytes came after the end of this response although no other request was outstanding:
+    /// the framing was wrong or the server misbehaves. The response still counts; the
+    /// connection is closed and one `protocol` error is counted for the stray bytes.
+    pub stray: bool,
+    /// A gRPC call's answer (`None` for plain HTTP): its code decides success, not `status`.
+    pub grpc: Option<GrpcReply>,
+}
+
+impl Reply {
+    /// A gRPC call that ended with `code` and no answer to count (its stream was reset, or
+    /// its deadline passed): the connection carries on.
+    pub fn grpc_ended(code: u16) -> Reply {
+        Reply {
+            status: 200,
+            bytes_in: 0,
+            keep_alive: true,
+            stray: false,
+            grpc: Some(GrpcReply {
+                code,
+                messages: 0,
+                first_message: None,
+            }),
+        }
+    }
+}
+
+/// What a gRPC call's answer said: its status code, and the messages it carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrpcReply {
+    pub code: u16,
+    /// Complete messages received.
+    pub messages: u64,
+    /// When the first complete message arrived.
+    pub first_message: Option<Instant>,
+}
+
+/// Maps an I/O error to the error kind it is counted under.
+pub fn io_kind(e: &io::Error) -> ErrorKind {
+    use io::ErrorKind as K;
+    match e.kind() {
+        K::UnexpectedEof => ErrorKind::Closed,
+        K::TimedOut => ErrorKind::Timeout,
+        K::InvalidData => ErrorKind::Protocol,
+        _ => ErrorKind::Reset,
+    }
+}
+
+/// What an idle kept-alive connection holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idle {
+    /// Nothing: ready for the next request.
+    Open,
+    /// The server closed it.
+    Closed,
+    /// Bytes arrived with no request outstanding.
+    Stray,
+}
