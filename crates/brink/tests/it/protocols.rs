@@ -150,3 +150,54 @@ fn http2_cleartext_prior_knowledge() {
     assert_eq!(out.totals.all.ok, 40, "{:?}", out.totals.all.errors_by_kind);
     assert_eq!(srv.counters.connections(), 2);
 }
+
+/// h2c runs on brink's own HTTP/2 client (the epoll worker): twenty streams share the two
+/// connections asked for, every request is answered once, and what each carried (method, path,
+/// a header, a body larger than the server's first window, so it waits for WINDOW_UPDATEs)
+/// arrives whole, against hyper's server.
+#[test]
+fn http2_cleartext_streams_share_connections_and_bodies_pass_the_window() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let srv = testkit::serve_hyper(
+        Options::default(),
+        std::sync::Arc::new(move |r: &testkit::Req| {
+            s2.lock().unwrap().push((
+                r.method.to_string(),
+                r.path.to_string(),
+                r.header("x-run").map(str::to_string),
+                r.body.len(),
+            ));
+            testkit::Reply::status(201)
+        }),
+    )
+    .unwrap();
+    let body = "b".repeat(200_000);
+    let mut s = with_request(
+        n_requests(&srv.url("/upload?x=1"), 300),
+        "PUT",
+        &[("X-Run", "h2c")],
+        &body,
+    );
+    s.http2 = true;
+    s.load = closed(20, None);
+    s.connections = Some(2);
+    let out = run(&s);
+    assert_eq!(
+        out.totals.all.status.get(201),
+        300,
+        "{:?}",
+        out.totals.all.errors_by_kind
+    );
+    assert_eq!(srv.counters.requests(), 300, "each request sent once");
+    assert_eq!(
+        srv.counters.connections(),
+        2,
+        "the streams share two connections"
+    );
+    let seen = seen.lock().unwrap();
+    assert!(seen.iter().all(|(m, p, h, n)| m == "PUT"
+        && p == "/upload?x=1"
+        && h.as_deref() == Some("h2c")
+        && *n == 200_000));
+}

@@ -6,4 +6,5 @@
 pub mod body;
 pub mod h1;
 pub mod h2;
+pub mod h2c;
 pub mod reply;

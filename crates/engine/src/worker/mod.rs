@@ -12,6 +12,7 @@
 
 mod alarm;
 mod epoll;
+mod h2poll;
 mod pool;
 mod sys;
 mod tasks;
@@ -99,6 +100,8 @@ pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
     let plain_h1 = shared.connector.tls.is_none() && !shared.connector.http2;
     let outcome = if plain_h1 {
         epoll::run(&shared, id, &tx)
+    } else if h2poll::fits(&shared) {
+        h2poll::run(&shared, id, &tx)
     } else {
         tasks::run(&shared, id, &tx)
     };

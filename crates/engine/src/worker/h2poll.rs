@@ -1,0 +1,675 @@
+//! The plain-TCP HTTP/2 worker (h2c): one epoll loop per thread, as for HTTP/1.1, over
+//! `proto::h2c`'s sans-I/O connections. Slots (`-c`) share the worker's connections
+//! (`--connections`, else one each; slot k uses connection k mod n) as streams. An event
+//! reads what arrived into one buffer, feeds the connection, records the responses it
+//! completed and, in the closed model, opens the next streams at once; every connection with
+//! bytes to send is written once per turn of the loop, so many requests share one `send`.
+//!
+//! Housekeeping every [`TICK`]: deadlines (a stream past its timeout is reset with CANCEL and
+//! counted as a timeout), connect deadlines, the closed model's connection curve.
+
+use super::alarm::Alarm;
+use super::sys::{token_of, Connect, Epoll, Sock};
+use super::{
+    backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
+    record_refusal, REFUSED_REST,
+};
+use super::{Msg, Shared};
+use crate::proto::h2c::client::{Client, Event};
+use crate::proto::h2c::frame;
+use crate::proto::reply::{io_kind, Reply};
+use bytes::Bytes;
+use model::Load;
+use stats::{Bucket, ErrorKind};
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use workload::Vu;
+
+const TICK: Duration = Duration::from_millis(10);
+const ALARM: usize = usize::MAX;
+/// Most `recv` calls for one connection per turn (see the HTTP/1.1 worker).
+const READS_PER_TURN: usize = 16;
+const READ_BUF: usize = 64 << 10;
+/// Times a request the server never processed is sent again.
+const RESENDS: u32 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    Down,
+    Connecting,
+    Up,
+    Backoff,
+}
+
+/// One connection.
+struct Line {
+    sock: Option<Sock>,
+    link: Link,
+    client: Client,
+    /// Bytes of `client.out` already sent.
+    written: usize,
+    opened_at: Instant,
+    deadline: Instant,
+    failures: u32,
+    retry_at: Instant,
+    /// Slots waiting for this connection (connecting, or at the server's stream limit).
+    queue: VecDeque<usize>,
+    again: bool,
+    dirty: bool,
+}
+
+/// One slot: a virtual user with at most one request in flight.
+struct Slot {
+    vu: Vu,
+    base: Instant,
+    sent: Instant,
+    deadline: Instant,
+    busy: bool,
+    streaming: bool,
+    block: Vec<u8>,
+    body: Bytes,
+    resends: u32,
+    retry_at: Instant,
+}
+
+struct Worker<'a> {
+    shared: &'a Shared,
+    id: usize,
+    tx: &'a Sender<Msg>,
+    poll: Epoll,
+    lines: Vec<Line>,
+    slots: Vec<Slot>,
+    rec: Vec<Bucket>,
+    second: u64,
+    in_flight: u64,
+    target: usize,
+    pending: Option<(u64, Instant)>,
+    idle: Vec<usize>,
+    alarm: Option<Alarm>,
+    readbuf: Vec<u8>,
+    again: Vec<usize>,
+    dirty: Vec<usize>,
+    events: Vec<Event>,
+}
+
+/// Whether the run's requests can take this worker: HTTP/2 over plain TCP, no gRPC, and no
+/// response kept for extraction (hyper's path does those).
+pub fn fits(shared: &Shared) -> bool {
+    let c = &shared.connector;
+    c.http2
+        && c.tls.is_none()
+        && c.grpc_timeout.is_none()
+        && c.workload
+            .requests
+            .iter()
+            .all(|r| r.extract.is_empty() && r.message.is_none())
+}
+
+/// Runs the worker; returns its last partial buckets and the requests still in flight.
+pub fn run(
+    shared: &Arc<Shared>,
+    id: usize,
+    tx: &Sender<Msg>,
+) -> Result<(Vec<Bucket>, u64), String> {
+    let poll = Epoll::new().map_err(|e| format!("cannot create epoll: {e}"))?;
+    let now = Instant::now();
+    let n = match &shared.load {
+        Load::Closed { connections } => shared.share_of(connections.peak().round() as usize, id),
+        Load::Open { pool, .. } => shared.share_of(*pool, id),
+    };
+    let lines = shared
+        .connections
+        .map_or(n, |c| shared.share_of(c, id))
+        .clamp(1, n.max(1));
+    let open = matches!(shared.load, Load::Open { .. });
+    let alarm = if open {
+        Some(Alarm::new(&poll, ALARM).map_err(|e| format!("cannot create timer: {e}"))?)
+    } else {
+        None
+    };
+    let mut w = Worker {
+        shared,
+        id,
+        tx,
+        poll,
+        lines: (0..lines).map(|_| Line::new(now)).collect(),
+        slots: (0..n)
+            .map(|k| Slot {
+                vu: Vu::new(&shared.connector.workload, (k * shared.workers + id) as u64),
+                base: now,
+                sent: now,
+                deadline: now,
+                busy: false,
+                streaming: false,
+                block: Vec::new(),
+                body: Bytes::new(),
+                resends: 0,
+                retry_at: now,
+            })
+            .collect(),
+        rec: buckets(shared, 0),
+        second: 0,
+        in_flight: 0,
+        target: 0,
+        pending: if open {
+            open_due(shared, id as u64).map(|due| (id as u64, due))
+        } else {
+            None
+        },
+        idle: if open {
+            (0..n).rev().collect()
+        } else {
+            Vec::new()
+        },
+        alarm,
+        readbuf: vec![0; READ_BUF],
+        again: Vec::new(),
+        dirty: Vec::new(),
+        events: Vec::new(),
+    };
+    w.run_loop();
+    Ok((std::mem::take(&mut w.rec), w.in_flight))
+}
+
+impl Line {
+    fn new(now: Instant) -> Line {
+        Line {
+            sock: None,
+            link: Link::Down,
+            client: Client::new(),
+            written: 0,
+            opened_at: now,
+            deadline: now,
+            failures: 0,
+            retry_at: now,
+            queue: VecDeque::new(),
+            again: false,
+            dirty: false,
+        }
+    }
+}
+
+impl Worker<'_> {
+    fn run_loop(&mut self) {
+        let mut events = Vec::with_capacity(1024);
+        let mut next_tick = Instant::now();
+        let mut closed_over = false;
+        loop {
+            let now = Instant::now();
+            if self.shared.stop.load(Ordering::Relaxed)
+                || self
+                    .shared
+                    .end
+                    .is_some_and(|end| now >= end + self.shared.grace)
+            {
+                return;
+            }
+            self.flush_seconds(now);
+            if now >= next_tick {
+                next_tick = now + TICK;
+                self.expire(now);
+                closed_over = self.housekeep_closed(now);
+            }
+            self.start_due(now);
+            self.write_all();
+            let over = match self.shared.load {
+                Load::Closed { .. } => closed_over,
+                Load::Open { .. } => self.pending.is_none(),
+            };
+            if over && self.in_flight == 0 {
+                return;
+            }
+            let free_at = self.idle.iter().map(|&k| self.free_at(k, now)).min();
+            if let (Some((_, due)), Some(free_at), Some(alarm)) =
+                (self.pending, free_at, self.alarm.as_mut())
+            {
+                alarm.set(due.max(free_at), now);
+            }
+            let wake = next_tick.min(self.shared.start + Duration::from_secs(self.second + 1));
+            let again = std::mem::take(&mut self.again);
+            let timeout = if again.is_empty() {
+                wake.saturating_duration_since(now)
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.poll.wait(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return;
+                }
+            }
+            for ev in &events {
+                match (token_of(ev), self.alarm.as_mut()) {
+                    ((ALARM, _), Some(alarm)) => alarm.fired(),
+                    ((l, writable), _) => self.on_event(l, writable),
+                }
+            }
+            for l in again {
+                self.lines[l].again = false;
+                if self.lines[l].link == Link::Up {
+                    self.read(l);
+                }
+            }
+        }
+    }
+
+    fn flush_seconds(&mut self, now: Instant) {
+        while now >= self.shared.start + Duration::from_secs(self.second + 1) {
+            self.second += 1;
+            let full = std::mem::replace(&mut self.rec, buckets(self.shared, self.second));
+            let _ = self.tx.send(Msg::Buckets(self.id, full));
+        }
+    }
+
+    fn line_of(&self, k: usize) -> usize {
+        k % self.lines.len()
+    }
+
+    /// When slot `k` can start: now, or when its connection's connect backoff ends.
+    fn free_at(&self, k: usize, now: Instant) -> Instant {
+        let line = &self.lines[self.line_of(k)];
+        let mut at = self.slots[k].retry_at.max(now);
+        if line.link == Link::Backoff {
+            at = at.max(line.retry_at);
+        }
+        at
+    }
+
+    fn housekeep_closed(&mut self, now: Instant) -> bool {
+        let Load::Closed { connections } = &self.shared.load else {
+            return false;
+        };
+        let Some(level) = connections.value_at(now - self.shared.start) else {
+            self.target = 0;
+            return true;
+        };
+        self.target = self.shared.share_of(level.round() as usize, self.id);
+        for k in 0..self.slots.len().min(self.target) {
+            if !self.slots[k].busy
+                && self.free_at(k, now) <= now
+                && closed_may_send(self.shared, k, self.target, now)
+            {
+                self.start(k, now, now);
+            }
+        }
+        self.shared.tickets_exhausted()
+    }
+
+    fn start_due(&mut self, now: Instant) {
+        while let Some((i, due)) = self.pending {
+            if due > now {
+                return;
+            }
+            let Some(pos) = self.idle.iter().rposition(|&k| self.free_at(k, now) <= now) else {
+                return;
+            };
+            let k = self.idle.swap_remove(pos);
+            let next = i + self.shared.workers as u64;
+            self.pending = open_due(self.shared, next).map(|d| (next, d));
+            let base = pace(&mut self.rec[0], due, now);
+            self.start(k, base, now);
+        }
+    }
+
+    /// Starts an attempt on slot `k`: renders its request, then sends it on its connection
+    /// (opening the connection, or waiting in its queue, as needed).
+    fn start(&mut self, k: usize, base: Instant, now: Instant) {
+        let connector = &self.shared.connector;
+        let s = &mut self.slots[k];
+        let step = &connector.workload.requests[s.vu.next(&connector.workload)];
+        let (path, values, body) = match s.vu.render_parts(&connector.workload) {
+            Ok(parts) => parts,
+            Err(r) => {
+                s.vu.refused = Some(r);
+                record_refusal(&mut self.rec, self.shared, &mut s.vu);
+                s.retry_at = now + REFUSED_REST;
+                if matches!(self.shared.load, Load::Open { .. }) {
+                    self.idle.push(k);
+                }
+                return;
+            }
+        };
+        s.block.clear();
+        let headers = step
+            .headers
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .zip(values.iter());
+        frame::request_block(
+            &mut s.block,
+            step.method.as_str(),
+            false,
+            &connector.authority,
+            path.as_bytes(),
+            headers.map(|(n, v)| (n, v.as_slice())),
+        );
+        s.body = Bytes::from(body);
+        s.base = base;
+        // Waiting for a connection or a free stream counts against the request's timeout.
+        s.deadline = now + self.shared.timeout;
+        s.busy = true;
+        s.resends = 0;
+        self.in_flight += 1;
+        if step
+            .headers
+            .iter()
+            .any(|(n, _)| frame::connection_specific(n))
+        {
+            // HTTP/2 has no such fields: hyper's client refuses them too.
+            self.finish(k, Err(ErrorKind::Protocol), now);
+            return;
+        }
+        self.submit(k, now);
+    }
+
+    /// Sends slot `k`'s prepared request, or queues it on its connection.
+    fn submit(&mut self, k: usize, now: Instant) {
+        let l = self.line_of(k);
+        let line = &mut self.lines[l];
+        if line.link == Link::Up && line.client.can_open() && line.queue.is_empty() {
+            self.open_stream(k, now);
+            return;
+        }
+        line.queue.push_back(k);
+        match line.link {
+            Link::Down => self.connect(l, now),
+            Link::Backoff if now >= line.retry_at => self.connect(l, now),
+            _ => {}
+        }
+    }
+
+    fn open_stream(&mut self, k: usize, now: Instant) {
+        let l = self.line_of(k);
+        let s = &mut self.slots[k];
+        s.sent = now;
+        s.deadline = now + self.shared.timeout;
+        s.streaming = true;
+        self.lines[l].client.open(k, &s.block, s.body.clone());
+        self.mark(l);
+    }
+
+    fn mark(&mut self, l: usize) {
+        if !self.lines[l].dirty {
+            self.lines[l].dirty = true;
+            self.dirty.push(l);
+        }
+    }
+
+    fn connect(&mut self, l: usize, now: Instant) {
+        let line = &mut self.lines[l];
+        line.client = Client::new();
+        line.written = 0;
+        match Sock::connect(self.shared.connector.addr) {
+            Ok(s) => {
+                if self.poll.add(&s, l, true).is_err() {
+                    self.connect_failed(l, ErrorKind::Connect, now);
+                    return;
+                }
+                let line = &mut self.lines[l];
+                line.sock = Some(s);
+                line.link = Link::Connecting;
+                line.opened_at = now;
+                line.deadline = now + self.shared.connector.connect_timeout;
+            }
+            Err(_) => self.connect_failed(l, ErrorKind::Connect, now),
+        }
+    }
+
+    fn connected(&mut self, l: usize) {
+        let now = Instant::now();
+        let Some(sock) = self.lines[l].sock.as_ref() else {
+            return;
+        };
+        match sock.connect_state() {
+            Connect::Done => {
+                let line = &mut self.lines[l];
+                line.failures = 0;
+                line.link = Link::Up;
+                let took = micros(now - line.opened_at);
+                if let Some(&k) = line.queue.front() {
+                    let current = self.slots[k].vu.current;
+                    self.rec[current].setup.record_connect(took);
+                }
+                self.dispatch_queue(l, now);
+                self.mark(l);
+            }
+            Connect::Pending => {}
+            Connect::Failed => self.connect_failed(l, ErrorKind::Connect, now),
+        }
+    }
+
+    /// Opens streams for the slots waiting on connection `l`, as far as it takes them.
+    fn dispatch_queue(&mut self, l: usize, now: Instant) {
+        let closed = matches!(self.shared.load, Load::Closed { .. });
+        while self.lines[l].link == Link::Up && self.lines[l].client.can_open() {
+            let Some(k) = self.lines[l].queue.pop_front() else {
+                return;
+            };
+            // The closed model times a request from its send (the connect has its own
+            // figures); the open model keeps the intended start.
+            if closed {
+                self.slots[k].base = now;
+            }
+            self.open_stream(k, now);
+        }
+    }
+
+    fn connect_failed(&mut self, l: usize, kind: ErrorKind, now: Instant) {
+        let line = &mut self.lines[l];
+        line.sock = None;
+        line.link = Link::Backoff;
+        line.retry_at = now + backoff_delay(line.failures);
+        line.failures += 1;
+        let waiting: Vec<usize> = line.queue.drain(..).collect();
+        for k in waiting {
+            self.in_flight -= 1;
+            let s = &mut self.slots[k];
+            s.busy = false;
+            record_connect_error(&mut self.rec, self.shared, &mut s.vu, kind);
+            if matches!(self.shared.load, Load::Open { .. }) {
+                self.idle.push(k);
+            }
+        }
+    }
+
+    fn on_event(&mut self, l: usize, writable: bool) {
+        let Some(line) = self.lines.get(l) else {
+            return;
+        };
+        match line.link {
+            Link::Connecting => self.connected(l),
+            Link::Up => {
+                if writable {
+                    self.mark(l);
+                }
+                self.read(l);
+            }
+            Link::Down | Link::Backoff => {}
+        }
+    }
+
+    /// Reads what arrived on connection `l` and settles the streams it completed.
+    fn read(&mut self, l: usize) {
+        for _ in 0..READS_PER_TURN {
+            let line = &mut self.lines[l];
+            let Some(sock) = line.sock.as_ref() else {
+                return;
+            };
+            let fed = match sock.recv(&mut self.readbuf) {
+                Ok(0) => Err(ErrorKind::Closed),
+                Ok(n) => line.client.feed(&self.readbuf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.settle(l);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
+                Err(e) => Err(io_kind(&e)),
+            };
+            self.settle(l);
+            if let Err(kind) = fed {
+                self.line_failed(l, kind);
+                return;
+            }
+        }
+        if !self.lines[l].again {
+            self.lines[l].again = true;
+            self.again.push(l);
+        }
+    }
+
+    /// Records what connection `l` finished, answers it owes, and what a GOAWAY handed back.
+    fn settle(&mut self, l: usize) {
+        let now = Instant::now();
+        std::mem::swap(&mut self.events, &mut self.lines[l].client.events);
+        if !self.lines[l].client.out.is_empty() {
+            self.mark(l);
+        }
+        let events = std::mem::take(&mut self.events);
+        for e in &events {
+            match *e {
+                Event::Done(k, reply) => self.finish(k, Ok(reply), now),
+                Event::Failed(k, kind) => self.finish(k, Err(kind), now),
+                Event::Unprocessed(k) => {
+                    let s = &mut self.slots[k];
+                    s.streaming = false;
+                    s.resends += 1;
+                    if s.resends > RESENDS {
+                        self.finish(k, Err(ErrorKind::Closed), now);
+                    } else {
+                        self.lines[l].queue.push_back(k);
+                    }
+                }
+            }
+        }
+        self.events = events;
+        self.events.clear();
+        let line = &self.lines[l];
+        if line.client.draining() && line.client.open_streams() == 0 {
+            // Rotated by the server: a fresh connection takes what is waiting.
+            self.lines[l].sock = None;
+            self.lines[l].link = Link::Down;
+            if !self.lines[l].queue.is_empty() {
+                self.connect(l, now);
+            }
+        } else {
+            self.dispatch_queue(l, now);
+        }
+    }
+
+    /// Connection `l` broke: every stream on it fails with `kind`; waiting slots reconnect.
+    fn line_failed(&mut self, l: usize, kind: ErrorKind) {
+        let now = Instant::now();
+        let line = &mut self.lines[l];
+        let streaming: Vec<usize> = line.client.slots().collect();
+        line.sock = None;
+        line.link = Link::Down;
+        line.client = Client::new();
+        for k in streaming {
+            self.finish(k, Err(kind), now);
+        }
+        if self.lines[l].link == Link::Down && !self.lines[l].queue.is_empty() {
+            self.connect(l, now);
+        }
+    }
+
+    /// Writes what every marked connection has to send.
+    fn write_all(&mut self) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &l in &dirty {
+            self.lines[l].dirty = false;
+            if self.lines[l].link == Link::Up {
+                self.write(l);
+            }
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+    }
+
+    fn write(&mut self, l: usize) {
+        let line = &mut self.lines[l];
+        let Some(sock) = line.sock.as_ref() else {
+            return;
+        };
+        let failed = loop {
+            if line.written == line.client.out.len() {
+                line.client.out.clear();
+                line.written = 0;
+                return;
+            }
+            match sock.send(&line.client.out[line.written..]) {
+                Ok(n) => line.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break io_kind(&e),
+            }
+        };
+        self.line_failed(l, failed);
+    }
+
+    /// Records slot `k`'s attempt and starts its next one as the load model says.
+    fn finish(&mut self, k: usize, result: Result<Reply, ErrorKind>, done: Instant) {
+        self.in_flight -= 1;
+        let s = &mut self.slots[k];
+        s.busy = false;
+        s.streaming = false;
+        let sent = s.body.len() as u64;
+        record(
+            &mut self.rec,
+            self.shared,
+            &mut s.vu,
+            result.map(|r| (r, None)),
+            sent,
+            s.base,
+            s.sent,
+            done,
+        );
+        match self.shared.load {
+            Load::Closed { .. } => {
+                if closed_may_send(self.shared, k, self.target, done) {
+                    self.start(k, done, done);
+                }
+            }
+            Load::Open { .. } => {
+                let running = !self.shared.stop.load(Ordering::Relaxed)
+                    && self.shared.end.is_none_or(|end| done < end);
+                if self.slots[k].vu.in_iteration() && running {
+                    self.start(k, done, done);
+                } else {
+                    self.idle.push(k);
+                    self.start_due(done);
+                }
+            }
+        }
+    }
+
+    /// Fails connects and requests whose deadline has passed; reconnects after a backoff.
+    fn expire(&mut self, now: Instant) {
+        for l in 0..self.lines.len() {
+            let line = &self.lines[l];
+            if line.link == Link::Connecting && now >= line.deadline {
+                self.lines[l].sock = None;
+                self.connect_failed(l, ErrorKind::ConnectTimeout, now);
+            } else if line.link == Link::Backoff && now >= line.retry_at && !line.queue.is_empty() {
+                self.connect(l, now);
+            }
+        }
+        for k in 0..self.slots.len() {
+            let s = &self.slots[k];
+            if !s.busy || now < s.deadline {
+                continue;
+            }
+            let l = self.line_of(k);
+            if s.streaming {
+                self.lines[l].client.cancel(k);
+                self.mark(l);
+            } else {
+                // Still waiting for its connection or for a stream the server would take.
+                self.lines[l].queue.retain(|&q| q != k);
+            }
+            self.finish(k, Err(ErrorKind::Timeout), now);
+        }
+    }
+}
