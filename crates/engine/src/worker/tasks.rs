@@ -27,12 +27,6 @@ use tokio::task::JoinSet;
 use tokio::time::Sleep;
 use workload::Vu;
 
-/// The least time between two wake-ups of the open-model dispatcher.
-/// 250 µs: at 20,000/s over h2c, 0.3% of requests start late (over LATE_THRESHOLD) and a
-/// request costs 1.4x the CPU of tokio's 1 ms timer, which started half of them late; 100 µs
-/// costs 1.9x, 500 µs brings the late share near 1% (bench/punctual.sh).
-const WAKE_GAP: Duration = Duration::from_micros(250);
-
 /// How often the closed-model driver re-reads the connection curve and the stop flag is checked.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -249,10 +243,8 @@ async fn dispatch(ctx: Rc<Local>) {
         let Some(due) = open_due(&ctx.shared, i) else {
             break;
         };
-        // Arrivals closer together than WAKE_GAP go out in one wake-up (each a little after
-        // its instant, well within LATE_THRESHOLD, and timed from its send): a wake-up per
-        // arrival at 20,000/s would cost more CPU than the requests.
-        let at = due.max(woke + WAKE_GAP);
+        // Arrivals closer together than WAKE_GAP share a wake-up.
+        let at = due.max(woke + super::alarm::WAKE_GAP);
         if due > Instant::now() {
             match &alarm {
                 Some(a) => a.sleep_until(at).await,
