@@ -94,6 +94,9 @@ struct Worker<'a> {
     again: Vec<usize>,
     dirty: Vec<usize>,
     events: Vec<Event>,
+    /// Each step's header block and body when they never change (untraced static steps),
+    /// encoded once.
+    statics: Vec<Option<(Vec<u8>, Bytes)>>,
 }
 
 /// Whether the run's requests can take this worker: HTTP/2 over plain TCP, no gRPC, and no
@@ -170,9 +173,48 @@ pub fn run(
         again: Vec::new(),
         dirty: Vec::new(),
         events: Vec::new(),
+        statics: statics(shared),
     };
     w.run_loop();
     Ok((std::mem::take(&mut w.rec), w.in_flight))
+}
+
+/// The header block and body of every step that never changes.
+fn statics(shared: &Shared) -> Vec<Option<(Vec<u8>, Bytes)>> {
+    let w = &shared.connector.workload;
+    let mut vu = Vu::new(w, 0);
+    (0..w.requests.len())
+        .map(|i| {
+            let step = &w.requests[i];
+            if !step.is_static() || w.trace.is_some() {
+                return None;
+            }
+            vu.current = i;
+            let (path, values, body) = vu.render_parts(w).ok()?;
+            let mut block = Vec::new();
+            encode(&mut block, shared, step, &path, &values);
+            Some((block, Bytes::from(body)))
+        })
+        .collect()
+}
+
+/// A step's header block for `path` and its rendered header `values`.
+fn encode(
+    out: &mut Vec<u8>,
+    shared: &Shared,
+    step: &workload::Request,
+    path: &str,
+    values: &[Vec<u8>],
+) {
+    let names = step.headers.iter().map(|(n, _)| n.as_str());
+    frame::request_block(
+        out,
+        step.method.as_str(),
+        false,
+        &shared.connector.authority,
+        path.as_bytes(),
+        names.zip(values.iter().map(Vec::as_slice)),
+    );
 }
 
 impl Line {
@@ -319,34 +361,28 @@ impl Worker<'_> {
     fn start(&mut self, k: usize, base: Instant, now: Instant) {
         let connector = &self.shared.connector;
         let s = &mut self.slots[k];
-        let step = &connector.workload.requests[s.vu.next(&connector.workload)];
-        let (path, values, body) = match s.vu.render_parts(&connector.workload) {
-            Ok(parts) => parts,
-            Err(r) => {
-                s.vu.refused = Some(r);
-                record_refusal(&mut self.rec, self.shared, &mut s.vu);
-                s.retry_at = now + REFUSED_REST;
-                if matches!(self.shared.load, Load::Open { .. }) {
-                    self.idle.push(k);
-                }
-                return;
-            }
-        };
+        let current = s.vu.next(&connector.workload);
+        let step = &connector.workload.requests[current];
         s.block.clear();
-        let headers = step
-            .headers
-            .iter()
-            .map(|(n, _)| n.as_str())
-            .zip(values.iter());
-        frame::request_block(
-            &mut s.block,
-            step.method.as_str(),
-            false,
-            &connector.authority,
-            path.as_bytes(),
-            headers.map(|(n, v)| (n, v.as_slice())),
-        );
-        s.body = Bytes::from(body);
+        if let Some((block, body)) = &self.statics[current] {
+            s.block.extend_from_slice(block);
+            s.body = body.clone();
+        } else {
+            let (path, values, body) = match s.vu.render_parts(&connector.workload) {
+                Ok(parts) => parts,
+                Err(r) => {
+                    s.vu.refused = Some(r);
+                    record_refusal(&mut self.rec, self.shared, &mut s.vu);
+                    s.retry_at = now + REFUSED_REST;
+                    if matches!(self.shared.load, Load::Open { .. }) {
+                        self.idle.push(k);
+                    }
+                    return;
+                }
+            };
+            encode(&mut s.block, self.shared, step, &path, &values);
+            s.body = Bytes::from(body);
+        }
         s.base = base;
         // Waiting for a connection or a free stream counts against the request's timeout.
         s.deadline = now + self.shared.timeout;
