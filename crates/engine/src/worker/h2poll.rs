@@ -99,11 +99,12 @@ struct Worker<'a> {
     statics: Vec<Option<(Vec<u8>, Bytes)>>,
 }
 
-/// Whether the run's requests can take this worker: HTTP/2 over plain TCP, no gRPC, and no
-/// response kept for extraction (hyper's path does those).
+/// Whether the run's requests can take this worker: HTTP/2 over plain TCP, kept alive, no
+/// gRPC, and no response kept for extraction (hyper's path does those).
 pub fn fits(shared: &Shared) -> bool {
     let c = &shared.connector;
     c.http2
+        && c.keepalive
         && c.tls.is_none()
         && c.grpc_timeout.is_none()
         && c.workload
