@@ -581,6 +581,16 @@ enum H2Abuse {
     RstFlood,
     /// An initial window of 0 that never opens: a request body can never be sent.
     ZeroWindow,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS 0: no request may ever be sent.
+    NoStreams,
+    /// GOAWAY (last stream 0) at once, then the connection closes: nothing is ever processed.
+    GoawayAtOnce,
+    /// DATA on the first stream before any HEADERS, then DATA without end.
+    DataBeforeHeaders,
+    /// A frame header announcing 1 MiB (over the 16 KiB brink allows).
+    HugeFrame,
+    /// `:status 100` answers without end on the first stream.
+    InterimFlood,
 }
 
 /// Serves `abuse` over h2c on every connection, draining what the client sends.
@@ -598,6 +608,18 @@ fn h2_abuser(abuse: H2Abuse) -> RawServer {
         }
         let settings = match abuse {
             H2Abuse::ZeroWindow => frame(4, 0, 0, &[0, 4, 0, 0, 0, 0]),
+            H2Abuse::NoStreams => frame(4, 0, 0, &[0, 3, 0, 0, 0, 0]),
+            H2Abuse::GoawayAtOnce => {
+                let mut f = frame(4, 0, 0, &[]);
+                f.extend(frame(7, 0, 0, &[0; 8]));
+                let _ = sock.write_all(&f);
+                return;
+            }
+            H2Abuse::HugeFrame => {
+                let mut f = frame(4, 0, 0, &[]);
+                f.extend_from_slice(&[0x10, 0, 0, 0, 0, 0, 0, 0, 1]);
+                f
+            }
             _ => frame(4, 0, 0, &[]),
         };
         if sock.write_all(&settings).is_err() {
@@ -618,7 +640,14 @@ fn h2_abuser(abuse: H2Abuse) -> RawServer {
             H2Abuse::RstFlood => (0..1000u32)
                 .flat_map(|i| frame(3, 0, 2 * i + 1, &[0, 0, 0, 8]))
                 .collect(),
-            H2Abuse::HugeHeaderList | H2Abuse::ZeroWindow => Vec::new(),
+            H2Abuse::DataBeforeHeaders => frame(0, 0, 1, b"hello"),
+            // `:status` (static name 8) with the literal value 100, END_HEADERS.
+            H2Abuse::InterimFlood => frame(1, 0x4, 1, &[0x08, 3, b'1', b'0', b'0']),
+            H2Abuse::HugeHeaderList
+            | H2Abuse::ZeroWindow
+            | H2Abuse::NoStreams
+            | H2Abuse::GoawayAtOnce
+            | H2Abuse::HugeFrame => Vec::new(),
         };
         match abuse {
             H2Abuse::EndlessContinuation if sock.write_all(&frame(1, 0, 1, &[0x88])).is_err() => {
@@ -680,8 +709,9 @@ fn run_watched(url: &str, args: &[&str]) -> (Option<i32>, Duration, u64, serde_j
 }
 
 /// HTTP/2 abuse from the server side (floods of SETTINGS, PING and RST_STREAM, endless
-/// CONTINUATION, a 32 MiB header list, a window that never opens) ends as counted errors
-/// within the run's deadlines, in bounded memory: no hang, no success counted.
+/// CONTINUATION, a 32 MiB header list, a window that never opens, no streams allowed, a GOAWAY
+/// before anything, DATA before HEADERS, an oversized frame, endless interim answers) ends as
+/// counted errors within the run's deadlines, in bounded memory: no hang, no success counted.
 #[test]
 fn http2_abuse_from_the_server_ends_as_counted_errors() {
     let _cpu = crate::support::cpu_exclusive();
@@ -692,6 +722,11 @@ fn http2_abuse_from_the_server_ends_as_counted_errors() {
         H2Abuse::HugeHeaderList,
         H2Abuse::RstFlood,
         H2Abuse::ZeroWindow,
+        H2Abuse::NoStreams,
+        H2Abuse::GoawayAtOnce,
+        H2Abuse::DataBeforeHeaders,
+        H2Abuse::HugeFrame,
+        H2Abuse::InterimFlood,
     ] {
         let srv = h2_abuser(abuse);
         let (code, took, peak_mib, r) = run_watched(

@@ -338,8 +338,9 @@ impl Client {
             f::put_u32(&mut self.out, f::WINDOW_UPDATE, 0, self.received as u32);
             self.received = 0;
         }
-        self.control = 0;
         if let Some(i) = self.find(h.stream) {
+            // Data for a stream brink waits on is progress; for any other it is not.
+            self.control = 0;
             let s = &mut self.streams[i];
             if s.status == 0 {
                 // DATA before the response's HEADERS.
