@@ -29,6 +29,29 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use workload::Vu;
 
+/// The loop a run's requests take: the protocol's choice, made here alone.
+enum Loop {
+    /// Plain HTTP/1.1: the epoll loop (`epoll.rs`).
+    H1,
+    /// Plain HTTP/2 (h2c), kept alive, no gRPC, nothing extracted: the epoll loop over brink's
+    /// own HTTP/2 client (`h2poll.rs`).
+    H2c,
+    /// Everything else (TLS, gRPC, extraction): tokio and hyper (`tasks.rs`).
+    Tokio,
+}
+
+impl Loop {
+    fn of(shared: &Shared) -> Loop {
+        if shared.connector.tls.is_none() && !shared.connector.http2 {
+            Loop::H1
+        } else if h2poll::fits(shared) {
+            Loop::H2c
+        } else {
+            Loop::Tokio
+        }
+    }
+}
+
 /// State shared (read-only or atomic) by all workers.
 pub struct Shared {
     pub connector: Connector,
@@ -97,13 +120,10 @@ pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 /// Runs worker `id` to the end of the schedule (or a stop) and reports to `tx`.
 pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
     let sched0 = observe::procfs::thread_sched();
-    let plain_h1 = shared.connector.tls.is_none() && !shared.connector.http2;
-    let outcome = if plain_h1 {
-        epoll::run(&shared, id, &tx)
-    } else if h2poll::fits(&shared) {
-        h2poll::run(&shared, id, &tx)
-    } else {
-        tasks::run(&shared, id, &tx)
+    let outcome = match Loop::of(&shared) {
+        Loop::H1 => epoll::run(&shared, id, &tx),
+        Loop::H2c => h2poll::run(&shared, id, &tx),
+        Loop::Tokio => tasks::run(&shared, id, &tx),
     };
     match outcome {
         Ok((last, unfinished)) => {
