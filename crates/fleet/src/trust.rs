@@ -13,22 +13,7 @@ pub const TOKEN_ENV: &str = "BRINK_WORKER_TOKEN";
 
 /// A fresh token: 32 random bytes in hex.
 pub fn new_token() -> Result<String, String> {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 32];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| "cannot draw a random token".to_string())?;
-    Ok(hex(&bytes))
-}
-
-/// Whether `given` is `expected`, in time that does not depend on where they differ.
-pub fn same_token(given: &str, expected: &str) -> bool {
-    let (g, e) = (given.as_bytes(), expected.as_bytes());
-    if e.is_empty() || g.len() != e.len() {
-        return false;
-    }
-    let diff = g.iter().zip(e).fold(0u8, |d, (a, b)| d | (a ^ b));
-    std::hint::black_box(diff) == 0
+    model::secret::fresh(32)
 }
 
 /// Reads a token file: its first line, trimmed; an empty one is an error.
@@ -69,17 +54,6 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_are_fresh_and_compared_whole() {
-        let (a, b) = (new_token().unwrap(), new_token().unwrap());
-        assert_eq!(a.len(), 64);
-        assert_ne!(a, b);
-        assert!(same_token(&a, &a));
-        assert!(!same_token(&b, &a));
-        assert!(!same_token(&a[..63], &a));
-        assert!(!same_token("", ""), "an empty token never matches");
-    }
 
     #[test]
     fn the_digest_names_every_input() {

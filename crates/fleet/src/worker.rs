@@ -102,7 +102,7 @@ fn handle(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or_default();
-    if !crate::trust::same_token(given, &w.token) {
+    if !model::secret::same(given, &w.token) {
         return plain(
             StatusCode::UNAUTHORIZED,
             "this worker needs its run's token",

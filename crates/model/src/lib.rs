@@ -10,6 +10,7 @@ pub mod metrics;
 mod part;
 pub mod remote;
 pub mod schedule;
+pub mod secret;
 mod status;
 mod target;
 pub mod units;

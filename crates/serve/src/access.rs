@@ -88,7 +88,7 @@ pub fn check(policy: &Policy, p: &Presented, write: bool) -> Result<(), Refused>
     let token = policy.token;
     if let Some(t) = token {
         let given = p.query_token.or(p.bearer).or(p.cookie);
-        if !given.is_some_and(|g| constant_time_eq(g.as_bytes(), t.as_bytes())) {
+        if !given.is_some_and(|g| model::secret::same(g, t)) {
             return Err(Refused::Token);
         }
     } else if write && !p.peer.ip().is_loopback() {
@@ -129,19 +129,9 @@ fn host_name(host: &str) -> &str {
     }
 }
 
-/// Compares without stopping at the first difference, so timing says nothing about the token.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// A fresh 128-bit token from the system's random source, as hex.
+/// A fresh 128-bit token, as hex.
 pub fn generate() -> Result<String, String> {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("cannot read /dev/urandom for a token: {e}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    model::secret::fresh(16)
 }
 
 /// The value of cookie `name` in a `Cookie` header.
