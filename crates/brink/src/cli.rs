@@ -360,6 +360,16 @@ pub struct RunArgs {
     /// Do not record this run in the history.
     #[arg(long = "no-history", conflicts_with = "history")]
     pub no_history: bool,
+    /// Serve the run's live metrics for Prometheus at http://ADDR/metrics (loopback; any
+    /// other address needs --metrics-token-file).
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// A file whose first line is the token scrapers must present (Authorization: Bearer).
+    #[arg(long = "metrics-token-file", value_name = "FILE")]
+    pub metrics_token_file: Option<PathBuf>,
+    /// Keep serving the metrics this long after the run, so the last seconds are scraped.
+    #[arg(long = "metrics-linger", value_name = "DURATION", default_value = "0s")]
+    pub metrics_linger: String,
     /// Tag the run in the history, KEY=VALUE (repeatable).
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tags: Vec<String>,

@@ -147,7 +147,7 @@ fn first_line(child: &mut Child) -> Option<String> {
 
 /// Flags about the workers themselves and about what a run keeps (outputs, history), with
 /// whether each takes a value: no worker acts on them, nor does a coordinator in a pod.
-pub const WORKERS_AND_KEEPING: [(&str, bool); 15] = [
+pub const WORKERS_AND_KEEPING: [(&str, bool); 18] = [
     ("--workers", true),
     ("--worker", true),
     ("--token-file", true),
@@ -163,6 +163,9 @@ pub const WORKERS_AND_KEEPING: [(&str, bool); 15] = [
     ("--tag", true),
     ("--note", true),
     ("--hooks-dir", true),
+    ("--metrics-listen", true),
+    ("--metrics-token-file", true),
+    ("--metrics-linger", true),
 ];
 
 /// The rest of what only the coordinator acts on: observing the server, hooks, printing.

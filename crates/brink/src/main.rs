@@ -7,6 +7,7 @@ mod distribute;
 mod exit;
 mod grpc_call;
 mod k8s;
+mod live_metrics;
 mod logmark;
 mod output;
 mod progress;

@@ -85,7 +85,7 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         slos[1],
         a.step
     );
-    let code = super::find::run_search(&session, job, &search, &runner::Local)?;
+    let code = super::find::run_search(&session, job, &search, &runner::Local, None)?;
     emitln!(
         "(the demo service holds {} requests at a time: that is where its knee should be)",
         demo.slots

@@ -254,21 +254,27 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
         return Ok(0);
     }
     let generators = crate::distribute::generators(&a.run, session.seed)?;
-    run_search(&session, job, &search, generators.exec.as_ref())
+    let live =
+        crate::live_metrics::sink(&a.run, std::slice::from_ref(&job), &session.recording.tags)?;
+    run_search(&session, job, &search, generators.exec.as_ref(), live)
 }
 
 /// Runs the search of `job` with `search`'s settings in `session` (outputs, observers, seed)
 /// and returns the exit code it earned: 1 when the service got stuck or no level held the
-/// objectives. `brink demo` calls this directly.
+/// objectives. `brink demo` calls this directly. `live`: the `--metrics-listen` sink.
 pub fn run_search(
     session: &Session,
     job: Job,
     search: &Search,
     exec: &dyn runner::Executor,
+    live: Option<crate::live_metrics::LiveMetrics>,
 ) -> Result<i32, Fail> {
     runner::preflight(std::slice::from_ref(&job), exec)?;
     crate::proxy_check::warn_about_proxies(std::slice::from_ref(&job));
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
+    if let Some(m) = live {
+        sinks.push(Box::new(m));
+    }
     let how = format!(
         "by {} from {} to {}",
         search.by.name(),

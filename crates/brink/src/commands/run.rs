@@ -96,6 +96,9 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     runner::preflight(&jobs, exec)?;
     crate::proxy_check::warn_about_proxies(&jobs);
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
+    if let Some(m) = crate::live_metrics::sink(a, &jobs, &session.recording.tags)? {
+        sinks.push(Box::new(m));
+    }
     let meta = crate::record::meta("run", &jobs, None, &session.recording);
     sinks.push(Box::new(crate::record::Recorder::new(
         &session.recording,

@@ -28,6 +28,7 @@ mod hardening;
 mod history;
 mod hostile;
 mod k8s;
+mod live_metrics;
 mod plans;
 mod protocols;
 mod ramps;

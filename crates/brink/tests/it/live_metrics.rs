@@ -1,0 +1,221 @@
+//! `--metrics-listen`: what a scraper reads during a run adds up to the result exactly, and
+//! the endpoint keeps to the rules (a token beyond loopback and when given, label names
+//! checked before any load).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// `GET /metrics` with an optional bearer token: (status, body), or `None` when nothing
+/// answers.
+fn scrape(port: u16, token: Option<&str>) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
+    let req =
+        format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let status = out.get(9..12)?.parse().ok()?;
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((status, body))
+}
+
+/// The value of the one sample of `name` whose labels contain every one of `with`.
+fn value(body: &str, name: &str, with: &[&str]) -> f64 {
+    let lines: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && with.iter().all(|w| l.contains(w)))
+        .collect();
+    assert_eq!(lines.len(), 1, "{name} {with:?}: {lines:?}");
+    lines[0]
+        .rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("a number")
+}
+
+#[test]
+fn what_a_scraper_reads_adds_up_to_the_result() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(2))).expect("server");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let port = free_port();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args([
+            "run",
+            &srv.url("/"),
+            "--rate",
+            "100",
+            "-d",
+            "3s",
+            "-q",
+            "--no-history",
+        ])
+        .args([
+            "--metrics-listen",
+            &format!("127.0.0.1:{port}"),
+            "--metrics-linger",
+            "2s",
+        ])
+        .args(["--tag", "team=checkout"])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("brink starts");
+    let start = Instant::now();
+    let (mut last, mut scrapes) = (None, 0);
+    while child.try_wait().expect("status").is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "brink did not end"
+        );
+        if let Some((200, body)) = scrape(port, None) {
+            last = Some(body);
+            scrapes += 1;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(scrapes > 10, "scraped {scrapes} times");
+    let body = last.expect("a scrape");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let s = &r["summary"];
+    let team = "team=\"checkout\"";
+    assert_eq!(
+        value(&body, "brink_requests_total", &[team]),
+        s["requests"].as_f64().unwrap()
+    );
+    assert_eq!(
+        value(&body, "brink_responses_total", &["status=\"200\""]),
+        s["status"]["200"].as_f64().unwrap()
+    );
+    assert_eq!(
+        value(&body, "brink_errors_total", &["kind=\"timeout\""]),
+        0.0
+    );
+    let counted: u64 = s["latency_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        value(&body, "brink_request_duration_seconds_count", &[]),
+        counted as f64
+    );
+    assert_eq!(
+        value(
+            &body,
+            "brink_request_duration_seconds_bucket",
+            &["le=\"+Inf\""]
+        ),
+        counted as f64
+    );
+    // The buckets are cumulative, and a 2 ms service lands above the 1 ms bound.
+    let le = |b: &str| {
+        value(
+            &body,
+            "brink_request_duration_seconds_bucket",
+            &[&format!("le=\"{b}\"")],
+        )
+    };
+    assert!(le("0.001") <= le("0.0025") && le("0.0025") <= le("0.01") && le("0.01") <= le("+Inf"));
+    assert_eq!(le("0.001"), 0.0, "{body}");
+    let p99 = value(&body, "brink_latency_seconds", &["quantile=\"0.99\""]);
+    assert!((0.002..1.0).contains(&p99), "{p99}");
+    assert!(value(&body, "brink_scenario_end_timestamp_seconds", &[]) > 1.7e9);
+    assert_eq!(
+        value(&body, "brink_seconds_total", &[]),
+        r["scenarios"][0]["timeseries"].as_array().unwrap().len() as f64
+    );
+}
+
+#[test]
+fn the_endpoint_keeps_to_its_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let brink = |args: &[&str]| {
+        Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .args([
+                "run",
+                "http://127.0.0.1:9/",
+                "-n",
+                "1",
+                "-q",
+                "--no-history",
+            ])
+            .args(args)
+            .output()
+            .expect("brink runs")
+    };
+    // Refused before any load, in one line.
+    for (args, says) in [
+        (
+            vec!["--metrics-listen", "0.0.0.0:0"],
+            "--metrics-token-file",
+        ),
+        (
+            vec!["--metrics-listen", "127.0.0.1:0", "--tag", "le=1"],
+            "a metrics label",
+        ),
+        (
+            vec!["--metrics-listen", "127.0.0.1:0", "--tag", "9x=1"],
+            "a metrics label",
+        ),
+        (vec!["--metrics-listen", "nowhere"], "expected HOST:PORT"),
+    ] {
+        let o = brink(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.trim().lines().count() == 1 && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    // With a token, a scrape without it (or with another) is refused.
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let port = free_port();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args([
+            "run",
+            &srv.url("/"),
+            "--rate",
+            "20",
+            "-d",
+            "2s",
+            "-q",
+            "--no-history",
+        ])
+        .args(["--metrics-listen", &format!("127.0.0.1:{port}")])
+        .arg("--metrics-token-file")
+        .arg(&token)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("brink starts");
+    let start = Instant::now();
+    let answered = loop {
+        assert!(start.elapsed() < Duration::from_secs(10), "no endpoint");
+        if let Some(a) = scrape(port, None) {
+            break a;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(answered.0, 401, "{}", answered.1);
+    assert_eq!(scrape(port, Some("wrong")).map(|a| a.0), Some(401));
+    assert_eq!(scrape(port, Some("s3cret")).map(|a| a.0), Some(200));
+    assert_eq!(child.wait().expect("ends").code(), Some(0));
+}

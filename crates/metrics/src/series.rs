@@ -1,0 +1,120 @@
+//! The series a run exposes, kept as the seconds are merged: per scenario and request,
+//! counters (attempts, responses by status, errors by kind, gRPC codes, late starts), latency
+//! from the intended start as a classic histogram with fixed buckets, and the last second's
+//! exact percentiles from its HDR histogram; per scenario, when it started and ended (for
+//! annotations). Cardinality is bounded by the plan: its scenario and request names, the
+//! statuses and gRPC codes seen, nine error kinds, fifteen buckets.
+
+use merge::SecondView;
+use stats::ErrorKind;
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+/// The histogram's upper bounds in seconds (`le`), besides `+Inf`.
+pub const BOUNDS: [f64; 14] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+/// The last second's quantiles exposed.
+pub const QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
+
+#[derive(Default)]
+pub struct Request {
+    pub name: String,
+    pub requests: u64,
+    pub status: BTreeMap<u16, u64>,
+    pub grpc: BTreeMap<u16, u64>,
+    pub errors: [u64; ErrorKind::COUNT],
+    pub late: u64,
+    /// Observations at or below each bound (cumulative), their count and sum in seconds.
+    pub buckets: [u64; BOUNDS.len()],
+    pub count: u64,
+    pub sum: f64,
+    /// The last second's quantiles, in seconds, once a second had responses.
+    pub last: Option<[f64; QUANTILES.len()]>,
+}
+
+pub struct Scenario {
+    pub name: String,
+    pub requests: Vec<Request>,
+    pub seconds: u64,
+    pub started: f64,
+    pub ended: Option<f64>,
+}
+
+/// Every series of a run; `labels` go on all of them (the run and the user's tags).
+#[derive(Default)]
+pub struct Series {
+    pub labels: Vec<(String, String)>,
+    pub scenarios: Vec<Scenario>,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl Series {
+    pub fn new(labels: Vec<(String, String)>) -> Series {
+        Series {
+            labels,
+            scenarios: Vec::new(),
+        }
+    }
+
+    /// A scenario (or a search step) starts with these requests; the one before it ends.
+    pub fn start(&mut self, name: &str, requests: &[String]) {
+        self.end();
+        self.scenarios.push(Scenario {
+            name: name.to_string(),
+            requests: requests
+                .iter()
+                .map(|n| Request {
+                    name: n.clone(),
+                    ..Request::default()
+                })
+                .collect(),
+            seconds: 0,
+            started: unix_now(),
+            ended: None,
+        });
+    }
+
+    /// The current scenario has ended.
+    pub fn end(&mut self) {
+        if let Some(s) = self.scenarios.last_mut() {
+            s.ended.get_or_insert_with(unix_now);
+        }
+    }
+
+    /// Adds one merged second to the current scenario.
+    pub fn second(&mut self, view: &SecondView) {
+        let Some(s) = self.scenarios.last_mut() else {
+            return;
+        };
+        s.seconds += 1;
+        for (r, b) in s.requests.iter_mut().zip(view.by_request) {
+            r.requests += b.requests;
+            r.late += b.late;
+            for (code, n) in b.status.sorted() {
+                *r.status.entry(code).or_default() += n;
+            }
+            for (code, n) in b.grpc.sorted() {
+                *r.grpc.entry(code).or_default() += n;
+            }
+            for (total, n) in r.errors.iter_mut().zip(b.errors_by_kind) {
+                *total += n;
+            }
+            let h = &b.corrected;
+            if h.is_empty() {
+                continue;
+            }
+            for (count, bound) in r.buckets.iter_mut().zip(BOUNDS) {
+                *count += h.count_between(0, (bound * 1e6) as u64);
+            }
+            r.count += h.len();
+            r.sum += h.mean() * h.len() as f64 / 1e6;
+            r.last = Some(QUANTILES.map(|q| h.value_at_quantile(q) as f64 / 1e6));
+        }
+    }
+}
