@@ -8,7 +8,7 @@ mod series;
 mod text;
 
 pub use series::{Series, BOUNDS, QUANTILES};
-pub use text::{escape, render};
+pub use text::{escape, render, FAMILIES};
 
 use bytes::Bytes;
 use http_body_util::Full;

@@ -37,6 +37,9 @@ pub struct Scenario {
     pub name: String,
     pub requests: Vec<Request>,
     pub seconds: u64,
+    /// The schedule's level in its last second (requests/s or connections; a search step's
+    /// level), when it has one.
+    pub target: Option<f64>,
     pub started: f64,
     pub ended: Option<f64>,
 }
@@ -75,6 +78,7 @@ impl Series {
                 })
                 .collect(),
             seconds: 0,
+            target: None,
             started: unix_now(),
             ended: None,
         });
@@ -93,6 +97,7 @@ impl Series {
             return;
         };
         s.seconds += 1;
+        s.target = view.second.target.or(s.target);
         for (r, b) in s.requests.iter_mut().zip(view.by_request) {
             r.requests += b.requests;
             r.late += b.late;

@@ -6,6 +6,22 @@ use crate::series::{Request, Scenario, Series, BOUNDS, QUANTILES};
 use stats::ErrorKind;
 use std::fmt::Write;
 
+/// Every family written, with its type: what a dashboard may query.
+pub const FAMILIES: [(&str, &str); 12] = [
+    ("brink_requests_total", "counter"),
+    ("brink_responses_total", "counter"),
+    ("brink_errors_total", "counter"),
+    ("brink_grpc_total", "counter"),
+    ("brink_late_total", "counter"),
+    ("brink_request_duration_seconds", "histogram"),
+    ("brink_latency_seconds", "gauge"),
+    ("brink_seconds_total", "counter"),
+    ("brink_load_target", "gauge"),
+    ("brink_scenario_start_timestamp_seconds", "gauge"),
+    ("brink_scenario_end_timestamp_seconds", "gauge"),
+    ("brink_run_info", "gauge"),
+];
+
 /// A label value, escaped.
 pub fn escape(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
@@ -177,6 +193,18 @@ pub fn render(s: &Series) -> String {
         }
     }
     scenario_families(&mut out, s);
+    family(
+        &mut out,
+        "brink_run_info",
+        "gauge",
+        "Always 1: the run's labels, to join on.",
+    );
+    let run: Vec<(&str, &str)> = s
+        .labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    sample(&mut out, "brink_run_info", &run, 1);
     out
 }
 
@@ -199,6 +227,17 @@ fn scenario_families(out: &mut String, s: &Series) {
     );
     for sc in &s.scenarios {
         sample(out, "brink_seconds_total", &per(s, sc), sc.seconds);
+    }
+    family(
+        out,
+        "brink_load_target",
+        "gauge",
+        "The load asked for now: requests/s (open model) or connections (closed); a search step's level.",
+    );
+    for sc in &s.scenarios {
+        if let Some(t) = sc.target {
+            sample(out, "brink_load_target", &per(s, sc), t);
+        }
     }
     family(
         out,
@@ -235,6 +274,23 @@ fn scenario_families(out: &mut String, s: &Series) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_families_written_are_the_ones_listed() {
+        let mut s = Series::new(vec![("run".into(), "r1".into())]);
+        s.start("s", &["r".to_string()]);
+        let typed: Vec<(String, String)> = render(&s)
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_once(' '))
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        let listed: Vec<(String, String)> = FAMILIES
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        assert_eq!(typed, listed);
+    }
 
     #[test]
     fn hostile_names_stay_inside_their_label() {

@@ -136,6 +136,8 @@ fn what_a_scraper_reads_adds_up_to_the_result() {
     let p99 = value(&body, "brink_latency_seconds", &["quantile=\"0.99\""]);
     assert!((0.002..1.0).contains(&p99), "{p99}");
     assert!(value(&body, "brink_scenario_end_timestamp_seconds", &[]) > 1.7e9);
+    assert_eq!(value(&body, "brink_load_target", &[]), 100.0, "the rate asked");
+    assert_eq!(value(&body, "brink_run_info", &[team]), 1.0);
     assert_eq!(
         value(&body, "brink_seconds_total", &[]),
         r["scenarios"][0]["timeseries"].as_array().unwrap().len() as f64
@@ -339,4 +341,100 @@ fn percent(q: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// The shipped Grafana dashboard (contrib/grafana/brink.json) is a well-formed dashboard
+/// whose every query reads only what brink writes (and the service's standard `process_*`
+/// series in its own row), filtered by the run, with every variable it uses defined.
+#[test]
+fn the_grafana_dashboard_queries_only_what_brink_writes() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/grafana/brink.json");
+    let d: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("the dashboard")).expect("JSON");
+    for key in ["uid", "title", "schemaVersion", "panels", "templating"] {
+        assert!(!d[key].is_null(), "{key}");
+    }
+    let vars: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    let mut exprs: Vec<(String, &str)> = Vec::new();
+    let mut ids = std::collections::BTreeSet::new();
+    for p in d["panels"].as_array().unwrap() {
+        assert!(
+            ids.insert(p["id"].as_u64().expect("an id")),
+            "ids are unique: {p}"
+        );
+        let g = &p["gridPos"];
+        assert!(["x", "y", "w", "h"].iter().all(|k| g[k].is_u64()), "{p}");
+        if p["type"] == "row" {
+            continue;
+        }
+        assert_eq!(p["datasource"]["uid"], "${datasource}", "{p}");
+        for t in p["targets"].as_array().expect("targets") {
+            assert!(t["refId"].is_string(), "{t}");
+            exprs.push((
+                t["expr"].as_str().expect("expr").to_string(),
+                p["title"].as_str().unwrap(),
+            ));
+        }
+    }
+    for a in d["annotations"]["list"].as_array().unwrap() {
+        exprs.push((a["expr"].as_str().unwrap().to_string(), "annotation"));
+    }
+    let written = |name: &str| {
+        metrics::FAMILIES.iter().any(|(f, kind)| {
+            name == *f
+                || (*kind == "histogram"
+                    && ["_bucket", "_sum", "_count"]
+                        .iter()
+                        .any(|s| name == format!("{f}{s}")))
+        })
+    };
+    let service = ["process_cpu_seconds_total", "process_resident_memory_bytes"];
+    let mut seen = std::collections::BTreeSet::new();
+    for (expr, panel) in &exprs {
+        let names: Vec<&str> = expr
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("brink_") || w.starts_with("process_"))
+            .collect();
+        assert!(!names.is_empty(), "{panel}: {expr}");
+        for n in &names {
+            seen.insert(n.to_string());
+            if n.starts_with("brink_") {
+                assert!(written(n), "{panel}: {n} is not a series brink writes");
+                assert!(
+                    expr.contains("run=\"$run\""),
+                    "{panel}: not filtered by run: {expr}"
+                );
+            } else {
+                assert!(service.contains(n), "{panel}: {n}");
+            }
+        }
+        for var in expr.split('$').skip(1) {
+            let v: String = var
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                v.starts_with("__") || vars.contains(&v.as_str()),
+                "{panel}: ${v} is not defined"
+            );
+        }
+    }
+    // The load asked and achieved, the latency, the errors and the run markers are all shown.
+    for must in [
+        "brink_load_target",
+        "brink_requests_total",
+        "brink_latency_seconds",
+        "brink_request_duration_seconds_bucket",
+        "brink_errors_total",
+        "brink_scenario_start_timestamp_seconds",
+        "process_cpu_seconds_total",
+    ] {
+        assert!(seen.contains(must), "{must} is on no panel");
+    }
 }
