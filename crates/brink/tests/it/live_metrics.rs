@@ -136,7 +136,11 @@ fn what_a_scraper_reads_adds_up_to_the_result() {
     let p99 = value(&body, "brink_latency_seconds", &["quantile=\"0.99\""]);
     assert!((0.002..1.0).contains(&p99), "{p99}");
     assert!(value(&body, "brink_scenario_end_timestamp_seconds", &[]) > 1.7e9);
-    assert_eq!(value(&body, "brink_load_target", &[]), 100.0, "the rate asked");
+    assert_eq!(
+        value(&body, "brink_load_target", &[]),
+        100.0,
+        "the rate asked"
+    );
     assert_eq!(value(&body, "brink_run_info", &[team]), 1.0);
     assert_eq!(
         value(&body, "brink_seconds_total", &[]),
