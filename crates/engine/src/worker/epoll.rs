@@ -13,7 +13,7 @@ use super::alarm::Alarm;
 use super::sys::{token_of, Connect, Epoll, Sock};
 use super::{
     backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    record_refusal, REFUSED_REST,
+    record_refusal, send_seconds, ALARM, READS_PER_TURN, REFUSED_REST, TICK,
 };
 use super::{Msg, Shared};
 use crate::proto::h1::reader::{ReadBuf, Reader};
@@ -21,22 +21,13 @@ use crate::proto::reply::{io_kind, Reply};
 use model::Load;
 use stats::{Bucket, ErrorKind};
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use workload::Vu;
 
-/// Housekeeping period: timeout checks, target updates, backoff restarts, stop checks.
-const TICK: Duration = Duration::from_millis(10);
 /// Most spare read buffers a worker keeps (beyond these, a freed buffer is dropped).
 const POOL: usize = 64;
-/// Token of the open model's precise wake-up timer (connection tokens are slot indices).
-const ALARM: usize = usize::MAX;
-/// Most `recv` calls for one connection per turn of the loop. A server that sends faster than
-/// brink reads never lets a socket run dry: past this, the connection is served again on the
-/// next turn, after the clock, the deadlines and the stop flag have been looked at.
-const READS_PER_TURN: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -185,15 +176,17 @@ impl Worker<'_> {
         let mut closed_over = false;
         loop {
             let now = Instant::now();
-            if self.shared.stop.load(Ordering::Relaxed)
-                || self
-                    .shared
-                    .end
-                    .is_some_and(|end| now >= end + self.shared.grace)
-            {
+            if self.shared.past_end(now) {
                 return;
             }
-            self.flush(now);
+            send_seconds(
+                self.shared,
+                self.id,
+                self.tx,
+                &mut self.second,
+                &mut self.rec,
+                now,
+            );
             if now >= next_tick {
                 next_tick = now + TICK;
                 self.expire(now);
@@ -241,15 +234,6 @@ impl Worker<'_> {
                     self.on_event(k, false);
                 }
             }
-        }
-    }
-
-    /// Sends the bucket of every whole second that has passed.
-    fn flush(&mut self, now: Instant) {
-        while now >= self.shared.start + Duration::from_secs(self.second + 1) {
-            self.second += 1;
-            let full = std::mem::replace(&mut self.rec, buckets(self.shared, self.second));
-            let _ = self.tx.send(Msg::Buckets(self.id, full));
         }
     }
 
@@ -529,8 +513,7 @@ impl Worker<'_> {
             }
             Load::Open { .. } => {
                 // A flow iteration goes on at once; only its first step waits for the schedule.
-                let running = !self.shared.stop.load(Ordering::Relaxed)
-                    && self.shared.end.is_none_or(|end| done < end);
+                let running = self.shared.running(done);
                 if self.conns[k].vu.in_iteration() && running {
                     self.start(k, done, done);
                 } else {

@@ -12,7 +12,7 @@ use super::alarm::Alarm;
 use super::sys::{token_of, Connect, Epoll, Sock};
 use super::{
     backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    record_refusal, REFUSED_REST,
+    record_refusal, send_seconds, ALARM, READS_PER_TURN, REFUSED_REST, TICK,
 };
 use super::{Msg, Shared};
 use crate::proto::h2c::client::{Client, Event};
@@ -23,16 +23,11 @@ use model::Load;
 use stats::{Bucket, ErrorKind};
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use workload::Vu;
 
-const TICK: Duration = Duration::from_millis(10);
-const ALARM: usize = usize::MAX;
-/// Most `recv` calls for one connection per turn (see the HTTP/1.1 worker).
-const READS_PER_TURN: usize = 16;
 const READ_BUF: usize = 64 << 10;
 /// Times a request the server never processed is sent again.
 const RESENDS: u32 = 3;
@@ -243,15 +238,17 @@ impl Worker<'_> {
         let mut closed_over = false;
         loop {
             let now = Instant::now();
-            if self.shared.stop.load(Ordering::Relaxed)
-                || self
-                    .shared
-                    .end
-                    .is_some_and(|end| now >= end + self.shared.grace)
-            {
+            if self.shared.past_end(now) {
                 return;
             }
-            self.flush_seconds(now);
+            send_seconds(
+                self.shared,
+                self.id,
+                self.tx,
+                &mut self.second,
+                &mut self.rec,
+                now,
+            );
             if now >= next_tick {
                 next_tick = now + TICK;
                 self.expire(now);
@@ -296,14 +293,6 @@ impl Worker<'_> {
                     self.read(l);
                 }
             }
-        }
-    }
-
-    fn flush_seconds(&mut self, now: Instant) {
-        while now >= self.shared.start + Duration::from_secs(self.second + 1) {
-            self.second += 1;
-            let full = std::mem::replace(&mut self.rec, buckets(self.shared, self.second));
-            let _ = self.tx.send(Msg::Buckets(self.id, full));
         }
     }
 
@@ -670,8 +659,7 @@ impl Worker<'_> {
                 }
             }
             Load::Open { .. } => {
-                let running = !self.shared.stop.load(Ordering::Relaxed)
-                    && self.shared.end.is_none_or(|end| done < end);
+                let running = self.shared.running(done);
                 if self.slots[k].vu.in_iteration() && running {
                     self.start(k, done, done);
                 } else {

@@ -96,6 +96,18 @@ impl Shared {
         share(self.part.share(total as u64) as usize, id, self.workers)
     }
 
+    /// Whether the worker must stop now: an interrupt, or the grace after the schedule is over.
+    fn past_end(&self, now: Instant) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::Relaxed)
+            || self.end.is_some_and(|end| now >= end + self.grace)
+    }
+
+    /// Whether a flow iteration may go on at `now`: no interrupt, the schedule not over.
+    fn running(&self, now: Instant) -> bool {
+        !self.stop.load(std::sync::atomic::Ordering::Relaxed)
+            && self.end.is_none_or(|end| now < end)
+    }
+
     /// Whether every `-n` attempt has been taken.
     pub fn tickets_exhausted(&self) -> bool {
         self.max_requests
@@ -344,6 +356,33 @@ fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, kind: 
 /// How long a slot rests after a refused attempt: a data set full of bad values must not spin
 /// the generator (the refused attempts never reach the network, so they cost nothing else).
 const REFUSED_REST: Duration = Duration::from_millis(10);
+
+/// Sends `rec`, the bucket of second `*second`, and a fresh one for each whole second passed
+/// by `now` (the epoll loops' clock).
+fn send_seconds(
+    shared: &Shared,
+    id: usize,
+    tx: &Sender<Msg>,
+    second: &mut u64,
+    rec: &mut Vec<Bucket>,
+    now: Instant,
+) {
+    while now >= shared.start + Duration::from_secs(*second + 1) {
+        *second += 1;
+        let full = std::mem::replace(rec, buckets(shared, *second));
+        let _ = tx.send(Msg::Buckets(id, full));
+    }
+}
+
+/// The epoll loops' housekeeping period: timeouts, targets, backoff restarts, stop checks.
+const TICK: Duration = Duration::from_millis(10);
+/// Token of the open model's precise wake-up timer in an epoll loop (connections use their
+/// indices).
+const ALARM: usize = usize::MAX;
+/// Most `recv` calls for one connection per turn of an epoll loop. A server that sends faster
+/// than brink reads never lets a socket run dry: past this, the connection is served again on
+/// the next turn, after the clock, the deadlines and the stop flag have been looked at.
+const READS_PER_TURN: usize = 16;
 
 /// Delay before connect attempt number `failures + 1`: 10 ms doubling to 1 s, so an
 /// unreachable target is retried steadily without spinning.

@@ -18,7 +18,6 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -98,13 +97,7 @@ pub fn run(
 /// have had their grace period.
 async fn hard_stop(shared: &Shared) {
     loop {
-        if shared.stop.load(Ordering::Relaxed) {
-            return;
-        }
-        if shared
-            .end
-            .is_some_and(|end| Instant::now() >= end + shared.grace)
-        {
+        if shared.past_end(Instant::now()) {
             return;
         }
         tokio::time::sleep(POLL).await;
