@@ -199,11 +199,11 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
     let mut target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
     // The run is named for what it loads (`GET /api/items`, a gRPC method), so the history and
     // results tell single-URL runs apart.
-    let name = match (&a.call, target.grpc) {
+    let name = match (&a.call, target.is_grpc()) {
         (Some(call), true) => call.clone(),
         _ => format!("{} {}", a.method.as_deref().unwrap_or("GET"), target.path),
     };
-    let request = if target.grpc {
+    let request = if target.is_grpc() {
         crate::grpc_call::request(a, &mut target)?
     } else {
         crate::grpc_call::refuse_flags(a, false)?;
@@ -472,8 +472,8 @@ fn spec(
         }
         None => engine::workload::capture::DEFAULT_LIMIT,
     };
-    let grpc = target.grpc;
-    let http2 = a.http2 || plan.http2.unwrap_or(false) || grpc;
+    let target = target.with_http2(a.http2 || plan.http2.unwrap_or(false));
+    let grpc = target.is_grpc();
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -481,7 +481,7 @@ fn spec(
         // gRPC multiplexes by default: one connection per worker thread, as gRPC clients do.
         None if grpc => Some(threads),
         None => None,
-        Some(_) if !http2 => {
+        Some(_) if !target.protocol.multiplexed() => {
             return Err(Fail::input(
                 "--connections shares connections between requests in flight: it needs --http2 or a grpc:// URL (with HTTP/1.1, -c is the connections)",
             ))
@@ -498,7 +498,6 @@ fn spec(
             .or(plan.connect_timeout)
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
         keepalive: !a.no_keepalive && plan.keepalive.unwrap_or(true),
-        http2,
         connections,
         tls,
         ok_status,

@@ -16,7 +16,7 @@ mod worker;
 /// The HTTP/1.1 reader and framing, public for the benchmarks.
 pub use proto::h1;
 
-pub use model::{guard, Curve, Load, StatusSet, Target, TargetError};
+pub use model::{guard, Curve, Load, Protocol, StatusSet, Target, TargetError};
 pub use net::tls::TlsOptions;
 /// TLS set-up shared with what is not load: a distributed run's coordinator and workers.
 pub mod tls {

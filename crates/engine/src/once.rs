@@ -3,12 +3,14 @@
 //! polls over TLS. It connects exactly as a run would (the same TCP, TLS, ALPN, HTTP/1.1 and
 //! HTTP/2 code and options) and reads the whole answer on a runtime of its own.
 
-use crate::net::conn::{Conn, Connector};
+use crate::net::conn::Connector;
 use crate::net::tls::tls_for;
 use crate::net::tls::TlsOptions;
 use crate::proto::body::CallBody;
+use crate::proto::h1::H1Conn;
+use crate::proto::h2::H2Conn;
 use bytes::Bytes;
-use model::Target;
+use model::{Protocol, Target};
 use stats::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +37,7 @@ pub fn grpc_call(
     message: Vec<u8>,
 ) -> Result<Answer, String> {
     let rt = runtime()?;
-    let connector = connector(target, tls, timeout, true)?;
+    let connector = connector(target, tls, timeout, Protocol::Grpc)?;
     let uri = format!("{}://{}{path}", connector.scheme, connector.authority);
     let req = http::Request::builder()
         .method("POST")
@@ -45,10 +47,11 @@ pub fn grpc_call(
         .body(CallBody::full(Bytes::from(message)))
         .map_err(|e| e.to_string())?;
     let call = async {
-        let (conn, _) = connector.connect().await.map_err(describe)?;
-        let Conn::H2(mut h2) = conn else {
+        let (stream, _) = connector.open().await.map_err(describe)?;
+        if stream.alpn_h2() == Some(false) {
             return Err("the server does not speak HTTP/2".to_string());
-        };
+        }
+        let mut h2 = H2Conn::handshake(stream).await.map_err(describe)?;
         let outcome = h2
             .roundtrip(req, Some(&connector.captures), connector.grpc_max_message)
             .await
@@ -91,12 +94,12 @@ fn connector(
     target: &Target,
     tls: &TlsOptions,
     timeout: Duration,
-    http2: bool,
+    protocol: Protocol,
 ) -> Result<Connector, String> {
     Ok(Connector {
         addr: target.resolve().map_err(|e| e.to_string())?,
-        tls: tls_for(target, tls, http2).map_err(|e| e.to_string())?,
-        http2,
+        tls: tls_for(target, tls, protocol.multiplexed()).map_err(|e| e.to_string())?,
+        protocol,
         connect_timeout: timeout,
         keepalive: true,
         scheme: if target.tls { "https" } else { "http" },
@@ -135,17 +138,15 @@ fn get_tls(
     timeout: Duration,
 ) -> Result<(u16, Option<f64>, Vec<u8>), String> {
     let rt = runtime()?;
-    let connector = connector(target, tls, timeout, false)?;
+    let connector = connector(target, tls, timeout, Protocol::Http1)?;
     let head = model::guard::get_head(
         &target.path,
         &target.authority,
         &[("User-Agent", "brink-probe"), ("Accept", "*/*")],
     )?;
     let call = async {
-        let (conn, _) = connector.connect().await.map_err(describe)?;
-        let Conn::Tls(mut h1) = conn else {
-            return Err("the server answered TLS with another protocol".to_string());
-        };
+        let (stream, _) = connector.open().await.map_err(describe)?;
+        let mut h1 = H1Conn::new(stream);
         let (reply, kept) = h1
             .roundtrip(head.as_bytes(), false, Some(&connector.captures))
             .await

@@ -27,7 +27,6 @@ pub struct RunSpec {
     pub timeout: Duration,
     pub connect_timeout: Duration,
     pub keepalive: bool,
-    pub http2: bool,
     pub tls: TlsOptions,
     pub ok_status: StatusSet,
     /// gRPC status codes that count as success (OK unless `--ok-codes` says otherwise).
@@ -67,12 +66,11 @@ fn grpc_timeout(timeout: Duration) -> String {
 fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     let target = &spec.target;
     let addr = target.resolve()?;
-    let tls = tls_for(target, &spec.tls, spec.http2 || target.grpc)?;
+    let tls = tls_for(target, &spec.tls, target.protocol.multiplexed())?;
     let connector = Connector {
         addr,
         tls,
-        // gRPC is HTTP/2 only.
-        http2: spec.http2 || target.grpc,
+        protocol: target.protocol,
         connect_timeout: spec.connect_timeout,
         keepalive: spec.keepalive,
         // HTTP/2's `:scheme` is http or https, gRPC included.
@@ -82,7 +80,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         h1_static: Connector::static_requests(&spec.workload, &target.authority, spec.keepalive)
             .map_err(RunError::Request)?,
         captures: Budget::new(spec.capture_limit),
-        grpc_timeout: target.grpc.then(|| grpc_timeout(spec.timeout)),
+        grpc_timeout: target.is_grpc().then(|| grpc_timeout(spec.timeout)),
         grpc_max_message: spec.grpc_max_message,
     };
     // Every worker needs a slot, and with shared connections at least one connection.

@@ -28,7 +28,6 @@ fn spec(url: &str) -> engine::RunSpec {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(2),
         keepalive: true,
-        http2: false,
         tls: engine::TlsOptions::default(),
         ok_status: engine::StatusSet::default(),
         ok_codes: vec![0],

@@ -19,5 +19,5 @@ pub use part::{Counter, Part};
 pub use remote::WorkerReport;
 pub use schedule::{Curve, Load, LoadModel};
 pub use status::RunStatus;
-pub use target::{header_pairs, parse_header, StatusSet, Target, TargetError};
+pub use target::{header_pairs, parse_header, Protocol, StatusSet, Target, TargetError};
 pub use units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};

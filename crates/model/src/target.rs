@@ -20,12 +20,39 @@ pub enum TargetError {
     Method(String),
 }
 
-/// A parsed `http://` or `https://` URL.
+/// What a run speaks to its target: the one value every layer asks, from the plan to the
+/// worker loop. The URL's scheme says HTTP or gRPC; `--http2` (or a plan's `http2: true`)
+/// picks HTTP/2 for an HTTP URL. Whether TLS carries it is the target's other half
+/// ([`Target::tls`]): every protocol here runs over TCP or TLS alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Http1,
+    Http2,
+    /// gRPC calls over HTTP/2 (`grpc://` is h2c, `grpcs://` TLS).
+    Grpc,
+}
+
+impl Protocol {
+    /// Whether requests in flight share connections as streams (`--connections`).
+    pub fn multiplexed(self) -> bool {
+        !matches!(self, Protocol::Http1)
+    }
+
+    /// The wire protocol's name as results report it (and ALPN spells it).
+    pub fn wire(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+            Protocol::Http2 | Protocol::Grpc => "h2",
+        }
+    }
+}
+
+/// A parsed target URL: where to connect, over what, and what to speak.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Target {
+    /// `https://` and `grpcs://`: the connection is TLS.
     pub tls: bool,
-    /// `grpc://` (h2c) or `grpcs://` (TLS): requests are gRPC calls over HTTP/2.
-    pub grpc: bool,
+    pub protocol: Protocol,
     pub host: String,
     pub port: u16,
     /// Path and query, at least `/`.
@@ -41,11 +68,11 @@ impl Target {
         let (scheme, _) = url
             .split_once("://")
             .ok_or_else(|| bad("expected scheme://host"))?;
-        let (tls, grpc) = match scheme.to_ascii_lowercase().as_str() {
-            "http" => (false, false),
-            "https" => (true, false),
-            "grpc" => (false, true),
-            "grpcs" => (true, true),
+        let (tls, protocol) = match scheme.to_ascii_lowercase().as_str() {
+            "http" => (false, Protocol::Http1),
+            "https" => (true, Protocol::Http1),
+            "grpc" => (false, Protocol::Grpc),
+            "grpcs" => (true, Protocol::Grpc),
             other => return Err(TargetError::Scheme(other.to_string(), url.to_string())),
         };
         let uri: http::Uri = url
@@ -80,12 +107,26 @@ impl Target {
         };
         Ok(Target {
             tls,
-            grpc,
+            protocol,
             host: bare_host,
             port,
             path: path.to_string(),
             authority,
         })
+    }
+
+    /// gRPC calls (`grpc://`, `grpcs://`).
+    pub fn is_grpc(&self) -> bool {
+        self.protocol == Protocol::Grpc
+    }
+
+    /// This target spoken over HTTP/2 when `on` (an HTTP URL with `--http2`); gRPC is HTTP/2
+    /// already.
+    pub fn with_http2(mut self, on: bool) -> Target {
+        if on && self.protocol == Protocol::Http1 {
+            self.protocol = Protocol::Http2;
+        }
+        self
     }
 
     /// This target with the path `path` (a completion probe's rendered URL): refused when the
@@ -115,7 +156,7 @@ impl Target {
 
     /// Scheme name.
     pub fn scheme(&self) -> &'static str {
-        match (self.grpc, self.tls) {
+        match (self.is_grpc(), self.tls) {
             (false, false) => "http",
             (false, true) => "https",
             (true, false) => "grpc",

@@ -23,7 +23,7 @@ impl Cx<'_> {
         names: &Names,
     ) -> Result<Request, PlanError> {
         let r = &st.value;
-        if !target.grpc {
+        if !target.is_grpc() {
             return Err(self.err(
                 g,
                 format!(

@@ -82,7 +82,7 @@ pub fn scenario_result(
         extract_failures,
         error: None,
         ok_status: spec.ok_status.ranges().to_vec(),
-        ok_codes: if spec.target.grpc {
+        ok_codes: if spec.target.is_grpc() {
             spec.ok_codes
                 .iter()
                 .map(|c| model::grpc::name(*c))
@@ -201,7 +201,7 @@ pub fn target_info(spec: &RunSpec) -> TargetInfo {
         path: single
             .filter(|r| r.path_text != spec.target.path)
             .map(|r| r.path_text.clone()),
-        protocol: if spec.http2 { "h2" } else { "http/1.1" }.to_string(),
+        protocol: spec.target.protocol.wire().to_string(),
     }
 }
 
@@ -235,7 +235,7 @@ pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
         requests: spec.max_requests,
         threads,
         timeout_s: spec.timeout.as_secs_f64(),
-        over_connections: (spec.http2 || spec.target.grpc).then(|| {
+        over_connections: spec.target.protocol.multiplexed().then(|| {
             spec.connections
                 .unwrap_or(spec.load.max_connections())
                 .min(spec.load.max_connections())

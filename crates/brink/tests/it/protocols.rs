@@ -135,7 +135,7 @@ fn http2_over_tls_via_alpn() {
     let srv = tls_server(true);
     let mut s = n_requests(&srv.url("/"), 40);
     s.tls.insecure = true;
-    s.http2 = true;
+    s.target.protocol = model::Protocol::Http2;
     let out = run(&s);
     assert_eq!(out.totals.all.ok, 40, "{:?}", out.totals.all.errors_by_kind);
     assert_eq!(srv.counters.connections(), 2);
@@ -145,7 +145,7 @@ fn http2_over_tls_via_alpn() {
 fn http2_cleartext_prior_knowledge() {
     let srv = testkit::serve_hyper(Options::default(), handlers::fixed(Duration::ZERO)).unwrap();
     let mut s = n_requests(&srv.url("/"), 40);
-    s.http2 = true;
+    s.target.protocol = model::Protocol::Http2;
     let out = run(&s);
     assert_eq!(out.totals.all.ok, 40, "{:?}", out.totals.all.errors_by_kind);
     assert_eq!(srv.counters.connections(), 2);
@@ -179,7 +179,7 @@ fn http2_cleartext_streams_share_connections_and_bodies_pass_the_window() {
         &[("X-Run", "h2c")],
         &body,
     );
-    s.http2 = true;
+    s.target.protocol = model::Protocol::Http2;
     s.load = closed(20, None);
     s.connections = Some(2);
     let out = run(&s);

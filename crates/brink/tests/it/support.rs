@@ -19,7 +19,6 @@ pub fn spec(url: &str, load: Load) -> RunSpec {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(2),
         keepalive: true,
-        http2: false,
         tls: engine::TlsOptions::default(),
         ok_status: StatusSet::default(),
         ok_codes: vec![0],

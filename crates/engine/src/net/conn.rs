@@ -1,22 +1,24 @@
-//! Opening connections for the tokio worker and speaking the chosen protocol over them: TCP
-//! (with a connect timeout), TLS with ALPN, then HTTP/1.1 or HTTP/2. Every failure becomes an [`ErrorKind`].
+//! What every connection of a run shares ([`Connector`]: address, TLS, the protocol, the
+//! requests' fixed bytes) and opening its transport for the tokio worker: TCP with a connect
+//! timeout, then TLS with ALPN. Which protocol is then spoken over it is the protocols' own
+//! business (`proto::session`). Every failure becomes an [`ErrorKind`].
 
-use crate::proto::body::{messages, CallBody};
-use crate::proto::h1::H1Conn;
-use crate::proto::h2::{H2Conn, Unprocessed};
-use crate::proto::reply::{Idle, Reply};
 use bytes::Bytes;
+use model::Protocol;
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use stats::ErrorKind;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use workload::capture::Budget;
-use workload::{Captured, Vu, Workload};
+use workload::{Vu, Workload};
 
 /// gRPC clients' default largest message received (grpc-go, grpc-java): 4 MiB.
 pub const DEFAULT_GRPC_MAX_MESSAGE: usize = 4 << 20;
@@ -25,7 +27,7 @@ pub const DEFAULT_GRPC_MAX_MESSAGE: usize = 4 << 20;
 pub struct Connector {
     pub addr: SocketAddr,
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
-    pub http2: bool,
+    pub protocol: Protocol,
     pub connect_timeout: Duration,
     pub keepalive: bool,
     /// `http` or `https`, for HTTP/2's `:scheme`.
@@ -52,44 +54,68 @@ pub struct SetupTimes {
     pub tls: Option<Duration>,
 }
 
-/// How many fresh connections an unprocessed HTTP/2 request is tried on before it counts as
-/// `closed`.
-const H2_RESENDS: usize = 3;
-
-/// A response and, when the step extracts from it, its kept headers and body.
-pub type Outcome = Result<(Reply, Option<Captured>), ErrorKind>;
-
-/// An open connection of whichever protocol was negotiated. Plain-TCP HTTP/1.1 never gets
-/// here: it runs on the epoll worker.
-pub enum Conn {
+/// An open transport, before any protocol is spoken on it: what [`Connector::open`] hands to
+/// the protocol chosen ([`crate::proto::session::connect`]).
+pub enum Stream {
+    Tcp(TcpStream),
     /// Boxed: TLS state is large and allocated once per connection anyway.
-    Tls(Box<H1Conn<TlsStream<TcpStream>>>),
-    H2(H2Conn),
+    Tls(Box<TlsStream<TcpStream>>),
 }
 
-impl Conn {
-    /// Another handle on the same connection, for HTTP/2 (whose streams run side by side);
-    /// `None` for HTTP/1.1, which carries one request at a time.
-    pub fn share(&self) -> Option<Conn> {
+impl Stream {
+    /// Whether TLS's ALPN settled on HTTP/2 (`None` without TLS: nothing was negotiated).
+    pub fn alpn_h2(&self) -> Option<bool> {
         match self {
-            Conn::H2(c) => Some(Conn::H2(c.clone())),
-            Conn::Tls(_) => None,
+            Stream::Tcp(_) => None,
+            Stream::Tls(t) => Some(t.get_ref().1.alpn_protocol() == Some(b"h2")),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
-    /// Whether the connection can take the next request (HTTP/2 streams need no check).
-    pub async fn idle(&mut self) -> Idle {
-        match self {
-            Conn::Tls(c) => c.idle().await,
-            Conn::H2(_) => Idle::Open,
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
 
 impl Connector {
-    /// Opens a connection: TCP, then TLS and ALPN when the target is `https://`. Returns it
-    /// with how long the TCP connect and the TLS handshake took.
-    pub async fn connect(&self) -> Result<(Conn, SetupTimes), ErrorKind> {
+    /// Opens a transport: TCP, then TLS and ALPN when the target is `https://` or `grpcs://`.
+    /// Returns it with how long the TCP connect and the TLS handshake took.
+    pub async fn open(&self) -> Result<(Stream, SetupTimes), ErrorKind> {
         let started = Instant::now();
         let tcp =
             match tokio::time::timeout(self.connect_timeout, TcpStream::connect(self.addr)).await {
@@ -104,8 +130,7 @@ impl Connector {
         };
         let _ = tcp.set_nodelay(true);
         let Some((config, name)) = &self.tls else {
-            // Without TLS this path only serves HTTP/2 (h2c with prior knowledge).
-            return Ok((Conn::H2(H2Conn::handshake(tcp).await?), times));
+            return Ok((Stream::Tcp(tcp), times));
         };
         let handshake = TlsConnector::from(config.clone()).connect(name.clone(), tcp);
         let tls = match tokio::time::timeout(self.connect_timeout, handshake).await {
@@ -114,12 +139,7 @@ impl Connector {
             Ok(Ok(s)) => s,
         };
         times.tls = Some(connected.elapsed());
-        let conn = if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
-            Conn::H2(H2Conn::handshake(tls).await?)
-        } else {
-            Conn::Tls(Box::new(H1Conn::new(tls)))
-        };
-        Ok((conn, times))
+        Ok((Stream::Tls(Box::new(tls)), times))
     }
 
     /// Serialises every step whose bytes never change; a step that breaks the wire rules
@@ -176,86 +196,6 @@ impl Connector {
         match &self.h1_static[vu.current] {
             Some(b) if self.workload.trace.is_none() => b,
             _ => &vu.buf,
-        }
-    }
-
-    /// One request (`vu`'s next) on `conn`; returns the outcome and the bytes sent.
-    pub async fn send(&self, conn: &mut Conn, vu: &mut Vu) -> (Outcome, u64) {
-        let step = &self.workload.requests[vu.current];
-        let capture = (!step.extract.is_empty()).then_some(&self.captures);
-        match conn {
-            Conn::Tls(c) => {
-                let len = match self.prepare_h1(vu) {
-                    Ok(len) => len,
-                    Err(kind) => return (Err(kind), 0),
-                };
-                let r = c
-                    .roundtrip(self.h1_bytes(vu), step.is_head(), capture)
-                    .await;
-                (r, len as u64)
-            }
-            Conn::H2(_) => {
-                let (path, values, body) = match vu.render_parts(&self.workload) {
-                    Ok(parts) => parts,
-                    Err(r) => {
-                        vu.refused = Some(r);
-                        return (Err(ErrorKind::InvalidRequest), 0);
-                    }
-                };
-                let len = body.len() as u64;
-                let uri = format!("{}://{}{}", self.scheme, self.authority, path);
-                let body = Bytes::from(body);
-                let paced = step
-                    .message
-                    .as_ref()
-                    .and_then(|m| m.stream)
-                    .filter(|s| s.client && !s.interval.is_zero())
-                    .map(|s| s.interval);
-                let build = || {
-                    let mut req = http::Request::builder()
-                        .method(step.method.as_str())
-                        .uri(uri.as_str());
-                    for ((name, _), value) in step.headers.iter().zip(&values) {
-                        req = req.header(name.as_str(), value.as_slice());
-                    }
-                    if let Some(deadline) = &self.grpc_timeout {
-                        for (name, value) in [
-                            ("content-type", "application/grpc"),
-                            ("te", "trailers"),
-                            ("grpc-timeout", deadline.as_str()),
-                        ] {
-                            if !step
-                                .headers
-                                .iter()
-                                .any(|(n, _)| n.eq_ignore_ascii_case(name))
-                            {
-                                req = req.header(name, value);
-                            }
-                        }
-                    }
-                    req.body(match paced {
-                        Some(interval) => CallBody::paced(messages(&body), interval),
-                        None => CallBody::full(body.clone()),
-                    })
-                };
-                // A request the server never processed (it was rotating the connection: GOAWAY,
-                // REFUSED_STREAM) is sent again, once per fresh connection, and counted once.
-                for _ in 0..H2_RESENDS {
-                    let Ok(req) = build() else {
-                        return (Err(ErrorKind::Protocol), 0);
-                    };
-                    let Conn::H2(h2c) = &mut *conn else { break };
-                    match h2c.roundtrip(req, capture, self.grpc_max_message).await {
-                        Ok(outcome) => return (outcome, len),
-                        // Boxed: rare, and large (see the worker's connect).
-                        Err(Unprocessed) => match Box::pin(self.connect()).await {
-                            Ok((fresh, _)) => *conn = fresh,
-                            Err(kind) => return (Err(kind), 0),
-                        },
-                    }
-                }
-                (Err(ErrorKind::Closed), 0)
-            }
         }
     }
 }

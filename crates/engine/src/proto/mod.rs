@@ -1,10 +1,14 @@
-//! The protocols brink speaks, together: HTTP/1.1 ([`h1`]: the fast sans-I/O reader both
-//! loops drive, and the async client for TLS) and HTTP/2 ([`h2`], through hyper), whose
-//! request bodies ([`body`]) also carry gRPC's streamed messages; gRPC's status and messages
-//! are read on the HTTP/2 path.
+//! The protocols brink speaks, together, one folder each: HTTP/1.1 ([`h1`]: the fast
+//! sans-I/O reader both epoll loops drive, and the async client for TLS), HTTP/2 through
+//! hyper ([`h2`], gRPC included: its status and messages are read there, and its streamed
+//! messages go out in [`body`]), and brink's own h2c client ([`h2c`]) for the epoll loop.
+//! The tokio worker reaches any of them through one seam, [`session::Session`], and
+//! [`connect`] says which one an opened connection speaks.
 
 pub mod body;
+pub mod connect;
 pub mod h1;
 pub mod h2;
 pub mod h2c;
 pub mod reply;
+pub mod session;

@@ -6,6 +6,11 @@
 use stats::ErrorKind;
 use std::io;
 use std::time::Instant;
+use workload::Captured;
+
+/// A response and, when the step extracts from it, its kept headers and body; or why the
+/// attempt failed.
+pub type Outcome = Result<(Reply, Option<Captured>), ErrorKind>;
 
 /// What a completed exchange produced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

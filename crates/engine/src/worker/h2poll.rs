@@ -19,7 +19,7 @@ use crate::proto::h2c::client::{Client, Event};
 use crate::proto::h2c::frame;
 use crate::proto::reply::{io_kind, Reply};
 use bytes::Bytes;
-use model::Load;
+use model::{Load, Protocol};
 use stats::{Bucket, ErrorKind};
 use std::collections::VecDeque;
 use std::io;
@@ -98,10 +98,9 @@ struct Worker<'a> {
 /// gRPC, and no response kept for extraction (hyper's path does those).
 pub fn fits(shared: &Shared) -> bool {
     let c = &shared.connector;
-    c.http2
+    c.protocol == Protocol::Http2
         && c.keepalive
         && c.tls.is_none()
-        && c.grpc_timeout.is_none()
         && c.workload
             .requests
             .iter()

@@ -18,8 +18,8 @@ mod sys;
 mod tasks;
 
 use crate::net::conn::Connector;
-use crate::net::conn::Outcome;
-use model::{Load, StatusSet};
+use crate::proto::reply::Outcome;
+use model::{Load, Protocol, StatusSet};
 use observe::procfs::Sched;
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::{Bucket, ErrorKind, Refusal};
@@ -42,7 +42,8 @@ enum Loop {
 
 impl Loop {
     fn of(shared: &Shared) -> Loop {
-        if shared.connector.tls.is_none() && !shared.connector.http2 {
+        let c = &shared.connector;
+        if c.tls.is_none() && c.protocol == Protocol::Http1 {
             Loop::H1
         } else if h2poll::fits(shared) {
             Loop::H2c

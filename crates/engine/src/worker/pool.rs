@@ -4,7 +4,7 @@
 //! number of connections stays what was asked. A connection that fails is dropped from the
 //! pool once (by generation: a slot holding an older one cannot drop a newer one).
 
-use crate::net::conn::Conn;
+use crate::proto::session::Conn;
 use std::cell::{Cell, RefCell};
 use std::time::Duration;
 

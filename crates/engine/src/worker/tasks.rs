@@ -9,8 +9,9 @@ use super::{
     REFUSED_REST,
 };
 use super::{Msg, Shared};
-use crate::net::conn::{Conn, Outcome};
-use crate::proto::reply::{Idle, Reply};
+use crate::proto::connect::connect;
+use crate::proto::reply::{Idle, Outcome, Reply};
+use crate::proto::session::{self, Conn};
 use model::Curve;
 use model::Load;
 use stats::{Bucket, ErrorKind};
@@ -309,7 +310,7 @@ impl Slot {
         let shared = &ctx.shared;
         let connector = &shared.connector;
         if let Some(c) = self.conn.as_mut() {
-            match c.idle().await {
+            match session::idle(c).await {
                 Idle::Open => {}
                 Idle::Closed => self.conn = None,
                 Idle::Stray => {
@@ -330,7 +331,7 @@ impl Slot {
                 let started = Instant::now();
                 // Boxed: a connect (TLS handshake included) is a large future, and a slot
                 // that kept room for it inline would hold it for every request in flight.
-                let connect = Box::pin(connector.connect());
+                let connect = Box::pin(connect(connector));
                 let opened = tokio::time::timeout(connector.connect_timeout, connect)
                     .await
                     .unwrap_or(Err(ErrorKind::ConnectTimeout));
@@ -377,7 +378,7 @@ impl Slot {
         let deadline = sent + shared.timeout;
         let grpc = connector.grpc_timeout.is_some();
         let (mut result, bytes_out) = {
-            let mut send = std::pin::pin!(connector.send(c, &mut self.vu));
+            let mut send = c.send(connector, &mut self.vu);
             loop {
                 // The deadline first: a server streaming without end keeps `send` busy until
                 // tokio's budget runs out, and a timer polled after it would find the budget

@@ -1,13 +1,16 @@
 //! The HTTP/1.1 path: the request is written from bytes serialised once, the response is read
 //! into one reusable per-connection buffer and handed to the sans-I/O [`reader::Reader`], which
 //! parses the head in place and skips the body while counting bytes. Nothing is allocated per
-//! request. This async client serves TLS connections; plain TCP uses the epoll loop
+//! request. This async client serves TLS connections ([`session`]); plain TCP uses the epoll loop
 //! (`worker::epoll`), which drives the same reader.
 
 mod fields;
 pub mod parse;
 pub mod reader;
 mod scan;
+mod session;
+
+pub use session::session;
 
 use crate::proto::reply::{io_kind, Idle, Reply};
 use reader::{ReadBuf, Reader};
@@ -35,19 +38,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
 
     /// Whether this kept-alive connection can take a request: polls the read side once,
     /// without waiting. Bytes there were sent with no request outstanding.
-    pub async fn idle(&mut self) -> Idle {
+    pub fn poll_idle(&mut self, cx: &mut Context<'_>) -> Idle {
         let mut scratch = [0u8; 64];
-        let io = &mut self.io;
-        poll_fn(|cx| {
-            let mut rb = tokio::io::ReadBuf::new(&mut scratch);
-            Poll::Ready(match Pin::new(&mut *io).poll_read(cx, &mut rb) {
-                Poll::Pending => Idle::Open,
-                Poll::Ready(Ok(())) if rb.filled().is_empty() => Idle::Closed,
-                Poll::Ready(Ok(())) => Idle::Stray,
-                Poll::Ready(Err(_)) => Idle::Closed,
-            })
-        })
-        .await
+        let mut rb = tokio::io::ReadBuf::new(&mut scratch);
+        match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
+            Poll::Pending => Idle::Open,
+            Poll::Ready(Ok(())) if rb.filled().is_empty() => Idle::Closed,
+            Poll::Ready(Ok(())) => Idle::Stray,
+            Poll::Ready(Err(_)) => Idle::Closed,
+        }
     }
 
     /// Writes `req` and reads one full response, keeping it when `capture` is set. Reading

@@ -4,6 +4,9 @@
 //! (counted as they complete, the first one timed, for streaming calls).
 
 mod messages;
+mod session;
+
+pub use session::session;
 
 use crate::proto::body::CallBody;
 use crate::proto::reply::{io_kind, GrpcReply, Reply};

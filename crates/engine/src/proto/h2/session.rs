@@ -1,0 +1,117 @@
+//! HTTP/2 (gRPC included) as a [`Session`] of the tokio worker: the step's request built for
+//! hyper (gRPC's headers added unless the step sets them), its streamed messages paced, and a
+//! request the server never processed sent again on a fresh connection.
+
+use super::{H2Conn, Unprocessed};
+use crate::net::conn::{Connector, Stream};
+use crate::proto::body::{messages, CallBody};
+use crate::proto::reply::{Idle, Outcome};
+use crate::proto::session::{Conn, Exchange, Session};
+use bytes::Bytes;
+use stats::ErrorKind;
+use std::task::Context;
+use workload::Vu;
+
+/// How many fresh connections an unprocessed HTTP/2 request is tried on before it counts as
+/// `closed`.
+const RESENDS: usize = 3;
+
+/// An HTTP/2 session over `stream` (h2c with prior knowledge, or TLS that agreed on `h2`).
+pub async fn session(stream: Stream) -> Result<Conn, ErrorKind> {
+    Ok(Box::new(H2Conn::handshake(stream).await?))
+}
+
+impl Session for H2Conn {
+    fn share(&self) -> Option<Conn> {
+        Some(Box::new(self.clone()))
+    }
+
+    fn idle(&mut self, _: &mut Context<'_>) -> Idle {
+        // A closing connection shows on the next request, which is then sent again.
+        Idle::Open
+    }
+
+    fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
+        Box::pin(self.exchange(connector, vu))
+    }
+}
+
+impl H2Conn {
+    async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> (Outcome, u64) {
+        let step = &connector.workload.requests[vu.current];
+        let capture = (!step.extract.is_empty()).then_some(&connector.captures);
+        let (path, values, body) = match vu.render_parts(&connector.workload) {
+            Ok(parts) => parts,
+            Err(r) => {
+                vu.refused = Some(r);
+                return (Err(ErrorKind::InvalidRequest), 0);
+            }
+        };
+        let len = body.len() as u64;
+        let uri = format!("{}://{}{}", connector.scheme, connector.authority, path);
+        let body = Bytes::from(body);
+        let paced = step
+            .message
+            .as_ref()
+            .and_then(|m| m.stream)
+            .filter(|s| s.client && !s.interval.is_zero())
+            .map(|s| s.interval);
+        let build = || {
+            let mut req = http::Request::builder()
+                .method(step.method.as_str())
+                .uri(uri.as_str());
+            for ((name, _), value) in step.headers.iter().zip(&values) {
+                req = req.header(name.as_str(), value.as_slice());
+            }
+            if let Some(deadline) = &connector.grpc_timeout {
+                for (name, value) in [
+                    ("content-type", "application/grpc"),
+                    ("te", "trailers"),
+                    ("grpc-timeout", deadline.as_str()),
+                ] {
+                    if !step
+                        .headers
+                        .iter()
+                        .any(|(n, _)| n.eq_ignore_ascii_case(name))
+                    {
+                        req = req.header(name, value);
+                    }
+                }
+            }
+            req.body(match paced {
+                Some(interval) => CallBody::paced(messages(&body), interval),
+                None => CallBody::full(body.clone()),
+            })
+        };
+        // A request the server never processed (it was rotating the connection: GOAWAY,
+        // REFUSED_STREAM) is sent again, once per fresh connection, and counted once.
+        for _ in 0..RESENDS {
+            let Ok(req) = build() else {
+                return (Err(ErrorKind::Protocol), 0);
+            };
+            match self
+                .roundtrip(req, capture, connector.grpc_max_message)
+                .await
+            {
+                Ok(outcome) => return (outcome, len),
+                Err(Unprocessed) => match self.reopen(connector).await {
+                    Ok(()) => {}
+                    Err(kind) => return (Err(kind), 0),
+                },
+            }
+        }
+        (Err(ErrorKind::Closed), 0)
+    }
+
+    /// Replaces this handle's connection with a fresh one; a server that now answers TLS's
+    /// ALPN with HTTP/1.1 ends the request as `closed`.
+    async fn reopen(&mut self, connector: &Connector) -> Result<(), ErrorKind> {
+        // Boxed: rare, and large (a TLS handshake).
+        let (stream, _) = Box::pin(connector.open()).await?;
+        if stream.alpn_h2() == Some(false) {
+            return Err(ErrorKind::Closed);
+        }
+        *self = Box::pin(H2Conn::handshake(stream)).await?;
+        Ok(())
+    }
+}

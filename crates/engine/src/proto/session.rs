@@ -1,0 +1,38 @@
+//! The seam between the tokio worker and the protocols. A protocol is a folder under `proto/`
+//! whose connection implements [`Session`]: whether it can take a request, whether requests
+//! in flight may share it, and one request's exchange. The worker only ever holds a [`Conn`]
+//! and asks those three things; `connect` is the one place that says which session a freshly
+//! opened transport becomes (`proto::connect`), so a new protocol adds a line there and
+//! touches no worker loop. (The epoll loops are the fast paths of HTTP/1.1 and h2c, chosen in
+//! `worker::Loop::of`; a protocol without one runs here.)
+
+use crate::net::conn::Connector;
+use crate::proto::reply::{Idle, Outcome};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Context;
+use workload::Vu;
+
+/// One request's exchange in progress: its outcome and the bytes it sent.
+pub type Exchange<'a> = Pin<Box<dyn Future<Output = (Outcome, u64)> + 'a>>;
+
+/// An open connection speaking one protocol, as the tokio worker drives it.
+pub trait Session {
+    /// Another handle on the same connection for a protocol whose requests run side by side
+    /// as streams (`--connections`); `None` when it carries one request at a time.
+    fn share(&self) -> Option<Conn>;
+
+    /// Whether a kept-alive connection can take the next request, looked at without waiting.
+    fn idle(&mut self, cx: &mut Context<'_>) -> Idle;
+
+    /// Sends `vu`'s current request and reads its whole answer.
+    fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a>;
+}
+
+/// An open connection of whichever protocol the run speaks.
+pub type Conn = Box<dyn Session>;
+
+/// Whether `conn` can take a request now (see [`Session::idle`]).
+pub async fn idle(conn: &mut Conn) -> Idle {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(conn.idle(cx))).await
+}
