@@ -370,6 +370,14 @@ pub struct RunArgs {
     /// Keep serving the metrics this long after the run, so the last seconds are scraped.
     #[arg(long = "metrics-linger", value_name = "DURATION", default_value = "0s")]
     pub metrics_linger: String,
+    /// Push the run's metrics every second: prometheus=URL is Prometheus remote write, e.g.
+    /// prometheus=http://127.0.0.1:9090/api/v1/write (repeatable).
+    #[arg(long = "out", value_name = "KIND=URL")]
+    pub out: Vec<String>,
+    /// A header sent with every --out request, 'Name: value' (repeatable), e.g.
+    /// 'Authorization: Bearer TOKEN' for a hosted store.
+    #[arg(long = "out-header", value_name = "HEADER")]
+    pub out_headers: Vec<String>,
     /// Tag the run in the history, KEY=VALUE (repeatable).
     #[arg(long = "tag", value_name = "KEY=VALUE")]
     pub tags: Vec<String>,

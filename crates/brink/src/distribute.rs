@@ -147,7 +147,7 @@ fn first_line(child: &mut Child) -> Option<String> {
 
 /// Flags about the workers themselves and about what a run keeps (outputs, history), with
 /// whether each takes a value: no worker acts on them, nor does a coordinator in a pod.
-pub const WORKERS_AND_KEEPING: [(&str, bool); 18] = [
+pub const WORKERS_AND_KEEPING: [(&str, bool); 20] = [
     ("--workers", true),
     ("--worker", true),
     ("--token-file", true),
@@ -166,6 +166,8 @@ pub const WORKERS_AND_KEEPING: [(&str, bool); 18] = [
     ("--metrics-listen", true),
     ("--metrics-token-file", true),
     ("--metrics-linger", true),
+    ("--out", true),
+    ("--out-header", true),
 ];
 
 /// The rest of what only the coordinator acts on: observing the server, hooks, printing.

@@ -1,14 +1,19 @@
 //! A run's live metrics where the user already looks: the series (`series`) kept as seconds
-//! are merged, written in Prometheus's text format (`text`), and served at `GET /metrics` on
-//! an address of the user's choosing for Prometheus to scrape. Beyond loopback the caller
+//! are merged, as Prometheus families (`families`), written in Prometheus's text format
+//! (`text`) and served at `GET /metrics` on an address of the user's choosing for Prometheus
+//! to scrape, or pushed each second by remote write (`remote`). Beyond loopback the caller
 //! must give a token, and every scrape must present it (`Authorization: Bearer`); it is
 //! compared in constant time.
 
+mod families;
+mod remote;
 mod series;
 mod text;
 
-pub use series::{Series, BOUNDS, QUANTILES};
-pub use text::{escape, render, FAMILIES};
+pub use families::{families, Family, Sample, FAMILIES};
+pub use remote::{Delivered, Destination, RemoteWrite, MOST_QUEUED};
+pub use series::{Process, Series, BOUNDS, QUANTILES};
+pub use text::{escape, render};
 
 use bytes::Bytes;
 use http_body_util::Full;

@@ -40,8 +40,17 @@ pub struct Scenario {
     /// The schedule's level in its last second (requests/s or connections; a search step's
     /// level), when it has one.
     pub target: Option<f64>,
+    /// A search step's verdict, once judged.
+    pub pass: Option<bool>,
     pub started: f64,
     pub ended: Option<f64>,
+}
+
+/// brink's own process, read each second.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Process {
+    pub cpu_s: f64,
+    pub rss_bytes: f64,
 }
 
 /// Every series of a run; `labels` go on all of them (the run and the user's tags).
@@ -49,6 +58,7 @@ pub struct Scenario {
 pub struct Series {
     pub labels: Vec<(String, String)>,
     pub scenarios: Vec<Scenario>,
+    pub process: Option<Process>,
 }
 
 fn unix_now() -> f64 {
@@ -62,6 +72,7 @@ impl Series {
         Series {
             labels,
             scenarios: Vec::new(),
+            process: None,
         }
     }
 
@@ -79,6 +90,7 @@ impl Series {
                 .collect(),
             seconds: 0,
             target: None,
+            pass: None,
             started: unix_now(),
             ended: None,
         });
@@ -88,6 +100,13 @@ impl Series {
     pub fn end(&mut self) {
         if let Some(s) = self.scenarios.last_mut() {
             s.ended.get_or_insert_with(unix_now);
+        }
+    }
+
+    /// The current search step was judged.
+    pub fn verdict(&mut self, pass: bool) {
+        if let Some(s) = self.scenarios.last_mut() {
+            s.pass = Some(pass);
         }
     }
 

@@ -2,17 +2,11 @@
 //! the endpoint keeps to the rules (a token beyond loopback and when given, label names
 //! checked before any load).
 
+use crate::prom::{bucket, free_port, Prom};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// `GET /metrics` with an optional bearer token: (status, body), or `None` when nothing
 /// answers.
@@ -231,58 +225,13 @@ fn the_endpoint_keeps_to_its_rules() {
 /// one bucket of the result's p99.
 #[test]
 fn a_real_prometheus_scrapes_the_run() {
-    if Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        assert!(
-            std::env::var_os("BRINK_REQUIRE_PROMETHEUS").is_none(),
-            "prometheus is required here (apt-get install prometheus)"
-        );
-        eprintln!("prometheus not installed: skipping");
+    if !crate::prom::available() {
         return;
     }
     let _cpu = crate::support::cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();
-    let (port, web) = (free_port(), free_port());
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: brink\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
-        ),
-    )
-    .unwrap();
-    let mut prom = Command::new("prometheus")
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{web}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("prometheus starts");
-    let get = |path: &str| -> Option<String> {
-        let mut s = TcpStream::connect(("127.0.0.1", web)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-        s.write_all(req.as_bytes()).ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        out.starts_with("HTTP/1.1 200")
-            .then(|| out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()))?
-    };
-    let start = Instant::now();
-    while get("/-/ready").is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "prometheus not ready"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let port = free_port();
+    let prom = Prom::start(free_port(), Some(port), false);
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(3))).expect("server");
     let json = dir.path().join("r.json");
     let status = Command::new(assert_cmd::cargo::cargo_bin("brink"))
@@ -308,43 +257,16 @@ fn a_real_prometheus_scrapes_the_run() {
         .expect("brink runs");
     assert_eq!(status.code(), Some(0));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let query = |q: &str| -> f64 {
-        let path = format!("/api/v1/query?query={}", percent(q));
-        let body = get(&path).expect("an answer");
-        let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
-        v["data"]["result"][0]["value"][1]
-            .as_str()
-            .and_then(|x| x.parse().ok())
-            .unwrap_or_else(|| panic!("{q}: {body}"))
-    };
-    let requests = query("max_over_time(brink_requests_total[5m])");
+    let requests = prom.query("max_over_time(brink_requests_total[5m])");
     assert_eq!(requests, r["summary"]["requests"].as_f64().unwrap());
-    let estimate = query(
+    let estimate = prom.query(
         "histogram_quantile(0.99, sum by (le) (max_over_time(brink_request_duration_seconds_bucket[5m])))",
     );
     let p99 = r["summary"]["latency_ms"]["p99"].as_f64().unwrap() / 1000.0;
-    let bucket = |v: f64| {
-        metrics::BOUNDS
-            .iter()
-            .position(|&b| v <= b)
-            .unwrap_or(metrics::BOUNDS.len())
-    };
     assert!(
         bucket(estimate).abs_diff(bucket(p99)) <= 1,
         "PromQL p99 {estimate} s, the result's {p99} s"
     );
-    let _ = prom.kill();
-    let _ = prom.wait();
-}
-
-/// `q` for a URL's query string.
-fn percent(q: &str) -> String {
-    q.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// The shipped Grafana dashboard (contrib/grafana/brink.json) is a well-formed dashboard
