@@ -3,7 +3,10 @@
 //! competes with the load engine's threads or a caller's runtime, an accept loop that ends
 //! when told, and a handle whose drop stops the loop and waits for the thread. This crate is
 //! that one piece of code; what each server does with a connection stays with the server.
-//! Also here: a body fed by a channel, for what streams (live events, a worker's seconds).
+//! Also here: a body fed by a channel, for what streams (live events, a worker's seconds), and
+//! the names a loopback server answers ([`host`]).
+
+pub mod host;
 
 use bytes::Bytes;
 use hyper::body::Frame;

@@ -3,7 +3,8 @@
 //! (`text`) and served at `GET /metrics` on an address of the user's choosing for Prometheus
 //! to scrape, or pushed each second by remote write (`remote`). Beyond loopback the caller
 //! must give a token, and every scrape must present it (`Authorization: Bearer`); it is
-//! compared in constant time.
+//! compared in constant time. On loopback without one, only loopback names are answered in
+//! `Host`, so a web page on a rebound name cannot read the run through a browser.
 
 mod families;
 mod remote;
@@ -35,12 +36,14 @@ pub fn listen(
     token: Option<String>,
     series: Arc<Mutex<Series>>,
 ) -> std::io::Result<Endpoint> {
+    // Without a token on loopback, only loopback names are answered (DNS rebinding).
+    let check_host = token.is_none() && addr.ip().is_loopback();
     let token = Arc::new(token);
     let (addr, running) = accept::serve("brink-metrics", 1, addr, move |sock, _| {
         let (series, token) = (series.clone(), token.clone());
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req| {
-                let answer = answer(&req, &series, token.as_deref());
+                let answer = answer(&req, &series, token.as_deref(), check_host);
                 async move { Ok::<_, Infallible>(answer) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
@@ -58,6 +61,7 @@ fn answer<B>(
     req: &Request<B>,
     series: &Mutex<Series>,
     token: Option<&str>,
+    check_host: bool,
 ) -> Response<Full<Bytes>> {
     let reply = |status: StatusCode, ctype: &str, body: String| {
         let mut r = Response::new(Full::new(Bytes::from(body)));
@@ -67,6 +71,19 @@ fn answer<B>(
         }
         r
     };
+    let host = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok());
+    if check_host && !host.is_some_and(|h| accept::host::allowed(h, &[])) {
+        let text =
+            "this endpoint answers only loopback names in Host (127.0.0.1, [::1], localhost)\n";
+        return reply(
+            StatusCode::FORBIDDEN,
+            "text/plain; charset=utf-8",
+            text.into(),
+        );
+    }
     if let Some(t) = token {
         let given = req
             .headers()

@@ -12,6 +12,7 @@
 //! `--allow-host` are served, and a write that carries an `Origin` must come from the `Host`
 //! it was sent to.
 
+use accept::host::allowed as host_allowed;
 use std::net::SocketAddr;
 
 /// The cookie that carries the token after the first visit.
@@ -98,35 +99,6 @@ pub fn check(policy: &Policy, p: &Presented, write: bool) -> Result<(), Refused>
         return Err(Refused::Write);
     }
     Ok(())
-}
-
-/// Whether `host` (a `Host` header: name, optional port) names this machine's loopback or one
-/// of `allowed`.
-pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
-    let name = host_name(host);
-    ["127.0.0.1", "[::1]", "localhost"]
-        .iter()
-        .any(|l| name.eq_ignore_ascii_case(l))
-        || allowed
-            .iter()
-            .any(|a| host_name(a).eq_ignore_ascii_case(name))
-}
-
-/// `host[:port]` or `[v6][:port]` -> the name part (brackets kept for IPv6).
-fn host_name(host: &str) -> &str {
-    let host = host.trim();
-    let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
-    if host.starts_with('[') {
-        return match host.split_once(']') {
-            Some((_, "")) => host,
-            Some((v6, port)) if port.strip_prefix(':').is_some_and(digits) => &host[..=v6.len()],
-            _ => host,
-        };
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if digits(port) => name,
-        _ => host,
-    }
 }
 
 /// A fresh 128-bit token, as hex.

@@ -24,6 +24,17 @@ fn scrape(port: u16, token: Option<&str>) -> Option<(u16, String)> {
     Some((status, body))
 }
 
+/// The status of `GET /metrics` sent with `Host: host`.
+fn status_for_host(port: u16, host: &str) -> Option<u16> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let req = format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    out.get(9..12)?.parse().ok()
+}
+
 /// The value of the one sample of `name` whose labels contain every one of `with`.
 fn value(body: &str, name: &str, with: &[&str]) -> f64 {
     let lines: Vec<&str> = body
@@ -79,6 +90,14 @@ fn what_a_scraper_reads_adds_up_to_the_result() {
         if let Some((200, body)) = scrape(port, None) {
             last = Some(body);
             scrapes += 1;
+            if scrapes == 1 {
+                // A page on a name rebound to 127.0.0.1 cannot read the run.
+                assert_eq!(status_for_host(port, "evil.example"), Some(403));
+                assert_eq!(
+                    status_for_host(port, &format!("localhost:{port}")),
+                    Some(200)
+                );
+            }
         }
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -110,13 +110,14 @@ fn every_second_arrived(prom: &Prom, r: &serde_json::Value) {
     assert_eq!(got, want);
 }
 
-/// A raw HTTP server on `listener` that reads each request whole and answers `status`, until
-/// `stop`; counts the requests.
+/// A raw HTTP server on `listener` that reads each request whole and answers `status` (0:
+/// never answers, holding the connection), until `stop`; counts the requests.
 fn store(listener: TcpListener, status: u16, stop: Arc<AtomicBool>) -> Arc<AtomicU64> {
     let seen = Arc::new(AtomicU64::new(0));
     let counted = seen.clone();
     listener.set_nonblocking(true).unwrap();
     std::thread::spawn(move || {
+        let mut held = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let Ok((mut s, _)) = listener.accept() else {
                 std::thread::sleep(Duration::from_millis(10));
@@ -143,7 +144,11 @@ fn store(listener: TcpListener, status: u16, stop: Arc<AtomicBool>) -> Arc<Atomi
                     }
                 }
             };
-            if whole {
+            if whole && status == 0 {
+                // Never answers: holds the connection until the test ends.
+                counted.fetch_add(1, Ordering::Relaxed);
+                held.push(s);
+            } else if whole {
                 counted.fetch_add(1, Ordering::Relaxed);
                 let _ = s.write_all(
                     format!("HTTP/1.1 {status} Nope\r\nContent-Length: 5\r\nConnection: close\r\n\r\nnope\n")
@@ -196,13 +201,17 @@ fn a_store_that_fails_for_a_while_loses_nothing() {
     );
 }
 
-/// A store that never takes the metrics (500 forever, or 400: refused for good) costs a
-/// warning and a closing line; the run, its result and its exit code are as without it, and
+/// A store that never takes the metrics (500 forever, 400: refused for good, or one that
+/// never answers) costs a warning and a closing line; the run, its result and its exit code are as without it, and
 /// the wait for the store at the end is bounded.
 #[test]
 fn a_store_that_never_takes_them_never_changes_the_run() {
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
-    for (status, says) in [(500, "answered 500"), (400, "answered 400")] {
+    for (status, says) in [
+        (500, "answered 500"),
+        (400, "answered 400"),
+        (0, "no answer"),
+    ] {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let stop = Arc::new(AtomicBool::new(false));
