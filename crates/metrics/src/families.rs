@@ -6,7 +6,7 @@ use crate::series::{Request, Scenario, Series, BOUNDS, QUANTILES};
 use stats::ErrorKind;
 
 /// Every family written, with its type: what a dashboard may query.
-pub const FAMILIES: [(&str, &str); 15] = [
+pub const FAMILIES: [(&str, &str); 16] = [
     ("brink_requests_total", "counter"),
     ("brink_responses_total", "counter"),
     ("brink_errors_total", "counter"),
@@ -16,6 +16,7 @@ pub const FAMILIES: [(&str, &str); 15] = [
     ("brink_latency_seconds", "gauge"),
     ("brink_seconds_total", "counter"),
     ("brink_load_target", "gauge"),
+    ("brink_in_flight", "gauge"),
     ("brink_step_pass", "gauge"),
     ("brink_scenario_start_timestamp_seconds", "gauge"),
     ("brink_scenario_end_timestamp_seconds", "gauge"),
@@ -43,8 +44,12 @@ pub struct Family {
 }
 
 impl Family {
-    fn new(i: usize, help: &'static str) -> Family {
-        let (name, kind) = FAMILIES[i];
+    /// The family `name` of [`FAMILIES`] (its type from there).
+    fn new(name: &'static str, help: &'static str) -> Family {
+        let kind = FAMILIES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("untyped", |(_, k)| *k);
         Family {
             name,
             kind,
@@ -93,24 +98,33 @@ pub fn families(s: &Series) -> Vec<Family> {
     let mut out = per_request(s);
     out.extend(per_scenario(s));
     out.extend(process(s));
-    let mut info = Family::new(14, "Always 1: the run's labels, to join on.");
+    let mut info = Family::new("brink_run_info", "Always 1: the run's labels, to join on.");
     info.add("", run(s), 1.0);
     out.push(info);
     out
 }
 
 fn per_request(s: &Series) -> Vec<Family> {
-    let mut requests = Family::new(0, "Attempts finished: responses and errors.");
-    let mut responses = Family::new(1, "Responses by HTTP status.");
-    let mut errors = Family::new(2, "Attempts that got no response, by kind.");
-    let mut grpc = Family::new(3, "gRPC calls by status code.");
+    let mut requests = Family::new(
+        "brink_requests_total",
+        "Attempts finished: responses and errors.",
+    );
+    let mut responses = Family::new("brink_responses_total", "Responses by HTTP status.");
+    let mut errors = Family::new(
+        "brink_errors_total",
+        "Attempts that got no response, by kind.",
+    );
+    let mut grpc = Family::new("brink_grpc_total", "gRPC calls by status code.");
     let mut late = Family::new(
-        4,
+        "brink_late_total",
         "Open model: requests started more than 1 ms after their intended time.",
     );
-    let mut duration = Family::new(5, "Latency from the intended start, responses only.");
+    let mut duration = Family::new(
+        "brink_request_duration_seconds",
+        "Latency from the intended start, responses only.",
+    );
     let mut quantiles = Family::new(
-        6,
+        "brink_latency_seconds",
         "The last second's latency from the intended start at a quantile, exact to HDR precision.",
     );
     for (l, r) in each(s) {
@@ -141,25 +155,42 @@ fn per_request(s: &Series) -> Vec<Family> {
     vec![requests, responses, errors, grpc, late, duration, quantiles]
 }
 
-/// Per scenario: the seconds merged, the level asked, a search step's verdict, and when it
+/// Per scenario: the seconds merged, the level asked, the requests in flight, a search
+/// step's verdict, and when it
 /// started and ended (run markers).
 fn per_scenario(s: &Series) -> Vec<Family> {
-    let mut seconds = Family::new(7, "Seconds of the scenario merged so far.");
+    let mut seconds = Family::new(
+        "brink_seconds_total",
+        "Seconds of the scenario merged so far.",
+    );
     let mut target = Family::new(
-        8,
+        "brink_load_target",
         "The load asked for now: requests/s (open model) or connections (closed); a search step's level.",
     );
+    let mut in_flight = Family::new(
+        "brink_in_flight",
+        "Requests sent and not yet answered when the last second ended.",
+    );
     let mut pass = Family::new(
-        9,
+        "brink_step_pass",
         "A search step's verdict once it is judged: 1 passed, 0 failed.",
     );
-    let mut start = Family::new(10, "When the scenario (or search step) started.");
-    let mut end = Family::new(11, "When the scenario (or search step) ended.");
+    let mut start = Family::new(
+        "brink_scenario_start_timestamp_seconds",
+        "When the scenario (or search step) started.",
+    );
+    let mut end = Family::new(
+        "brink_scenario_end_timestamp_seconds",
+        "When the scenario (or search step) ended.",
+    );
     for sc in &s.scenarios {
         let l = per(s, sc);
         seconds.add("", l.clone(), sc.seconds as f64);
         if let Some(t) = sc.target {
             target.add("", l.clone(), t);
+        }
+        if let Some(n) = sc.in_flight {
+            in_flight.add("", l.clone(), n as f64);
         }
         if let Some(p) = sc.pass {
             pass.add("", l.clone(), f64::from(u8::from(p)));
@@ -169,16 +200,16 @@ fn per_scenario(s: &Series) -> Vec<Family> {
             end.add("", l, e);
         }
     }
-    vec![seconds, target, pass, start, end]
+    vec![seconds, target, in_flight, pass, start, end]
 }
 
 /// brink's own process: what generating the load costs it.
 fn process(s: &Series) -> Vec<Family> {
     let mut cpu = Family::new(
-        12,
+        "brink_cpu_seconds_total",
         "CPU time brink's process has used (user and system), load generation included.",
     );
-    let mut rss = Family::new(13, "brink's resident memory.");
+    let mut rss = Family::new("brink_resident_memory_bytes", "brink's resident memory.");
     if let Some(p) = &s.process {
         cpu.add("", run(s), p.cpu_s);
         rss.add("", run(s), p.rss_bytes);

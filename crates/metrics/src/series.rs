@@ -40,6 +40,8 @@ pub struct Scenario {
     /// The schedule's level in its last second (requests/s or connections; a search step's
     /// level), when it has one.
     pub target: Option<f64>,
+    /// Requests in flight when its last second ended.
+    pub in_flight: Option<u64>,
     /// A search step's verdict, once judged.
     pub pass: Option<bool>,
     pub started: f64,
@@ -90,6 +92,7 @@ impl Series {
                 .collect(),
             seconds: 0,
             target: None,
+            in_flight: None,
             pass: None,
             started: unix_now(),
             ended: None,
@@ -117,6 +120,7 @@ impl Series {
         };
         s.seconds += 1;
         s.target = view.second.target.or(s.target);
+        s.in_flight = Some(view.all.in_flight);
         for (r, b) in s.requests.iter_mut().zip(view.by_request) {
             r.requests += b.requests;
             r.late += b.late;

@@ -92,6 +92,10 @@ pub struct Bucket {
     pub late: u64,
     /// Open model: the largest lag between intended and actual send, µs.
     pub max_lag_us: u64,
+    /// Requests in flight when the second ended: a gauge, so merging adds the parts'. A
+    /// worker counts its requests together and puts the count on its first request's bucket:
+    /// read it from a merged whole second, not per request.
+    pub in_flight: u64,
     /// The first attempt refused before sending (see [`ErrorKind::InvalidRequest`]).
     pub refused: Option<Box<Refusal>>,
     /// Why the first failed extraction ([`ErrorKind::Extract`]) found nothing.
@@ -195,6 +199,7 @@ impl Bucket {
             bytes_out: 0,
             late: 0,
             max_lag_us: 0,
+            in_flight: 0,
             refused: None,
             extract_failure: None,
             setup: Setup::default(),
@@ -301,6 +306,7 @@ impl Bucket {
         self.bytes_out += other.bytes_out;
         self.late += other.late;
         self.max_lag_us = self.max_lag_us.max(other.max_lag_us);
+        self.in_flight += other.in_flight;
         if self.refused.is_none() {
             self.refused.clone_from(&other.refused);
         }

@@ -27,6 +27,8 @@ pub struct WireBucket {
     pub bytes_out: u64,
     pub late: u64,
     pub max_lag_us: u64,
+    #[serde(default)]
+    pub in_flight: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<(String, String)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +67,7 @@ impl From<&Bucket> for WireBucket {
             bytes_out: b.bytes_out,
             late: b.late,
             max_lag_us: b.max_lag_us,
+            in_flight: b.in_flight,
             refused: b
                 .refused
                 .as_ref()
@@ -144,6 +147,7 @@ impl TryFrom<WireBucket> for Bucket {
             bytes_out: w.bytes_out,
             late: w.late,
             max_lag_us: w.max_lag_us,
+            in_flight: w.in_flight,
             refused: w
                 .refused
                 .map(|(part, value)| Box::new(Refusal { part, value })),

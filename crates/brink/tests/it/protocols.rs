@@ -201,3 +201,47 @@ fn http2_cleartext_streams_share_connections_and_bodies_pass_the_window() {
         && h.as_deref() == Some("h2c")
         && *n == 200_000));
 }
+
+/// Each merged second says how many requests were in flight when it ended, on all three
+/// loops: 4 connections against a 200 ms server always hold 4 (or 3, in the instant between
+/// an answer and the next send).
+#[test]
+fn each_second_counts_the_requests_in_flight_on_every_loop() {
+    let _cpu = crate::support::cpu_exclusive();
+    let slow = || handlers::fixed(Duration::from_millis(200));
+    let plain = testkit::serve(slow()).unwrap();
+    let h2c = testkit::serve_hyper(Options::default(), slow()).unwrap();
+    let tls = testkit::serve_with(
+        Options {
+            tls: true,
+            ..Options::default()
+        },
+        slow(),
+    )
+    .unwrap();
+    for (name, srv, protocol) in [
+        ("epoll h1", &plain, model::Protocol::Http1),
+        ("epoll h2c", &h2c, model::Protocol::Http2),
+        ("tokio tls", &tls, model::Protocol::Http1),
+    ] {
+        let mut s = spec(&srv.url("/"), closed(4, Some(2.5)));
+        s.target.protocol = protocol;
+        s.tls.insecure = true;
+        s.threads = 2;
+        let mut seen = Vec::new();
+        engine::run(
+            &s,
+            &std::sync::atomic::AtomicBool::new(false),
+            &mut |v: &merge::SecondView| {
+                seen.push(v.all.in_flight);
+                false
+            },
+        )
+        .expect("run starts");
+        assert!(seen.len() >= 2, "{name}: {seen:?}");
+        assert!(
+            seen[..2].iter().all(|n| (3..=4).contains(n)),
+            "{name}: {seen:?}"
+        );
+    }
+}

@@ -185,7 +185,7 @@ impl Worker<'_> {
                 self.tx,
                 &mut self.second,
                 &mut self.rec,
-                now,
+                (now, self.in_flight),
             );
             if now >= next_tick {
                 next_tick = now + TICK;

@@ -366,13 +366,23 @@ fn send_seconds(
     tx: &Sender<Msg>,
     second: &mut u64,
     rec: &mut Vec<Bucket>,
-    now: Instant,
+    (now, in_flight): (Instant, u64),
 ) {
     while now >= shared.start + Duration::from_secs(*second + 1) {
         *second += 1;
-        let full = std::mem::replace(rec, buckets(shared, *second));
+        let full = full_second(shared, *second, rec, in_flight);
         let _ = tx.send(Msg::Buckets(id, full));
     }
+}
+
+/// The worker's buckets of the second that just ended, with the requests still in flight;
+/// `rec` starts `second`.
+fn full_second(shared: &Shared, second: u64, rec: &mut Vec<Bucket>, in_flight: u64) -> Vec<Bucket> {
+    let mut full = std::mem::replace(rec, buckets(shared, second));
+    if let Some(first) = full.first_mut() {
+        first.in_flight = in_flight;
+    }
+    full
 }
 
 /// The epoll loops' housekeeping period: timeouts, targets, backoff restarts, stop checks.

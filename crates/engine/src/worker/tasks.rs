@@ -5,8 +5,8 @@
 
 use super::pool::{Pool, Taken};
 use super::{
-    backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    REFUSED_REST,
+    backoff_delay, buckets, closed_may_send, full_second, micros, open_due, pace, record,
+    record_connect_error, REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::proto::connect::connect;
@@ -111,7 +111,12 @@ async fn flush_loop(ctx: Rc<Local>, tx: Sender<Msg>) {
     loop {
         tokio::time::sleep_until((ctx.shared.start + Duration::from_secs(second + 1)).into()).await;
         second += 1;
-        let full = ctx.rec.replace(buckets(&ctx.shared, second));
+        let full = full_second(
+            &ctx.shared,
+            second,
+            &mut ctx.rec.borrow_mut(),
+            ctx.in_flight.get(),
+        );
         if tx.send(Msg::Buckets(ctx.id, full)).is_err() {
             return;
         }
