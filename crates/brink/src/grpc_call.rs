@@ -142,11 +142,12 @@ pub fn reflect(
     target: &Target,
     service: Option<&str>,
 ) -> Result<(Vec<String>, grpc::DescriptorPool), String> {
-    let (target, tls) = crate::resolve::tls_options(a, target.clone(), &plan::Settings::default())
-        .map_err(|f| f.message)?;
+    let (target, tls) =
+        crate::connect_flags::tls_options(a, target.clone(), &plan::Settings::default())
+            .map_err(|f| f.message)?;
     let timeout = match &a.connect_timeout {
         Some(t) => model::parse_duration(t).map_err(|e| format!("--connect-timeout: {e}"))?,
-        None => crate::resolve::DEFAULT_CONNECT_TIMEOUT,
+        None => crate::connect_flags::DEFAULT_CONNECT_TIMEOUT,
     };
     reflect_with(&target, &tls, timeout, service)
 }

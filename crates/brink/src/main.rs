@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod connect_flags;
 mod console;
 mod distribute;
 mod exit;

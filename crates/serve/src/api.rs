@@ -3,8 +3,8 @@
 //! (`/api/live/ID`, Server-Sent Events: one `data:` line per recorded second, then `event: end`
 //! once the run is no longer running).
 
-use crate::http::{json, text, Out};
 use crate::query;
+use crate::reply::{json, text, Out};
 use crate::Ctx;
 use bytes::Bytes;
 use history::{Filter, History};

@@ -1,54 +1,16 @@
 //! The HTTP side: a small hyper server on its own runtime, access checks before anything else,
-//! routing to pages and API handlers (which read the history on blocking threads), and the
-//! response shapes: whole bodies, and a streamed body for Server-Sent Events.
+//! and routing to pages and API handlers (which read the history on blocking threads); the
+//! answers' shapes are in `reply`.
 
 use crate::access::{self, Presented, Refused};
 use crate::query;
+use crate::reply::{not_found, text, Out};
 use crate::Ctx;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-/// Any response body here: whole, or a stream of events.
-pub type Out = Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>;
-
-/// A response with a whole body.
-pub fn whole(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Out {
-    let mut r = Response::new(Full::new(body.into()).boxed());
-    *r.status_mut() = status;
-    let h = r.headers_mut();
-    if let Ok(v) = content_type.parse() {
-        h.insert(hyper::header::CONTENT_TYPE, v);
-    }
-    h.insert(
-        hyper::header::X_CONTENT_TYPE_OPTIONS,
-        hyper::header::HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        hyper::header::CACHE_CONTROL,
-        hyper::header::HeaderValue::from_static("no-store"),
-    );
-    r
-}
-
-pub fn html(body: String) -> Out {
-    whole(StatusCode::OK, "text/html; charset=utf-8", body)
-}
-
-pub fn json<T: serde::Serialize>(v: &T) -> Out {
-    match serde_json::to_vec_pretty(v) {
-        Ok(b) => whole(StatusCode::OK, "application/json", b),
-        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
-}
-
-pub fn text(status: StatusCode, msg: &str) -> Out {
-    whole(status, "text/plain; charset=utf-8", format!("{msg}\n"))
-}
 
 /// Binds `addr` and serves on a runtime of its own until the handle is dropped.
 pub fn listen(addr: SocketAddr, ctx: Arc<Ctx>) -> std::io::Result<(SocketAddr, accept::Running)> {
@@ -177,8 +139,4 @@ async fn dispatch(ctx: &Arc<Ctx>, method: Method, path: &str, q: Vec<(String, St
         }
         _ => not_found(),
     }
-}
-
-pub fn not_found() -> Out {
-    text(StatusCode::NOT_FOUND, "no such page")
 }

@@ -13,6 +13,7 @@ mod api;
 mod http;
 mod pages;
 mod query;
+mod reply;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;

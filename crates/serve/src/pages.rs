@@ -5,7 +5,7 @@
 //! every value from the history escaped; the charts are data for the report's script.
 
 use crate::api;
-use crate::http::{html, text, Out};
+use crate::reply::{html, text, Out};
 use history::{History, Run};
 use hyper::StatusCode;
 use model::RunStatus;

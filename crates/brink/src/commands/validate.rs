@@ -13,7 +13,7 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
         crate::grpc_call::reflect_with(
             t,
             &tls,
-            crate::resolve::DEFAULT_CONNECT_TIMEOUT,
+            crate::connect_flags::DEFAULT_CONNECT_TIMEOUT,
             Some(service),
         )
         .map(|(_, pool)| pool)
