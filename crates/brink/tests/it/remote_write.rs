@@ -291,3 +291,80 @@ fn a_bad_out_is_one_line_before_any_load() {
         assert_eq!(srv.counters.requests(), 0, "{args:?}: no load");
     }
 }
+
+/// `brink find --out`: each step is a scenario in the store (`step N`), with its level and,
+/// once judged, its verdict, the same as the result's steps.
+#[test]
+fn a_search_writes_each_step_and_its_verdict() {
+    if !crate::prom::available() {
+        return;
+    }
+    let _cpu = crate::support::cpu_exclusive();
+    let prom = Prom::start(free_port(), None, true);
+    // Two slots of 40 ms: p99 under 60 ms holds at 1 and 2 connections, not at 4.
+    let srv = testkit::serve_with(
+        testkit::Options {
+            slots: Some(2),
+            ..testkit::Options::default()
+        },
+        Arc::new(|_: &testkit::Req| testkit::Reply::Full {
+            status: 200,
+            body: b"ok".to_vec(),
+            delay: Duration::from_millis(40),
+            slot: true,
+            close: false,
+        }),
+    )
+    .expect("server");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("f.json");
+    let write = format!("prometheus=http://127.0.0.1:{}/api/v1/write", prom.web);
+    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args([
+            "find",
+            &srv.url("/"),
+            "-q",
+            "--no-history",
+            "--slo",
+            "p99<60ms",
+        ])
+        .args([
+            "--step",
+            "2s",
+            "--warmup",
+            "0s",
+            "--cooldown",
+            "0s",
+            "--to",
+            "8",
+        ])
+        .args(["--out", &write, "--json"])
+        .arg(&json)
+        .output()
+        .expect("brink runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("remote write"), "{err}");
+    let r: serde_json::Value = std::fs::read(&json)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| panic!("no result: {err}"));
+    let steps = r["find"]["steps"].as_array().expect("steps");
+    assert!(steps.len() >= 2, "{r}");
+    for (i, step) in steps.iter().enumerate() {
+        let name = format!("step {}", i + 1);
+        let sel = format!("{{scenario=\"{name}\"}}");
+        let pass = prom.query(&format!("last_over_time(brink_step_pass{sel}[5m])"));
+        assert_eq!(
+            pass == 1.0,
+            step["pass"].as_bool().unwrap(),
+            "{name}: {step}"
+        );
+        let level = prom.query(&format!("last_over_time(brink_load_target{sel}[5m])"));
+        assert_eq!(level, step["level"].as_f64().unwrap(), "{name}");
+    }
+    assert!(
+        steps.iter().any(|s| s["pass"] == false),
+        "the search found the limit: {}",
+        r["find"]["stopped"]
+    );
+}
