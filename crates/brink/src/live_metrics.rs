@@ -205,7 +205,7 @@ impl LiveMetrics {
             let d = w.finish(FLUSH);
             if d.lost > 0 {
                 eprintln!(
-                    "brink: remote write to {url}: {} of {} seconds of metrics not delivered ({})",
+                    "brink: remote write to {url}: {} of {} updates (one a second) not delivered ({})",
                     d.lost,
                     d.lost + d.sent,
                     d.failure.as_deref().unwrap_or("the store refused them")

@@ -368,3 +368,68 @@ fn a_search_writes_each_step_and_its_verdict() {
         r["find"]["stopped"]
     );
 }
+
+/// `--out prometheus=https://...`: the store's certificate is checked against the system's
+/// CAs (here the test CA, through `SSL_CERT_FILE`), and every request carries the protocol's
+/// headers and the user's `--out-header`.
+#[test]
+fn remote_write_over_tls_sends_the_protocol_and_user_headers() {
+    type Seen = Vec<(String, Vec<(String, String)>, usize)>;
+    let seen: Arc<std::sync::Mutex<Seen>> = Arc::default();
+    let kept = seen.clone();
+    let store = testkit::serve_with(
+        testkit::Options {
+            tls: true,
+            ..testkit::Options::default()
+        },
+        Arc::new(move |r: &testkit::Req| {
+            if let Ok(mut s) = kept.lock() {
+                s.push((r.path.to_string(), r.headers.to_vec(), r.body.len()));
+            }
+            testkit::Reply::status(204)
+        }),
+    )
+    .expect("store");
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, store.cert_pem.as_ref().expect("a certificate")).unwrap();
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let write = format!(
+        "prometheus=https://127.0.0.1:{}/api/v1/write",
+        store.addr.port()
+    );
+    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args([
+            "run",
+            &srv.url("/"),
+            "--rate",
+            "50",
+            "-d",
+            "2s",
+            "-q",
+            "--no-history",
+        ])
+        .args(["--out", &write, "--out-header", "X-Scope-OrgID: team-a"])
+        .env("SSL_CERT_FILE", &ca)
+        .output()
+        .expect("brink runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("remote write"), "{err}");
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 2, "{} requests", seen.len());
+    for (path, headers, len) in seen.iter() {
+        let h = |n: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(path, "/api/v1/write");
+        assert_eq!(h("content-encoding"), Some("snappy"));
+        assert_eq!(h("content-type"), Some("application/x-protobuf"));
+        assert_eq!(h("x-prometheus-remote-write-version"), Some("0.1.0"));
+        assert_eq!(h("x-scope-orgid"), Some("team-a"));
+        assert!(*len > 100, "{len} bytes");
+    }
+}
