@@ -232,13 +232,10 @@ impl Sink for LiveMetrics {
                 self.with(|s| s.start(&step, &requests));
             }
             Event::Second(view) => {
-                let me = observe::procfs::read(std::process::id());
+                let me = observe::procfs::usage(std::process::id());
                 self.with(|s| {
                     s.second(view);
-                    s.process = me.map(|r| metrics::Process {
-                        cpu_s: r.cpu_s,
-                        rss_bytes: r.rss_bytes,
-                    });
+                    s.process = me.map(|(cpu_s, rss_bytes)| metrics::Process { cpu_s, rss_bytes });
                 });
             }
             Event::StepDone(row) if !row.interrupted => self.with(|s| s.verdict(row.pass)),

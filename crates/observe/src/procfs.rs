@@ -23,14 +23,32 @@ pub struct Reading {
     pub waiting_s: Option<f64>,
 }
 
-/// Reads /proc/PID; `None` when the process is gone.
-pub fn read(pid: u32) -> Option<Reading> {
+/// A process's CPU seconds (user and system) and resident bytes, from /proc/PID/stat alone:
+/// cheap enough to read every second whatever the process holds open.
+pub fn usage(pid: u32) -> Option<(f64, f64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (cpu_s, rss_bytes, _) = stat_fields(&stat)?;
+    Some((cpu_s, rss_bytes))
+}
+
+/// CPU seconds, resident bytes and threads from a `/proc/PID/stat` line.
+fn stat_fields(stat: &str) -> Option<(f64, f64, f64)> {
     // Fields after the command name (which may contain spaces) start at field 3.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let field = |i: usize| fields.get(i - 3).and_then(|v| v.parse::<f64>().ok());
     let ticks = 100.0; // USER_HZ on Linux
     let page = 4096.0;
+    Some((
+        (field(14)? + field(15)?) / ticks,
+        field(24)? * page,
+        field(20)?,
+    ))
+}
+
+/// Reads /proc/PID; `None` when the process is gone.
+pub fn read(pid: u32) -> Option<Reading> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (cpu_s, rss_bytes, threads) = stat_fields(&stat)?;
     let (mut fds, mut sockets) = (0.0, 0.0);
     if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
         for e in dir.flatten() {
@@ -44,9 +62,9 @@ pub fn read(pid: u32) -> Option<Reading> {
     }
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     Some(Reading {
-        cpu_s: (field(14)? + field(15)?) / ticks,
-        rss_bytes: field(24)? * page,
-        threads: field(20)?,
+        cpu_s,
+        rss_bytes,
+        threads,
         fds,
         sockets,
         ctx_vol: status_field(&status, "voluntary_ctxt_switches:").unwrap_or(0.0),
@@ -174,6 +192,16 @@ mod tests {
         assert!(super::read(u32::MAX).is_none());
         assert!(r.ctx_vol + r.ctx_invol > 0.0, "{r:?}");
         assert!(r.waiting_s.is_some_and(|w| w >= 0.0), "{r:?}");
+    }
+
+    #[test]
+    fn usage_reads_the_same_cpu_and_memory_cheaply() {
+        let burn = (0..2_000_000u64).fold(0u64, |a, b| a.wrapping_add(b * b));
+        let (cpu, rss) = super::usage(std::process::id()).expect("own /proc entry");
+        let r = super::read(std::process::id()).expect("own /proc entry");
+        assert!(burn > 0 && cpu >= 0.0 && cpu <= r.cpu_s, "{cpu} {r:?}");
+        assert!(rss > 0.0 && (rss - r.rss_bytes).abs() < 64.0 * 1024.0 * 1024.0);
+        assert!(super::usage(u32::MAX).is_none());
     }
 
     #[test]
