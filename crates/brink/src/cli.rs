@@ -154,7 +154,8 @@ pub struct WorkerArgs {
     #[arg(long = "token-file", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Where a load's seconds are kept until the coordinator has them; kept there when the
-    /// coordinator is lost (default: the system's temporary directory).
+    /// coordinator is lost (default: a fresh folder only this user can enter, under
+    /// $XDG_RUNTIME_DIR or the system's temporary directory; files are 0600).
     #[arg(long = "keep-dir", value_name = "DIR")]
     pub keep_dir: Option<PathBuf>,
     /// Serve over TLS with this certificate chain (PEM) ...
@@ -483,8 +484,9 @@ pub struct FindArgs {
     /// A hook that fails (non-zero, timed out, did not start) fails the command (exit 1).
     #[arg(long = "hook-required")]
     pub hook_required: bool,
-    /// Where hooks write their output (default hooks/RUN_ID beside the history file, e.g.
-    /// ~/.local/share/brink/hooks/RUN_ID).
+    /// Where hooks write their output, a folder of this user's (default hooks/RUN_ID beside
+    /// the history file, e.g. ~/.local/share/brink/hooks/RUN_ID; with --no-history a fresh
+    /// private folder under $XDG_RUNTIME_DIR or the temporary directory). Files are 0600.
     #[arg(long = "hooks-dir", value_name = "DIR")]
     pub hooks_dir: Option<PathBuf>,
     /// Print the search and the hooks that would run, and run nothing.

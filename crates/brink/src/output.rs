@@ -3,12 +3,14 @@
 //! full, flushed and synced, then renamed over the target in one step: a reader sees the old
 //! file or the new one, never a mix, and a run that fails leaves the previous file as it was.
 //! A target that is not a regular file (`/dev/stdout`, a pipe, `/dev/full`) is written in place,
-//! and every write or flush error is reported.
+//! and every write or flush error is reported. A new file is created 0600 (results keep query
+//! strings and headers); a file replaced keeps the mode its owner gave it.
 
 use crate::exit::Fail;
 use report::RunResult;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -53,6 +55,11 @@ impl Output {
             .file_name()
             .ok_or_else(|| Fail::input(format!("{flag} {}: not a file name", path.display())))?;
         let (tmp, file) = create_tmp(path, &name.to_string_lossy()).map_err(fail)?;
+        // A new result is its user's alone (0600); one that replaces a file keeps that file's
+        // mode, which its owner chose.
+        if let Ok(old) = std::fs::metadata(path) {
+            file.set_permissions(old.permissions()).map_err(fail)?;
+        }
         Ok(Output {
             flag,
             path: path.to_path_buf(),
@@ -115,7 +122,13 @@ fn create_tmp(path: &Path, name: &str) -> std::io::Result<(PathBuf, File)> {
             ".{name}.brink-{}-{tag:016x}.tmp",
             std::process::id()
         ));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+        let opened = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(model::private::FILE_MODE)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp);
+        match opened {
             Ok(file) => {
                 lock_pending().push(tmp.clone());
                 return Ok((tmp, file));

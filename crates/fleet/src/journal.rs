@@ -11,20 +11,28 @@ use std::path::{Path, PathBuf};
 pub struct Journal {
     path: PathBuf,
     file: Option<std::fs::File>,
+    /// The fresh folder made for it (no `--keep-dir`), removed with the file.
+    made: Option<PathBuf>,
 }
 
 impl Journal {
-    /// A new file in `dir`, named for this process and `started_ns`; a journal that cannot be
-    /// created writes nothing (the load runs anyway) and says so once.
-    pub fn create(dir: &Path, started_ns: u64) -> Journal {
-        let path = dir.join(format!(
-            "brink-worker-{}-{started_ns}.jsonl",
-            std::process::id()
-        ));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path);
+    /// A new file (0600, its user's alone, see `model::private`) in `dir`, or without one in
+    /// a fresh private folder, named for this process and `started_ns`; a journal that cannot
+    /// be created writes nothing (the load runs anyway) and says so once.
+    pub fn create(dir: Option<&Path>, started_ns: u64) -> Journal {
+        let name = format!("brink-worker-{}-{started_ns}.jsonl", std::process::id());
+        let (folder, made) = match dir {
+            Some(d) => (model::private::dir(d).map(|()| d.to_path_buf()), None),
+            None => match model::private::fresh_dir("brink-worker") {
+                Ok(d) => (Ok(d.clone()), Some(d)),
+                Err(e) => (Err(e), None),
+            },
+        };
+        let path = match &folder {
+            Ok(d) => d.join(&name),
+            Err(_) => dir.map_or_else(|| PathBuf::from(&name), |d| d.join(&name)),
+        };
+        let file = folder.and_then(|_| model::private::create_new(&path));
         if let Err(e) = &file {
             eprintln!(
                 "brink worker: cannot keep a copy of the load's seconds in {}: {e}",
@@ -34,6 +42,7 @@ impl Journal {
         Journal {
             path,
             file: file.ok(),
+            made,
         }
     }
 
@@ -54,5 +63,8 @@ impl Journal {
     pub fn discard(self) {
         drop(self.file);
         let _ = std::fs::remove_file(&self.path);
+        if let Some(d) = &self.made {
+            let _ = std::fs::remove_dir(d);
+        }
     }
 }

@@ -32,8 +32,9 @@ pub struct Worker {
     pub token: String,
     pub version: String,
     pub compile: Box<Compile>,
-    /// Where a load's seconds are kept until the coordinator has them ([`Journal`]).
-    pub keep_dir: std::path::PathBuf,
+    /// Where a load's seconds are kept until the coordinator has them ([`Journal`]); `None`:
+    /// a fresh private folder for each load.
+    pub keep_dir: Option<std::path::PathBuf>,
     /// TLS for every connection (`None`: plain HTTP/2, for trusted networks and loopback).
     pub tls: Option<tokio_rustls::TlsAcceptor>,
 }
@@ -188,7 +189,7 @@ async fn session(
                                 return;
                             }
                             started = true;
-                            let journal = Journal::create(&w.keep_dir, unix_ns);
+                            let journal = Journal::create(w.keep_dir.as_deref(), unix_ns);
                             start(c, unix_ns, journal, interrupt.clone(), tx.clone(), done_tx.clone());
                         }
                         ToWorker::Stop | ToWorker::Abort { .. } => {

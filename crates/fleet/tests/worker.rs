@@ -115,7 +115,7 @@ fn worker(url: String, keep: &std::path::Path) -> (std::net::SocketAddr, accept:
         token: "t0k".into(),
         version: "v".into(),
         compile: Box::new(move |_, _, _| Ok(spec(&url))),
-        keep_dir: keep.to_path_buf(),
+        keep_dir: Some(keep.to_path_buf()),
         tls: None,
     };
     let (addr, running, _) = fleet::worker::listen(([127, 0, 0, 1], 0).into(), w).unwrap();
@@ -166,6 +166,9 @@ fn a_worker_whose_coordinator_falls_silent_stops_and_keeps_what_it_measured() {
     assert!((400..=900).contains(&sent), "{sent} requests at 100/s");
     let kept = journals(keep.path());
     assert_eq!(kept.len(), 1, "{kept:?}");
+    use std::os::unix::fs::MetadataExt;
+    let mode = std::fs::metadata(&kept[0]).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o600, "what was measured is this user's alone");
     let text = std::fs::read_to_string(&kept[0]).unwrap();
     let msgs: Vec<FromWorker> = Lines::default().feed(text.as_bytes()).unwrap();
     let in_file = msgs

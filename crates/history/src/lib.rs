@@ -49,6 +49,33 @@ pub fn default_path() -> Option<PathBuf> {
     Some(data.join("brink").join("history.db"))
 }
 
+/// Makes the history this user's alone before SQLite opens it: missing folders 0700 (brink's
+/// own default folder narrowed to 0700 too), the file created 0600 (SQLite gives its `-wal`
+/// and `-shm` files the same mode) or narrowed to it, never through a link. The history keeps
+/// whole results, query strings and all.
+fn private(path: &Path) -> Result<(), Error> {
+    let fail = |p: &Path, e: std::io::Error| Error(format!("{}: {e}", p.display()));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        model::private::parents(dir).map_err(|e| fail(dir, e))?;
+        if default_path().as_deref() == Some(path) {
+            model::private::narrow_dir(dir).map_err(|e| fail(dir, e))?;
+        }
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    model::private::open(path, opts.read(true).write(true).create(true))
+        .map_err(|e| fail(path, e))?;
+    for side in ["-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(side);
+        let p = PathBuf::from(p);
+        if std::fs::symlink_metadata(&p).is_ok() {
+            model::private::open(&p, std::fs::OpenOptions::new().read(true))
+                .map_err(|e| fail(&p, e))?;
+        }
+    }
+    Ok(())
+}
+
 /// One run as listed: the indexed columns.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Run {
@@ -100,9 +127,7 @@ impl History {
     /// Processes opening a new file at once take turns: switching it to WAL can find it locked
     /// (SQLite does not wait on that), so those steps are tried again for up to ten seconds.
     pub fn open(path: &Path) -> Result<History, Error> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error(format!("{}: {e}", dir.display())))?;
-        }
+        private(path)?;
         let at = |e: Error| Error(format!("{}: {e}", path.display()));
         let conn = Connection::open(path).map_err(|e| at(e.into()))?;
         conn.busy_timeout(Duration::from_secs(10))

@@ -8,6 +8,7 @@ pub mod grpc;
 pub mod guard;
 pub mod metrics;
 mod part;
+pub mod private;
 pub mod remote;
 pub mod schedule;
 pub mod secret;

@@ -1,7 +1,8 @@
 //! Commands run at chosen moments of a capacity search: a profiler or a thread dump while the
 //! peak runs (`--at-peak`, plan `hooks: {peak, each_step, on_fail, after}`). A hook is run by
 //! `sh -c` in a process group of its own, with the search's figures in environment variables
-//! (never pasted into the command text), its output in files, and a deadline after which the
+//! (never pasted into the command text), its output in files of its user's alone (a folder
+//! made 0700, files 0600, no link followed: see `model::private`), and a deadline after which the
 //! whole group gets SIGTERM and then SIGKILL. What it did (times, exit status, files) goes into
 //! the result; a failing hook warns, and fails the command only when marked `required`.
 
@@ -147,11 +148,11 @@ pub fn run(hook: &Hook, m: &Moment, out_dir: &Path, origin: Instant) -> HookRun 
         stderr: stderr.display().to_string(),
         required: hook.required,
     };
-    let spawned = std::fs::create_dir_all(out_dir)
+    let spawned = model::private::dir(out_dir)
         .and_then(|()| {
             Ok((
-                std::fs::File::create(&stdout)?,
-                std::fs::File::create(&stderr)?,
+                model::private::create(&stdout)?,
+                model::private::create(&stderr)?,
             ))
         })
         .and_then(|(out, err)| {

@@ -157,29 +157,38 @@ fn hooks(
         }),
         (None, None) => None,
     };
-    Ok(runner::hooks::Hooks {
+    let mut hooks = runner::hooks::Hooks {
         peak: hook(&a.at_peak, &plan_hooks.peak),
         each_step: hook(&a.hook_each_step, &plan_hooks.each_step),
         on_fail: hook(&a.hook_on_fail, &plan_hooks.on_fail),
         after: hook(&a.hook_after, &plan_hooks.after),
-        out_dir: a
-            .hooks_dir
-            .clone()
-            .unwrap_or_else(|| hooks_dir(&a.run, run_id)),
+        out_dir: PathBuf::new(),
         dry_run: a.dry_run,
-    })
+    };
+    hooks.out_dir = match &a.hooks_dir {
+        Some(d) => d.clone(),
+        None => hooks_dir(&a.run, run_id, hooks.any() && !a.dry_run)?,
+    };
+    Ok(hooks)
 }
 
 /// Where hooks write by default: `hooks/RUN_ID` beside the history that keeps the run (so
-/// nothing lands in the working directory), else (`--no-history`) the system's temporary
-/// directory.
-fn hooks_dir(r: &crate::cli::RunArgs, run_id: &str) -> PathBuf {
-    crate::resolve::recording(r)
+/// nothing lands in the working directory), else (`--no-history`) a fresh folder only this
+/// user can enter, made now when `make` (a hook will run), never a predictable shared path.
+fn hooks_dir(r: &crate::cli::RunArgs, run_id: &str, make: bool) -> Result<PathBuf, Fail> {
+    let beside_history = crate::resolve::recording(r)
         .ok()
         .and_then(|rec| rec.path)
-        .and_then(|h| h.parent().map(|d| d.join("hooks")))
-        .unwrap_or_else(|| std::env::temp_dir().join("brink-hooks"))
-        .join(run_id)
+        .and_then(|h| h.parent().map(|d| d.join("hooks").join(run_id)));
+    match beside_history {
+        Some(d) => Ok(d),
+        None if make => model::private::fresh_dir(&format!("brink-hooks-{run_id}")).map_err(|e| {
+            Fail::input(format!(
+                "cannot make a private folder for hook outputs: {e}"
+            ))
+        }),
+        None => Ok(std::env::temp_dir().join(format!("brink-hooks-{run_id}-RANDOM"))),
+    }
 }
 
 /// `--dry-run`: the search and each hook, with when it would run and what it would get.

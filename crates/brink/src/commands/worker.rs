@@ -42,7 +42,7 @@ pub fn serve_worker(a: &WorkerArgs, idle: Option<Duration>) -> Result<i32, Fail>
             let anywhere = a.read_anywhere;
             Box::new(move |args, job, level| compile(args, job, level, anywhere))
         },
-        keep_dir: a.keep_dir.clone().unwrap_or_else(std::env::temp_dir),
+        keep_dir: a.keep_dir.clone(),
         tls: tls(a)?,
     };
     let (bound, running, activity) = fleet::worker::listen(addr, worker)

@@ -29,6 +29,7 @@ mod history;
 mod hostile;
 mod k8s;
 mod live_metrics;
+mod local_users;
 mod plans;
 mod prom;
 mod protocols;
