@@ -558,7 +558,7 @@ fn http2_against_an_http1_server_says_so() {
 }
 
 /// One HTTP/2 frame: 9-byte header, then `payload`.
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let len = payload.len() as u32;
     let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
     f.extend_from_slice(&stream.to_be_bytes());
@@ -672,7 +672,7 @@ fn h2_abuser(abuse: H2Abuse) -> RawServer {
 
 /// Runs brink against `url` with `args`, polling its peak RSS; (exit code, wall time, peak
 /// RSS in MiB, the result).
-fn run_watched(url: &str, args: &[&str]) -> (Option<i32>, Duration, u64, serde_json::Value) {
+pub fn run_watched(url: &str, args: &[&str]) -> (Option<i32>, Duration, u64, serde_json::Value) {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("r.json");
     let t = Instant::now();

@@ -27,6 +27,7 @@ mod grpc_tonic;
 mod hardening;
 mod history;
 mod hostile;
+mod hostile_h2;
 mod k8s;
 mod live_metrics;
 mod local_users;

@@ -406,13 +406,15 @@ impl Worker<'_> {
         }
     }
 
+    /// Opens slot `k`'s stream. Its deadline stays the one set when the attempt started: one
+    /// deadline for the request across waits and resends.
     fn open_stream(&mut self, k: usize, now: Instant) {
         let l = self.line_of(k);
         let s = &mut self.slots[k];
         s.sent = now;
-        s.deadline = now + self.shared.timeout;
         s.streaming = true;
-        self.lines[l].client.open(k, &s.block, s.body.clone());
+        let head = self.shared.connector.workload.requests[s.vu.current].method == "HEAD";
+        self.lines[l].client.open(k, &s.block, s.body.clone(), head);
         self.mark(l);
     }
 
@@ -620,7 +622,7 @@ impl Worker<'_> {
         };
         let failed = loop {
             if line.written == line.client.out.len() {
-                line.client.out.clear();
+                line.client.flushed();
                 line.written = 0;
                 return;
             }

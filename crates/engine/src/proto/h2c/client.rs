@@ -4,12 +4,22 @@
 //!
 //! As strict as hyper's h2: frames over 16 KiB, a header block over 64 KiB (however many
 //! CONTINUATION frames carry it), a decoded header list over 64 KiB, padding past a frame's
-//! end, push promises (disabled in our SETTINGS), a window pushed past 2^31-1, and a flood of
-//! SETTINGS, PING, WINDOW_UPDATE or RST_STREAM frames (over [`MAX_CONTROL`] with no response
-//! progress in between) end the connection as a protocol error; a stream the server resets
-//! fails (REFUSED_STREAM, or a GOAWAY that excludes it, hands it back unprocessed, to send
-//! again); a window that never opens leaves the request to its timeout.
+//! end, push promises (disabled in our SETTINGS), SETTINGS out of range (ENABLE_PUSH not 0,
+//! MAX_FRAME_SIZE outside 2^14..2^24-1), a window pushed past 2^31-1, a frame on a stream
+//! brink never opened, and a flood end the connection as a protocol error. A flood is more
+//! than [`MAX_CONTROL`] frames that ask nothing of a stream brink waits on (SETTINGS, PING,
+//! WINDOW_UPDATE, RST_STREAM, PRIORITY, unknown types, data for a stream brink gave up on)
+//! between two signs of progress: a response completed, or [`PROGRESS`] bytes of data for a
+//! stream brink waits on (so a byte of data buys no more control frames). Answers owed to a
+//! server that does not read are bounded too: past [`MAX_OWED`] bytes of PING and SETTINGS
+//! acknowledgements not yet written, the connection is a protocol error, never a growing
+//! buffer. A response whose header block breaks RFC 9113's rules ([`super::fields`]), whose
+//! body disagrees with its `content-length`, or whose trailers do not end the stream fails as
+//! a protocol error. A stream the server resets fails (REFUSED_STREAM, or a GOAWAY that
+//! excludes it, hands it back unprocessed, to send again); a window that never opens leaves
+//! the request to its timeout.
 
+use super::fields::Check;
 use super::frame::{self as f, Head};
 use super::hpack::Decoder;
 use crate::proto::reply::Reply;
@@ -18,9 +28,14 @@ use stats::ErrorKind;
 
 /// The largest header block (all its frames) and decoded header list accepted.
 pub const MAX_HEADER_BLOCK: usize = 64 << 10;
-/// Control frames accepted between two signs of progress (a response completed or data
-/// received): more is a flood.
+/// Control frames accepted between two signs of progress (a response completed, or
+/// [`PROGRESS`] bytes of data for a stream brink waits on): more is a flood.
 pub const MAX_CONTROL: u32 = 1024;
+/// Data for streams brink waits on that counts as progress against a flood.
+pub const PROGRESS: u64 = 16 << 10;
+/// Bytes of acknowledgements (PING, SETTINGS) owed and not yet written that a connection may
+/// hold: a server that asks and never reads is past it soon.
+pub const MAX_OWED: usize = 64 << 10;
 /// Interim (1xx) answers accepted on one stream.
 const MAX_INTERIM: u32 = 16;
 /// Streams open before the server's SETTINGS says how many it takes.
@@ -51,6 +66,10 @@ struct Stream {
     window: i64,
     body: Bytes,
     sent: usize,
+    /// The request was HEAD: a `content-length` describes a body that is not sent.
+    head: bool,
+    /// The response's `content-length`.
+    length: Option<u64>,
 }
 
 pub struct Client {
@@ -70,6 +89,10 @@ pub struct Client {
     block_end: bool,
     block: Vec<u8>,
     control: u32,
+    /// Data for waited streams since the flood count was last cleared.
+    progress: u64,
+    /// Acknowledgement bytes added to `out` since it was last written out in full.
+    owed: usize,
     /// The last stream a GOAWAY said the server processes.
     goaway: Option<u32>,
     pub events: Vec<Event>,
@@ -117,6 +140,8 @@ impl Client {
             block_end: false,
             block: Vec::new(),
             control: 0,
+            progress: 0,
+            owed: 0,
             goaway: None,
             events: Vec::new(),
         }
@@ -137,9 +162,15 @@ impl Client {
         self.streams.len()
     }
 
+    /// Everything in [`Client::out`] was written: it empties, and no answer is owed.
+    pub fn flushed(&mut self) {
+        self.out.clear();
+        self.owed = 0;
+    }
+
     /// Opens a stream for `slot`: the header block `block` (see [`f::request_block`]) and
-    /// `body`, as far as the windows let it go.
-    pub fn open(&mut self, slot: usize, block: &[u8], body: Bytes) {
+    /// `body`, as far as the windows let it go; `head` for a HEAD request.
+    pub fn open(&mut self, slot: usize, block: &[u8], body: Bytes, head: bool) {
         let id = self.next_id;
         self.next_id += 2;
         let end = if body.is_empty() { f::END_STREAM } else { 0 };
@@ -167,6 +198,8 @@ impl Client {
             window: self.peer_window,
             body,
             sent: 0,
+            head,
+            length: None,
         });
         let i = self.streams.len() - 1;
         self.pump(i);
@@ -251,7 +284,7 @@ impl Client {
             f::DATA => self.data(h, p),
             f::HEADERS => {
                 let block = f::unpad(h.flags, h.kind, p).ok_or(ErrorKind::Protocol)?;
-                if h.stream == 0 {
+                if !self.opened(h.stream) {
                     return Err(ErrorKind::Protocol);
                 }
                 self.block_stream = h.stream;
@@ -266,7 +299,7 @@ impl Client {
                 self.continued(h, p)
             }
             f::RST_STREAM => {
-                if p.len() != 4 || h.stream == 0 {
+                if p.len() != 4 || !self.opened(h.stream) {
                     return Err(ErrorKind::Protocol);
                 }
                 self.control()?;
@@ -288,6 +321,7 @@ impl Client {
                 }
                 self.control()?;
                 if h.flags & f::ACK == 0 {
+                    self.owe(f::HEADER_LEN + 8)?;
                     f::put_head(&mut self.out, 8, f::PING, f::ACK, 0);
                     self.out.extend_from_slice(p);
                 }
@@ -312,8 +346,32 @@ impl Client {
             }
             f::WINDOW_UPDATE => self.window_update(h, p),
             f::PUSH_PROMISE => Err(ErrorKind::Protocol),
-            _ => Ok(()), // PRIORITY and unknown types are ignored
+            // PRIORITY and unknown types ask nothing: ignored, and counted against a flood.
+            _ => self.control(),
         }
+    }
+
+    /// Whether stream `id` is one brink opened (still open or not): a client's streams are
+    /// odd and below the next id. A frame about any other is a connection error.
+    fn opened(&self, id: u32) -> bool {
+        id % 2 == 1 && id < self.next_id
+    }
+
+    /// Adds `n` bytes of acknowledgement to what is owed; past [`MAX_OWED`] the server is
+    /// asking faster than it reads.
+    fn owe(&mut self, n: usize) -> Result<(), ErrorKind> {
+        self.owed += n;
+        if self.owed > MAX_OWED {
+            return Err(ErrorKind::Protocol);
+        }
+        Ok(())
+    }
+
+    /// Stream `i` is malformed: it fails as a protocol error and the server is told to stop.
+    fn malformed(&mut self, i: usize) {
+        let s = self.streams.swap_remove(i);
+        f::put_u32(&mut self.out, f::RST_STREAM, s.id, f::PROTOCOL_ERROR);
+        self.events.push(Event::Failed(s.slot, ErrorKind::Protocol));
     }
 
     fn control(&mut self) -> Result<(), ErrorKind> {
@@ -329,7 +387,7 @@ impl Client {
     }
 
     fn data(&mut self, h: Head, p: &[u8]) -> Result<(), ErrorKind> {
-        if h.stream == 0 {
+        if !self.opened(h.stream) {
             return Err(ErrorKind::Protocol);
         }
         let body = f::unpad(h.flags, h.kind, p).ok_or(ErrorKind::Protocol)?;
@@ -338,20 +396,25 @@ impl Client {
             f::put_u32(&mut self.out, f::WINDOW_UPDATE, 0, self.received as u32);
             self.received = 0;
         }
-        if let Some(i) = self.find(h.stream) {
-            // Data for a stream brink waits on is progress; for any other it is not.
+        let Some(i) = self.find(h.stream) else {
+            // For a stream brink gave up on: not progress, and counted against a flood.
+            return self.control();
+        };
+        self.progress += p.len() as u64;
+        if self.progress >= PROGRESS {
+            self.progress = 0;
             self.control = 0;
-            let s = &mut self.streams[i];
-            if s.status == 0 {
-                // DATA before the response's HEADERS.
-                let s = self.streams.swap_remove(i);
-                self.events.push(Event::Failed(s.slot, ErrorKind::Protocol));
-                return Ok(());
-            }
-            s.bytes_in += body.len() as u64;
-            if h.flags & f::END_STREAM != 0 {
-                self.complete(i);
-            }
+        }
+        let s = &mut self.streams[i];
+        s.bytes_in += body.len() as u64;
+        let over = s.length.is_some_and(|n| s.bytes_in > n && !s.head);
+        if s.status == 0 || over {
+            // DATA before the response's HEADERS, or more than its content-length.
+            self.malformed(i);
+            return Ok(());
+        }
+        if h.flags & f::END_STREAM != 0 {
+            self.complete(i);
         }
         Ok(())
     }
@@ -366,26 +429,33 @@ impl Client {
         }
         let stream = std::mem::replace(&mut self.block_stream, 0);
         let block = std::mem::take(&mut self.block);
-        let status = self.decode(&block)?;
+        let at = self.find(stream);
+        let trailers = at.is_some_and(|i| self.streams[i].status != 0);
+        let check = self.decode(&block, trailers)?;
         self.block = block;
-        let Some(i) = self.find(stream) else {
+        let Some(i) = at else {
             return Ok(()); // a stream brink gave up on: decoded only for the table's sake
         };
+        if check.malformed || (trailers && !self.block_end) {
+            self.malformed(i);
+            return Ok(());
+        }
         let s = &mut self.streams[i];
-        match status {
+        match check.status {
             Some(st) if (100..200).contains(&st) => {
                 s.interim += 1;
                 if s.interim > MAX_INTERIM || self.block_end {
-                    let s = self.streams.swap_remove(i);
-                    self.events.push(Event::Failed(s.slot, ErrorKind::Protocol));
+                    self.malformed(i);
                 }
                 return Ok(());
             }
-            Some(st) if s.status == 0 => s.status = st,
-            None if s.status != 0 => {} // trailers
-            _ => {
-                let s = self.streams.swap_remove(i);
-                self.events.push(Event::Failed(s.slot, ErrorKind::Protocol));
+            Some(st) => {
+                s.status = st;
+                s.length = check.length;
+            }
+            None if trailers => {}
+            None => {
+                self.malformed(i);
                 return Ok(());
             }
         }
@@ -395,31 +465,31 @@ impl Client {
         Ok(())
     }
 
-    /// Decodes a header block (always: the dynamic table must follow the server's); its
-    /// `:status`, if it has one.
-    fn decode(&mut self, block: &[u8]) -> Result<Option<u16>, ErrorKind> {
-        let mut status = None;
-        let mut size = 0usize;
-        let mut bad = false;
+    /// Decodes a header block (always: the dynamic table must follow the server's) and checks
+    /// its fields; a block too large to decode or over the list limit breaks the connection.
+    fn decode(&mut self, block: &[u8], trailers: bool) -> Result<Check, ErrorKind> {
+        let mut check = Check::new(trailers);
         self.decoder
-            .decode(block, |name, value| {
-                size += name.len() + value.len() + 32;
-                if name == b":status" {
-                    let v = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
-                    bad |= v.is_none();
-                    status = v;
-                }
-            })
+            .decode(block, |name, value| check.field(name, value))
             .map_err(|_| ErrorKind::Protocol)?;
-        if bad || size > MAX_HEADER_BLOCK || status.is_some_and(|s| !(100..=599).contains(&s)) {
+        if check.size > MAX_HEADER_BLOCK {
             return Err(ErrorKind::Protocol);
         }
-        Ok(status)
+        Ok(check)
     }
 
+    /// Stream `i` ended: done, unless its body disagrees with its `content-length` (a HEAD
+    /// request's, and 204's and 304's, describe a body that is not sent).
     fn complete(&mut self, i: usize) {
+        let s = &self.streams[i];
+        let bodiless = s.head || s.status == 204 || s.status == 304;
+        if s.length.is_some_and(|n| n != s.bytes_in && !bodiless) {
+            self.malformed(i);
+            return;
+        }
         let s = self.streams.swap_remove(i);
         self.control = 0;
+        self.progress = 0;
         self.events.push(Event::Done(
             s.slot,
             Reply {
@@ -444,6 +514,8 @@ impl Client {
             let id = u16::from_be_bytes([e[0], e[1]]);
             let v = u32::from_be_bytes([e[2], e[3], e[4], e[5]]);
             match id {
+                0x2 if v != 0 => return Err(ErrorKind::Protocol),
+                0x5 if !(1 << 14..1 << 24).contains(&v) => return Err(ErrorKind::Protocol),
                 0x3 => self.max_streams = v as usize,
                 0x4 => {
                     if i64::from(v) > f::MAX_WINDOW {
@@ -458,6 +530,7 @@ impl Client {
                 _ => {}
             }
         }
+        self.owe(f::HEADER_LEN)?;
         f::put_head(&mut self.out, 0, f::SETTINGS, f::ACK, 0);
         for i in 0..self.streams.len() {
             self.pump(i);
@@ -482,6 +555,8 @@ impl Client {
             for i in 0..self.streams.len() {
                 self.pump(i);
             }
+        } else if !self.opened(h.stream) {
+            return Err(ErrorKind::Protocol);
         } else if let Some(i) = self.find(h.stream) {
             self.streams[i].window += inc;
             if self.streams[i].window > f::MAX_WINDOW {

@@ -5,6 +5,7 @@
 //! responses kept for extraction take hyper's (`proto::h2`).
 
 pub mod client;
+mod fields;
 pub mod frame;
 mod hpack;
 mod huffman;
