@@ -560,13 +560,17 @@ pub struct ServeArgs {
     /// Port to listen on (0: any free port).
     #[arg(long, default_value_t = 8089)]
     pub port: u16,
-    /// Address to listen on. Anything but loopback requires a token (generated unless
-    /// --token is given); every request without it is refused.
+    /// Address to listen on. Every request needs the token, on loopback too (another user
+    /// of this machine reaches loopback as well).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
-    /// The token every request must carry (as ?token=, a Bearer header or the cookie the
-    /// first visit sets).
-    #[arg(long)]
+    /// A file whose first line is the token every request must carry (as ?token=, a Bearer
+    /// header or the cookie the first visit sets); else $BRINK_SERVE_TOKEN, else a fresh one,
+    /// printed once in the URL.
+    #[arg(long = "token-file", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Refused: a token on the command line is visible to every user in the process list.
+    #[arg(long, hide = true)]
     pub token: Option<String>,
     /// On loopback, also serve requests addressed to this name (repeatable; by default only
     /// 127.0.0.1, [::1] and localhost are, so a page on a name rebound to this machine

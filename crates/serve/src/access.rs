@@ -1,10 +1,11 @@
-//! Who may use the web UI. Bound to loopback without a token, anyone on this machine may read,
-//! and write (from loopback). Bound anywhere else a token is required (generated when none is
-//! given) and every request without it is refused. A token arrives as `?token=` (the URL
-//! `brink serve` prints; the answer then sets a same-site cookie so links keep working),
-//! `Authorization: Bearer`, or that cookie. Writes also need the `X-Brink: 1` header, which a
-//! page on another site cannot send without the browser asking first (and nothing here answers
-//! that question), so another site cannot change the history through a visitor's browser.
+//! Who may use the web UI: whoever holds its token, on loopback too. Loopback is not a
+//! boundary between the users of one machine, so without the token any of them could read the
+//! history (whole results, query strings with keys) or delete runs. The token arrives as
+//! `?token=` (the URL `brink serve` prints once; the answer then sets an HttpOnly, same-site
+//! cookie so links keep working), `Authorization: Bearer`, or that cookie. Writes also need
+//! the `X-Brink: 1` header, which a page on another site cannot send without the browser
+//! asking first (and nothing here answers that question), so another site cannot change the
+//! history through a visitor's browser.
 //!
 //! On loopback, a page on a name that an attacker's DNS points at 127.0.0.1 (DNS rebinding) is
 //! same-origin with this server and could send that header. So on loopback only loopback
@@ -13,8 +14,6 @@
 //! it was sent to.
 
 use accept::host::allowed as host_allowed;
-use std::net::SocketAddr;
-
 /// The cookie that carries the token after the first visit.
 pub const COOKIE: &str = "brink_token";
 
@@ -23,7 +22,7 @@ pub const COOKIE: &str = "brink_token";
 pub enum Refused {
     /// No token, or a wrong one (401).
     Token,
-    /// A write without `X-Brink: 1`, or from elsewhere than loopback without a token (403).
+    /// A write without `X-Brink: 1` (403).
     Write,
     /// A `Host` that is not a loopback name nor allowed, on loopback (403): DNS rebinding.
     Host,
@@ -36,7 +35,7 @@ impl Refused {
     pub fn reason(&self) -> &'static str {
         match self {
             Refused::Token => "a token is required: open the URL brink serve printed",
-            Refused::Write => "changes need the X-Brink: 1 header (and, from elsewhere than this machine, the token)",
+            Refused::Write => "changes need the X-Brink: 1 header",
             Refused::Host => "this name is not served: open 127.0.0.1, [::1] or localhost, or start brink serve with --allow-host NAME",
             Refused::Origin => "a change sent from a page of another origin is refused",
         }
@@ -49,7 +48,6 @@ pub struct Presented<'a> {
     pub bearer: Option<&'a str>,
     pub cookie: Option<&'a str>,
     pub write_header: bool,
-    pub peer: SocketAddr,
     /// The `Host` header (`None` when absent).
     pub host: Option<&'a str>,
     /// The `Origin` header, when the client sent one.
@@ -58,7 +56,7 @@ pub struct Presented<'a> {
 
 /// Where the server listens and which names it serves beyond the loopback ones.
 pub struct Policy<'a> {
-    pub token: Option<&'a str>,
+    pub token: &'a str,
     /// Bound to a loopback address: names are checked.
     pub loopback: bool,
     /// `--allow-host` names (a port, if given, is ignored).
@@ -86,14 +84,9 @@ pub fn check(policy: &Policy, p: &Presented, write: bool) -> Result<(), Refused>
             }
         }
     }
-    let token = policy.token;
-    if let Some(t) = token {
-        let given = p.query_token.or(p.bearer).or(p.cookie);
-        if !given.is_some_and(|g| model::secret::same(g, t)) {
-            return Err(Refused::Token);
-        }
-    } else if write && !p.peer.ip().is_loopback() {
-        return Err(Refused::Write);
+    let given = p.query_token.or(p.bearer).or(p.cookie);
+    if !given.is_some_and(|g| model::secret::same(g, policy.token)) {
+        return Err(Refused::Token);
     }
     if write && !p.write_header {
         return Err(Refused::Write);
@@ -118,79 +111,69 @@ pub fn cookie<'a>(header: &'a str, name: &str) -> Option<&'a str> {
 mod tests {
     use super::*;
 
-    fn from(peer: &str) -> Presented<'static> {
+    const TOKEN: &str = "s3cret-token-123";
+
+    /// A request to 127.0.0.1 with the right token as a Bearer header.
+    fn with_token() -> Presented<'static> {
         Presented {
             query_token: None,
-            bearer: None,
+            bearer: Some(TOKEN),
             cookie: None,
             write_header: false,
-            peer: peer.parse().unwrap(),
             host: Some("127.0.0.1:8089"),
             origin: None,
         }
     }
 
-    /// Bound to loopback (names checked) or elsewhere, with `token`.
-    fn policy(token: Option<&str>, loopback: bool) -> Policy<'_> {
+    /// Bound to loopback (names checked) or elsewhere.
+    fn policy(loopback: bool) -> Policy<'static> {
         Policy {
-            token,
+            token: TOKEN,
             loopback,
             allowed_hosts: &[],
         }
     }
 
     #[test]
-    fn without_a_token_only_loopback_writes_and_only_with_the_header() {
-        let local = from("127.0.0.1:5000");
-        assert_eq!(check(&policy(None, true), &local, false), Ok(()));
-        assert_eq!(
-            check(&policy(None, true), &local, true),
-            Err(Refused::Write)
-        );
-        let local_w = Presented {
-            write_header: true,
-            ..from("127.0.0.1:5000")
-        };
-        assert_eq!(check(&policy(None, true), &local_w, true), Ok(()));
-        let remote_w = Presented {
-            write_header: true,
-            ..from("10.1.2.3:5000")
-        };
-        assert_eq!(
-            check(&policy(None, true), &remote_w, true),
-            Err(Refused::Write)
-        );
-    }
-
-    #[test]
-    fn with_a_token_every_request_needs_it() {
-        let t = Some("s3cret");
-        assert_eq!(
-            check(&policy(t, false), &from("127.0.0.1:1"), false),
-            Err(Refused::Token)
-        );
-        let wrong = Presented {
-            bearer: Some("s3creT"),
-            ..from("10.0.0.1:1")
-        };
-        assert_eq!(check(&policy(t, false), &wrong, false), Err(Refused::Token));
-        for ok in [
-            Presented {
-                query_token: Some("s3cret"),
-                ..from("10.0.0.1:1")
-            },
-            Presented {
-                bearer: Some("s3cret"),
-                ..from("10.0.0.1:1")
-            },
-            Presented {
-                cookie: Some("s3cret"),
-                ..from("10.0.0.1:1")
-            },
-        ] {
-            assert_eq!(check(&policy(t, false), &ok, false), Ok(()));
-            // A write from elsewhere with the token still needs the header.
-            assert_eq!(check(&policy(t, false), &ok, true), Err(Refused::Write));
+    fn every_request_needs_the_token_on_loopback_too() {
+        for loopback in [true, false] {
+            let none = Presented {
+                bearer: None,
+                ..with_token()
+            };
+            assert_eq!(check(&policy(loopback), &none, false), Err(Refused::Token));
+            let wrong = Presented {
+                bearer: Some("s3cret-token-12X"),
+                ..with_token()
+            };
+            assert_eq!(check(&policy(loopback), &wrong, false), Err(Refused::Token));
+            let empty = Presented {
+                bearer: Some(""),
+                ..with_token()
+            };
+            assert_eq!(check(&policy(loopback), &empty, false), Err(Refused::Token));
+            for ok in [
+                Presented {
+                    query_token: Some(TOKEN),
+                    bearer: None,
+                    ..with_token()
+                },
+                with_token(),
+                Presented {
+                    cookie: Some(TOKEN),
+                    bearer: None,
+                    ..with_token()
+                },
+            ] {
+                assert_eq!(check(&policy(loopback), &ok, false), Ok(()));
+                // A write with the token still needs the header.
+                assert_eq!(check(&policy(loopback), &ok, true), Err(Refused::Write));
+                let w = Presented {
+                    write_header: true,
+                    ..ok
+                };
+                assert_eq!(check(&policy(loopback), &w, true), Ok(()));
+            }
         }
     }
 
@@ -198,7 +181,7 @@ mod tests {
     fn on_loopback_only_loopback_names_are_served() {
         let allowed = ["brink.internal:9000".to_string()];
         let lo = Policy {
-            token: None,
+            token: TOKEN,
             loopback: true,
             allowed_hosts: &allowed,
         };
@@ -212,7 +195,7 @@ mod tests {
         ] {
             let p = Presented {
                 host: Some(host),
-                ..from("127.0.0.1:5000")
+                ..with_token()
             };
             assert_eq!(check(&lo, &p, false), Ok(()), "{host}");
         }
@@ -226,26 +209,25 @@ mod tests {
         ] {
             let p = Presented {
                 host,
-                ..from("127.0.0.1:5000")
+                ..with_token()
             };
             assert_eq!(check(&lo, &p, false), Err(Refused::Host), "{host:?}");
         }
         // Bound elsewhere, the token is the guard; names are not checked.
         let p = Presented {
             host: Some("brink.example.org"),
-            query_token: Some("s3cret"),
-            ..from("10.0.0.1:1")
+            ..with_token()
         };
-        assert_eq!(check(&policy(Some("s3cret"), false), &p, false), Ok(()));
+        assert_eq!(check(&policy(false), &p, false), Ok(()));
     }
 
     #[test]
     fn a_write_from_another_origin_is_refused() {
-        let lo = policy(None, true);
+        let lo = policy(true);
         let write = |origin| Presented {
             write_header: true,
             origin,
-            ..from("127.0.0.1:5000")
+            ..with_token()
         };
         assert_eq!(
             check(&lo, &write(Some("http://127.0.0.1:8089")), true),
@@ -260,17 +242,11 @@ mod tests {
             );
         }
         // Reads are not judged by their origin.
-        assert_eq!(
-            check(
-                &lo,
-                &Presented {
-                    origin: Some("null"),
-                    ..from("127.0.0.1:1")
-                },
-                false
-            ),
-            Ok(())
-        );
+        let read = Presented {
+            origin: Some("null"),
+            ..with_token()
+        };
+        assert_eq!(check(&lo, &read, false), Ok(()));
     }
 
     #[test]

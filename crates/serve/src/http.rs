@@ -14,12 +14,12 @@ use std::sync::Arc;
 
 /// Binds `addr` and serves on a runtime of its own until the handle is dropped.
 pub fn listen(addr: SocketAddr, ctx: Arc<Ctx>) -> std::io::Result<(SocketAddr, accept::Running)> {
-    accept::serve("brink-serve", 2, addr, move |sock, peer| {
+    accept::serve("brink-serve", 2, addr, move |sock, _peer| {
         let ctx = ctx.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req| {
                 let ctx = ctx.clone();
-                async move { Ok::<_, Infallible>(route(ctx, peer, req).await) }
+                async move { Ok::<_, Infallible>(route(ctx, req).await) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(sock), svc)
@@ -42,7 +42,7 @@ where
     .unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "internal error"))
 }
 
-async fn route(ctx: Arc<Ctx>, peer: SocketAddr, req: Request<hyper::body::Incoming>) -> Out {
+async fn route(ctx: Arc<Ctx>, req: Request<hyper::body::Incoming>) -> Out {
     let path = req.uri().path().to_string();
     let pairs = query::pairs(req.uri().query());
     let header = |n: hyper::header::HeaderName| {
@@ -64,12 +64,11 @@ async fn route(ctx: Arc<Ctx>, peer: SocketAddr, req: Request<hyper::body::Incomi
             .as_deref()
             .and_then(|c| access::cookie(c, access::COOKIE)),
         write_header: req.headers().get("x-brink").is_some_and(|v| v == "1"),
-        peer,
         host: host.as_deref(),
         origin: origin.as_deref(),
     };
     let policy = access::Policy {
-        token: ctx.token.as_deref(),
+        token: &ctx.token,
         loopback: ctx.loopback,
         allowed_hosts: &ctx.allowed_hosts,
     };
@@ -82,7 +81,8 @@ async fn route(ctx: Arc<Ctx>, peer: SocketAddr, req: Request<hyper::body::Incomi
     }
     let set_cookie = presented.query_token.is_some();
     let mut out = dispatch(&ctx, req.method().clone(), &path, pairs).await;
-    if let (true, Some(t)) = (set_cookie, &ctx.token) {
+    if set_cookie {
+        let t = &ctx.token;
         if let Ok(v) = format!("{}={t}; HttpOnly; SameSite=Strict; Path=/", access::COOKIE).parse()
         {
             out.headers_mut().insert(hyper::header::SET_COOKIE, v);

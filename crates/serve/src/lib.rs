@@ -26,8 +26,8 @@ pub use access::generate as generate_token;
 pub struct Config {
     pub bind: IpAddr,
     pub port: u16,
-    /// Required on every request when set; must be set when `bind` is not loopback.
-    pub token: Option<String>,
+    /// Required on every request (loopback too: another local user reaches it).
+    pub token: String,
     pub history: PathBuf,
     /// Names served on loopback beyond `127.0.0.1`, `[::1]` and `localhost` (`--allow-host`).
     pub allowed_hosts: Vec<String>,
@@ -36,41 +36,35 @@ pub struct Config {
 /// A running web UI; dropping it stops it.
 pub struct Server {
     pub addr: SocketAddr,
-    pub token: Option<String>,
+    pub token: String,
     _running: accept::Running,
 }
 
 impl Server {
-    /// The URL to open (with the token, when there is one).
+    /// The URL to open, with the token.
     pub fn url(&self) -> String {
         let host = match self.addr.ip() {
             ip if ip.is_unspecified() => format!("127.0.0.1:{}", self.addr.port()),
             IpAddr::V6(_) => format!("[{}]:{}", self.addr.ip(), self.addr.port()),
             IpAddr::V4(_) => self.addr.to_string(),
         };
-        match &self.token {
-            Some(t) => format!("http://{host}/?token={t}"),
-            None => format!("http://{host}/"),
-        }
+        format!("http://{host}/?token={}", self.token)
     }
 }
 
 /// Shared by every request.
 pub(crate) struct Ctx {
-    pub token: Option<String>,
+    pub token: String,
     pub history: PathBuf,
     /// Bound to loopback: the `Host` of every request is checked.
     pub loopback: bool,
     pub allowed_hosts: Vec<String>,
 }
 
-/// Starts serving `c` on its own threads. Refuses a non-loopback address without a token.
+/// Starts serving `c` on its own threads. Refuses an empty token.
 pub fn start(c: Config) -> Result<Server, String> {
-    if !c.bind.is_loopback() && c.token.is_none() {
-        return Err(format!(
-            "serving on {} needs a token (--token, or let brink generate one)",
-            c.bind
-        ));
+    if c.token.is_empty() {
+        return Err("brink serve needs a token".into());
     }
     // The history must open (created if new) before the UI says it is ready.
     history::History::open(&c.history).map_err(|e| format!("history: {e}"))?;

@@ -1,5 +1,7 @@
 //! `brink serve`: checks the address and token, starts the web UI on the history, prints its
-//! URL (with the token when there is one) and serves until interrupted.
+//! URL with the token and serves until interrupted. The token is always on: loopback is not a
+//! boundary between the users of one machine, so without it any of them could read or delete
+//! the history.
 
 use crate::cli::ServeArgs;
 use crate::emitln;
@@ -8,19 +10,15 @@ use std::net::IpAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+/// The environment variable that may carry the token instead of `--token-file`.
+const TOKEN_ENV: &str = "BRINK_SERVE_TOKEN";
+
 pub fn serve_cmd(a: &ServeArgs) -> Result<i32, Fail> {
     let bind: IpAddr = a
         .bind
         .parse()
         .map_err(|_| Fail::input(format!("--bind {}: not an IP address", a.bind)))?;
-    if a.token.as_deref().is_some_and(|t| t.len() < 8) {
-        return Err(Fail::input("--token: use at least 8 characters"));
-    }
-    let token = match (&a.token, bind.is_loopback()) {
-        (Some(t), _) => Some(t.clone()),
-        (None, true) => None,
-        (None, false) => Some(serve::generate_token().map_err(Fail::input)?),
-    };
+    let token = token(a)?;
     let history = a
         .history
         .clone()
@@ -29,7 +27,7 @@ pub fn serve_cmd(a: &ServeArgs) -> Result<i32, Fail> {
     let server = serve::start(serve::Config {
         bind,
         port: a.port,
-        token,
+        token: token.clone(),
         history: history.clone(),
         allowed_hosts: a.allow_host.clone(),
     })
@@ -40,13 +38,39 @@ pub fn serve_cmd(a: &ServeArgs) -> Result<i32, Fail> {
         server.url(),
         history.display()
     );
-    if !bind.is_loopback() {
-        emitln!("listening on {bind}: every request needs the token in that URL");
-    }
+    emitln!("Every request needs the token in that URL (or Authorization: Bearer TOKEN).");
     emitln!("Ctrl-C stops it.");
     while !interrupt.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
     }
     drop(server);
     Ok(0)
+}
+
+/// The token: `--token-file`, else `$BRINK_SERVE_TOKEN`, else a fresh one. Never from the
+/// command line, where every user of the machine can read it.
+fn token(a: &ServeArgs) -> Result<String, Fail> {
+    if a.token.is_some() {
+        return Err(Fail::input(format!(
+            "--token: every user of this machine can read a command line; put the token in a file (--token-file FILE) or in ${TOKEN_ENV}"
+        )));
+    }
+    let given = match &a.token_file {
+        Some(f) => Some(fleet::trust::read_token(f).map_err(Fail::input)?),
+        None => std::env::var(TOKEN_ENV)
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty()),
+    };
+    match given {
+        Some(t) if t.len() < 16 => Err(Fail::input(format!(
+            "the token ({}) is {} characters: use at least 16",
+            a.token_file
+                .as_ref()
+                .map_or_else(|| format!("${TOKEN_ENV}"), |f| f.display().to_string()),
+            t.len()
+        ))),
+        Some(t) => Ok(t),
+        None => serve::generate_token().map_err(Fail::input),
+    }
 }

@@ -2,7 +2,7 @@
 of a run in progress (does it gain points?), the runs list, ticking two runs and comparing
 them, and one run's report. Prints one JSON object; the Rust test decides what passes.
 
-usage: python3 check_serve.py BASE_URL RUNNING_ID CHROMIUM
+usage: python3 check_serve.py URL_WITH_TOKEN RUNNING_ID CHROMIUM
 """
 
 import json
@@ -22,7 +22,8 @@ FLAGS = [
 
 
 def main() -> None:
-    base, running, chromium = sys.argv[1], sys.argv[2], sys.argv[3]
+    url, running, chromium = sys.argv[1], sys.argv[2], sys.argv[3]
+    base = url.split("?")[0].rstrip("/")
     seen = {"console_errors": [], "page_errors": [], "dialogs": [], "foreign": []}
     with tempfile.TemporaryDirectory() as profile, sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
@@ -40,6 +41,8 @@ def main() -> None:
 
         page.on("dialog", on_dialog)
 
+        # The URL brink serve printed: its token becomes the cookie every later page uses.
+        page.goto(url, wait_until="load")
         page.goto(f"{base}/live/{running}", wait_until="load")
         page.wait_for_timeout(300)
         first = int(page.get_attribute("body", "data-points") or "0")

@@ -30,17 +30,46 @@ fn http(port: u16, request: &str) -> (u16, String, String) {
     (status, head.to_string(), body.to_string())
 }
 
-fn get(port: u16, path: &str, extra: &str) -> (u16, String, String) {
+/// Where a `brink serve` listens and the token it printed (`None`: send none).
+struct Ui {
+    port: u16,
+    token: Option<String>,
+}
+
+impl Ui {
+    fn of(url: &str) -> Ui {
+        Ui {
+            port: port_of(url),
+            token: url.split("token=").nth(1).map(str::to_string),
+        }
+    }
+
+    /// The header that carries the token, if any.
+    fn auth(&self) -> String {
+        self.token
+            .as_ref()
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default()
+    }
+}
+
+fn get(ui: &Ui, path: &str, extra: &str) -> (u16, String, String) {
     http(
-        port,
-        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{extra}\r\n"),
+        ui.port,
+        &format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{}{extra}\r\n",
+            ui.auth()
+        ),
     )
 }
 
-fn post(port: u16, path: &str, extra: &str) -> (u16, String, String) {
+fn post(ui: &Ui, path: &str, extra: &str) -> (u16, String, String) {
     http(
-        port,
-        &format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n{extra}\r\n"),
+        ui.port,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n{}{extra}\r\n",
+            ui.auth()
+        ),
     )
 }
 
@@ -107,32 +136,33 @@ fn the_history_in_a_browser() {
         assert!(record(&h, &plan, 2).wait().unwrap().success());
     }
     let (server, url) = serve(&h, &[]);
-    let port = port_of(&url);
+    let ui = Ui::of(&url);
+    let port = ui.port;
 
-    let (status, _, body) = get(port, "/api/runs", "");
+    let (status, _, body) = get(&ui, "/api/runs", "");
     assert_eq!(status, 200, "{body}");
     let runs: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(runs.as_array().unwrap().len(), 2);
     assert_eq!(runs[0]["name"], HOSTILE);
-    let (status, _, page) = get(port, "/", "");
+    let (status, _, page) = get(&ui, "/", "");
     assert_eq!(status, 200);
     assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;") && !page.contains(HOSTILE));
     let (a, b) = (
         runs[1]["id"].as_i64().unwrap(),
         runs[0]["id"].as_i64().unwrap(),
     );
-    let (status, _, body) = get(port, &format!("/api/compare?a={a}&b={b}"), "");
+    let (status, _, body) = get(&ui, &format!("/api/compare?a={a}&b={b}"), "");
     assert_eq!(status, 200, "{body}");
     let c: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(c["schema"], "brink.compare/v1");
     // Writes need the header a page on another site cannot send.
-    assert_eq!(post(port, &format!("/api/run/{a}/baseline"), "").0, 403);
+    assert_eq!(post(&ui, &format!("/api/run/{a}/baseline"), "").0, 403);
     assert_eq!(
-        post(port, &format!("/api/run/{a}/baseline"), "X-Brink: 1\r\n").0,
+        post(&ui, &format!("/api/run/{a}/baseline"), "X-Brink: 1\r\n").0,
         200
     );
     let (_, _, body) = get(
-        port,
+        &ui,
         &format!(
             "/api/runs?name={}",
             "%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E"
@@ -162,7 +192,11 @@ fn the_history_in_a_browser() {
     let mut sse = TcpStream::connect(("127.0.0.1", port)).unwrap();
     sse.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     sse.write_all(
-        format!("GET /api/live/{live_id} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").as_bytes(),
+        format!(
+            "GET /api/live/{live_id} HTTP/1.1\r\nHost: 127.0.0.1\r\n{}\r\n",
+            ui.auth()
+        )
+        .as_bytes(),
     )
     .unwrap();
     let mut buf = vec![0u8; 8192];
@@ -174,10 +208,9 @@ fn the_history_in_a_browser() {
     assert!(got.contains("text/event-stream"), "{got}");
     drop(sse);
 
-    if let Some(seen) = crate::support::browser_check(
-        "check_serve.py",
-        &[url.trim_end_matches('/'), &live_id.to_string()],
-    ) {
+    if let Some(seen) =
+        crate::support::browser_check("check_serve.py", &[&url, &live_id.to_string()])
+    {
         for k in ["console_errors", "page_errors", "dialogs", "foreign"] {
             assert_eq!(seen[k], Value::Array(vec![]), "{k}: {seen}");
         }
@@ -214,58 +247,145 @@ fn the_history_in_a_browser() {
     drop(server);
 }
 
+/// Every request needs the token, on loopback as elsewhere: another user of the machine
+/// reaches loopback too. The token is fresh unless given in a file or $BRINK_SERVE_TOKEN; on
+/// the command line (where every user can read it) it is refused.
 #[test]
-fn bound_elsewhere_every_request_needs_the_token() {
+fn every_request_needs_the_token_on_loopback_too() {
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
-    let (server, url) = serve(&h, &["--bind", "0.0.0.0"]);
-    let token = url
-        .split("token=")
-        .nth(1)
-        .expect("a generated token")
-        .to_string();
-    assert_eq!(token.len(), 32);
-    let port = port_of(&url);
-    assert_eq!(get(port, "/", "").0, 401);
-    assert_eq!(get(port, "/api/runs", "").0, 401);
-    assert_eq!(get(port, "/api/runs?token=wrong-token-123", "").0, 401);
-    let (status, head, _) = get(port, &format!("/?token={token}"), "");
-    assert_eq!(status, 200);
-    assert!(head.contains("brink_token="), "{head}");
-    assert_eq!(
-        get(
-            port,
-            "/api/runs",
-            &format!("Cookie: brink_token={token}\r\n")
-        )
-        .0,
-        200
-    );
-    assert_eq!(
-        get(
-            port,
-            "/api/runs",
-            &format!("Authorization: Bearer {token}\r\n")
-        )
-        .0,
-        200
-    );
-    assert_eq!(post(port, "/api/run/1/delete", "X-Brink: 1\r\n").0, 401);
+    for bind in ["127.0.0.1", "0.0.0.0"] {
+        let (server, url) = serve(&h, &["--bind", bind]);
+        let ui = Ui::of(&url);
+        let token = ui.token.clone().expect("a generated token in the URL");
+        assert_eq!(token.len(), 32);
+        let bare = Ui {
+            port: ui.port,
+            token: None,
+        };
+        assert_eq!(get(&bare, "/", "").0, 401, "{bind}");
+        assert_eq!(get(&bare, "/api/runs", "").0, 401, "{bind}");
+        assert_eq!(get(&bare, "/api/runs?token=wrong-token-123", "").0, 401);
+        assert_eq!(post(&bare, "/api/run/1/delete", "X-Brink: 1\r\n").0, 401);
+        let (status, head, _) = get(&bare, &format!("/?token={token}"), "");
+        assert_eq!(status, 200);
+        assert!(head.contains("brink_token="), "{head}");
+        assert!(head.contains("HttpOnly"), "{head}");
+        let cookie = format!("Cookie: brink_token={token}\r\n");
+        assert_eq!(get(&bare, "/api/runs", &cookie).0, 200);
+        assert_eq!(get(&ui, "/api/runs", "").0, 200);
+        drop(server);
+    }
+    // A token from a file, or from the environment.
+    let file = dir.path().join("token");
+    std::fs::write(&file, "from-a-file-0123456789\n").unwrap();
+    let (server, url) = serve(&h, &["--token-file", file.to_str().unwrap()]);
+    assert!(url.ends_with("?token=from-a-file-0123456789"), "{url}");
     drop(server);
-    // Without a token, loopback only: asking for another address with a short token fails.
-    Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_SERVE_TOKEN", "from-the-environment-42")
+        .args(["serve", "--port", "0", "--history"])
+        .arg(&h)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    drop(Killed(child));
+    assert!(line.contains("?token=from-the-environment-42"), "{line}");
+    // On the command line, or too short: refused in one line.
+    for args in [
+        &["--token", "long-enough-but-visible-to-all"][..],
+        &["--token-file", "/nonexistent/token"],
+    ] {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            .args(["serve", "--port", "0", "--history"])
+            .arg(&h)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).trim().lines().count(),
+            1
+        );
+    }
+    std::fs::write(&file, "short\n").unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
         .args([
             "serve",
-            "--bind",
-            "0.0.0.0",
-            "--token",
-            "short",
-            "--history",
+            "--port",
+            "0",
+            "--token-file",
+            file.to_str().unwrap(),
         ])
+        .arg("--history")
         .arg(&h)
         .output()
-        .map(|o| assert_eq!(o.status.code(), Some(2)))
         .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 16"));
+}
+
+/// Another local user (`nobody`) can neither list the runs nor delete one through the UI
+/// bound to loopback, and cannot read the token from the process list.
+#[test]
+fn another_local_user_cannot_use_the_ui() {
+    if !crate::local_users::second_user() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let ran = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .env("BRINK_HISTORY", &h)
+        .args(["run", &srv.url("/"), "-n", "5", "-q"])
+        .status()
+        .unwrap();
+    assert!(ran.success());
+    let (server, url) = serve(&h, &[]);
+    let ui = Ui::of(&url);
+    let token = ui.token.clone().unwrap();
+    let base = format!("http://127.0.0.1:{}", ui.port);
+    let as_nobody = |args: &[&str]| crate::local_users::as_nobody(args);
+    let list = as_nobody(&[
+        "curl",
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        &format!("{base}/api/runs"),
+    ]);
+    assert_eq!(String::from_utf8_lossy(&list.stdout), "401");
+    let delete = as_nobody(&[
+        "curl",
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-X",
+        "POST",
+        "-H",
+        "X-Brink: 1",
+        &format!("{base}/api/run/1/delete"),
+    ]);
+    assert_eq!(String::from_utf8_lossy(&delete.stdout), "401");
+    let ps = as_nobody(&["ps", "-eo", "args"]);
+    let seen = String::from_utf8_lossy(&ps.stdout);
+    assert!(
+        seen.contains("brink serve") || seen.contains("serve --port"),
+        "ps works: {seen}"
+    );
+    assert!(
+        !seen.contains(&token),
+        "the token is not in the process list"
+    );
+    assert_eq!(get(&ui, "/api/runs", "").0, 200, "the owner still can");
+    drop(server);
 }
 
 /// DNS rebinding: a page on a name the attacker points at 127.0.0.1 is same-origin with the UI
@@ -284,11 +404,12 @@ fn a_rebound_name_cannot_use_the_ui() {
         .unwrap();
     assert!(ran.success());
     let (server, url) = serve(&h, &["--allow-host", "brink.test"]);
-    let port = port_of(&url);
+    let ui = Ui::of(&url);
+    let port = ui.port;
     let send = |method: &str, path: &str, host: &str, extra: &str| {
         http(
             port,
-            &format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n{extra}\r\n"),
+            &format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n{}{extra}\r\n", ui.auth()),
         )
     };
     let rebound = format!("rebound.attacker.example:{port}");
@@ -362,20 +483,20 @@ fn a_killed_run_is_shown_as_died() {
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(listed.contains("died"), "{listed}");
     let (server, url) = serve(&h, &[]);
-    let port = port_of(&url);
-    let (_, _, body) = get(port, "/api/runs", "");
+    let ui = Ui::of(&url);
+    let (_, _, body) = get(&ui, "/api/runs", "");
     let runs: Value = serde_json::from_str(&body).unwrap();
     let run = runs
         .as_array()
         .and_then(|a| a.iter().find(|r| r["id"] == id))
         .unwrap_or_else(|| panic!("run {id} listed: {body}"));
     assert_eq!(run["status"], "died", "{run}");
-    let (status, _, page) = get(port, &format!("/run/{id}"), "");
+    let (status, _, page) = get(&ui, &format!("/run/{id}"), "");
     assert_eq!(status, 200);
     assert!(page.contains("died"), "the page says so");
     // The live stream sends what was recorded, then ends.
     let t = Instant::now();
-    let (status, _, events) = get(port, &format!("/api/live/{id}"), "");
+    let (status, _, events) = get(&ui, &format!("/api/live/{id}"), "");
     assert_eq!(status, 200);
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(events.contains("data: {\"seq\""), "{events}");
@@ -489,7 +610,7 @@ fn every_page_takes_any_unicode() {
         ids.push(id);
     }
     let (server, url) = serve(&h, &[]);
-    let port = port_of(&url);
+    let ui = Ui::of(&url);
     let mut paths = vec![
         "/".to_string(),
         "/api/runs".to_string(),
@@ -503,7 +624,7 @@ fn every_page_takes_any_unicode() {
         }
     }
     for p in &paths {
-        let (status, _, body) = get(port, p, "");
+        let (status, _, body) = get(&ui, p, "");
         assert!(matches!(status, 200 | 404), "{p}: {status} {body}");
     }
     for id in &ids {
