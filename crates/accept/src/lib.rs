@@ -4,8 +4,10 @@
 //! when told, and a handle whose drop stops the loop and waits for the thread. This crate is
 //! that one piece of code; what each server does with a connection stays with the server.
 //! Also here: a body fed by a channel, for what streams (live events, a worker's seconds), and
-//! the names a loopback server answers ([`host`]).
+//! the names a loopback server answers ([`host`]), and the bound on what a connection that has
+//! not proved itself may hold ([`gate`]).
 
+pub mod gate;
 pub mod host;
 
 use bytes::Bytes;
@@ -18,6 +20,9 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
+
+/// How long the accept loop rests after a failed accept.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
 /// A server's thread: dropping it tells the server to stop and waits for its thread.
 pub struct Running {
@@ -101,7 +106,9 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<(SocketAddr, TcpListener)> {
 
 /// Accepts connections until `stop` fires, handing each to `each` (on the runtime, so it may
 /// spawn a task for it) and then waiting `pause` (a slow acceptor, for tests; zero otherwise).
-/// A failed accept (a connection reset before it was taken, too many open files) is skipped.
+/// A failed accept (a connection reset before it was taken, too many open files) is skipped
+/// after [`ACCEPT_BACKOFF`]: out of descriptors, accepting again at once would fail at once,
+/// and the loop would spin on a core until one is freed.
 pub async fn accept_loop<F>(listener: TcpListener, mut stop: Stop, pause: Duration, mut each: F)
 where
     F: FnMut(TcpStream, SocketAddr),
@@ -111,7 +118,12 @@ where
             _ = &mut stop => break,
             r = listener.accept() => match r {
                 Ok(x) => x,
-                Err(_) => continue,
+                Err(_) => {
+                    tokio::select! {
+                        _ = &mut stop => break,
+                        () = tokio::time::sleep(ACCEPT_BACKOFF) => continue,
+                    }
+                }
             },
         };
         each(sock, peer);

@@ -21,8 +21,9 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(5);
 
 /// Most worker threads a run may start.
 const MAX_THREADS: usize = 1024;
-/// Descriptors brink needs besides its connections (epoll, timers, pipes, files, observers).
-const SPARE_FILES: u64 = 64;
+/// Descriptors brink needs besides its connections (epoll, timers, pipes, files, observers,
+/// and the most the live-metrics endpoint keeps, so no scraper can take one the load needs).
+const SPARE_FILES: u64 = 64 + metrics::MOST_SCRAPERS as u64;
 
 /// Refuses, before the run, more connections than this process may open files (each
 /// connection is one): the run would otherwise fail part-way with connect errors that say

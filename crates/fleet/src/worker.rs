@@ -49,6 +49,12 @@ pub struct Activity {
     pub last_end_ns: std::sync::atomic::AtomicU64,
 }
 
+/// Connections that have not yet presented the token, at most (a new one past this closes the
+/// oldest of them): idle peers cannot take the descriptors a load and its coordinator need.
+const UNPROVEN: usize = 64;
+/// How long a connection may take to present the token (TLS handshake included).
+const PROVE_WITHIN: Duration = Duration::from_secs(5);
+
 /// Serves runs on `addr` until the handle is dropped.
 pub fn listen(
     addr: SocketAddr,
@@ -58,14 +64,16 @@ pub fn listen(
     let busy = Arc::new(AtomicBool::new(false));
     let activity = Arc::new(Activity::default());
     let seen = activity.clone();
+    let gate = accept::gate::Gate::new(UNPROVEN, PROVE_WITHIN);
     let (bound, running) = accept::serve("brink-worker", 2, addr, move |sock, _| {
         let (w, busy, seen) = (w.clone(), busy.clone(), seen.clone());
+        let pass = gate.admit();
         let _ = sock.set_nodelay(true);
-        tokio::spawn(async move {
+        tokio::spawn(pass.clone().guard(async move {
             let tls = w.tls.clone();
             let svc = hyper::service::service_fn(move |req| {
-                let (w, busy, seen) = (w.clone(), busy.clone(), seen.clone());
-                async move { Ok::<_, Infallible>(handle(w, busy, seen, req)) }
+                let (w, busy, seen, pass) = (w.clone(), busy.clone(), seen.clone(), pass.clone());
+                async move { Ok::<_, Infallible>(handle(w, busy, seen, &pass, req)) }
             });
             let h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
             match tls {
@@ -73,14 +81,13 @@ pub fn listen(
                     let _ = h2.serve_connection(TokioIo::new(sock), svc).await;
                 }
                 Some(a) => {
-                    // A handshake that does not finish in time is dropped.
-                    let shake = tokio::time::timeout(Duration::from_secs(10), a.accept(sock));
-                    if let Ok(Ok(tls)) = shake.await {
+                    // The gate's deadline bounds the handshake too.
+                    if let Ok(tls) = a.accept(sock).await {
                         let _ = h2.serve_connection(TokioIo::new(tls), svc).await;
                     }
                 }
             }
-        });
+        }));
     })?;
     Ok((bound, running, activity))
 }
@@ -95,6 +102,7 @@ fn handle(
     w: Arc<Worker>,
     busy: Arc<AtomicBool>,
     seen: Arc<Activity>,
+    pass: &accept::gate::Pass,
     req: Request<hyper::body::Incoming>,
 ) -> Out {
     let given = req
@@ -109,6 +117,7 @@ fn handle(
             "this worker needs its run's token",
         );
     }
+    pass.prove();
     if req.method() != hyper::Method::POST || req.uri().path() != "/run" {
         return plain(StatusCode::NOT_FOUND, "a worker serves POST /run only");
     }

@@ -4,7 +4,8 @@
 //! to scrape, or pushed each second by remote write (`remote`). Beyond loopback the caller
 //! must give a token, and every scrape must present it (`Authorization: Bearer`); it is
 //! compared in constant time. On loopback without one, only loopback names are answered in
-//! `Host`, so a web page on a rebound name cannot read the run through a browser.
+//! `Host`, so a web page on a rebound name cannot read the run through a browser. The endpoint
+//! keeps at most [`MOST_SCRAPERS`] connections and closes one idle for [`IDLE`] (`accept::gate`).
 
 mod families;
 mod remote;
@@ -24,6 +25,12 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+/// Connections the endpoint keeps at most (a new one past this closes the oldest): whatever
+/// scrapers do, they cannot take the descriptors the load needs.
+pub const MOST_SCRAPERS: usize = 16;
+/// A connection without a request for this long is closed.
+const IDLE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The endpoint, serving until dropped.
 pub struct Endpoint {
     pub addr: SocketAddr,
@@ -39,17 +46,20 @@ pub fn listen(
     // Without a token on loopback, only loopback names are answered (DNS rebinding).
     let check_host = token.is_none() && addr.ip().is_loopback();
     let token = Arc::new(token);
+    let gate = accept::gate::Gate::new(MOST_SCRAPERS, IDLE);
     let (addr, running) = accept::serve("brink-metrics", 1, addr, move |sock, _| {
         let (series, token) = (series.clone(), token.clone());
-        tokio::spawn(async move {
+        let pass = gate.admit();
+        tokio::spawn(pass.clone().guard(async move {
             let svc = hyper::service::service_fn(move |req| {
+                pass.touch();
                 let answer = answer(&req, &series, token.as_deref(), check_host);
                 async move { Ok::<_, Infallible>(answer) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(sock), svc)
                 .await;
-        });
+        }));
     })?;
     Ok(Endpoint {
         addr,

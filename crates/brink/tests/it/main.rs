@@ -28,6 +28,7 @@ mod hardening;
 mod history;
 mod hostile;
 mod hostile_h2;
+mod idle_sockets;
 mod k8s;
 mod live_metrics;
 mod local_users;
