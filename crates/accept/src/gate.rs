@@ -20,9 +20,11 @@ pub struct Gate {
     most: usize,
     within: Duration,
     epoch: Instant,
-    /// Unproven connections, oldest first: (id, its close signal).
-    open: Mutex<(u64, VecDeque<(u64, Arc<Notify>)>)>,
+    open: Mutex<Unproven>,
 }
+
+/// The last id given, and the unproven connections, oldest first: (id, its close signal).
+type Unproven = (u64, VecDeque<(u64, Arc<Notify>)>);
 
 /// One admitted connection.
 pub struct Pass {
@@ -45,7 +47,7 @@ impl Gate {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, VecDeque<(u64, Arc<Notify>)>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Unproven> {
         self.open
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -35,11 +35,10 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
     }
     .map_err(Fail::input)?;
     target.path = prepared.path.clone();
-    let env = |k: &str| std::env::var(k).ok();
     let names = Names {
         data: &[],
         vars: &[],
-        env: &env,
+        env: &model::env::var,
     };
     let (docs, origin) = documents(a)?;
     let interval = a
@@ -86,7 +85,7 @@ fn documents(a: &RunArgs) -> Result<(Vec<serde_json::Value>, String), Fail> {
     if let Some(path) = &a.data_file {
         let shown = format!("--data-file {}", path.display());
         let text =
-            std::fs::read_to_string(path).map_err(|e| Fail::input(format!("{shown}: {e}")))?;
+            model::input::read_string(path).map_err(|e| Fail::input(format!("--data-file {e}")))?;
         let docs = parse_documents(&text).map_err(|e| Fail::input(format!("{shown}: {e}")))?;
         return Ok((docs, shown));
     }

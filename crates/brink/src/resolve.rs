@@ -74,6 +74,7 @@ pub struct RunConfig {
 
 /// Checks `brink run`'s flags (and plan) into a [`RunConfig`].
 pub fn run_config(a: &RunArgs) -> Result<RunConfig, Fail> {
+    set_input_limit(&a.max_data_size)?;
     let seed = a.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -152,7 +153,7 @@ fn read_body(inline: Option<&str>, file: Option<&std::path::Path>) -> Result<Vec
     match (inline, file) {
         (Some(b), _) => Ok(b.as_bytes().to_vec()),
         (None, Some(p)) => {
-            std::fs::read(p).map_err(|e| Fail::input(format!("--body-file {}: {e}", p.display())))
+            model::input::read(p).map_err(|e| Fail::input(format!("--body-file {e}")))
         }
         (None, None) => Ok(Vec::new()),
     }
@@ -445,4 +446,12 @@ fn spec(
             None => engine::DEFAULT_GRPC_MAX_MESSAGE,
         },
     })
+}
+
+/// `--max-data-size`: the largest input file read (`model::input`).
+pub fn set_input_limit(size: &str) -> Result<(), Fail> {
+    let bytes =
+        model::parse_size(size).map_err(|e| Fail::input(format!("--max-data-size {size}: {e}")))?;
+    model::input::set_limit(bytes);
+    Ok(())
 }

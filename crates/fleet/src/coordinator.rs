@@ -97,6 +97,7 @@ impl Fleet {
                 count,
                 job: unit.job,
                 level: unit.level,
+                env: model::env::read(),
             };
             let (name, token, wait) = (name.clone(), self.token.clone(), self.wait);
             let tls = self.tls.clone();

@@ -34,6 +34,10 @@ pub enum ToWorker {
         /// Which of the command's jobs, and a search step's level (`runner::Unit`).
         job: usize,
         level: Option<f64>,
+        /// The `{{env NAME}}` values the coordinator read: a worker compiles with these,
+        /// never with its own environment.
+        #[serde(default)]
+        env: Vec<(String, String)>,
     },
     /// A clock ping: the worker answers [`FromWorker::Pong`] at once with its own clock.
     Ping {

@@ -246,6 +246,7 @@ async fn hello(w: &Worker, run: ToWorker) -> Result<(Compiled, FromWorker), Stri
         count,
         job,
         level,
+        env,
         ..
     } = run
     else {
@@ -259,7 +260,7 @@ async fn hello(w: &Worker, run: ToWorker) -> Result<(Compiled, FromWorker), Stri
     }
     let part = model::Part::new(index, count)
         .ok_or_else(|| format!("part {index} of {count} does not exist"))?;
-    let spec = (w.compile)(&args, job, level)?;
+    let spec = model::env::given(&env, || (w.compile)(&args, job, level))?;
     let digest = spec_digest(&w.version, &args, &spec);
     let hello = FromWorker::Hello {
         version: w.version.clone(),

@@ -74,6 +74,7 @@ async fn open(addr: std::net::SocketAddr) -> Stream {
         count: 1,
         job: 0,
         level: None,
+        env: vec![],
     }))
     .await
     .unwrap();

@@ -7,6 +7,7 @@
 //! the field at fault.
 
 mod codec;
+mod files;
 pub mod reflection;
 
 pub use codec::{encode_json, frame, MethodCodec};
@@ -57,7 +58,7 @@ pub fn pool(src: &Sources) -> Result<DescriptorPool, String> {
         compile(&src.protos, &src.includes)?
     };
     for set in &src.protosets {
-        let bytes = std::fs::read(set).map_err(|e| format!("--protoset {}: {e}", set.display()))?;
+        let bytes = model::input::read(set).map_err(|e| format!("--protoset {e}"))?;
         pool.decode_file_descriptor_set(bytes.as_slice())
             .map_err(|e| format!("--protoset {}: not a descriptor set: {e}", set.display()))?;
     }
@@ -110,7 +111,7 @@ pub fn compile(files: &[PathBuf], includes: &[PathBuf]) -> Result<DescriptorPool
             dirs.push(dir);
         }
     }
-    let mut compiler = protox::Compiler::new(&dirs).map_err(|e| one_line(&e, &dirs))?;
+    let mut compiler = protox::Compiler::with_file_resolver(files::Includes::new(dirs.clone()));
     compiler.include_imports(true);
     for f in files {
         let name = relative(f, &dirs);
@@ -136,7 +137,7 @@ fn one_line(e: &protox::Error, dirs: &[PathBuf]) -> String {
         .file()
         .and_then(|f| dirs.iter().map(|d| d.join(f)).find(|p| p.is_file()));
     if let (Some(path), Some(offset)) = (path, offset) {
-        if let Ok(src) = std::fs::read_to_string(&path) {
+        if let Ok(src) = model::input::read_string(&path) {
             let at = offset.min(src.len());
             let line = src[..at].matches('\n').count() + 1;
             let col = at - src[..at].rfind('\n').map_or(0, |i| i + 1) + 1;

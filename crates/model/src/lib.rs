@@ -4,8 +4,10 @@
 //! engine, the plan reader, the observers and the reports all share these, and none of them
 //! needs the engine to read or check a configuration.
 
+pub mod env;
 pub mod grpc;
 pub mod guard;
+pub mod input;
 pub mod metrics;
 mod part;
 pub mod private;

@@ -90,13 +90,12 @@ pub fn load_file(path: &Path, seed: u64) -> Result<Plan, PlanError> {
 /// [`load_file`], with gRPC steps without `proto`/`protoset` defined by `reflect`.
 pub fn load_file_with(path: &Path, seed: u64, reflect: &Reflect) -> Result<Plan, PlanError> {
     let file = path.display().to_string();
-    let source = std::fs::read_to_string(path)
+    let source = model::input::read_string(path)
         .map_err(|e| PlanError::at(&file, "", None, format!("cannot read plan: {e}")))?;
     let dir = path
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let env = |k: &str| std::env::var(k).ok();
-    parse_with(&file, &source, &dir, seed, &env, reflect)
+    parse_with(&file, &source, &dir, seed, &model::env::var, reflect)
 }
 
 /// Checks a plan given as text; `dir` is where relative data and body files are looked up.
@@ -251,12 +250,8 @@ impl Cx<'_> {
         };
         let csv = &d.value.csv;
         let path = self.named_file(&csv.value);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            self.err(
-                csv,
-                format!("data '{name}': cannot read {}: {e}", path.display()),
-            )
-        })?;
+        let text = model::input::read_string(&path)
+            .map_err(|e| self.err(csv, format!("data '{name}': cannot read {e}")))?;
         let mut rows = crate::csv::parse(&text)
             .map_err(|e| self.err(csv, format!("data '{name}': {}: {e}", path.display())))?;
         if rows.is_empty() {

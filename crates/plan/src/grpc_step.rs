@@ -146,8 +146,8 @@ impl Cx<'_> {
             },
             (None, Some(f)) => {
                 let path = self.named_file(&f.value);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| self.err(f, format!("data_file {}: {e}", path.display())))?;
+                let text = model::input::read_string(&path)
+                    .map_err(|e| self.err(f, format!("data_file {e}")))?;
                 parse_documents(&text)
                     .map_err(|e| self.err(f, format!("data_file {}: {e}", path.display())))
             }

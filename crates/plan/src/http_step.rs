@@ -73,8 +73,8 @@ impl Cx<'_> {
             (Some(b), None) => self.template(b, names)?,
             (None, Some(f)) => {
                 let p = self.named_file(&f.value);
-                let text = std::fs::read_to_string(&p)
-                    .map_err(|e| self.err(f, format!("body_file {}: {e}", p.display())))?;
+                let text = model::input::read_string(&p)
+                    .map_err(|e| self.err(f, format!("body_file {e}")))?;
                 Template::compile(&text, names)
                     .map_err(|e| self.err(f, format!("{}: {}", p.display(), e.message)))?
             }

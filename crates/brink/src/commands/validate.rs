@@ -8,6 +8,7 @@ use crate::emitln;
 use crate::exit::Fail;
 
 pub fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
+    crate::resolve::set_input_limit(&a.max_data_size)?;
     let reflect = |t: &model::Target, service: &str| {
         let tls = engine::TlsOptions::default();
         crate::grpc_call::reflect_with(

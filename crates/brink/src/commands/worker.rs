@@ -45,6 +45,10 @@ pub fn serve_worker(a: &WorkerArgs, idle: Option<Duration>) -> Result<i32, Fail>
         keep_dir: a.keep_dir.clone(),
         tls: tls(a)?,
     };
+    if !a.read_anywhere {
+        let here = std::path::Path::new(".");
+        model::input::confine(here).map_err(Fail::input)?;
+    }
     let (bound, running, activity) = fleet::worker::listen(addr, worker)
         .map_err(|e| Fail::input(format!("cannot listen on {addr}: {e}")))?;
     // The first line says where: a coordinator that started this process reads it.

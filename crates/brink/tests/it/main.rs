@@ -45,3 +45,4 @@ mod split;
 mod support;
 mod traces;
 mod verdicts;
+mod worker_inputs;

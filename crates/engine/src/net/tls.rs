@@ -87,8 +87,8 @@ pub fn ca_only(path: &Path) -> Result<RootCertStore, TlsError> {
 fn add_pem(store: &mut RootCertStore, cacert: Option<&Path>) -> Result<(), TlsError> {
     if let Some(path) = cacert {
         let shown = path.display().to_string();
-        let certs = CertificateDer::pem_file_iter(path)
-            .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?
+        let pem = model::input::read(path).map_err(|e| TlsError::CaFile(shown.clone(), e))?;
+        let certs = CertificateDer::pem_slice_iter(&pem)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| TlsError::CaFile(shown.clone(), e.to_string()))?;
         if certs.is_empty() {
@@ -110,8 +110,8 @@ pub fn client_identity(
     key: &Path,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
     let shown = cert.display().to_string();
-    let chain = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| TlsError::CertFile(shown.clone(), e.to_string()))?
+    let pem = model::input::read(cert).map_err(|e| TlsError::CertFile(shown.clone(), e))?;
+    let chain = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::CertFile(shown.clone(), e.to_string()))?;
     if chain.is_empty() {
@@ -120,8 +120,10 @@ pub fn client_identity(
             "no PEM certificates found".into(),
         ));
     }
-    let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| TlsError::KeyFile(key.display().to_string(), e.to_string()))?;
+    let shown = key.display().to_string();
+    let pem = model::input::read(key).map_err(|e| TlsError::KeyFile(shown.clone(), e))?;
+    let key =
+        PrivateKeyDer::from_pem_slice(&pem).map_err(|e| TlsError::KeyFile(shown, e.to_string()))?;
     Ok((chain, key))
 }
 

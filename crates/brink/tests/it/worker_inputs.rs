@@ -1,0 +1,193 @@
+//! What a worker reads. Whoever holds a worker's token chooses the command it runs, so the
+//! worker must not hand them its host's secrets: `{{env NAME}}` values come from the
+//! coordinator, files are read below the worker's folder only (no link out of it), a worker
+//! will not start in `/`, and no input that is not a regular file is read at all.
+
+use crate::support::Killed;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn brink() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin("brink"))
+}
+
+/// A `brink worker` started in `dir` with `env`; its address.
+fn worker(dir: &Path, env: &[(&str, &str)]) -> (Killed, String) {
+    let mut c = brink();
+    c.current_dir(dir)
+        .args(["worker", "--listen", "127.0.0.1:0"])
+        .env("BRINK_WORKER_TOKEN", "worker-inputs-token-01234")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().expect("worker starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("a line");
+    let addr = line
+        .trim()
+        .strip_prefix("brink worker listening on ")
+        .unwrap_or_else(|| panic!("the worker says where: {line}"))
+        .to_string();
+    (Killed(child), addr)
+}
+
+/// `brink run ARGS --worker ADDR` from `dir` with `env`: (exit code, stderr).
+fn coordinate(
+    dir: &Path,
+    addr: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let token = tempfile::NamedTempFile::new().expect("token file");
+    std::fs::write(token.path(), "worker-inputs-token-01234\n").expect("token");
+    let mut c = brink();
+    c.current_dir(dir)
+        .args(["run"])
+        .args(args)
+        .args(["--worker", addr, "-q", "--no-history", "--token-file"])
+        .arg(token.path())
+        .env_remove("SECRET_X");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = assert_cmd::Command::from_std(c)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .expect("coordinator runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_worker_sends_the_coordinators_values_never_its_own() {
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let s = seen.clone();
+    let srv = testkit::serve(Arc::new(move |r: &testkit::Req| {
+        if let Some(v) = r.header("x-secret") {
+            s.lock().unwrap().push(v.to_string());
+        }
+        testkit::Reply::ok("ok", Duration::ZERO)
+    }))
+    .expect("server");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = format!(
+        "target: {}\nscenarios:\n  - name: s\n    load: {{ connections: 1, requests: 3 }}\n    requests: [ {{ path: /, headers: {{ X-Secret: \"{{{{env SECRET_X}}}}\" }} }} ]\n",
+        srv.url("")
+    );
+    std::fs::write(dir.path().join("plan.yaml"), plan).expect("plan");
+    let (_w, addr) = worker(dir.path(), &[("SECRET_X", "the-workers-own-secret")]);
+
+    let (code, err) = coordinate(dir.path(), &addr, &["plan.yaml"], &[]);
+    assert_eq!(code, Some(2), "not set where the user runs brink: {err}");
+    assert!(err.contains("SECRET_X"), "{err}");
+
+    let (code, err) = coordinate(
+        dir.path(),
+        &addr,
+        &["plan.yaml"],
+        &[("SECRET_X", "the-coordinators-value")],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(
+        seen.iter().all(|v| v == "the-coordinators-value"),
+        "the worker's own environment never reaches the wire: {seen:?}"
+    );
+}
+
+#[test]
+fn a_worker_reads_only_regular_files_below_its_folder() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let outer = tempfile::tempdir().expect("temp dir");
+    std::fs::write(outer.path().join("secret.txt"), "not the worker's to send").expect("secret");
+    let dir = outer.path().join("work");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let dir = dir.as_path();
+    std::os::unix::fs::symlink("/", dir.join("rootlink")).expect("link");
+    std::os::unix::fs::symlink("../secret.txt", dir.join("up.txt")).expect("link");
+    std::fs::write(dir.join("body.txt"), "fine").expect("body");
+    let (_w, addr) = worker(dir, &[]);
+    let url = srv.url("/");
+    for file in ["rootlink/etc/hostname", "up.txt", "../secret.txt"] {
+        let args = [url.as_str(), "-n", "2", "--body-file", file];
+        let (code, err) = coordinate(dir, &addr, &args, &[]);
+        assert_ne!(code, Some(0), "{file}: {err}");
+        let refused = ["outside the worker's working folder", "relative paths"];
+        assert!(refused.iter().any(|r| err.contains(r)), "{file}: {err}");
+    }
+    assert_eq!(srv.counters.requests(), 0, "nothing read outside was sent");
+    let args = [url.as_str(), "-n", "2", "--body-file", "body.txt"];
+    let (code, err) = coordinate(dir, &addr, &args, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(srv.counters.requests(), 2);
+
+    // A worker whose folder is / could read every file: it does not start.
+    let out = brink()
+        .current_dir("/")
+        .args(["worker", "--listen", "127.0.0.1:0"])
+        .env("BRINK_WORKER_TOKEN", "worker-inputs-token-01234")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("must not be /"), "{err}");
+}
+
+/// A data file that is a device (`/dev/zero`, endless) is refused before a byte is read, and
+/// one over `--max-data-size` before it is read.
+#[test]
+fn an_endless_or_oversized_input_is_refused_before_it_is_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let plan = dir.path().join("p.yaml");
+    std::fs::write(
+        &plan,
+        "target: http://127.0.0.1:9/\ndata:\n  users: { csv: /dev/zero }\nscenarios:\n  - name: s\n    requests: [ { path: \"/{{data.users.a}}\" } ]\n",
+    )
+    .expect("plan");
+    let t = std::time::Instant::now();
+    let out = brink()
+        .args(["validate"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a regular file"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+
+    std::fs::write(dir.path().join("big.csv"), "a\n".repeat(1000)).expect("csv");
+    std::fs::write(
+        &plan,
+        "target: http://127.0.0.1:9/\ndata:\n  users: { csv: big.csv }\nscenarios:\n  - name: s\n    requests: [ { path: \"/{{data.users.a}}\" } ]\n",
+    )
+    .expect("plan");
+    let out = brink()
+        .args(["validate", "--max-data-size", "1KiB"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--max-data-size"), "{err}");
+    let out = brink()
+        .args(["validate"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
