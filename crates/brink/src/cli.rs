@@ -240,10 +240,11 @@ pub struct RunArgs {
     /// in turn.
     #[arg(long = "data-file", value_name = "FILE")]
     pub data_file: Option<PathBuf>,
-    /// The largest input file read (plan, CSV data, body, .proto, certificates), e.g.
-    /// 4GiB; a file that is not a regular file (a device, a FIFO) is never read.
-    #[arg(long = "max-data-size", value_name = "SIZE", default_value = "1GiB")]
-    pub max_data_size: String,
+    /// The largest input file read (plan, CSV data, body, .proto, certificates), and the
+    /// largest body a template may expand to (default 1GiB); a file that is not a regular
+    /// file (a device, a FIFO) is never read.
+    #[arg(long = "max-data-size", value_name = "SIZE")]
+    pub max_data_size: Option<String>,
     /// gRPC client and bidi streaming: messages each call sends (default 1).
     #[arg(long = "stream-messages", value_name = "N")]
     pub stream_messages: Option<u32>,
@@ -502,9 +503,10 @@ pub struct FindArgs {
 pub struct ValidateArgs {
     /// The plan file to check.
     pub plan: PathBuf,
-    /// The largest input file read (plan, data, body, .proto, certificates).
-    #[arg(long = "max-data-size", value_name = "SIZE", default_value = "1GiB")]
-    pub max_data_size: String,
+    /// The largest input file read (plan, data, body, .proto, certificates), and the largest
+    /// body a template may expand to (default 1GiB).
+    #[arg(long = "max-data-size", value_name = "SIZE")]
+    pub max_data_size: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]

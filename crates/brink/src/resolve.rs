@@ -448,8 +448,12 @@ fn spec(
     })
 }
 
-/// `--max-data-size`: the largest input file read (`model::input`).
-pub fn set_input_limit(size: &str) -> Result<(), Fail> {
+/// `--max-data-size`: the largest input file read (`model::input`); its default unless given.
+pub fn set_input_limit(size: &Option<String>) -> Result<(), Fail> {
+    let Some(size) = size else {
+        model::input::set_limit(model::input::DEFAULT_LIMIT);
+        return Ok(());
+    };
     let bytes =
         model::parse_size(size).map_err(|e| Fail::input(format!("--max-data-size {size}: {e}")))?;
     model::input::set_limit(bytes);

@@ -252,16 +252,15 @@ impl Cx<'_> {
         let path = self.named_file(&csv.value);
         let text = model::input::read_string(&path)
             .map_err(|e| self.err(csv, format!("data '{name}': cannot read {e}")))?;
-        let mut rows = crate::csv::parse(&text)
+        let (columns, rows) = crate::csv::parse(text)
             .map_err(|e| self.err(csv, format!("data '{name}': {}: {e}", path.display())))?;
-        if rows.is_empty() {
+        if columns.is_empty() {
             return Err(self.err(
                 csv,
                 format!("data '{name}': {} has no header row", path.display()),
             ));
         }
-        let columns = rows.remove(0);
-        if rows.is_empty() {
+        if rows.rows() == 0 {
             return Err(self.err(
                 csv,
                 format!("data '{name}': {} has no data rows", path.display()),
@@ -333,6 +332,23 @@ impl Cx<'_> {
             Some(t) => self.steps(s, t, &raw_steps, &headers, &names, &mut errs),
             None => Vec::new(),
         };
+        let widest = |set: usize, col: usize| tables.get(set).map_or(0, |t| t.rows.widest(col));
+        // Flow variables count as empty here: what they hold is bounded when they are
+        // captured (--capture-limit).
+        let aligned = steps.len() == raw_steps.len();
+        for (st, step) in raw_steps.iter().zip(&steps).filter(|_| aligned) {
+            let most = step.body.most_bytes(&widest, 0);
+            if most > model::input::limit() {
+                errs.push(self.err(
+                    *st,
+                    format!(
+                        "request '{}': its body could reach {most} bytes, over the {} a request may have (raise it with --max-data-size)",
+                        step.name,
+                        model::input::limit()
+                    ),
+                ));
+            }
+        }
         let pause = match &r.pause {
             Some(p) => keep(&mut errs, self.duration(p, &p.value, "pause")).unwrap_or_default(),
             None => Duration::ZERO,

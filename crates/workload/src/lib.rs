@@ -7,12 +7,14 @@
 //! no sockets and no TLS: a plan can be read, checked and rendered without the engine.
 
 pub mod capture;
+mod cells;
 pub mod message;
 mod request;
 pub mod template;
 pub mod trace;
 
 pub use capture::{Captured, Extractor};
+pub use cells::Cells;
 pub use message::{Codec, Message, Streaming};
 pub use request::{H2Parts, Request, StepComplete, Vu, Workload};
 pub use template::Table;

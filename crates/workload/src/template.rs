@@ -29,18 +29,23 @@ use std::io::Write;
 pub struct Table {
     pub name: String,
     pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
+    pub rows: crate::Cells,
     /// One fixed row per virtual user instead of the next row per iteration.
     pub per_vu: bool,
     next: Counter,
 }
 
 impl Table {
-    pub fn new(name: String, columns: Vec<String>, rows: Vec<Vec<String>>, per_vu: bool) -> Table {
+    pub fn new(
+        name: String,
+        columns: Vec<String>,
+        rows: impl Into<crate::Cells>,
+        per_vu: bool,
+    ) -> Table {
         Table {
             name,
             columns,
-            rows,
+            rows: rows.into(),
             per_vu,
             next: Counter::new(0),
         }
@@ -52,7 +57,7 @@ impl Table {
     }
 
     pub(crate) fn row_for(&self, vu: u64) -> usize {
-        let n = self.rows.len().max(1) as u64;
+        let n = self.rows.rows().max(1) as u64;
         let i = if self.per_vu { vu } else { self.next.take() };
         (i % n) as usize
     }
@@ -166,6 +171,23 @@ impl Template {
         }
     }
 
+    /// The most bytes one rendering can give: literals, each function's longest value, the
+    /// widest cell of each data column read (`widest(set, column)`), and `var_most` for a
+    /// flow variable.
+    pub fn most_bytes(&self, widest: &dyn Fn(usize, usize) -> usize, var_most: usize) -> u64 {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Lit(b) => b.len(),
+                Part::Seq | Part::Vu | Part::RandInt(..) | Part::NowMs => 20,
+                Part::Uuid => 36,
+                Part::RandStr(n) => *n,
+                Part::Data(set, col) => widest(*set, *col),
+                Part::Var(_) => var_most,
+            } as u64)
+            .sum()
+    }
+
     /// True when rendering always gives the same bytes.
     pub fn is_static(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Lit(_)))
@@ -221,9 +243,9 @@ impl Template {
                     let cell = scope
                         .rows
                         .get(*set)
-                        .and_then(|&r| scope.tables.get(*set)?.rows.get(r)?.get(*col));
+                        .and_then(|&r| scope.tables.get(*set)?.rows.get(r, *col));
                     if let Some(cell) = cell {
-                        out.extend_from_slice(cell.as_bytes());
+                        out.extend_from_slice(cell);
                     }
                 }
                 Part::Var(i) => {

@@ -218,7 +218,7 @@ fn the_values_that_used_to_crash_are_clear_errors() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("500 connections need 564 open files") && err.contains("may open 256"),
+        err.contains("500 connections need 580 open files") && err.contains("may open 256"),
         "{err}"
     );
 }

@@ -191,3 +191,108 @@ fn an_endless_or_oversized_input_is_refused_before_it_is_read() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A 100 MiB CSV of short rows (`N,M`, about eleven million) validates in seconds and in
+/// under twice its size in memory (it took 9 GB, a String per cell, before).
+#[test]
+fn a_big_data_set_is_stored_compactly() {
+    let _cpu = crate::support::cpu_exclusive();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let csv = dir.path().join("big.csv");
+    let mut text = String::with_capacity(101 << 20);
+    text.push_str("n,m\n");
+    let mut i = 0u64;
+    while text.len() < 100 << 20 {
+        text.push_str(&format!("{},{}\n", i, i % 97));
+        i += 1;
+    }
+    std::fs::write(&csv, &text).expect("csv");
+    let size_mib = text.len() as u64 >> 20;
+    drop(text);
+    let plan = dir.path().join("p.yaml");
+    std::fs::write(
+        &plan,
+        "target: http://127.0.0.1:9/\ndata:\n  rows: { csv: big.csv }\nscenarios:\n  - name: s\n    requests: [ { path: \"/{{data.rows.n}}/{{data.rows.m}}\" } ]\n",
+    )
+    .expect("plan");
+    let t = std::time::Instant::now();
+    let mut child = Killed(
+        brink()
+            .args(["validate"])
+            .arg(&plan)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs"),
+    );
+    let status = format!("/proc/{}/status", child.0.id());
+    let mut peak_kib = 0u64;
+    let code = loop {
+        if let Ok(s) = std::fs::read_to_string(&status) {
+            if let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+                let kib = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+                peak_kib = peak_kib.max(kib);
+            }
+        }
+        if let Some(s) = child.0.try_wait().expect("status") {
+            break s.code();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "validate did not end"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = t.elapsed();
+    eprintln!(
+        "{i} rows, {size_mib} MiB: {:.1} s, peak {} MiB",
+        took.as_secs_f64(),
+        peak_kib >> 10
+    );
+    assert_eq!(code, Some(0));
+    assert!(
+        peak_kib >> 10 < 2 * size_mib + 16,
+        "peak {} MiB",
+        peak_kib >> 10
+    );
+    assert!(took < Duration::from_secs(20), "{took:?}");
+}
+
+/// A body template whose data cells could make a request larger than --max-data-size is
+/// refused when the plan is checked, not when memory runs out.
+#[test]
+fn a_body_that_could_expand_past_the_limit_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("blobs.csv"),
+        format!("b\n{}\nsmall\n", "x".repeat(2000)),
+    )
+    .expect("csv");
+    let plan = dir.path().join("p.yaml");
+    let body = "{{data.blobs.b}}".repeat(10);
+    std::fs::write(
+        &plan,
+        format!("target: http://127.0.0.1:9/\ndata:\n  blobs: {{ csv: blobs.csv }}\nscenarios:\n  - name: s\n    requests: [ {{ name: up, method: POST, path: /, body: \"{body}\" }} ]\n"),
+    )
+    .expect("plan");
+    let out = brink()
+        .args(["validate", "--max-data-size", "16KiB"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("p.yaml:6:"), "{err}");
+    assert!(err.contains("could reach 20000 bytes"), "{err}");
+    let out = brink()
+        .args(["validate"])
+        .arg(&plan)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
