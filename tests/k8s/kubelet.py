@@ -254,8 +254,10 @@ class Kubelet:
                 files = {k: t.encode() for k, t in obj.get("data", {}).items()}
                 files.update({k: base64.b64decode(b) for k, b in obj.get("binaryData", {}).items()})
                 items = v["configMap"].get("items")
+            elif "emptyDir" in v:
+                files, items = {}, None
             else:
-                raise RuntimeError(f"{pod.name}: volume {m['name']} is not a Secret or ConfigMap")
+                raise RuntimeError(f"{pod.name}: volume {m['name']} is not a Secret, ConfigMap or emptyDir")
             for key, path in ([(i["key"], i["path"]) for i in items] if items else
                               [(k, k) for k in files]):
                 dst = os.path.join(src, path)

@@ -139,7 +139,11 @@ pub struct K8sPodArgs {
     /// (`brink k8s run` reads them).
     #[arg(long)]
     pub report: Option<String>,
-    /// The `brink run` command the coordinator runs.
+    /// A file holding the `brink run` command the coordinator runs, as a JSON list (the run's
+    /// Secret: a command may hold credentials).
+    #[arg(long = "args-file", value_name = "FILE")]
+    pub args_file: Option<PathBuf>,
+    /// The `brink run` command the coordinator runs (without --args-file).
     #[arg(last = true)]
     pub args: Vec<String>,
 }

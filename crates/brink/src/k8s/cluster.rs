@@ -6,7 +6,7 @@
 use super::render::Objects;
 use crate::exit::Fail;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, PropagationPolicy};
 use kube::{Client, Resource};
@@ -40,7 +40,6 @@ pub struct Cluster {
 #[derive(Default)]
 pub struct Created {
     secret: Option<String>,
-    config_map: Option<String>,
     service: Option<String>,
     job: Option<String>,
 }
@@ -87,9 +86,6 @@ impl Cluster {
     /// whose fields the cluster dropped is refused.
     pub async fn create(&self, o: &Objects, created: &mut Created) -> Result<(), Fail> {
         created.secret = Some(self.post(&o.secret).await?);
-        if let Some(c) = &o.config_map {
-            created.config_map = Some(self.post(c).await?);
-        }
         created.service = Some(self.post(&o.service).await?);
         let job: Job = self.post_kept(&o.job).await?;
         created.job = job.metadata.name.clone();
@@ -154,9 +150,6 @@ impl Cluster {
         let plain = DeleteParams::default();
         if let Some(n) = &c.service {
             left.extend(self.gone::<Service>(n, &plain).await);
-        }
-        if let Some(n) = &c.config_map {
-            left.extend(self.gone::<ConfigMap>(n, &plain).await);
         }
         if let Some(n) = &c.secret {
             left.extend(self.gone::<Secret>(n, &plain).await);

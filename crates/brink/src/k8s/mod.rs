@@ -42,6 +42,15 @@ const RENDER_ONLY: [(&str, bool); 11] = [
     ("--pod-wait", true),
 ];
 
+/// What the coordinator's pod is not given: what only workers and this machine act on. The
+/// live-metrics push (`--out`, `--out-header`) does travel: the coordinator pod sends it.
+fn pod_drops() -> Vec<(&'static str, bool)> {
+    crate::distribute::WORKERS_AND_KEEPING
+        .into_iter()
+        .filter(|(f, _)| !matches!(*f, "--out" | "--out-header"))
+        .collect()
+}
+
 fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
     let name = a.objects.job_name.as_deref().unwrap_or("brink");
     let (inputs, _) = inputs(&a.objects, name, None)?;
@@ -70,6 +79,11 @@ fn inputs(
         ));
     }
     check_name(name)?;
+    if r.metrics_listen.is_some() {
+        return Err(Fail::input(
+            "--metrics-listen would listen inside the coordinator's pod, where nothing scrapes it: send the run's metrics with --out prometheus=URL (the coordinator pod sends them)",
+        ));
+    }
     let named_on_the_command_line = [
         ("--body-file", r.body_file.is_some()),
         ("--data-file", r.data_file.is_some()),
@@ -82,7 +96,7 @@ fn inputs(
     ];
     if let Some((flag, _)) = named_on_the_command_line.iter().find(|(_, given)| *given) {
         return Err(Fail::input(format!(
-            "k8s render: {flag} names a file on this machine; name it in a plan (a plan and its files go into a ConfigMap)"
+            "k8s render: {flag} names a file on this machine; name it in a plan (a plan and its files go into the run's Secret)"
         )));
     }
     let cfg = run_config(r)?;
@@ -100,7 +114,7 @@ fn inputs(
     });
     let mut args = vec!["run".to_string()];
     let kept = crate::distribute::strip(std::env::args().skip(3), &RENDER_ONLY);
-    for x in crate::distribute::strip(kept.into_iter(), &crate::distribute::WORKERS_AND_KEEPING) {
+    for x in crate::distribute::strip(kept.into_iter(), &pod_drops()) {
         // The plan is in the pod's working directory, under its own name.
         if x == r.url && !files.is_empty() {
             args.push(files[0].0.clone());
@@ -157,7 +171,7 @@ fn plan_files(plan: &Path, named: &[String]) -> Result<Vec<(String, Vec<u8>)>, F
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
         if !inside {
             return Err(Fail::input(format!(
-                "{}: the plan names {rel}, outside its own directory; a ConfigMap holds only files beside the plan or below it",
+                "{}: the plan names {rel}, outside its own directory; the run's Secret holds only files beside the plan or below it",
                 plan.display()
             )));
         }
@@ -199,7 +213,18 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
         // A worker has nothing left to do a minute after its coordinator's last session.
         return crate::commands::worker::serve_worker(&w, Some(Duration::from_secs(60)));
     }
-    let mut args = p.args.clone();
+    let mut args = match &p.args_file {
+        Some(f) => {
+            let text = model::input::read_string(f).map_err(Fail::input)?;
+            serde_json::from_str::<Vec<String>>(&text).map_err(|e| {
+                Fail::input(format!(
+                    "{}: not a JSON list of arguments: {e}",
+                    f.display()
+                ))
+            })?
+        }
+        None => p.args.clone(),
+    };
     for i in 1..=p.workers {
         args.extend([
             "--worker".to_string(),

@@ -1,5 +1,7 @@
-//! The Kubernetes objects of a distributed run, as typed values: a Secret with the run's
-//! token, a ConfigMap with the plan and every file it names, a headless Service that gives
+//! The Kubernetes objects of a distributed run, as typed values: one Secret with everything a
+//! pod is given (the run's token, the command it runs and the plan with every file it names,
+//! since a header or a data file may hold credentials, and Jobs, pods and ConfigMaps are read
+//! by more people than Secrets are), a headless Service that gives
 //! each pod a stable name (`NAME-I.NAME`), and one Indexed Job: index 0 coordinates, indexes
 //! 1..=N are workers, all the same image and command (`brink k8s pod`). The Job never re-runs
 //! a worker's load (`backoffLimitPerIndex: 0`, `restartPolicy: Never`, replacement only of
@@ -11,7 +13,7 @@ use crate::cli::K8sObjectArgs;
 use crate::exit::Fail;
 use k8s_openapi::api::batch::v1::{Job, JobSpec, SuccessPolicy, SuccessPolicyRule};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, KeyToPath,
+    Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath,
     ObjectFieldSelector, PodSpec, PodTemplateSpec, ResourceRequirements, Secret,
     SecretVolumeSource, Service, ServicePort, ServiceSpec, Toleration, TopologySpreadConstraint,
     Volume, VolumeMount,
@@ -26,13 +28,14 @@ use std::time::Duration;
 pub const PORT: u16 = 7700;
 /// The variable that holds the pod's address.
 pub const POD_IP: &str = "POD_IP";
-/// Where the token and the plan are mounted, and the plan's directory in the pod.
+/// Where the token and the command are mounted, and the plan's directory in the pod (every
+/// pod's working directory).
 pub const TOKEN_DIR: &str = "/run/brink/token";
 pub const PLAN_DIR: &str = "/run/brink/plan";
 /// Added to the run's length for the Job's deadline: pods to start, workers to be reached.
 const SLACK: Duration = Duration::from_secs(600);
-/// A ConfigMap holds at most 1 MiB.
-const CONFIGMAP_MAX: usize = 1 << 20;
+/// A Secret holds at most 1 MiB.
+const SECRET_MAX: usize = 1 << 20;
 /// The label the Job controller puts on its pods.
 const JOB_LABEL: &str = "batch.kubernetes.io/job-name";
 
@@ -55,7 +58,6 @@ pub struct Inputs {
 pub struct Objects {
     pub role: Role,
     pub secret: Secret,
-    pub config_map: Option<ConfigMap>,
     pub service: Service,
     pub job: Job,
 }
@@ -64,12 +66,7 @@ pub struct Objects {
 pub fn objects(a: &K8sObjectArgs, i: &Inputs) -> Result<Objects, Fail> {
     Ok(Objects {
         role: role(a, i),
-        secret: secret(a, i),
-        config_map: if i.files.is_empty() {
-            None
-        } else {
-            Some(config_map(a, i)?)
-        },
+        secret: secret(a, i)?,
         service: service(a, i),
         job: job(a, i)?,
     })
@@ -83,9 +80,6 @@ impl Objects {
             out.push(json(&self.role)?);
         }
         out.push(json(&self.secret)?);
-        if let Some(c) = &self.config_map {
-            out.push(json(c)?);
-        }
         out.push(json(&self.service)?);
         out.push(json(&self.job)?);
         Ok(out)
@@ -115,39 +109,31 @@ fn labels(instance: &str) -> BTreeMap<String, String> {
     ])
 }
 
-fn secret(a: &K8sObjectArgs, i: &Inputs) -> Secret {
-    Secret {
-        metadata: meta(a, &i.name, &format!("{}-token", i.name)),
-        string_data: Some(BTreeMap::from([("token".to_string(), i.token.clone())])),
-        ..Secret::default()
-    }
-}
-
-fn config_map(a: &K8sObjectArgs, i: &Inputs) -> Result<ConfigMap, Fail> {
+/// The Secret: the token, the coordinator's command (`args`, a JSON list) and the plan's
+/// files (`f0`, `f1`, ...).
+fn secret(a: &K8sObjectArgs, i: &Inputs) -> Result<Secret, Fail> {
     let size: usize = i.files.iter().map(|(_, b)| b.len()).sum();
-    if size > CONFIGMAP_MAX {
+    if size > SECRET_MAX {
         return Err(Fail::input(format!(
-            "the plan and its files take {size} bytes; a ConfigMap holds at most 1 MiB: make the data files smaller"
+            "the plan and its files take {size} bytes; a Secret holds at most 1 MiB: make the data files smaller"
         )));
     }
-    let mut text = BTreeMap::new();
-    let mut binary = BTreeMap::new();
-    for (k, (_, bytes)) in i.files.iter().enumerate() {
-        let key = format!("f{k}");
-        match String::from_utf8(bytes.clone()) {
-            Ok(s) => {
-                text.insert(key, s);
-            }
-            Err(_) => {
-                binary.insert(key, k8s_openapi::ByteString(bytes.clone()));
-            }
-        }
-    }
-    Ok(ConfigMap {
-        metadata: meta(a, &i.name, &format!("{}-plan", i.name)),
-        data: (!text.is_empty()).then_some(text),
-        binary_data: (!binary.is_empty()).then_some(binary),
-        ..ConfigMap::default()
+    let args = serde_json::to_string(&i.args)
+        .map_err(|e| Fail::input(format!("cannot write the command: {e}")))?;
+    let files: BTreeMap<String, k8s_openapi::ByteString> = i
+        .files
+        .iter()
+        .enumerate()
+        .map(|(k, (_, bytes))| (format!("f{k}"), k8s_openapi::ByteString(bytes.clone())))
+        .collect();
+    Ok(Secret {
+        metadata: meta(a, &i.name, &format!("{}-token", i.name)),
+        string_data: Some(BTreeMap::from([
+            ("token".to_string(), i.token.clone()),
+            ("args".to_string(), args),
+        ])),
+        data: (!files.is_empty()).then_some(files),
+        ..Secret::default()
     })
 }
 
@@ -211,59 +197,70 @@ fn pod_template(a: &K8sObjectArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> 
         PORT.to_string(),
         "--token-file".into(),
         format!("{TOKEN_DIR}/token"),
+        "--args-file".into(),
+        format!("{TOKEN_DIR}/args"),
     ];
     if let Some(nonce) = &i.report {
         command.extend(["--report".to_string(), nonce.clone()]);
     }
-    command.push("--".into());
-    command.extend(i.args.iter().cloned());
     let mut mounts = vec![VolumeMount {
         name: "token".into(),
         mount_path: TOKEN_DIR.into(),
         read_only: Some(true),
         ..VolumeMount::default()
     }];
-    let mut volumes = vec![Volume {
-        name: "token".into(),
-        secret: Some(SecretVolumeSource {
-            secret_name: Some(format!("{}-token", i.name)),
-            default_mode: Some(0o400),
-            ..SecretVolumeSource::default()
-        }),
-        ..Volume::default()
-    }];
-    if !i.files.is_empty() {
-        mounts.push(VolumeMount {
+    let key = |key: &str, path: &str| KeyToPath {
+        key: key.into(),
+        path: path.into(),
+        ..KeyToPath::default()
+    };
+    let from_secret = |items: Vec<KeyToPath>| SecretVolumeSource {
+        secret_name: Some(format!("{}-token", i.name)),
+        default_mode: Some(0o400),
+        items: Some(items),
+        ..SecretVolumeSource::default()
+    };
+    let plan = if i.files.is_empty() {
+        // Nothing to read: an empty working folder (a worker never works in /).
+        Volume {
             name: "plan".into(),
-            mount_path: PLAN_DIR.into(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        });
-        volumes.push(Volume {
-            name: "plan".into(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: format!("{}-plan", i.name),
-                items: Some(
-                    i.files
-                        .iter()
-                        .enumerate()
-                        .map(|(k, (path, _))| KeyToPath {
-                            key: format!("f{k}"),
-                            path: path.clone(),
-                            ..KeyToPath::default()
-                        })
-                        .collect(),
-                ),
-                ..ConfigMapVolumeSource::default()
-            }),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
             ..Volume::default()
-        });
-    }
+        }
+    } else {
+        let items = i.files.iter().enumerate();
+        Volume {
+            name: "plan".into(),
+            secret: Some(from_secret(
+                items
+                    .map(|(k, (path, _))| key(&format!("f{k}"), path))
+                    .collect(),
+            )),
+            ..Volume::default()
+        }
+    };
+    let volumes = vec![
+        Volume {
+            name: "token".into(),
+            secret: Some(from_secret(vec![
+                key("token", "token"),
+                key("args", "args"),
+            ])),
+            ..Volume::default()
+        },
+        plan,
+    ];
+    mounts.push(VolumeMount {
+        name: "plan".into(),
+        mount_path: PLAN_DIR.into(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    });
     let container = Container {
         name: "brink".into(),
         image: Some(a.image.clone()),
         command: Some(command),
-        working_dir: (!i.files.is_empty()).then(|| PLAN_DIR.to_string()),
+        working_dir: Some(PLAN_DIR.to_string()),
         ports: Some(vec![ContainerPort {
             name: Some("brink".into()),
             container_port: i32::from(PORT),
@@ -407,7 +404,7 @@ fn role(a: &K8sObjectArgs, i: &Inputs) -> Role {
         metadata: meta(a, &i.name, &format!("{}-runner", i.name)),
         rules: Some(vec![
             rule("batch", &["jobs"], &manage),
-            rule("", &["services", "configmaps", "secrets"], &manage),
+            rule("", &["services", "secrets"], &manage),
             rule("", &["pods"], &["get", "list", "watch", "delete"]),
             rule("", &["pods/log"], &["get"]),
         ]),

@@ -62,9 +62,9 @@ fn rendered_objects_are_the_golden_file_and_pass_the_schemas() {
         yaml, want,
         "the rendered objects changed: check them, then BRINK_UPDATE_GOLDEN=1"
     );
-    // The pods run the plan from the ConfigMap, under its own name, without the history.
+    // The pods run the plan from the Secret, under its own name, without the history.
     assert!(
-        yaml.contains("- \"run\"\n            - \"plan.yaml\"\n            - \"--no-history\""),
+        yaml.contains(r#"args: "[\"run\",\"plan.yaml\",\"--no-history\"]""#),
         "{yaml}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -80,7 +80,7 @@ fn rendered_objects_are_the_golden_file_and_pass_the_schemas() {
             let text = String::from_utf8_lossy(&o.stdout).to_string()
                 + &String::from_utf8_lossy(&o.stderr);
             assert!(o.status.success(), "{text}");
-            for kind in ["role", "secret", "configmap", "service", "job"] {
+            for kind in ["role", "secret", "service", "job"] {
                 assert!(
                     text.contains(&format!("passed for resource {kind}/")),
                     "{kind}: {text}"
@@ -407,4 +407,79 @@ fn k8s_run_without_a_cluster_is_one_line_and_exit_2() {
             "{extra:?}: {err}"
         );
     }
+}
+
+/// Credentials in a plan's headers or on the command line go into the Secret only: no Job,
+/// pod command or other object shows them. `--out` travels to the coordinator's pod;
+/// `--metrics-listen`, which would listen where nothing scrapes, is refused with the reason.
+#[test]
+fn credentials_go_into_the_secret_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "target: http://10.0.0.1:8080\nscenarios:\n  - name: s\n    load: { connections: 1, duration: 1s }\n    requests: [ { path: /, headers: { Authorization: \"Bearer plan-s3cret\" } } ]\n",
+    )
+    .unwrap();
+    let token = here().join("fixtures/k8s/token");
+    let base = [
+        "--workers",
+        "2",
+        "--image",
+        "i",
+        "--token-file",
+        token.to_str().unwrap(),
+    ];
+    let mut from_plan = vec![plan.to_str().unwrap()];
+    from_plan.extend(base);
+    let mut from_flags = vec![
+        "http://10.0.0.1:8080/",
+        "-d",
+        "1s",
+        "-H",
+        "X-Api-Key: flag-k3y",
+    ];
+    from_flags.extend(base);
+    from_flags.extend(["--out", "prometheus=http://10.0.0.2:9090/api/v1/write"]);
+    for (args, secret) in [(from_plan, "plan-s3cret"), (from_flags, "flag-k3y")] {
+        let (code, yaml, err) = render(&args);
+        assert_eq!(code, Some(0), "{err}");
+        let docs: Vec<&str> = yaml.split("\n---\n").collect();
+        for d in &docs {
+            if !d.contains("kind: \"Secret\"") {
+                assert!(!d.contains(secret), "{secret} outside the Secret: {d}");
+            }
+        }
+        let secret_doc = docs
+            .iter()
+            .find(|d| d.contains("kind: \"Secret\""))
+            .unwrap();
+        assert!(
+            secret_doc.contains(secret) || yaml_files_hold(secret_doc, secret),
+            "the Secret carries it: {secret_doc}"
+        );
+        if secret == "flag-k3y" {
+            assert!(secret_doc.contains("--out"), "--out travels: {secret_doc}");
+        }
+    }
+    let mut listen = vec![
+        "http://10.0.0.1:8080/",
+        "-d",
+        "1s",
+        "--metrics-listen",
+        "0.0.0.0:9100",
+    ];
+    listen.extend(base);
+    let (code, out, err) = render(&listen);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(err.contains("--out prometheus=URL"), "{err}");
+}
+
+/// Whether one of the Secret's base64 files holds `text`.
+fn yaml_files_hold(doc: &str, text: &str) -> bool {
+    use base64::Engine;
+    doc.lines()
+        .filter_map(|l| l.trim().strip_prefix("f0: \"")?.strip_suffix('"'))
+        .filter_map(|v| base64::engine::general_purpose::STANDARD.decode(v).ok())
+        .any(|b| String::from_utf8_lossy(&b).contains(text))
 }
