@@ -211,7 +211,10 @@ pub struct RunArgs {
     /// HTTP method (default GET).
     #[arg(short = 'm', long = "method")]
     pub method: Option<String>,
-    /// Request header 'Name: value' (repeatable).
+    /// Request header 'Name: value' (repeatable): HTTP headers and gRPC metadata alike. The
+    /// value is a template on every protocol: {{seq}}, {{uuid}}, {{rand_int A B}},
+    /// {{env NAME}} (a secret from the environment rather than the command line, which every
+    /// user of the machine can read).
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
     /// Request body.

@@ -61,12 +61,7 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
         };
         Fail::input(format!("{origin}{at}: {}", e.message))
     })?;
-    let mut headers = Vec::new();
-    for (name, value) in call_headers(a)? {
-        let t = Template::compile(&value, &names)
-            .map_err(|e| Fail::input(format!("-H {name}: {}", e.message)))?;
-        headers.push((name, t));
-    }
+    let headers = flag_headers(a)?;
     let mut req = Request::fixed(
         &format!("POST {}", prepared.path),
         "POST",
@@ -95,11 +90,22 @@ fn documents(a: &RunArgs) -> Result<(Vec<serde_json::Value>, String), Fail> {
     Ok((vec![doc], "--data".to_string()))
 }
 
-/// `-H` metadata as given (the engine adds gRPC's own headers and the deadline).
-fn call_headers(a: &RunArgs) -> Result<Vec<(String, String)>, Fail> {
+/// `-H` values, for every protocol, as templates (`{{seq}}`, `{{uuid}}`, `{{env NAME}}`, ...):
+/// HTTP headers and gRPC metadata alike (the engine adds gRPC's own headers and deadline).
+pub fn flag_headers(a: &RunArgs) -> Result<Vec<(String, Template)>, Fail> {
+    let names = Names {
+        data: &[],
+        vars: &[],
+        env: &model::env::var,
+    };
     a.headers
         .iter()
-        .map(|h| model::parse_header(h).map_err(|e| Fail::input(e.to_string())))
+        .map(|h| {
+            let (name, value) = model::parse_header(h).map_err(|e| Fail::input(e.to_string()))?;
+            let t = Template::compile(&value, &names)
+                .map_err(|e| Fail::input(format!("-H {name}: {}", e.message)))?;
+            Ok((name, t))
+        })
         .collect()
 }
 

@@ -210,9 +210,11 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
         crate::grpc_call::refuse_flags(a, false)?;
         let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
         let method = a.method.as_deref().unwrap_or("GET");
-        RequestSpec::new(target.clone(), method, &a.headers, body.into())
+        let mut req = RequestSpec::new(target.clone(), method, &a.headers, body.into())
             .map_err(|e| Fail::input(e.to_string()))?
-            .request()
+            .request();
+        req.headers = crate::grpc_call::flag_headers(a)?;
+        req
     };
     let mut workload = Workload::new(vec![request], false, Vec::new(), Vec::new(), seed);
     let run_id = crate::trace_flags::run_id(seed);

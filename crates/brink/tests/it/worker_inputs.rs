@@ -296,3 +296,63 @@ fn a_body_that_could_expand_past_the_limit_is_refused() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `-H` is one rule on every protocol: a template. Over HTTP, `{{seq}}` numbers each request
+/// and `{{env NAME}}` takes a secret from the environment instead of the command line.
+#[test]
+fn header_flags_are_templates_over_http_too() {
+    let seen = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let s = seen.clone();
+    let srv = testkit::serve(Arc::new(move |r: &testkit::Req| {
+        let h = |n| r.header(n).unwrap_or_default().to_string();
+        s.lock().unwrap().push((h("x-seq"), h("authorization")));
+        testkit::Reply::ok("ok", Duration::ZERO)
+    }))
+    .expect("server");
+    let out = brink()
+        .env("API_TOKEN", "from-the-environment")
+        .args([
+            "run",
+            &srv.url("/"),
+            "-n",
+            "3",
+            "-c",
+            "1",
+            "-q",
+            "--no-history",
+        ])
+        .args([
+            "-H",
+            "X-Seq: n{{seq}}",
+            "-H",
+            "Authorization: Bearer {{env API_TOKEN}}",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = seen.lock().unwrap().clone();
+    let seqs: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(seqs.len(), 3);
+    assert!(
+        seqs.iter()
+            .all(|s| s.starts_with('n') && s[1..].parse::<u64>().is_ok()),
+        "{seqs:?}"
+    );
+    assert_ne!(seqs[0], seqs[1]);
+    assert!(
+        seen.iter().all(|(_, a)| a == "Bearer from-the-environment"),
+        "{seen:?}"
+    );
+    let out = brink()
+        .args(["run", &srv.url("/"), "-n", "1", "-q", "--no-history"])
+        .args(["-H", "X-Bad: {{nope}}"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-H X-Bad"));
+}
