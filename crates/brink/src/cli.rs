@@ -55,8 +55,8 @@ pub struct K8sArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum K8sAction {
-    /// Print the objects of a run over --workers pods (Secret with the token, ConfigMap with
-    /// the plan and its files, headless Service, Indexed Job; with --rbac the Role), to apply
+    /// Print the objects of a run over --workers pods (one Secret with the token, the command
+    /// and the plan with its files; headless Service, Indexed Job; with --rbac the Role), to apply
     /// with `kubectl apply -f -` or keep in Git.
     Render(Box<K8sRenderArgs>),
     /// Run over --workers pods: create the objects, wait for the pods, follow the
@@ -89,8 +89,8 @@ pub struct K8sRunArgs {
 /// What the objects of a run on Kubernetes are made of.
 #[derive(Args, Debug, Clone)]
 pub struct K8sObjectArgs {
-    /// The run, as for `brink run` (--workers N: the worker pods; the plan's files go into a
-    /// ConfigMap).
+    /// The run, as for `brink run` (--workers N: the worker pods; the command, the plan and
+    /// its files go into the run's Secret).
     #[command(flatten)]
     pub run: RunArgs,
     /// The image the pods run (build it with the Containerfile).

@@ -63,8 +63,16 @@ pub fn sink(
         ),
         (
             "target".to_string(),
-            jobs.first()
-                .map_or_else(String::new, |j| runner::target_info(&j.spec).shown()),
+            // Without its query string: a scraper (or anyone who reads the store) gets no key
+            // that a URL carries there.
+            jobs.first().map_or_else(String::new, |j| {
+                let shown = runner::target_info(&j.spec).shown();
+                shown
+                    .split(['?', '#'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            }),
         ),
     ];
     for (k, v) in tags {

@@ -10,7 +10,7 @@ use crate::exit::Fail;
 use report::RunResult;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -40,7 +40,8 @@ impl Output {
                 stdout: true,
             });
         }
-        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+        let existing = existing(path).map_err(&fail)?;
+        let special = existing.as_ref().is_some_and(|m| !m.is_file());
         if special {
             let file = OpenOptions::new().write(true).open(path).map_err(fail)?;
             return Ok(Output {
@@ -55,9 +56,9 @@ impl Output {
             .file_name()
             .ok_or_else(|| Fail::input(format!("{flag} {}: not a file name", path.display())))?;
         let (tmp, file) = create_tmp(path, &name.to_string_lossy()).map_err(fail)?;
-        // A new result is its user's alone (0600); one that replaces a file keeps that file's
-        // mode, which its owner chose.
-        if let Ok(old) = std::fs::metadata(path) {
+        // A new result is its user's alone (0600); one that replaces a file of this user keeps
+        // that file's mode, which its owner chose (another user's file says nothing).
+        if let Some(old) = existing.filter(|m| m.uid() == model::private::euid()) {
             file.set_permissions(old.permissions()).map_err(fail)?;
         }
         Ok(Output {
@@ -102,6 +103,28 @@ impl Drop for Output {
             forget_pending(&tmp);
         }
     }
+}
+
+/// What is at `path` now (following links), refusing what another user could use to take
+/// the result: a link of theirs, or a FIFO or socket of theirs to be written into. A device
+/// (`/dev/stdout`, `/dev/null`) or this user's own pipe is written in place.
+fn existing(path: &Path) -> std::io::Result<Option<std::fs::Metadata>> {
+    let refuse =
+        |why: &str| std::io::Error::new(std::io::ErrorKind::PermissionDenied, why.to_string());
+    let Ok(link) = std::fs::symlink_metadata(path) else {
+        return Ok(None);
+    };
+    if link.file_type().is_symlink() && !model::private::trusted(link.uid()) {
+        return Err(refuse("a link that belongs to another user"));
+    }
+    let Ok(m) = std::fs::metadata(path) else {
+        return Ok(None);
+    };
+    let ft = m.file_type();
+    if (ft.is_fifo() || ft.is_socket()) && m.uid() != model::private::euid() {
+        return Err(refuse("a pipe or socket that belongs to another user"));
+    }
+    Ok(Some(m))
 }
 
 /// Temporary files not yet renamed or removed, so an exit that skips destructors (the

@@ -55,12 +55,17 @@ pub fn default_path() -> Option<PathBuf> {
 /// whole results, query strings and all.
 fn private(path: &Path) -> Result<(), Error> {
     let fail = |p: &Path, e: std::io::Error| Error(format!("{}: {e}", p.display()));
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        model::private::parents(dir).map_err(|e| fail(dir, e))?;
-        if default_path().as_deref() == Some(path) {
-            model::private::narrow_dir(dir).map_err(|e| fail(dir, e))?;
-        }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    model::private::parents(dir).map_err(|e| fail(dir, e))?;
+    if default_path().as_deref() == Some(path) {
+        model::private::narrow_dir(dir).map_err(|e| fail(dir, e))?;
     }
+    // SQLite makes the -wal and -shm files later: in a folder others can write to, one of them
+    // could make those first and read or change everything written.
+    model::private::secure(dir).map_err(|e| Error(e.to_string()))?;
     let mut opts = std::fs::OpenOptions::new();
     model::private::open(path, opts.read(true).write(true).create(true))
         .map_err(|e| fail(path, e))?;

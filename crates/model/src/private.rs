@@ -16,9 +16,67 @@ pub const DIR_MODE: u32 = 0o700;
 /// Mode of every file brink makes for itself.
 pub const FILE_MODE: u32 = 0o600;
 
-fn euid() -> u32 {
+/// This process's effective user.
+pub fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
+}
+
+fn egid() -> u32 {
+    // SAFETY: getegid has no preconditions and cannot fail.
+    unsafe { libc::getegid() }
+}
+
+/// Whether a file of `uid` is trusted: this user's, or root's.
+pub fn trusted(uid: u32) -> bool {
+    uid == euid() || uid == 0
+}
+
+/// Whether a folder with this metadata lets someone other than its owner (and this user's own
+/// group) add, remove or rename entries: world- or foreign-group-writable; with `sticky_ok`,
+/// the sticky bit (as on /tmp) makes that safe, since then only an entry's owner renames it.
+fn open_to_others(m: &std::fs::Metadata, sticky_ok: bool) -> bool {
+    let sticky = m.mode() & 0o1000 != 0;
+    let others = m.mode() & 0o002 != 0 || (m.mode() & 0o020 != 0 && m.gid() != egid());
+    others && !(sticky_ok && sticky)
+}
+
+/// Checks that no other user can redirect what brink writes in folder `dir`: `dir` and every
+/// folder above it belong to this user or root, no link on the way belongs to anyone else,
+/// no folder above lets others rename its entries (a sticky one, like /tmp, is fine), and
+/// `dir` itself lets no one else add entries (a name brink is about to use could be taken).
+pub fn secure(dir: &Path) -> io::Result<()> {
+    let abs = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(dir)
+    };
+    let mut prefix = PathBuf::new();
+    for c in abs.components() {
+        prefix.push(c);
+        let m = std::fs::symlink_metadata(&prefix)?;
+        if m.file_type().is_symlink() && !trusted(m.uid()) {
+            return Err(refused(&prefix, "is a link that belongs to another user"));
+        }
+    }
+    let real = abs.canonicalize()?;
+    let m = std::fs::metadata(&real)?;
+    if open_to_others(&m, false) {
+        return Err(refused(
+            &real,
+            "other users may create files in this folder: use a folder of your own",
+        ));
+    }
+    for a in real.ancestors() {
+        let m = std::fs::metadata(a)?;
+        if !trusted(m.uid()) {
+            return Err(refused(a, "belongs to another user"));
+        }
+        if open_to_others(&m, true) {
+            return Err(refused(a, "other users may rename what is in this folder"));
+        }
+    }
+    Ok(())
 }
 
 fn refused(path: &Path, why: &str) -> io::Error {
@@ -42,7 +100,7 @@ pub fn dir(path: &Path) -> io::Result<()> {
     if m.uid() != euid() {
         return Err(refused(path, "belongs to another user"));
     }
-    Ok(())
+    secure(path)
 }
 
 /// Makes the folders missing on the way to `path`, each 0700; folders already there are left

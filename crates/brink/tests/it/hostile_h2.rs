@@ -431,3 +431,55 @@ fn a_refused_request_keeps_one_deadline_across_resends() {
         assert!(took < Duration::from_secs(5), "{extra:?}: {took:?}");
     }
 }
+
+/// A server that opens every window wide, answers each stream at once and never reads: brink
+/// must not copy every 4 MiB body it would send into memory (it reached 448 MiB in 5 s).
+/// Bodies wait while the socket is full, and an answered stream's unsent body is dropped.
+#[test]
+fn answers_without_reading_cannot_make_bodies_pile_up() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = RawServer::start(|mut sock, until| {
+        let Some(mut id) = first_request(&mut sock) else {
+            return;
+        };
+        let mut wide = frame(4, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]);
+        wide.extend(frame(8, 0, 0, &(0x7fff_ffffu32 - 65_535).to_be_bytes()));
+        if sock.write_all(&wide).is_err() {
+            return;
+        }
+        while Instant::now() < until {
+            let mut f = frame(8, 0, 0, &(4u32 << 20).to_be_bytes());
+            f.extend(headers(id, END_STREAM, &[status("200")]));
+            if sock.write_all(&f).is_err() {
+                return;
+            }
+            id += 2;
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![b'x'; 4 << 20]).expect("body");
+    let args = [
+        "--http2",
+        "-c",
+        "1",
+        "-d",
+        "3s",
+        "--timeout",
+        "2s",
+        "-m",
+        "POST",
+        "--body-file",
+        body.to_str().unwrap(),
+        "-q",
+    ];
+    let (code, took, peak_mib, r) = run_watched(&srv.url("/"), &args);
+    eprintln!(
+        "exit {code:?} in {:.1}s, peak {peak_mib} MiB, {}",
+        took.as_secs_f64(),
+        r["summary"]
+    );
+    assert!(peak_mib < 64, "{peak_mib} MiB");
+    assert!(took < Duration::from_secs(3 + 2 + 5 + 2), "{took:?}");
+}

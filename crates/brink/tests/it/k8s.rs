@@ -238,10 +238,12 @@ fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
             .map(|c| c.as_str().unwrap())
             .collect();
         assert_eq!(&cmd[..3], ["brink", "k8s", "pod"], "{p}");
+        // The command the coordinator runs is in the Secret, not in the pod's spec.
         assert!(
-            cmd.ends_with(&["--", "run", "plan.yaml", "--no-history"]),
+            cmd.ends_with(&["--args-file", "/run/brink/token/args"]),
             "{cmd:?}"
         );
+        assert!(!cmd.contains(&"plan.yaml"), "{cmd:?}");
         assert_eq!(p["volumes"], serde_json::json!(["token", "plan"]), "{p}");
     }
 }

@@ -232,9 +232,10 @@ fn the_history_is_its_users_alone() {
     std::fs::set_permissions(old.join("brink"), std::fs::Permissions::from_mode(0o755)).unwrap();
     unreadable_by_nobody(&old.join("brink/history.db"));
 
-    // A history named by the user in a shared folder: the file is private there too, and a
-    // link planted at its name is refused.
-    let tmp = shared_dir();
+    // A history named by the user in a folder of theirs: the file is private there too, and
+    // a link planted at its name is refused.
+    let tmp = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let named = tmp.path().join("h.db");
     let out = brink()
         .args([
@@ -250,7 +251,12 @@ fn the_history_is_its_users_alone() {
         .arg(&named)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(mode(&named), 0o600);
     unreadable_by_nobody(&named);
     let link = shared.path().join("l.db");
@@ -263,4 +269,100 @@ fn the_history_is_its_users_alone() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("link"), "{err}");
+}
+
+/// Results written into a folder everyone may write to (like /tmp): another user's file there
+/// is replaced by one of ours, 0600 (its mode says nothing about ours), and another user's
+/// FIFO or link at the name is refused, so nobody receives the result.
+#[test]
+fn results_in_a_shared_folder_reach_no_one_else() {
+    if !second_user() {
+        return;
+    }
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let shared = shared_dir();
+    let at = |n: &str| shared.path().join(n);
+    let theirs = at("theirs");
+    let made = as_nobody(&[
+        "sh",
+        "-c",
+        &format!(
+            "cd {} && touch r1.json && chmod 666 r1.json && mkdir theirs && touch theirs/f && ln -s {}/theirs/f r2.json && mkfifo r3.json",
+            shared.path().display(),
+            shared.path().display()
+        ),
+    ]);
+    assert!(made.status.success(), "{made:?}");
+    let run = |out: &Path| {
+        brink()
+            .args([
+                "run",
+                &srv.url("/?key=k3y"),
+                "-n",
+                "2",
+                "-c",
+                "1",
+                "-q",
+                "--no-history",
+            ])
+            .arg("--json")
+            .arg(out)
+            .output()
+            .expect("brink runs")
+    };
+    let o = run(&at("r1.json"));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(mode(&at("r1.json")), 0o600);
+    assert_eq!(std::fs::metadata(at("r1.json")).unwrap().uid(), 0);
+    unreadable_by_nobody(&at("r1.json"));
+    for name in ["r2.json", "r3.json"] {
+        let o = run(&at(name));
+        assert_eq!(o.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("another user"), "{name}: {err}");
+    }
+    assert_eq!(std::fs::read(theirs.join("f")).unwrap().len(), 0);
+}
+
+/// A history, or a hooks folder, in a folder another user may write to is refused: there
+/// they could make SQLite's -wal file first and read every run, or swap the hooks folder.
+#[test]
+fn a_history_or_hooks_folder_open_to_others_is_refused() {
+    if !second_user() {
+        return;
+    }
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
+    let shared = shared_dir();
+    let out = brink()
+        .args(["run", &srv.url("/"), "-n", "1", "-q", "--history"])
+        .arg(shared.path().join("h.db"))
+        .output()
+        .expect("brink runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("other users may create files"), "{err}");
+    assert!(!shared.path().join("h.db-wal").exists());
+    // A hooks folder inside a folder of nobody's.
+    let theirs = shared.path().join("theirs");
+    as_nobody(&["mkdir", "-m", "777", theirs.to_str().unwrap()]);
+    let (_, r) = find_with_hook(
+        &srv.url("/"),
+        &[
+            "--no-history",
+            "--hooks-dir",
+            theirs.join("out").to_str().unwrap(),
+        ],
+        &[],
+    );
+    let error = r["find"]["hooks"][0]["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("other users") || error.contains("another user"),
+        "{}",
+        r["find"]["hooks"]
+    );
+    assert!(!theirs.join("out").join("after-search.out").exists());
 }

@@ -742,11 +742,11 @@ fn pages_fit_a_1280_pixel_screen() {
         .status()
         .unwrap();
     assert!(found.code().is_some());
-    let (server, base) = serve(&h, &[]);
-    let base = base.trim_end_matches('/').to_string();
+    // The URL brink serve printed, with its token.
+    let (server, url) = serve(&h, &[]);
     let shots = dir.path().join("shot");
     let pages = [
-        format!("{base}/"),
+        url,
         format!("file://{}", report.display()),
         format!("file://{}", search.display()),
     ];

@@ -622,8 +622,15 @@ impl Worker<'_> {
         };
         let failed = loop {
             if line.written == line.client.out.len() {
-                line.client.flushed();
                 line.written = 0;
+                line.client.flushed();
+                if !line.client.out.is_empty() {
+                    continue; // bodies held back while the socket was full go on
+                }
+                if !line.queue.is_empty() {
+                    // Streams held back the same way may open now.
+                    self.dispatch_queue(l, Instant::now());
+                }
                 return;
             }
             match sock.send(&line.client.out[line.written..]) {

@@ -36,6 +36,10 @@ pub const PROGRESS: u64 = 16 << 10;
 /// Bytes of acknowledgements (PING, SETTINGS) owed and not yet written that a connection may
 /// hold: a server that asks and never reads is past it soon.
 pub const MAX_OWED: usize = 64 << 10;
+/// Bytes waiting to be written past which no more request body is queued and no stream
+/// opened, until the socket takes them: a server that answers without reading cannot make
+/// brink copy every body it would send into memory.
+pub const OUT_HIGH: usize = 1 << 20;
 /// Interim (1xx) answers accepted on one stream.
 const MAX_INTERIM: u32 = 16;
 /// Streams open before the server's SETTINGS says how many it takes.
@@ -93,6 +97,8 @@ pub struct Client {
     progress: u64,
     /// Acknowledgement bytes added to `out` since it was last written out in full.
     owed: usize,
+    /// Some body was held back by [`OUT_HIGH`].
+    held: bool,
     /// The last stream a GOAWAY said the server processes.
     goaway: Option<u32>,
     pub events: Vec<Event>,
@@ -142,6 +148,7 @@ impl Client {
             control: 0,
             progress: 0,
             owed: 0,
+            held: false,
             goaway: None,
             events: Vec::new(),
         }
@@ -149,7 +156,10 @@ impl Client {
 
     /// Whether another stream may be opened now.
     pub fn can_open(&self) -> bool {
-        self.goaway.is_none() && self.streams.len() < self.max_streams && self.next_id < 0x7fff_fff0
+        self.goaway.is_none()
+            && self.streams.len() < self.max_streams
+            && self.next_id < 0x7fff_fff0
+            && self.out.len() < OUT_HIGH
     }
 
     /// Whether the connection takes no more streams (a GOAWAY, or its stream ids used up).
@@ -162,10 +172,16 @@ impl Client {
         self.streams.len()
     }
 
-    /// Everything in [`Client::out`] was written: it empties, and no answer is owed.
+    /// Everything in [`Client::out`] was written: it empties, no answer is owed, and bodies
+    /// held back by [`OUT_HIGH`] go on.
     pub fn flushed(&mut self) {
         self.out.clear();
         self.owed = 0;
+        if std::mem::take(&mut self.held) {
+            for i in 0..self.streams.len() {
+                self.pump(i);
+            }
+        }
     }
 
     /// Opens a stream for `slot`: the header block `block` (see [`f::request_block`]) and
@@ -211,6 +227,10 @@ impl Client {
         while s.sent < s.body.len() {
             let room = s.window.min(self.send_window);
             if room <= 0 {
+                return;
+            }
+            if self.out.len() >= OUT_HIGH {
+                self.held = true;
                 return;
             }
             let n = (s.body.len() - s.sent).min(f::MAX_FRAME).min(room as usize);
@@ -295,6 +315,9 @@ impl Client {
             f::CONTINUATION => {
                 if self.block_stream == 0 {
                     return Err(ErrorKind::Protocol);
+                }
+                if p.is_empty() && h.flags & f::END_HEADERS == 0 {
+                    self.control()?;
                 }
                 self.continued(h, p)
             }
@@ -400,6 +423,10 @@ impl Client {
             // For a stream brink gave up on: not progress, and counted against a flood.
             return self.control();
         };
+        if p.is_empty() && h.flags & f::END_STREAM == 0 {
+            // An empty frame that ends nothing asks nothing: counted against a flood.
+            self.control()?;
+        }
         self.progress += p.len() as u64;
         if self.progress >= PROGRESS {
             self.progress = 0;
@@ -434,7 +461,9 @@ impl Client {
         let check = self.decode(&block, trailers)?;
         self.block = block;
         let Some(i) = at else {
-            return Ok(()); // a stream brink gave up on: decoded only for the table's sake
+            // A stream brink gave up on: decoded only for the table's sake, and counted
+            // against a flood like any frame that asks nothing of a waited stream.
+            return self.control();
         };
         if check.malformed || (trailers && !self.block_end) {
             self.malformed(i);
@@ -488,6 +517,10 @@ impl Client {
             return;
         }
         let s = self.streams.swap_remove(i);
+        if s.sent < s.body.len() {
+            // Answered before the whole body was sent (RFC 9113 §8.1): the rest is not.
+            f::put_u32(&mut self.out, f::RST_STREAM, s.id, f::NO_ERROR);
+        }
         self.control = 0;
         self.progress = 0;
         self.events.push(Event::Done(
