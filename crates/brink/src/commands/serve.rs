@@ -56,7 +56,18 @@ fn token(a: &ServeArgs) -> Result<String, Fail> {
         )));
     }
     let given = match &a.token_file {
-        Some(f) => Some(fleet::trust::read_token(f).map_err(Fail::input)?),
+        Some(f) => {
+            use std::os::unix::fs::MetadataExt;
+            let open = std::fs::metadata(f).is_ok_and(|m| m.mode() & 0o077 != 0);
+            if open {
+                return Err(Fail::input(format!(
+                    "--token-file {}: other users may read it: chmod 600 {}",
+                    f.display(),
+                    f.display()
+                )));
+            }
+            Some(fleet::trust::read_token(f).map_err(Fail::input)?)
+        }
         None => std::env::var(TOKEN_ENV)
             .ok()
             .map(|t| t.trim().to_string())

@@ -279,6 +279,23 @@ fn every_request_needs_the_token_on_loopback_too() {
     // A token from a file, or from the environment.
     let file = dir.path().join("token");
     std::fs::write(&file, "from-a-file-0123456789\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--token-file",
+            file.to_str().unwrap(),
+        ])
+        .arg("--history")
+        .arg(&h)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("other users may read it"));
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let (server, url) = serve(&h, &["--token-file", file.to_str().unwrap()]);
     assert!(url.ends_with("?token=from-a-file-0123456789"), "{url}");
     drop(server);
@@ -313,6 +330,7 @@ fn every_request_needs_the_token_on_loopback_too() {
         );
     }
     std::fs::write(&file, "short\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
         .args([
             "serve",
