@@ -70,16 +70,21 @@ impl Check {
             return;
         }
         self.regular_seen = true;
-        let bad_name = name.is_empty() || name.iter().any(u8::is_ascii_uppercase);
-        let hop = CONNECTION_SPECIFIC.contains(&name) || (name == b"te" && value != b"trailers");
-        if bad_name || hop {
+        if name.is_empty() || name.iter().any(u8::is_ascii_uppercase) {
             self.malformed = true;
-        } else if name == b"content-length" {
-            match (digits(value), self.length) {
+            return;
+        }
+        // Only names of these lengths need a closer look: te (2), upgrade (7), connection and
+        // keep-alive (10), content-length (14), proxy-connection (16), transfer-encoding (17).
+        match name.len() {
+            2 => self.malformed |= name == b"te" && value != b"trailers",
+            14 if name == b"content-length" => match (digits(value), self.length) {
                 (Some(n), None) => self.length = Some(n),
                 (Some(n), Some(m)) if n == m => {}
                 _ => self.malformed = true,
-            }
+            },
+            7 | 10 | 16 | 17 => self.malformed |= CONNECTION_SPECIFIC.contains(&name),
+            _ => {}
         }
     }
 }
