@@ -603,16 +603,27 @@ impl Worker<'_> {
     }
 
     /// Writes what every marked connection has to send.
+    /// Writes what every marked connection has to send. A write can mark a connection again
+    /// (streams held back while its socket was full open once it drains): those are written
+    /// in another pass, never dropped with the list just written.
     fn write_all(&mut self) {
-        let dirty = std::mem::take(&mut self.dirty);
-        for &l in &dirty {
-            self.lines[l].dirty = false;
-            if self.lines[l].link == Link::Up {
-                self.write(l);
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for _pass in 0..4 {
+            for &l in &dirty {
+                self.lines[l].dirty = false;
+                if self.lines[l].link == Link::Up {
+                    self.write(l);
+                }
+            }
+            dirty.clear();
+            std::mem::swap(&mut dirty, &mut self.dirty);
+            if dirty.is_empty() {
+                break;
             }
         }
+        // Marks left after the last pass wait for the next turn.
+        dirty.append(&mut self.dirty);
         self.dirty = dirty;
-        self.dirty.clear();
     }
 
     fn write(&mut self, l: usize) {
