@@ -685,27 +685,12 @@ pub fn run_watched(url: &str, args: &[&str]) -> (Option<i32>, Duration, u64, ser
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("brink starts");
-    let mut child = Killed(child);
-    let status = format!("/proc/{}/status", child.0.id());
-    let mut peak_kib = 0u64;
-    let code = loop {
-        if let Ok(s) = std::fs::read_to_string(&status) {
-            if let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
-                let kib = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
-                peak_kib = peak_kib.max(kib);
-            }
-        }
-        if let Some(s) = child.0.try_wait().expect("status") {
-            break s.code();
-        }
-        assert!(t.elapsed() < Duration::from_secs(60), "brink did not end");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (code, peak_mib) = crate::support::watch_peak(child, Duration::from_secs(60));
     let result = std::fs::read(&json)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(serde_json::Value::Null);
-    (code, t.elapsed(), peak_kib / 1024, result)
+    (code, t.elapsed(), peak_mib, result)
 }
 
 /// HTTP/2 abuse from the server side (floods of SETTINGS, PING and RST_STREAM, endless

@@ -31,21 +31,13 @@ const DATA: u8 = 0;
 const END_STREAM: u8 = 0x1;
 const END_HEADERS: u8 = 0x4;
 
-/// Reads the client's preface and frames until its first HEADERS; that frame's stream id.
+/// Reads the client's preface, sends an empty SETTINGS, and reads frames until its first
+/// HEADERS; that frame's stream id.
 fn first_request(sock: &mut TcpStream) -> Option<u32> {
     let mut preface = [0u8; 24];
     sock.read_exact(&mut preface).ok()?;
     sock.write_all(&frame(4, 0, 0, &[])).ok()?;
-    loop {
-        let mut head = [0u8; 9];
-        sock.read_exact(&mut head).ok()?;
-        let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
-        let mut payload = vec![0u8; len];
-        sock.read_exact(&mut payload).ok()?;
-        if head[3] == HEADERS {
-            return Some(u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff);
-        }
-    }
+    next_request(sock)
 }
 
 /// Keeps reading what the client sends (so it never blocks) on another thread.

@@ -237,3 +237,29 @@ pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Waits for `child` (killed if it outlives `limit`, which fails the test) while polling its
+/// peak resident memory; (exit code, peak RSS in MiB).
+pub fn watch_peak(child: std::process::Child, limit: std::time::Duration) -> (Option<i32>, u64) {
+    let t = std::time::Instant::now();
+    let mut child = Killed(child);
+    let status = format!("/proc/{}/status", child.0.id());
+    let mut peak_kib = 0u64;
+    let code = loop {
+        if let Ok(s) = std::fs::read_to_string(&status) {
+            if let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
+                let kib = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+                peak_kib = peak_kib.max(kib);
+            }
+        }
+        if let Some(s) = child.0.try_wait().expect("status") {
+            break s.code();
+        }
+        assert!(
+            t.elapsed() < limit,
+            "the process did not end within {limit:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (code, peak_kib >> 10)
+}

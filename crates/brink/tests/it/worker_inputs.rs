@@ -14,6 +14,20 @@ fn brink() -> Command {
     Command::new(assert_cmd::cargo::cargo_bin("brink"))
 }
 
+/// `brink validate PLAN` with `extra` flags: (exit code, stderr).
+fn validate(plan: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let out = brink()
+        .arg("validate")
+        .args(extra)
+        .arg(plan)
+        .output()
+        .expect("runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A `brink worker` started in `dir` with `env`; its address.
 fn worker(dir: &Path, env: &[(&str, &str)]) -> (Killed, String) {
     let mut c = brink();
@@ -155,13 +169,8 @@ fn an_endless_or_oversized_input_is_refused_before_it_is_read() {
     )
     .expect("plan");
     let t = std::time::Instant::now();
-    let out = brink()
-        .args(["validate"])
-        .arg(&plan)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err) = validate(&plan, &[]);
+    assert_eq!(code, Some(2));
     assert!(err.contains("not a regular file"), "{err}");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 
@@ -171,25 +180,11 @@ fn an_endless_or_oversized_input_is_refused_before_it_is_read() {
         "target: http://127.0.0.1:9/\ndata:\n  users: { csv: big.csv }\nscenarios:\n  - name: s\n    requests: [ { path: \"/{{data.users.a}}\" } ]\n",
     )
     .expect("plan");
-    let out = brink()
-        .args(["validate", "--max-data-size", "1KiB"])
-        .arg(&plan)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err) = validate(&plan, &["--max-data-size", "1KiB"]);
+    assert_eq!(code, Some(2));
     assert!(err.contains("--max-data-size"), "{err}");
-    let out = brink()
-        .args(["validate"])
-        .arg(&plan)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, err) = validate(&plan, &[]);
+    assert_eq!(code, Some(0), "{err}");
 }
 
 /// A 100 MiB CSV of short rows (`N,M`, about eleven million) validates in seconds and in
@@ -216,45 +211,21 @@ fn a_big_data_set_is_stored_compactly() {
     )
     .expect("plan");
     let t = std::time::Instant::now();
-    let mut child = Killed(
-        brink()
-            .args(["validate"])
-            .arg(&plan)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("runs"),
-    );
-    let status = format!("/proc/{}/status", child.0.id());
-    let mut peak_kib = 0u64;
-    let code = loop {
-        if let Ok(s) = std::fs::read_to_string(&status) {
-            if let Some(v) = s.lines().find_map(|l| l.strip_prefix("VmHWM:")) {
-                let kib = v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
-                peak_kib = peak_kib.max(kib);
-            }
-        }
-        if let Some(s) = child.0.try_wait().expect("status") {
-            break s.code();
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "validate did not end"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let child = brink()
+        .args(["validate"])
+        .arg(&plan)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("runs");
+    let (code, peak_mib) = crate::support::watch_peak(child, Duration::from_secs(60));
     let took = t.elapsed();
     eprintln!(
-        "{i} rows, {size_mib} MiB: {:.1} s, peak {} MiB",
-        took.as_secs_f64(),
-        peak_kib >> 10
+        "{i} rows, {size_mib} MiB: {:.1} s, peak {peak_mib} MiB",
+        took.as_secs_f64()
     );
     assert_eq!(code, Some(0));
-    assert!(
-        peak_kib >> 10 < 2 * size_mib + 16,
-        "peak {} MiB",
-        peak_kib >> 10
-    );
+    assert!(peak_mib < 2 * size_mib + 16, "peak {peak_mib} MiB");
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
 
@@ -275,26 +246,12 @@ fn a_body_that_could_expand_past_the_limit_is_refused() {
         format!("target: http://127.0.0.1:9/\ndata:\n  blobs: {{ csv: blobs.csv }}\nscenarios:\n  - name: s\n    requests: [ {{ name: up, method: POST, path: /, body: \"{body}\" }} ]\n"),
     )
     .expect("plan");
-    let out = brink()
-        .args(["validate", "--max-data-size", "16KiB"])
-        .arg(&plan)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (code, err) = validate(&plan, &["--max-data-size", "16KiB"]);
+    assert_eq!(code, Some(2));
     assert!(err.contains("p.yaml:6:"), "{err}");
     assert!(err.contains("could reach 20000 bytes"), "{err}");
-    let out = brink()
-        .args(["validate"])
-        .arg(&plan)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, err) = validate(&plan, &[]);
+    assert_eq!(code, Some(0), "{err}");
 }
 
 /// `-H` is one rule on every protocol: a template. Over HTTP, `{{seq}}` numbers each request
