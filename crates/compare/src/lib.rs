@@ -6,8 +6,8 @@
 //!
 //! 1. **Comparable first** ([`check`]): same target and method, same load model and level
 //!    (connections, rate or stages), durations within 10%; for searches, the same dimension.
-//! 2. **Steady state only**: per scenario, each file's first max(5 s, 10%) and its last partial
-//!    second are left out; several files on a side are put one after another.
+//! 2. **Steady state only**: per scenario, each file's first 10% (at least 1 s; at least 5 s
+//!    for runs of 30 s or more) and its last partial second are left out; several files on a side are put one after another.
 //! 3. **Point estimates** come from merging the steady seconds' histograms exactly (latency from
 //!    the intended start) and adding their counts (successes per second, error rate).
 //! 4. **Noise** is measured by a circular block bootstrap over seconds: a resample of a side
@@ -25,8 +25,18 @@
 //!    **unchanged** when it lies within plus or minus t, **inconclusive** otherwise (run
 //!    longer). A latency change smaller than two steps of the histograms' resolution (0.2% of
 //!    the figure, at least 2 µs) is never a regression or an improvement; a clear change of a
-//!    sub-millisecond service is (0.07 ms to 0.8 ms regressed). With
-//!    fewer than 40 steady seconds on a side the verdict is **insufficient data**.
+//!    sub-millisecond service is (0.07 ms to 0.8 ms regressed).
+//!
+//!    **Short runs** (a wrk-style 10 s before and after): with fewer than 40 steady seconds
+//!    on a side, single seconds are resampled (blocks of one) and the interval is widened
+//!    around the change by the small-sample factor t(0.975, n-1) / 1.96 x sqrt(n / (n-1)),
+//!    n the fewer seconds of the two sides: the wider interval is the honest price of few
+//!    seconds, and a clear change (a 20x slower p99) still reads regressed. Below 3 steady
+//!    seconds on a side the verdict is **insufficient data**.
+//!
+//!    **A limited generator**: when brink said it limited a run on either side (its workers
+//!    busy or waiting for a CPU), a regressed or improved verdict becomes **not the service's**
+//!    and decides nothing; the note names the side.
 //! 6. **Exit**: the aggregate p99, error rate and throughput of each scenario decide (any of
 //!    them regressed: 1); the other rows, per-request rows (whole run, no resampling), server
 //!    figures and connect times inform. For capacity searches, the maximum sustainable level
@@ -45,8 +55,10 @@ pub use rows::compare;
 
 use serde::Serialize;
 
-/// Minimum steady seconds per side for a verdict.
+/// Steady seconds per side from which blocks of seconds are resampled as they are.
 pub const MIN_SECONDS: usize = 40;
+/// Fewest steady seconds per side for any verdict (fewer: insufficient data).
+pub const FEW_SECONDS: usize = 3;
 /// Resamples per side.
 pub const RESAMPLES: usize = 2000;
 /// Seconds per resampled block.
@@ -128,6 +140,8 @@ pub enum Verdict {
     Unchanged,
     Inconclusive,
     InsufficientData,
+    /// A side's generator was short of CPU: the difference may be brink's, not the service's.
+    GeneratorLimited,
     /// Shown for context; no verdict.
     Info,
 }
@@ -140,6 +154,7 @@ impl Verdict {
             Verdict::Unchanged => "unchanged",
             Verdict::Inconclusive => "inconclusive (run longer)",
             Verdict::InsufficientData => "insufficient data",
+            Verdict::GeneratorLimited => "not the service's (brink was limited)",
             Verdict::Info => "",
         }
     }

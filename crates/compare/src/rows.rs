@@ -3,7 +3,9 @@
 //! sustainable level and the knee.
 
 use crate::steady::{self, Figures, Indexed};
-use crate::{Comparison, Row, Tolerances, Unit, Verdict, BLOCK, MIN_SECONDS, RESAMPLES, SEED};
+use crate::{
+    Comparison, Row, Tolerances, Unit, Verdict, BLOCK, FEW_SECONDS, MIN_SECONDS, RESAMPLES, SEED,
+};
 use report::find::FindResult;
 use report::{RunResult, ScenarioResult};
 use stats::rng::Rng;
@@ -161,12 +163,20 @@ fn scenario(
         steady::figures(x, &picks, s)
     };
     let (fb, fa) = (all(&idx[0], &mut scratch), all(&idx[1], &mut scratch));
-    let enough = b.len() >= MIN_SECONDS && a.len() >= MIN_SECONDS;
+    let n = b.len().min(a.len());
+    let enough = n >= FEW_SECONDS;
+    // Few seconds: single seconds are resampled and the interval widened for so few.
+    let (block, widen) = if n >= MIN_SECONDS {
+        (BLOCK, 1.0)
+    } else {
+        (1, small_sample(n))
+    };
     let draws = if enough {
-        resample(&idx[0], &idx[1], &mut scratch)
+        resample(&idx[0], &idx[1], block, &mut scratch)
     } else {
         Vec::new()
     };
+    let limited = limited_side(&sb, &sa);
     for m in &METRICS {
         let (vb, va) = ((m.get)(&fb), (m.get)(&fa));
         let mut row = row(name, None, m.name, unit(m.kind), Some(vb), Some(va));
@@ -178,7 +188,7 @@ fn scenario(
                 .iter()
                 .filter_map(|(xb, xa)| change(m.kind, (m.get)(xb), (m.get)(xa)))
                 .collect();
-            row.interval = interval(changes);
+            row.interval = interval(changes).map(|i| wider(i, row.change, widen));
             judge(
                 m.kind,
                 row.interval,
@@ -189,6 +199,9 @@ fn scenario(
         } else {
             Verdict::InsufficientData
         };
+        if limited.is_some() && matches!(row.verdict, Verdict::Regressed | Verdict::Improved) {
+            row.verdict = Verdict::GeneratorLimited;
+        }
         c.rows.push(row);
     }
     let mut max = row(name, None, "max", Unit::Ms, Some(fb.max), Some(fa.max));
@@ -198,11 +211,62 @@ fn scenario(
     context(name, &sb, &sa, c);
     if !enough {
         c.notes.push(format!(
-            "scenario {name}: {} and {} steady seconds; a verdict needs at least {MIN_SECONDS} on each side (run longer)",
+            "scenario {name}: {} and {} steady seconds; a verdict needs at least {FEW_SECONDS} on each side (run longer)",
+            b.len(),
+            a.len()
+        ));
+    } else if n < MIN_SECONDS {
+        c.notes.push(format!(
+            "scenario {name}: {} and {} steady seconds: single seconds resampled and the interval widened {widen:.1}x for so few ({MIN_SECONDS} or more a side give a firmer verdict)",
             b.len(),
             a.len()
         ));
     }
+    if let Some(why) = limited {
+        c.notes.push(format!(
+            "scenario {name}: {why}: a difference there may be brink's, so none is called the service's (give brink more CPU and run again)"
+        ));
+    }
+}
+
+/// The side whose generator said it limited its run, and why, in words.
+fn limited_side(sb: &[&ScenarioResult], sa: &[&ScenarioResult]) -> Option<String> {
+    let why = |v: &[&ScenarioResult]| {
+        v.iter()
+            .filter_map(|s| s.generator.as_ref())
+            .find(|g| g.limited)
+            .map(|g| g.why.clone().unwrap_or_default())
+    };
+    match (why(sb), why(sa)) {
+        (Some(w), _) => Some(format!("the before run's generator was limited ({w})")),
+        (None, Some(w)) => Some(format!("the after run's generator was limited ({w})")),
+        (None, None) => None,
+    }
+}
+
+/// How much wider a 95% interval from `n` resampled seconds is made: the Student t quantile
+/// over the normal one, and the bootstrap's n/(n-1) variance bias; 1 from [`MIN_SECONDS`].
+fn small_sample(n: usize) -> f64 {
+    // t(0.975, df) for df = 1..=30.
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    if !(2..MIN_SECONDS).contains(&n) {
+        return 1.0;
+    }
+    let t = T.get(n - 2).copied().unwrap_or(2.03);
+    t / 1.96 * (n as f64 / (n - 1) as f64).sqrt()
+}
+
+/// `interval` widened `by` around the change itself.
+fn wider((lo, hi): (f64, f64), change: Option<f64>, by: f64) -> (f64, f64) {
+    let mid = change.unwrap_or((lo + hi) / 2.0);
+    (
+        mid - (mid - lo).max(0.0) * by,
+        mid + (hi - mid).max(0.0) * by,
+    )
 }
 
 /// Reads one figure of a request's summary.
@@ -408,27 +472,32 @@ fn words(kind: Kind, before: f64, after: f64) -> String {
 }
 
 /// `RESAMPLES` pairs of resampled figures (before, after).
-fn resample(b: &Indexed, a: &Indexed, scratch: &mut [u64]) -> Vec<(Figures, Figures)> {
+fn resample(
+    b: &Indexed,
+    a: &Indexed,
+    block: usize,
+    scratch: &mut [u64],
+) -> Vec<(Figures, Figures)> {
     let mut rng = Rng::new(SEED);
     let mut picks = Vec::new();
     (0..RESAMPLES)
         .map(|_| {
-            blocks(b.requests.len(), &mut rng, &mut picks);
+            blocks(b.requests.len(), block, &mut rng, &mut picks);
             let fb = steady::figures(b, &picks, scratch);
-            blocks(a.requests.len(), &mut rng, &mut picks);
+            blocks(a.requests.len(), block, &mut rng, &mut picks);
             let fa = steady::figures(a, &picks, scratch);
             (fb, fa)
         })
         .collect()
 }
 
-/// A circular block resample of `n` seconds into `picks`: blocks of [`BLOCK`] consecutive
+/// A circular block resample of `n` seconds into `picks`: blocks of `block` consecutive
 /// seconds (wrapping around) at random starts, until `n` seconds are drawn.
-fn blocks(n: usize, rng: &mut Rng, picks: &mut Vec<usize>) {
+fn blocks(n: usize, block: usize, rng: &mut Rng, picks: &mut Vec<usize>) {
     picks.clear();
     while picks.len() < n {
         let start = rng.below(n as u64) as usize;
-        for j in 0..BLOCK {
+        for j in 0..block {
             if picks.len() == n {
                 break;
             }
@@ -596,7 +665,7 @@ mod tests {
     fn block_resamples_have_the_side_s_length_and_runs_of_five() {
         let mut rng = Rng::new(1);
         let mut picks = Vec::new();
-        blocks(42, &mut rng, &mut picks);
+        blocks(42, BLOCK, &mut rng, &mut picks);
         assert_eq!(picks.len(), 42);
         for chunk in picks.chunks(BLOCK).filter(|c| c.len() == BLOCK) {
             for w in chunk.windows(2) {
@@ -643,6 +712,22 @@ mod tests {
         assert_eq!(
             v((Some(64.0), None), (Some(64.0), None)),
             Verdict::Unchanged
+        );
+    }
+
+    #[test]
+    fn few_seconds_widen_the_interval_by_the_small_sample_factor() {
+        // Nine seconds a side: t(0.975, 8) / 1.96 x sqrt(9/8).
+        assert!((small_sample(9) - 2.306 / 1.96 * (9.0f64 / 8.0).sqrt()).abs() < 1e-9);
+        assert!(small_sample(3) > small_sample(9) && small_sample(9) > 1.0);
+        assert_eq!(small_sample(MIN_SECONDS), 1.0);
+        // Around the change itself, each side by the factor.
+        let (lo, hi) = wider((0.1, 0.3), Some(0.2), 2.0);
+        assert!(lo.abs() < 1e-12 && (hi - 0.4).abs() < 1e-12, "{lo} {hi}");
+        let (lo, hi) = wider((0.1, 0.3), Some(0.2), 1.0);
+        assert!(
+            (lo - 0.1).abs() < 1e-12 && (hi - 0.3).abs() < 1e-12,
+            "{lo} {hi}"
         );
     }
 

@@ -1,5 +1,5 @@
-//! The steady seconds of a scenario, ready to resample: the first max(5 s, 10% of the
-//! scenario) are warm-up and the last partial second is cut short, so both are left out. Each
+//! The steady seconds of a scenario, ready to resample: the first 10% of the scenario (at
+//! least 1 s; at least 5 s when it ran 30 s or more) are warm-up and the last partial second is cut short, so both are left out. Each
 //! kept second is its latency histogram as sparse counts over one shared, sorted list of
 //! distinct values, plus its request and success counts.
 
@@ -15,9 +15,11 @@ pub struct Second {
     pub latency: Vec<(u64, u64)>,
 }
 
-/// Seconds left out at the start: max(5 s, 10% of the scenario).
+/// Seconds left out at the start: 10% of the scenario, at least 1 s, and at least 5 s for a
+/// run of 30 s or more (a 10 s before/after keeps 9 seconds a side).
 pub fn warmup_s(duration_s: f64) -> u64 {
-    (duration_s * 0.1).ceil().max(5.0) as u64
+    let least = if duration_s >= 30.0 { 5.0 } else { 1.0 };
+    (duration_s * 0.1).ceil().max(least) as u64
 }
 
 /// The steady seconds of `s`, in order.
@@ -163,11 +165,13 @@ mod tests {
     }
 
     #[test]
-    fn warm_up_is_at_least_five_seconds_or_a_tenth() {
+    fn warm_up_is_a_tenth_at_least_one_second_or_five_from_thirty() {
         assert_eq!(warmup_s(30.0), 5);
         assert_eq!(warmup_s(60.0), 6);
         assert_eq!(warmup_s(61.0), 7);
-        assert_eq!(warmup_s(3.0), 5);
+        assert_eq!(warmup_s(10.0), 1);
+        assert_eq!(warmup_s(20.0), 2);
+        assert_eq!(warmup_s(3.0), 1);
     }
 
     #[test]

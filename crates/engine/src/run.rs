@@ -205,6 +205,7 @@ pub fn run(
         aborted: agg.aborted,
         seconds: agg.seconds,
         duration,
+        scheduled: merge::scheduled(&spec.load, duration),
         interrupted,
         unfinished: agg.unfinished,
         workers: shared.workers,

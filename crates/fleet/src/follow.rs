@@ -250,12 +250,14 @@ impl<'a> Running<'a> {
             .into_iter()
             .zip(m.by_request)
             .collect();
+        let duration = started.elapsed();
         RunOutput {
             totals: m.totals,
             by_request,
             aborted: m.aborted,
             seconds: m.seconds,
-            duration: started.elapsed(),
+            duration,
+            scheduled: merge::scheduled(&self.spec.load, duration),
             // A worker lost or failed: the run delivered less than was asked.
             interrupted: self.interrupted || self.short,
             unfinished: m.unfinished,

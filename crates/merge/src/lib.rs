@@ -45,6 +45,8 @@ pub struct RunOutput {
     pub aborted: bool,
     pub seconds: Vec<Second>,
     pub duration: Duration,
+    /// Of `duration`, the schedule's part: rates are over it, not over the grace after it.
+    pub scheduled: Duration,
     pub interrupted: bool,
     /// Requests still in flight when the run stopped (not counted in the totals).
     pub unfinished: u64,
@@ -98,6 +100,11 @@ pub struct Merger<'a> {
     /// The parts' scheduler figures, summed as each says it is done (`None` once one part
     /// has none).
     pub sched: Option<observe::procfs::Sched>,
+}
+
+/// Of a run that lasted `duration`, the part its schedule (`load`) covered.
+pub fn scheduled(load: &Load, duration: Duration) -> Duration {
+    load.end().map_or(duration, |e| e.min(duration))
 }
 
 impl<'a> Merger<'a> {
@@ -155,11 +162,20 @@ impl<'a> Merger<'a> {
 
     fn emit(&mut self, s: u64, parts: Vec<Bucket>, observer: &mut dyn OnSecond) {
         let mut b = Bucket::new(s);
+        // Seconds from the schedule's end on are the grace given to requests in flight.
+        let grace = self.load.end().is_some_and(|e| Duration::from_secs(s) >= e);
+        let add = |t: &mut Totals, b: &Bucket| {
+            if grace {
+                t.add_in_grace(b)
+            } else {
+                t.add(b)
+            }
+        };
         for (part, totals) in parts.iter().zip(&mut self.by_request) {
             b.merge(part);
-            totals.add(part);
+            add(totals, part);
         }
-        self.totals.add(&b);
+        add(&mut self.totals, &b);
         let second = Second {
             t: s,
             requests: b.requests,

@@ -248,6 +248,9 @@ pub enum Finding {
     },
 }
 
+/// Throughput this far (%) below its peak has fallen, not held.
+const FALL_PERCENT: f64 = 10.0;
+
 /// A share of the workers' time (0-100) spent waiting for a CPU from which the wait, not the
 /// work, is why the generator could not keep up.
 pub const STARVED_PERCENT: f64 = 10.0;
@@ -372,6 +375,78 @@ pub struct StepRow {
     /// Cut short by an interrupt: listed, never judged or fitted.
     #[serde(default)]
     pub interrupted: bool,
+    /// Closed model: the mean latency disagreed with Little's law (connections / throughput),
+    /// and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub little: Option<LittleGap>,
+}
+
+/// A closed-model step whose mean latency strayed from connections / throughput.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LittleGap {
+    /// Connections / attempts per second, ms: what an attempt took on average.
+    pub expected_ms: f64,
+    /// The mean latency of the answered requests, ms.
+    pub mean_ms: f64,
+    pub cause: LittleCause,
+}
+
+/// Why a step's mean latency and its throughput disagree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LittleCause {
+    /// Requests still waiting for an answer when the judged window ended (answered in the
+    /// grace after it, or never), having waited up to `waited_s` in all: in no latency of
+    /// the step.
+    InFlight {
+        requests: u64,
+        waited_s: f64,
+    },
+    /// Attempts that failed without an answer (and the pause after a failed connect).
+    Failed {
+        attempts: u64,
+    },
+    /// brink's workers were this busy: connections waited for brink.
+    Generator {
+        busy_percent: f64,
+    },
+    /// Requests in flight across the judged window's edges count whole or not at all; with
+    /// answers this slow against a window this short, that moves the mean.
+    Edges {
+        longest_ms: f64,
+        window_s: f64,
+    },
+    Unexplained,
+}
+
+impl LittleGap {
+    /// `Little's law: 400 connections at 1,737 req/s is 230ms a request, but answered
+    /// requests averaged 52.8ms: 317 requests were still unanswered when the step ended`.
+    pub fn describe(&self) -> String {
+        let why = match &self.cause {
+            LittleCause::InFlight { requests, waited_s } => format!(
+                "{} requests were still waiting for an answer when the step ended ({waited_s:.0} s of waiting between them), and that wait is in no latency figure of the step",
+                fmt_count(*requests)
+            ),
+            LittleCause::Failed { attempts } => format!(
+                "{} attempts failed without an answer, and their time (with the pause after a failed connect) is in no latency figure",
+                fmt_count(*attempts)
+            ),
+            LittleCause::Generator { busy_percent } => format!(
+                "brink's workers were {busy_percent:.0}% busy, so connections waited for brink"
+            ),
+            LittleCause::Edges { longest_ms, window_s } => format!(
+                "answers took up to {} against {window_s:.0}s judged, so requests in flight at its start and end move the mean (a longer --step narrows it)",
+                fmt_ms(*longest_ms)
+            ),
+            LittleCause::Unexplained => "no cause brink can see".to_string(),
+        };
+        format!(
+            "Little's law: connections / throughput is {} a request, but answered requests averaged {}: {why}",
+            fmt_ms(self.expected_ms),
+            fmt_ms(self.mean_ms)
+        )
+    }
 }
 
 impl StepRow {
@@ -489,6 +564,9 @@ pub fn step_line(by: By, s: &StepRow, observed: &[String], knee: Option<&str>) -
         let _ = write!(o, "  <- knee: {k}");
     }
     o.push('\n');
+    if let Some(g) = &s.little {
+        let _ = writeln!(o, "          ^ {}", g.describe());
+    }
     o
 }
 
@@ -508,35 +586,15 @@ pub fn by_level(f: &FindResult, observed: &[String]) -> String {
     o
 }
 
-/// Everything after the table, in the order a capacity answer is read: the throughput the
-/// service sustains and the level where it saturates (the knee), what more load only buys
-/// (queueing), the objectives' limit, how the search ended, the USL fit (by connections only)
-/// and the diagnosis.
+/// Everything after the table, in the order a capacity answer is read: the capacity (the
+/// throughput at the maximum sustainable level), how throughput behaved around the knee and
+/// why it differs from the capacity, what more load only bought (queueing), how the search
+/// ended, the USL fit (by connections only) and the diagnosis.
 pub fn render_summary(f: &FindResult) -> String {
     let mut o = String::new();
     let _ = writeln!(o);
     for line in f.capacity_lines() {
         let _ = writeln!(o, " {line}");
-    }
-    match &f.max_sustainable {
-        Some(m) => {
-            let res = m.resolution.map_or(String::new(), |r| {
-                format!(" (bisected to +-{:.0}%)", r * 100.0)
-            });
-            let _ = writeln!(
-                o,
-                " Maximum sustainable: {}, {} req/s with {}{res}",
-                f.by.describe(m.level),
-                fmt_rate(m.rps),
-                m.slo.join(", ")
-            );
-        }
-        None => {
-            let _ = writeln!(
-                o,
-                " Maximum sustainable: none (no level met the objectives)"
-            );
-        }
     }
     let _ = writeln!(o, " Search ended: {}", f.stopped);
     if let (Some(u), By::Connections) = (&f.usl, f.by) {
@@ -584,29 +642,35 @@ impl FindResult {
         v
     }
 
-    /// The capacity answer's first lines: the throughput sustained and where it saturates,
-    /// then what more load only bought.
+    /// The capacity answer's first lines: one capacity (the throughput at the maximum
+    /// sustainable level), then how throughput behaved at and past the knee, in words that
+    /// agree with it, then what more load only bought.
     pub fn capacity_lines(&self) -> Vec<String> {
         let steps = self.measured();
-        let Some(peak) = steps.iter().map(|x| x.ok_rps).max_by(f64::total_cmp) else {
-            return Vec::new();
+        let mut out = vec![self.capacity_line()];
+        let Some(peak) = steps
+            .iter()
+            .copied()
+            .max_by(|a, b| a.ok_rps.total_cmp(&b.ok_rps))
+        else {
+            return out;
         };
+        let top = steps.last().copied().unwrap_or(peak);
         let Some(k) = &self.knee else {
-            let top = steps.last().map_or(0.0, |x| x.level);
-            return vec![format!(
-                "Capacity: at least {} req/s (throughput still growing at {}, the highest level run)",
-                fmt_rate(peak),
-                self.by.describe(top)
-            )];
+            out.push(format!(
+                "Throughput: still growing at {}, the highest level run ({} req/s): the service's limit is further on",
+                self.by.describe(top.level),
+                fmt_rate(top.ok_rps)
+            ));
+            return out;
         };
-        let mut out = vec![format!(
-            "Capacity: ~{} req/s, saturating at {} (the knee: {})",
-            fmt_rate(peak),
-            self.by.describe(k.level),
-            k.reason
-        )];
-        let at_knee = steps.iter().find(|x| x.level == k.level);
-        if let (Some(knee), Some(top)) = (at_knee, steps.last().filter(|t| t.level > k.level)) {
+        let knee = steps
+            .iter()
+            .copied()
+            .find(|x| x.level == k.level)
+            .unwrap_or(peak);
+        out.push(self.throughput_line(peak, knee, top, k));
+        if top.level > knee.level {
             out.push(format!(
                 "More load only queues: at {} p99 is {} ({} at the knee) for {} req/s",
                 self.by.describe(top.level),
@@ -618,24 +682,115 @@ impl FindResult {
         out
     }
 
-    /// The plain explanation of a plateau: printed when throughput stopped growing at the
-    /// knee and the search went past it (the service queues what it cannot take at once).
+    /// `Capacity: 1,905 req/s (maximum sustainable: 29 connections with p99 < 50ms, bisected
+    /// to +-3%)`: the one figure to act on.
+    fn capacity_line(&self) -> String {
+        let Some(m) = &self.max_sustainable else {
+            return "Capacity: none within the objectives (no level met them)".to_string();
+        };
+        let res = m.resolution.map_or(String::new(), |r| {
+            format!(", bisected to +-{:.0}%", r * 100.0)
+        });
+        format!(
+            "Capacity: {} req/s (maximum sustainable: {} with {}{res})",
+            fmt_rate(m.rps),
+            self.by.describe(m.level),
+            m.slo.join(", ")
+        )
+    }
+
+    /// How throughput behaved at the knee and past it, and why the capacity differs from the
+    /// peak when it does.
+    fn throughput_line(
+        &self,
+        peak: &StepRow,
+        knee: &StepRow,
+        top: &StepRow,
+        k: &KneeInfo,
+    ) -> String {
+        let lvl = |l: f64| self.by.describe(l);
+        let fell = |x: &StepRow| (1.0 - x.ok_rps / peak.ok_rps) * 100.0;
+        let mut line = if top.level > knee.level && fell(top) >= FALL_PERCENT {
+            let at = if peak.level == knee.level {
+                format!("at {} (the knee: {})", lvl(knee.level), k.reason)
+            } else {
+                format!(
+                    "at {} (the knee is {}: {})",
+                    lvl(peak.level),
+                    lvl(knee.level),
+                    k.reason
+                )
+            };
+            format!(
+                "Throughput: peaks at {} req/s {at}, then falls: {} req/s at {} ({:.0}% less): past the knee more load costs throughput, not only latency.",
+                fmt_rate(peak.ok_rps),
+                fmt_rate(top.ok_rps),
+                lvl(top.level),
+                fell(top)
+            )
+        } else {
+            format!(
+                "Throughput: saturates at {} req/s at {} (the knee: {}); past it, it stays within {FALL_PERCENT:.0}% of its peak while latency grows.",
+                fmt_rate(knee.ok_rps),
+                lvl(knee.level),
+                k.reason
+            )
+        };
+        let Some(m) = &self.max_sustainable else {
+            line.push_str(" No level met the objectives, so none of it is capacity.");
+            return line;
+        };
+        if (1.0 - m.rps / peak.ok_rps) * 100.0 < FALL_PERCENT {
+            return line;
+        }
+        let why = if m.level < knee.level {
+            format!(
+                "the peak comes only at {}, where the objectives no longer held",
+                lvl(knee.level)
+            )
+        } else {
+            format!(
+                "the peak holds only near the knee, and throughput had fallen to it by {}, the most load that met the objectives",
+                lvl(m.level)
+            )
+        };
+        line.push_str(&format!(
+            " The capacity is {} req/s, not the {} peak: {why}.",
+            fmt_rate(m.rps),
+            fmt_rate(peak.ok_rps)
+        ));
+        line
+    }
+
+    /// The plain explanation of a saturation: printed when throughput stopped growing at the
+    /// knee and the search went past it. It says whether throughput held (the service queues
+    /// what it cannot take at once) or fell (more load also cost throughput).
     pub fn reading(&self) -> Option<String> {
         let k = self.knee.as_ref()?;
         if !k.reason.starts_with("throughput stops growing") {
             return None;
         }
         let steps = self.measured();
-        steps.last().filter(|t| t.level > k.level)?;
+        let top = steps.last().filter(|t| t.level > k.level)?;
         let peak = steps.iter().map(|x| x.ok_rps).fold(0.0, f64::max);
         let unit = match self.by {
             By::Connections => "connections",
             By::Rate => "req/s asked",
         };
+        let fell = (1.0 - top.ok_rps / peak) * 100.0;
+        let held = if fell >= FALL_PERCENT {
+            format!(
+                "throughput fell from {} to {} req/s ({fell:.0}% less) by {}: past the knee the extra work costs the service throughput as well (contention for locks or CPU, connection handling, a full accept queue)",
+                fmt_rate(peak),
+                fmt_rate(top.ok_rps),
+                self.by.describe(top.level)
+            )
+        } else {
+            format!("throughput stays near {} req/s", fmt_rate(peak))
+        };
         Some(format!(
-            "past ~{} the service takes no more work at once, so extra requests only queue: throughput stays near {} req/s while latency grows with the queue (Little's law: latency = {unit} in flight / throughput). The maximum sustainable level is the longest queue the objectives allow.",
-            self.by.describe(k.level),
-            fmt_rate(peak)
+            "past ~{} the service takes no more work at once, so extra requests only queue: {held}, while latency grows with the queue (Little's law: latency = {unit} in flight / throughput). The maximum sustainable level is the longest queue the objectives allow.",
+            self.by.describe(k.level)
         ))
     }
 }

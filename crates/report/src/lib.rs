@@ -18,8 +18,8 @@ pub use fmt::{fmt_count, fmt_ms, fmt_rate};
 pub use result::{
     summary_json, AsyncJson, CompletionJson, ErrorsByKind, ExtractFailureJson, GeneratorJson,
     HistBin, LoadInfo, RefusedJson, RequestResult, RunResult, ScenarioResult, ScheduleInfo,
-    SecondRow, Shortfall, SloResult, StageJson, SummaryJson, TargetInfo, TraceJson, TracesJson,
-    SCHEMA,
+    SecondRow, Shortfall, SloResult, Span, StageJson, SummaryJson, TargetInfo, TraceJson,
+    TracesJson, SCHEMA,
 };
 pub use sla::suite_table;
 pub use terminal::{describe_load, failed_answers, render};

@@ -348,7 +348,15 @@ pub struct SummaryJson {
     pub requests: u64,
     pub ok: u64,
     pub errors: u64,
+    /// The schedule's length (what ran of it): the rates are over it.
     pub duration_s: f64,
+    /// How long the run went on after the schedule, for requests still in flight (`--grace`).
+    #[serde(default)]
+    pub grace_s: f64,
+    /// Attempts that ended in that grace: counted in `requests`, not in the rates.
+    #[serde(default)]
+    pub in_grace: u64,
+    /// What completed per second of the schedule.
     pub rps: f64,
     pub ok_rps: f64,
     pub success_rate: f64,
@@ -415,6 +423,10 @@ pub struct ScheduleInfo {
     pub max_lag_ms: f64,
     /// Due before the end but never sent (no free connection in time).
     pub not_sent: u64,
+    /// A flow: the schedule counts iterations (each sends `load.flow_steps` requests when
+    /// whole), not requests; `intended`, `not_sent` and the rates are iterations.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub iterations: bool,
     /// The run sent clearly less than it asked for: what it achieved, and which limit held it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shortfall: Option<Shortfall>,
@@ -460,8 +472,13 @@ impl ScheduleInfo {
                 ms(f.service_ms)
             ),
         };
+        let unit = if self.iterations {
+            "iterations/s"
+        } else {
+            "req/s"
+        };
         Some(format!(
-            "achieved {} of {} req/s asked: {why}; {} of {} started late",
+            "achieved {} of {} {unit} asked: {why}; {} of {} started late",
             fmt(f.achieved_rps),
             fmt(f.asked_rps),
             crate::fmt::fmt_count(self.late),
@@ -524,11 +541,12 @@ impl RunResult {
     ) -> Option<RunResult> {
         let (first, _) = runs.first()?;
         let mut totals = Totals::default();
-        let (mut duration, mut unfinished, mut offset) = (0.0, 0, 0);
+        let (mut span, mut unfinished, mut offset) = (Span::default(), 0, 0);
         let mut timeseries = Vec::new();
         for (sc, t) in &runs {
-            totals.add(&t.all);
-            duration += sc.summary.duration_s;
+            totals.add_totals(t);
+            span.secs += sc.summary.duration_s;
+            span.grace_secs += sc.summary.grace_s;
             unfinished += sc.summary.unfinished;
             timeseries.extend(sc.timeseries.iter().map(|row| SecondRow {
                 t: row.t + offset,
@@ -539,7 +557,7 @@ impl RunResult {
         let summary = if runs.len() == 1 {
             first.summary.clone()
         } else {
-            summary_json(&totals, duration, unfinished, None)
+            summary_json(&totals, span, unfinished, None)
         };
         let verdicts: Vec<bool> = runs.iter().filter_map(|(s, _)| s.slo_passed).collect();
         Some(RunResult {
@@ -559,28 +577,41 @@ impl RunResult {
     }
 }
 
-/// The `summary` object of `totals` over `duration_s`.
+/// How long a run took: its schedule's part (rates are over it) and the grace after it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Span {
+    pub secs: f64,
+    pub grace_secs: f64,
+}
+
+impl Span {
+    /// A run that lasted `duration`, of which `scheduled` was its schedule.
+    pub fn of(duration: std::time::Duration, scheduled: std::time::Duration) -> Span {
+        Span {
+            secs: scheduled.as_secs_f64(),
+            grace_secs: duration.saturating_sub(scheduled).as_secs_f64(),
+        }
+    }
+}
+
+/// The `summary` object of `totals` over `span`.
 pub fn summary_json(
     totals: &Totals,
-    duration_s: f64,
+    span: Span,
     unfinished: u64,
     schedule: Option<ScheduleInfo>,
 ) -> SummaryJson {
     let b = &totals.all;
-    let per_second = |n: u64| {
-        if duration_s > 0.0 {
-            n as f64 / duration_s
-        } else {
-            0.0
-        }
-    };
+    let (rps, ok_rps) = totals.rates(span.secs);
     SummaryJson {
         requests: b.requests,
         ok: b.ok,
         errors: b.errors(),
-        duration_s,
-        rps: per_second(b.requests),
-        ok_rps: per_second(b.ok),
+        duration_s: span.secs,
+        grace_s: span.grace_secs,
+        in_grace: totals.in_grace.requests,
+        rps,
+        ok_rps,
         success_rate: if b.requests > 0 {
             b.ok as f64 / b.requests as f64
         } else {
@@ -619,7 +650,11 @@ pub fn summary_json(
             } else {
                 0.0
             },
-            received_per_s: per_second(s.received),
+            received_per_s: if span.secs > 0.0 {
+                s.received as f64 / span.secs
+            } else {
+                0.0
+            },
             first_message_ms: (!s.first_message.is_empty())
                 .then(|| LatencySummary::of(&s.first_message)),
         }),

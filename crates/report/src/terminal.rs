@@ -64,16 +64,24 @@ fn heading(o: &mut String, r: &ScenarioResult) {
 fn counts(o: &mut String, r: &ScenarioResult) {
     let s = &r.summary;
     let row = row_to;
-    row(
-        o,
-        "requests",
-        format!(
-            "{}  ({} req/s over {:.2}s)",
-            fmt_count(s.requests),
-            fmt_rate(s.rps),
-            s.duration_s
-        ),
+    let mut requests = format!(
+        "{}  ({} req/s over {:.2}s",
+        fmt_count(s.requests),
+        fmt_rate(s.rps),
+        s.duration_s
     );
+    // The last answer of each connection always comes just after the end: worth a word only
+    // when the run had to wait for answers.
+    if s.in_grace > 0 && s.grace_s >= 0.05 {
+        let _ = write!(
+            requests,
+            "; {} of them ended in the {:.1}s grace after it, not in the rate",
+            fmt_count(s.in_grace),
+            s.grace_s
+        );
+    }
+    requests.push(')');
+    row(o, "requests", requests);
     row(
         o,
         "ok",
@@ -250,11 +258,16 @@ fn notes(o: &mut String, r: &ScenarioResult) {
     }
     workers(o, &r.workers);
     if let Some(sc) = &s.schedule {
+        let (what, rate) = if sc.iterations {
+            ("iterations", "iterations/s")
+        } else {
+            ("requests", "req/s")
+        };
         row(
             o,
             "schedule",
             format!(
-                "{} intended ({} req/s); {} started late, worst lag {}; {} not sent",
+                "{} {what} intended ({} {rate}); {} started late, worst lag {}; {} not sent",
                 fmt_count(sc.intended),
                 fmt_rate(sc.intended_rps),
                 fmt_count(sc.late),
@@ -379,6 +392,11 @@ fn latency_table(o: &mut String, r: &ScenarioResult) {
     };
     if r.load.model == model::LoadModel::Open {
         line("from intended", labels);
+        line("service time", s.service_time_ms.labelled());
+    } else if s.connections_opened > r.load.connections as u64 {
+        // Requests that opened their connection waited for it: the total says so, the
+        // service time (from the send) leaves it out.
+        line("total", labels);
         line("service time", s.service_time_ms.labelled());
     } else {
         line("total", labels);

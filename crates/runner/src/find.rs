@@ -10,7 +10,7 @@
 use crate::sink::{Event, Sinks};
 use crate::step::Step;
 use crate::suite::{Job, Observing};
-use crate::watch::Watch;
+use crate::watch::{Judged, Watch};
 use crate::{Error, Executor};
 use engine::Target;
 use observe::health as probe;
@@ -307,7 +307,15 @@ fn step_on(
     let spec = crate::step_spec(&job.spec, s.by, level, s.step, s.pool);
     let names = spec.workload.names();
     let total = spec.load.end();
-    let mut watch = Watch::new(sinks, &job.slos, &names, s.warmup.as_secs(), false, total);
+    let mut watch = Watch::new(
+        sinks,
+        &job.slos,
+        &names,
+        Judged::Step {
+            from: s.warmup.as_secs(),
+        },
+        total,
+    );
     let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
     let unit = crate::Unit {
         spec: &spec,
@@ -319,10 +327,12 @@ fn step_on(
     watch.finish();
     let out = out?;
     let (busy, waiting) = crate::outcome::generator_load(cpu, wall, &out);
-    // The steady part: from the end of the warm-up to the end of the step.
-    let steady_s = (out.duration.as_secs_f64() - s.warmup.as_secs() as f64).max(0.5);
+    // The steady part: from the end of the warm-up to the end of the step's schedule; the
+    // answers of the grace after it count in its latency, not its rates.
+    let steady_s = (out.scheduled.as_secs_f64() - s.warmup.as_secs() as f64).max(0.5);
     let slo_results = watch.verdicts(steady_s);
     let b = &watch.judged;
+    let grace = &watch.grace;
     let lat = LatencySummary::of(&b.corrected);
     let mut reasons: Vec<String> = slo_results
         .iter()
@@ -337,6 +347,23 @@ fn step_on(
         reasons = vec!["interrupted (partial step, not judged)".to_string()];
     }
     let name = format!("step {}", s.by.describe(level));
+    let rps = b.requests.saturating_sub(grace.requests) as f64 / steady_s;
+    let little = (s.by == By::Connections && !out.interrupted)
+        .then(|| {
+            search::little::check(&search::little::StepFigures {
+                level,
+                rps,
+                mean_ms: window_mean_ms(b, grace),
+                attempts: b.requests.saturating_sub(grace.requests),
+                failed: b.errors_by_kind.iter().sum(),
+                in_flight: watch.grace.requests + out.unfinished,
+                in_flight_wait_s: in_flight_wait_s(&watch.grace, out.unfinished, &out),
+                generator_busy: busy,
+                longest_ms: lat.max,
+                window_s: steady_s,
+            })
+        })
+        .flatten();
     let scenario = crate::outcome::scenario_result(&name, &spec, &out, slo_results, None);
     let row = StepRow {
         level,
@@ -345,8 +372,8 @@ fn step_on(
         p90: lat.p90,
         p99: lat.p99,
         mean: lat.mean,
-        rps: b.requests as f64 / steady_s,
-        ok_rps: b.ok as f64 / steady_s,
+        rps,
+        ok_rps: b.ok.saturating_sub(grace.ok) as f64 / steady_s,
         requests: out.totals.all.requests,
         errors: out.totals.all.errors(),
         timeouts: out.totals.all.errors_by_kind[ErrorKind::Timeout.index()],
@@ -358,6 +385,7 @@ fn step_on(
         pass: reasons.is_empty(),
         interrupted: out.interrupted,
         reason: reasons.join(", "),
+        little,
     };
     Ok(Step {
         row,
@@ -366,4 +394,25 @@ fn step_on(
         stuck: false,
         steady: watch.judged,
     })
+}
+
+/// How long the requests in flight at the end of a step's schedule had waited, seconds, at
+/// most: the answers of the grace after it waited their latency; those never answered waited
+/// through the grace too.
+fn in_flight_wait_s(grace: &stats::Bucket, unfinished: u64, out: &merge::RunOutput) -> f64 {
+    let answered = grace.corrected.mean() / 1e6 * grace.corrected.len() as f64;
+    let grace_s = out.duration.saturating_sub(out.scheduled).as_secs_f64();
+    answered + unfinished as f64 * grace_s
+}
+
+/// The mean latency, ms, of the answers within a step's window: all judged answers but those
+/// of the grace after it (which, in flight at its end, are the slow ones more often). On it,
+/// connections / throughput = mean latency holds.
+fn window_mean_ms(judged: &stats::Bucket, grace: &stats::Bucket) -> f64 {
+    let (n, m) = (judged.corrected.len(), grace.corrected.len());
+    if n <= m {
+        return 0.0;
+    }
+    let sum = judged.corrected.mean() * n as f64 - grace.corrected.mean() * m as f64;
+    sum / (n - m) as f64 / 1000.0
 }

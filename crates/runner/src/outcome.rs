@@ -23,18 +23,14 @@ pub fn scenario_result(
     aborted_by: Option<String>,
 ) -> ScenarioResult {
     let schedule = schedule_info(spec, out);
-    let summary = summary_json(
-        &out.totals,
-        out.duration.as_secs_f64(),
-        out.unfinished,
-        schedule,
-    );
+    let span = report::Span::of(out.duration, out.scheduled);
+    let summary = summary_json(&out.totals, span, out.unfinished, schedule);
     let requests = if out.by_request.len() > 1 {
         out.by_request
             .iter()
             .map(|(n, t)| RequestResult {
                 name: n.clone(),
-                summary: summary_json(t, out.duration.as_secs_f64(), 0, None),
+                summary: summary_json(t, span, 0, None),
             })
             .collect()
     } else {
@@ -143,7 +139,18 @@ fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
         intended = intended.min(n);
     }
     let all = &out.totals.all;
-    let sent = all.requests + out.unfinished;
+    // A flow's schedule starts iterations: each begins with one attempt of its first step
+    // (repeated `weight` times in a row when it succeeds).
+    let flow = spec.workload.flow;
+    let (starts, per) = match (flow, out.by_request.first()) {
+        (true, Some((_, t))) => (t, u64::from(spec.workload.requests[0].weight.max(1))),
+        _ => (&out.totals, 1),
+    };
+    let sent = if flow {
+        starts.all.requests.div_ceil(per)
+    } else {
+        all.requests + out.unfinished
+    };
     // The rate asked is over the schedule's span: a run that went on after it (requests still
     // being started late) did not ask for less.
     let span = ran
@@ -158,10 +165,12 @@ fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
         late: all.late,
         max_lag_ms: all.max_lag_us as f64 / 1000.0,
         not_sent: intended.saturating_sub(sent),
+        iterations: flow,
         shortfall: None,
     };
-    let secs = out.duration.as_secs_f64();
-    let achieved_rps = if secs > 0.0 { sent as f64 / secs } else { 0.0 };
+    // What completed over the schedule, as the summary's rate says (iterations started, for
+    // a flow).
+    let achieved_rps = starts.rates(out.scheduled.as_secs_f64()).0 / per as f64;
     if achieved_rps < 0.95 * asked_rps && info.late * 100 > intended.max(1) {
         let service_ms = all.service.mean() / 1000.0;
         let unloaded_ms = all.service.min() as f64 / 1000.0;
@@ -242,8 +251,8 @@ pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
         }),
         flow_steps: spec
             .workload
-            .flow
-            .then_some(spec.workload.requests.len())
+            .requests_per_iteration()
+            .map(|n| n as usize)
             .filter(|&n| n > 1),
     }
 }
@@ -299,6 +308,9 @@ const LATE_NOTICEABLE: f64 = 0.01;
 /// Worker time (on a CPU or waiting for one) above which late requests are the generator's
 /// doing (it had no time to spare).
 const NO_CPU_TO_SPARE: f64 = 0.75;
+/// A share of the workers' time spent ready but waiting for a CPU from which a run's figures
+/// may be brink's: it saw answers late and sent late for that long.
+const SHORT_OF_CPU: f64 = 0.15;
 
 /// brink's workers over `wall` seconds: the share of their time on a CPU (0..1; from the
 /// kernel's per-thread figures, else the process CPU `cpu`) and the share spent ready to run
@@ -345,12 +357,23 @@ pub fn generator_check(
     });
     let waiting_percent = waiting.map(|w| w * 100.0);
     let words = report::find::generator_words(busy * 100.0, waiting_percent);
+    let wake_delay_ms = out
+        .sched
+        .filter(|s| s.slices > 0)
+        .map(|s| s.waiting_ns as f64 / s.slices as f64 / 1e6);
     let why = if let Some(w) = limited_worker(&out.remote) {
         Some(w)
     } else if search::generator_limited(busy, waiting) {
         Some(format!(
             "{words}: the generator, not the service, limited this run ({})",
             report::find::generator_remedy(waiting_percent)
+        ))
+    } else if waiting.is_some_and(|w| w >= SHORT_OF_CPU) {
+        let woke = wake_delay_ms.map_or(String::new(), |d| {
+            format!(", {d:.2} ms on average each time they woke, so answers were seen and requests sent up to that much late")
+        });
+        Some(format!(
+            "{words}{woke}: other processes held the CPUs brink needed, and the service may give more throughput and less latency than these figures (run brink on cores the service and other work do not use)"
         ))
     } else if late_share >= LATE_NOTICEABLE && busy + waiting.unwrap_or(0.0) >= NO_CPU_TO_SPARE {
         Some(format!(
@@ -360,10 +383,6 @@ pub fn generator_check(
     } else {
         None
     };
-    let wake_delay_ms = out
-        .sched
-        .filter(|s| s.slices > 0)
-        .map(|s| s.waiting_ns as f64 / s.slices as f64 / 1e6);
     let note = wake_delay_ms
         .filter(|_| why.is_none())
         .and_then(|d| late_responses(d, waiting_percent, summary.latency_ms.p50));

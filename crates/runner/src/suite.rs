@@ -4,7 +4,7 @@
 //! scenario, keeps what it measured, and skips the rest.
 
 use crate::sink::{Event, Sinks};
-use crate::watch::Watch;
+use crate::watch::{Judged, Watch};
 use crate::{Error, Executor};
 use engine::RunSpec;
 use observe::Sampler;
@@ -117,7 +117,7 @@ fn run_one(
 ) -> Result<(ScenarioResult, stats::Totals), Error> {
     let names = job.spec.workload.names();
     let total = job.spec.load.end();
-    let mut watch = Watch::new(sinks, &job.slos, &names, 0, true, total);
+    let mut watch = Watch::new(sinks, &job.slos, &names, Judged::Whole, total);
     let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
     let probe = job.completion.clone().map(|p| p.start(t0));
     let unit = crate::Unit {
@@ -129,7 +129,7 @@ fn run_one(
     let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
     watch.finish();
     let out = out?;
-    let mut slo = watch.verdicts(out.duration.as_secs_f64());
+    let mut slo = watch.verdicts(out.scheduled.as_secs_f64());
     let aborted_by = watch.aborted_by.take();
     let unreachable = watch.unreachable;
     drop(watch);
@@ -178,6 +178,7 @@ fn failed_scenario(job: &Job, why: &str) -> ScenarioResult {
         aborted: false,
         seconds: Vec::new(),
         duration: Duration::ZERO,
+        scheduled: Duration::ZERO,
         interrupted: false,
         unfinished: 0,
         workers: 0,

@@ -13,12 +13,16 @@ use std::time::Duration;
 /// One run being followed; every second also goes to the command's sinks.
 pub struct Watch<'a> {
     sinks: &'a mut Sinks,
-    /// Seconds before this one are measured but not judged (a warm-up).
-    judged_from: u64,
-    /// An `abort` SLO that breaks stops the run (a scenario); a search step runs to its end.
-    honour_abort: bool,
+    /// Which seconds the verdict covers.
+    part: Judged,
     /// The judged part: all requests, and per request of the workload.
     pub judged: Bucket,
+    /// What came in the grace after the schedule's end (`total`), all requests and per
+    /// request of the workload: in the verdict (slow answers count), not in the rates.
+    pub grace: Bucket,
+    grace_by_request: Vec<stats::Grace>,
+    /// The schedule's length.
+    total: Option<Duration>,
     pub judged_by_request: Vec<Bucket>,
     /// Each tracker with the index of the request it watches (`None`: all requests).
     trackers: Vec<(Tracker, Option<usize>)>,
@@ -29,6 +33,17 @@ pub struct Watch<'a> {
     seen: Reach,
     /// Stopped early: nothing could connect.
     pub unreachable: bool,
+}
+
+/// The part of a run its verdict covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// A scenario: every second, and an `abort` SLO that breaks stops it.
+    Whole,
+    /// A search step: from the end of its warm-up (`from`, seconds); it runs to its end.
+    /// Either way the answers of the grace after the schedule count in the verdict (a
+    /// request that took too long to finish in the window is still too slow), not in rates.
+    Step { from: u64 },
 }
 
 /// What the first seconds reached.
@@ -44,13 +59,12 @@ const UNREACHABLE_AFTER: u64 = 2;
 
 impl<'a> Watch<'a> {
     /// Follows a run of `requests` (the workload's request names) lasting `total` against
-    /// `slos`; the verdict covers the seconds from `judged_from`.
+    /// `slos`; the verdict covers `part` of it.
     pub fn new(
         sinks: &'a mut Sinks,
         slos: &[Slo],
         requests: &[String],
-        judged_from: u64,
-        honour_abort: bool,
+        part: Judged,
         total: Option<Duration>,
     ) -> Watch<'a> {
         sinks.show(&Event::RunStarted { total });
@@ -66,9 +80,11 @@ impl<'a> Watch<'a> {
             .collect();
         Watch {
             sinks,
-            judged_from,
-            honour_abort,
+            part,
             judged: Bucket::new(0),
+            grace: Bucket::new(0),
+            grace_by_request: vec![stats::Grace::default(); requests.len()],
+            total,
             judged_by_request: vec![Bucket::new(0); requests.len()],
             trackers,
             aborted_by: None,
@@ -82,13 +98,30 @@ impl<'a> Watch<'a> {
         self.sinks.show(&Event::RunEnded);
     }
 
-    /// Each SLO's verdict on the judged part, which lasted `secs`.
+    /// Each SLO's verdict on the judged part, whose schedule lasted `secs`. A throughput
+    /// objective counts what completed in those seconds, not what came in the grace after.
     pub fn verdicts(&self, secs: f64) -> Vec<SloResult> {
         self.trackers
             .iter()
             .map(|(t, idx)| {
-                let total = idx.map_or(&self.judged, |i| &self.judged_by_request[i]);
-                SloResult::new(t, &t.verdict(total, secs))
+                let (total, grace) = match idx {
+                    Some(i) => (&self.judged_by_request[*i], self.grace_by_request[*i]),
+                    None => (
+                        &self.judged,
+                        stats::Grace {
+                            requests: self.grace.requests,
+                            ok: self.grace.ok,
+                        },
+                    ),
+                };
+                // The seconds over which all of `total`'s requests give the schedule's rate.
+                let counted = total.requests.saturating_sub(grace.requests);
+                let over = if counted > 0 {
+                    secs * total.requests as f64 / counted as f64
+                } else {
+                    secs
+                };
+                SloResult::new(t, &t.verdict(total, over))
             })
             .collect()
     }
@@ -102,7 +135,7 @@ impl OnSecond for Watch<'_> {
         self.seen.refused += all.errors_by_kind[stats::ErrorKind::Connect.index()];
         self.seen.opened += all.setup.opened;
         let s = &self.seen;
-        if self.honour_abort
+        if self.part == Judged::Whole
             && view.second.t + 1 >= UNREACHABLE_AFTER
             && s.attempts > 0
             && s.refused == s.attempts
@@ -111,7 +144,21 @@ impl OnSecond for Watch<'_> {
             self.unreachable = true;
             return true;
         }
-        if view.second.t < self.judged_from {
+        let in_grace = self
+            .total
+            .is_some_and(|e| Duration::from_secs(view.second.t) >= e);
+        if in_grace {
+            self.grace.merge(all);
+            for (g, b) in self.grace_by_request.iter_mut().zip(view.by_request) {
+                g.requests += b.requests;
+                g.ok += b.ok;
+            }
+        }
+        let judged = match self.part {
+            Judged::Whole => true,
+            Judged::Step { from } => view.second.t >= from,
+        };
+        if !judged {
             return false;
         }
         self.judged.merge(view.all);
@@ -127,6 +174,6 @@ impl OnSecond for Watch<'_> {
                 self.aborted_by = Some(t.slo.text.clone());
             }
         }
-        self.honour_abort && self.aborted_by.is_some()
+        self.part == Judged::Whole && self.aborted_by.is_some()
     }
 }

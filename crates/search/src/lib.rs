@@ -15,6 +15,7 @@
 
 mod decide;
 mod diagnose;
+pub mod little;
 mod summary;
 
 pub use decide::{decide, Decision, Outcome, Settings};

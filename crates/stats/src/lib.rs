@@ -16,6 +16,6 @@ mod wire;
 pub use bucket::{Bucket, Refusal, Setup, StatusCounts, Streamed};
 pub use hist::{decode, encode, new_histogram, DecodeError, Histogram, HIST_DIGITS, HIST_MAX_US};
 pub use kind::ErrorKind;
-pub use summary::{LatencySummary, Totals};
+pub use summary::{Grace, LatencySummary, Totals};
 pub use timeline::Timeline;
 pub use wire::{WireBucket, WireTrace};

@@ -11,20 +11,56 @@ use serde::{Deserialize, Serialize};
 pub struct Totals {
     /// Everything merged so far; `second` is meaningless here.
     pub all: Bucket,
+    /// Of `all`, what was counted in the grace after the schedule's end (answers to requests
+    /// still in flight): counted as requests, but rates over the schedule leave them out.
+    pub in_grace: Grace,
+}
+
+/// Attempts counted after the schedule's end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Grace {
+    pub requests: u64,
+    pub ok: u64,
 }
 
 impl Default for Totals {
     fn default() -> Self {
         Totals {
             all: Bucket::new(0),
+            in_grace: Grace::default(),
         }
     }
 }
 
 impl Totals {
-    /// Adds one (merged) second.
+    /// Adds one (merged) second of the schedule.
     pub fn add(&mut self, b: &Bucket) {
         self.all.merge(b);
+    }
+
+    /// Adds one (merged) second that came after the schedule's end.
+    pub fn add_in_grace(&mut self, b: &Bucket) {
+        self.all.merge(b);
+        self.in_grace.requests += b.requests;
+        self.in_grace.ok += b.ok;
+    }
+
+    /// Adds another run's totals (scenarios of one suite).
+    pub fn add_totals(&mut self, t: &Totals) {
+        self.all.merge(&t.all);
+        self.in_grace.requests += t.in_grace.requests;
+        self.in_grace.ok += t.in_grace.ok;
+    }
+
+    /// Attempts and successes per second over `secs` of schedule: what completed in it, not
+    /// what came in the grace after it.
+    pub fn rates(&self, secs: f64) -> (f64, f64) {
+        if secs <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let requests = self.all.requests.saturating_sub(self.in_grace.requests);
+        let ok = self.all.ok.saturating_sub(self.in_grace.ok);
+        (requests as f64 / secs, ok as f64 / secs)
     }
 }
 

@@ -210,6 +210,17 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// A flow: the requests one whole iteration sends (each step as many times as its
+    /// weight); `None` for a mix, whose every attempt is its own iteration.
+    pub fn requests_per_iteration(&self) -> Option<u64> {
+        self.flow.then(|| {
+            self.requests
+                .iter()
+                .map(|r| u64::from(r.weight.max(1)))
+                .sum()
+        })
+    }
+
     pub fn new(
         requests: Vec<Request>,
         flow: bool,

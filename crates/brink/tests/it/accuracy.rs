@@ -17,7 +17,12 @@ fn coordinated_omission_is_corrected() {
     // 10 s at 1000/s: 20% of intended starts fall in a freeze and wait out its rest, uniformly
     // 0..1 s. So p90 is the median of that wait (~500 ms) and p99 its 95th percentile (~950 ms).
     let out = run(&spec(&srv.url("/"), open(1000.0, 10.0, 100)));
-    let s = report::summary_json(&out.totals, out.duration.as_secs_f64(), 0, None);
+    let s = report::summary_json(
+        &out.totals,
+        report::Span::of(out.duration, out.scheduled),
+        0,
+        None,
+    );
     assert_eq!(s.requests, 10_000);
     assert!(
         (400.0..=600.0).contains(&s.latency_ms.p90),
@@ -61,7 +66,12 @@ fn agrees_with_wrk_on_a_fixed_service_time() {
     }
     let srv = testkit::serve(handlers::fixed(Duration::from_millis(10))).unwrap();
     let out = run(&spec(&srv.url("/"), closed(20, Some(3.0))));
-    let s = report::summary_json(&out.totals, out.duration.as_secs_f64(), 0, None);
+    let s = report::summary_json(
+        &out.totals,
+        report::Span::of(out.duration, out.scheduled),
+        0,
+        None,
+    );
     let wrk = Command::new("wrk")
         .args(["-t2", "-c20", "-d3s", "--latency", &srv.url("/")])
         .output()

@@ -345,8 +345,8 @@ fn demo_runs_on_loopback() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("demo service on 127.0.0.1:"), "{stdout}");
-    assert!(stdout.contains("Maximum sustainable: "), "{stdout}");
-    assert!(stdout.contains(" Capacity: ~"), "{stdout}");
+    assert!(stdout.contains(" Capacity: "), "{stdout}");
+    assert!(stdout.contains("(maximum sustainable: "), "{stdout}");
     assert!(stdout.contains("reading it: past ~"), "{stdout}");
     assert!(stdout.contains("Diagnosis:"), "{stdout}");
 }

@@ -273,3 +273,48 @@ fn runs_with_different_load_are_not_compared() {
         .code(2)
         .stderr(predicates::str::contains("give two results"));
 }
+
+/// A wrk-style before and after: 10 s each. A 20x slower service reads regressed (exit 1);
+/// two runs of one service give no regression.
+#[test]
+fn ten_second_runs_get_a_verdict() {
+    let _cpu = crate::support::cpu_exclusive();
+    let (fast, slow) = (service(1, 0), service(20, 0));
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let closed = |url: String, out: PathBuf| {
+        std::thread::spawn(move || {
+            brink()
+                .args(["run", &url, "-c", "4", "-d", "10s", "--threads", "1", "-q"])
+                .arg("--json")
+                .arg(&out)
+                .timeout(Duration::from_secs(40))
+                .assert()
+                .code(0);
+        })
+    };
+    let runs = [
+        closed(fast.url("/"), p("before.json")),
+        closed(fast.url("/"), p("again.json")),
+        closed(slow.url("/"), p("after.json")),
+    ];
+    for r in runs {
+        r.join().expect("run finished");
+    }
+    let allow = ["--allow-mismatch"];
+    let (code, c, err) = compare(&[&p("before.json"), &p("after.json")], &allow);
+    assert_schema(&c);
+    assert_eq!(row(&c, "p99")["verdict"], "regressed", "{c}\n{err}");
+    assert_eq!(row(&c, "p50")["verdict"], "regressed", "{c}");
+    assert_eq!(row(&c, "ok req/s")["verdict"], "regressed", "{c}");
+    assert_eq!(code, Some(1), "{c}\n{err}");
+    let notes = c["notes"].to_string();
+    assert!(notes.contains("interval widened"), "{notes}");
+
+    let (code, c, err) = compare(&[&p("before.json"), &p("again.json")], &allow);
+    assert_eq!(code, Some(0), "{c}\n{err}");
+    for m in ["p50", "p99", "ok req/s"] {
+        assert_ne!(row(&c, m)["verdict"], "regressed", "{m}: {c}");
+        assert_ne!(row(&c, m)["verdict"], "insufficient_data", "{m}: {c}");
+    }
+}

@@ -84,3 +84,48 @@ fn every_example_runs_against_the_demo_service() {
         }
     }
 }
+
+/// A flow's rate is iterations: `browse-flow.yaml` (login, then `list` with `weight: 3`) at
+/// 20 iterations/s sends 80 requests/s, and every figure says which it counts.
+#[test]
+fn a_flow_counts_iterations_and_requests_apart() {
+    let demo = testkit::demo::spawn(8, Duration::from_millis(2)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (json, html) = (dir.path().join("r.json"), dir.path().join("r.html"));
+    let out = Command::cargo_bin("brink")
+        .unwrap()
+        .args(["run", "examples/browse-flow.yaml", "--target"])
+        .arg(demo.server.url(""))
+        .args(["--rate", "20", "-d", "3s", "--json"])
+        .arg(&json)
+        .arg("--html")
+        .arg(&html)
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_string() + "/../..")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{text}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let s = &r["scenarios"][0];
+    assert_eq!(s["load"]["flow_steps"], 4, "{}", s["load"]);
+    assert!(text.contains("20 iterations/s (80 requests/s)"), "{text}");
+    let sc = &s["summary"]["schedule"];
+    assert_eq!(sc["iterations"], true, "{sc}");
+    assert_eq!(sc["intended"], 60, "{sc}");
+    assert_eq!(sc["not_sent"], 0, "{sc}");
+    assert!(
+        text.contains("60 iterations intended (20.0 iterations/s)"),
+        "{text}"
+    );
+    let rps = s["summary"]["rps"].as_f64().unwrap();
+    assert!(
+        (72.0..=84.0).contains(&rps),
+        "80 requests/s, measured {rps}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("target iterations/s"),
+        "the chart's load line"
+    );
+}

@@ -94,23 +94,30 @@ fn finds_a_known_capacity() {
     // placed at 8 or 16, the first level above the plateau's start).
     let knee = f["knee"]["level"].as_f64().unwrap();
     assert_eq!(knee, 4.0, "knee at {knee}:\n{text}");
-    // The answer leads with the throughput sustained and where it saturates, then what more
-    // load only bought, then the objective's limit; a plateau is explained.
+    // The answer leads with one capacity (the throughput at the maximum sustainable level),
+    // then where throughput saturates and that it held, then what more load only bought; a
+    // plateau is explained.
     let summary: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.starts_with(" Capacity:"))
         .collect();
     assert!(
-        summary[0].starts_with(" Capacity: ~")
-            && summary[0].contains("saturating at 4 connections"),
+        summary[0].starts_with(" Capacity: ") && summary[0].contains("(maximum sustainable: "),
         "{text}"
     );
     assert!(
-        summary[1].starts_with(" More load only queues: at "),
+        summary[1].starts_with(" Throughput: saturates at ")
+            && summary[1].contains(" at 4 connections (the knee")
+            && summary[1].contains("stays within 10% of its peak"),
         "{text}"
     );
-    assert!(summary[2].starts_with(" Maximum sustainable:"), "{text}");
+    assert!(
+        summary[2].starts_with(" More load only queues: at "),
+        "{text}"
+    );
     assert!(text.contains("\nreading it: past ~4 connections"), "{text}");
+    // Every step agrees with Little's law: N connections / X req/s = mean latency.
+    crate::ordinary::assert_littles_law(f, true, &text);
     assert!(
         text.contains("N* = ") && text.contains(" connections at "),
         "{text}"

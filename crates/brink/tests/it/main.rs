@@ -32,6 +32,7 @@ mod idle_sockets;
 mod k8s;
 mod live_metrics;
 mod local_users;
+mod ordinary;
 mod plans;
 mod prom;
 mod protocols;

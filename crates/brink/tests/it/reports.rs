@@ -192,7 +192,7 @@ fn a_search_page_marks_its_levels_and_its_steps_go_to_csv() {
         assert!(seen["text"]
             .as_str()
             .unwrap()
-            .contains("Maximum sustainable: 4"));
+            .contains("(maximum sustainable: 4"));
     }
 }
 

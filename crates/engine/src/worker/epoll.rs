@@ -393,11 +393,9 @@ impl Worker<'_> {
                 c.failures = 0;
                 c.sent = now;
                 c.fresh = true;
-                // The closed model times a request from its send, as wrk and k6 do: the
-                // connect has its own histogram. The open model keeps the intended start.
-                if matches!(self.shared.load, Load::Closed { .. }) {
-                    c.base = now;
-                }
+                // Latency keeps the attempt's start (the intended one in the open model): a
+                // request that had to open its connection waited for the connect too, as the
+                // user's client would. Service time is from the send.
                 c.state = State::Idle;
                 self.rec[c.vu.current]
                     .setup

@@ -470,16 +470,12 @@ impl Worker<'_> {
 
     /// Opens streams for the slots waiting on connection `l`, as far as it takes them.
     fn dispatch_queue(&mut self, l: usize, now: Instant) {
-        let closed = matches!(self.shared.load, Load::Closed { .. });
         while self.lines[l].link == Link::Up && self.lines[l].client.can_open() {
             let Some(k) = self.lines[l].queue.pop_front() else {
                 return;
             };
-            // The closed model times a request from its send (the connect has its own
-            // figures); the open model keeps the intended start.
-            if closed {
-                self.slots[k].base = now;
-            }
+            // Latency keeps the attempt's start: the wait for the connection or a free stream
+            // is part of what the caller waits for. Service time is from the send.
             self.open_stream(k, now);
         }
     }

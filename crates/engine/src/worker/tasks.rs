@@ -328,7 +328,6 @@ impl Slot {
         let opening = self.take_shared(ctx, &mut now).await;
         ctx.in_flight.set(ctx.in_flight.get() + 1);
         self.vu.next(&connector.workload);
-        let mut base = base;
         let mut opened_at = None;
         let (c, sent) = match &mut self.conn {
             Some(c) => (c, now),
@@ -349,11 +348,9 @@ impl Slot {
                         if let Some(t) = times.tls {
                             setup.record_tls(micros(t));
                         }
-                        // Closed model: a request is timed from its send; the connect and
-                        // the handshake have their own figures. Open: from the intended start.
-                        if matches!(shared.load, Load::Closed { .. }) {
-                            base = sent;
-                        }
+                        // Latency keeps the attempt's start (the intended one in the open
+                        // model): the connect and handshake are part of what the caller
+                        // waited for. Service time is from the send.
                         opened_at = Some(started);
                         if let (Some(i), Some(pool)) = (opening, &ctx.pool) {
                             self.pooled = pool.opened(i, &c);

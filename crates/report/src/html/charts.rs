@@ -79,12 +79,13 @@ pub fn axis(scale: &'static str, label: &str, log: bool, side: u8) -> Axis {
     }
 }
 
-/// What the load level of a timeline is called: connections, or req/s in the open model.
-fn load_label(model: model::LoadModel) -> &'static str {
-    if model == model::LoadModel::Open {
-        "target req/s"
-    } else {
-        "target connections"
+/// What the load level of a timeline is called: connections, or req/s in the open model
+/// (iterations/s for a flow, whose schedule starts iterations).
+fn load_label(model: model::LoadModel, flow: bool) -> &'static str {
+    match (model, flow) {
+        (model::LoadModel::Open, true) => "target iterations/s",
+        (model::LoadModel::Open, false) => "target req/s",
+        _ => "target connections",
     }
 }
 
@@ -102,9 +103,16 @@ fn timeline(title: &str, rows: &[SecondRow]) -> Chart {
     }
 }
 
-/// Latency percentiles over time (log scale), with the load level on a second axis.
-pub fn latency(rows: &[SecondRow], model: model::LoadModel) -> Chart {
-    let mut c = timeline("Latency over time (from the intended start)", rows);
+/// Latency percentiles over time (log scale), with the load level on a second axis. The open
+/// model times from each request's intended start; the closed model from when its connection
+/// was free to send it (the connect included, when it needed one).
+pub fn latency(rows: &[SecondRow], model: model::LoadModel, flow: bool) -> Chart {
+    let title = if model == model::LoadModel::Open {
+        "Latency over time (from the intended start)"
+    } else {
+        "Latency over time (connect included when a request needed one)"
+    };
+    let mut c = timeline(title, rows);
     c.axes = vec![axis("ms", "latency (ms)", true, 0)];
     for (label, f) in [
         ("p50", (|r: &SecondRow| r.p50) as fn(&SecondRow) -> f64),
@@ -119,7 +127,7 @@ pub fn latency(rows: &[SecondRow], model: model::LoadModel) -> Chart {
         ));
     }
     if rows.iter().any(|r| r.target.is_some()) {
-        let label = load_label(model);
+        let label = load_label(model, flow);
         c.axes.push(axis("load", label, false, 1));
         let mut s = series(label, "load", rows.iter().map(|r| r.target).collect());
         s.dash = true;

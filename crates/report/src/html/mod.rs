@@ -176,7 +176,7 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
     let rows = charts::whole_seconds(&s.timeseries, s.summary.duration_s);
     if !rows.is_empty() {
         o.push_str("<div class=\"grid\">\n");
-        let mut latency = charts::latency(rows, s.load.model);
+        let mut latency = charts::latency(rows, s.load.model, s.load.flow_steps.is_some());
         charts::slo_lines(&mut latency, s);
         o.push_str(&chart_slot(charts, latency));
         o.push_str(&chart_slot(charts, charts::throughput(rows)));
@@ -226,7 +226,10 @@ fn find_section(r: &RunResult, f: &crate::find::FindResult, charts: &mut Vec<Cha
         .scenarios
         .first()
         .map_or(model::LoadModel::Closed, |s| s.load.model);
-    o.push_str(&chart_slot(charts, charts::latency(&r.timeseries, model)));
+    o.push_str(&chart_slot(
+        charts,
+        charts::latency(&r.timeseries, model, false),
+    ));
     o.push_str(&chart_slot(charts, charts::throughput(&r.timeseries)));
     for c in charts::observed(&r.timeseries) {
         o.push_str(&chart_slot(charts, c));

@@ -432,11 +432,15 @@ pub fn steps(f: &FindResult) -> String {
                     .get(*k)
                     .map_or("-".into(), |o| e(&observed_value(k, o.peak)))
             }));
-            r.push(if s.pass {
+            let mut v = if s.pass {
                 verdict(Some(true))
             } else {
                 format!("{} {}", verdict(Some(false)), e(&s.reason))
-            });
+            };
+            if let Some(g) = &s.little {
+                let _ = write!(v, "<br><small>{}</small>", e(&g.describe()));
+            }
+            r.push(v);
             r
         })
         .collect();
