@@ -184,7 +184,13 @@ pub struct RunArgs {
     pub url: String,
     /// Concurrency: the closed model's connections (HTTP/1.1) or requests in flight (HTTP/2,
     /// gRPC), or the open model's pool (most in flight).
-    #[arg(short = 'c', long = "concurrency", allow_hyphen_values = true)]
+    /// k6's `--vus` is accepted too (each virtual user is a connection looping requests).
+    #[arg(
+        short = 'c',
+        long = "concurrency",
+        alias = "vus",
+        allow_hyphen_values = true
+    )]
     pub connections: Option<String>,
     /// HTTP/2 and gRPC: carry the -c requests in flight over this many connections, as
     /// streams (default: gRPC one per worker thread; HTTP/2 one per request in flight).
@@ -217,7 +223,8 @@ pub struct RunArgs {
     /// user of the machine can read).
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
-    /// Request body.
+    /// Request body; `@FILE` reads it from FILE, as curl's `-d @FILE` does (a body that starts
+    /// with `@` itself goes in --body-file).
     #[arg(short = 'b', long = "body", conflicts_with = "body_file")]
     pub body: Option<String>,
     /// Read the request body from a file.
@@ -322,6 +329,9 @@ pub struct RunArgs {
     /// Worker threads (default: one per core, capped by connections).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// wrk's `--latency` (print the latency distribution): brink always prints it.
+    #[arg(long, hide = true)]
+    pub latency: bool,
     /// How long requests in flight at the end of the schedule may take to finish (default 5s).
     #[arg(long)]
     pub grace: Option<String>,
@@ -666,15 +676,34 @@ fn by_parser() -> impl clap::builder::TypedValueParser<Value = By> {
 }
 
 /// What a flag means in the tool a user comes from, when brink read it otherwise and refused
-/// the command line: oha's `-q 100` is a rate (brink's `-q` is quiet).
+/// the command line: oha's `-q 100` is a rate (brink's `-q` is quiet); wrk's `-t` threads (or
+/// hey's timeout), hey's and ghz's `-D` body or data file, hey's `-T` content type.
 pub fn peer_hint(args: &[String]) -> Option<String> {
-    let at = args.iter().position(|a| a == "-q")?;
-    let value = args.get(at + 1)?;
-    value.parse::<f64>().is_ok().then(|| {
-        format!(
+    let value_after = |flag: &str| {
+        let at = args.iter().position(|a| a == flag)?;
+        Some(args.get(at + 1).map_or("VALUE", String::as_str))
+    };
+    if let Some(value) = value_after("-q").filter(|v| v.parse::<f64>().is_ok()) {
+        return Some(format!(
             "-q is --quiet in brink; for {value} requests per second (oha's -q) use --rate {value}"
-        )
-    })
+        ));
+    }
+    if let Some(v) = value_after("-t") {
+        return Some(format!(
+            "brink has no -t: wrk's -t {v} (threads) is --threads {v}; hey's -t {v} (timeout, seconds) is --timeout {v}s"
+        ));
+    }
+    if let Some(v) = value_after("-D") {
+        return Some(format!(
+            "brink has no -D: for a request body from a file (hey's -D) use --body-file {v}; for gRPC messages from a file (ghz's -D) use --data-file {v}"
+        ));
+    }
+    if let Some(v) = value_after("-T") {
+        return Some(format!(
+            "brink has no -T: for a content type (hey's -T) use -H 'Content-Type: {v}'"
+        ));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -688,5 +717,14 @@ mod tests {
         assert!(h.ends_with("use --rate 100"), "{h}");
         assert!(peer_hint(&args(&["brink", "run", "http://x/", "-q"])).is_none());
         assert!(peer_hint(&args(&["brink", "run", "http://x/", "-q", "--json", "r"])).is_none());
+        let h = peer_hint(&args(&["brink", "run", "http://x/", "-t", "2"])).unwrap();
+        assert!(
+            h.contains("--threads 2") && h.contains("--timeout 2s"),
+            "{h}"
+        );
+        let h = peer_hint(&args(&["brink", "run", "http://x/", "-D", "b.json"])).unwrap();
+        assert!(h.contains("--body-file b.json"), "{h}");
+        let h = peer_hint(&args(&["brink", "run", "http://x/", "-T", "text/plain"])).unwrap();
+        assert!(h.contains("-H 'Content-Type: text/plain'"), "{h}");
     }
 }

@@ -20,6 +20,8 @@ pub struct Progress {
     drawn: bool,
     /// When a relayed line was last printed plainly.
     relayed: Option<std::time::Instant>,
+    /// Plain lines are not printed (a search's step table shows its progress in a log).
+    quiet_in_logs: bool,
 }
 
 impl Progress {
@@ -30,7 +32,13 @@ impl Progress {
             total,
             drawn: false,
             relayed: None,
+            quiet_in_logs: false,
         }
+    }
+
+    /// A search begins: in a log its step table is the progress, so no plain lines.
+    pub fn table_follows(&mut self) {
+        self.quiet_in_logs = true;
     }
 
     /// A new run starts that lasts `total` (unknown for `-n` runs).
@@ -70,7 +78,7 @@ impl Progress {
         let (s, totals) = (view.second, view.totals);
         let elapsed = s.t + 1;
         let mark = crate::logmark::get();
-        if !self.live && mark.is_none() && elapsed % LOG_EVERY != 0 {
+        if !self.live && mark.is_none() && (self.quiet_in_logs || elapsed % LOG_EVERY != 0) {
             return;
         }
         let all = &totals.all;

@@ -151,6 +151,11 @@ pub fn is_plan(arg: &str) -> bool {
 
 fn read_body(inline: Option<&str>, file: Option<&std::path::Path>) -> Result<Vec<u8>, Fail> {
     match (inline, file) {
+        // curl's habit: `--body @payload.json` is the file's content, not the text.
+        (Some(b), _) if b.starts_with('@') && b.len() > 1 => {
+            model::input::read(std::path::Path::new(&b[1..]))
+                .map_err(|e| Fail::input(format!("--body {b}: {e}")))
+        }
         (Some(b), _) => Ok(b.as_bytes().to_vec()),
         (None, Some(p)) => {
             model::input::read(p).map_err(|e| Fail::input(format!("--body-file {e}")))

@@ -138,6 +138,9 @@ impl Sink for Progress {
     fn event(&mut self, e: &Event) -> Result<(), runner::Error> {
         match e {
             Event::RunStarted { total } => self.start(*total),
+            // In a log, a search's step table is its progress: plain lines between its rows
+            // would only interleave with them.
+            Event::Search { .. } => self.table_follows(),
             Event::Second(view) => self.draw(view),
             Event::RunEnded => self.finish(),
             _ => {}

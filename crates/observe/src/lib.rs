@@ -1,9 +1,11 @@
 //! Watching the service while brink loads it, on the same one-second timeline as the load:
 //! a Prometheus scrape (`--observe prometheus=URL`, plus `--metric NAME=SERIES`), a local
-//! process read from /proc (`--observe pid=N`), and the health probe of a capacity search.
+//! process and its descendants read from /proc (`--observe pid=N`), a cgroup v2 (`--observe
+//! cgroup=PATH`), and the health probe of a capacity search.
 //! Observation never fails a run: a scrape that fails is a gap in the samples. Also the
 //! async completion probe ([`completion`]): when the work the load started is really done.
 
+pub mod cgroup;
 pub mod completion;
 pub mod health;
 mod http;
@@ -13,6 +15,7 @@ pub mod procfs;
 pub mod prom;
 mod sampler;
 pub mod tracker;
+pub mod tree;
 
 pub use sampler::{summarise, Sample, Sampler};
 
@@ -27,15 +30,17 @@ pub enum Source {
         target: model::Target,
         extra: Vec<(String, String)>,
     },
-    /// Sample /proc/PID.
+    /// Sample /proc/PID and every descendant of it.
     Pid(u32),
+    /// Sample a cgroup v2 directory.
+    Cgroup(std::path::PathBuf),
 }
 
 /// Parses `prometheus=URL` or `pid=N`; `metrics` are `NAME=SERIES` (Prometheus only).
 pub fn parse(spec: &str, metrics: &[String]) -> Result<Source, String> {
-    let (kind, value) = spec
-        .split_once('=')
-        .ok_or_else(|| format!("--observe '{spec}': expected prometheus=URL or pid=N"))?;
+    let (kind, value) = spec.split_once('=').ok_or_else(|| {
+        format!("--observe '{spec}': expected prometheus=URL, pid=N or cgroup=PATH")
+    })?;
     match kind {
         "prometheus" => {
             let target = model::Target::parse(value).map_err(|e| format!("--observe: {e}"))?;
@@ -64,8 +69,11 @@ pub fn parse(spec: &str, metrics: &[String]) -> Result<Source, String> {
             }
             Ok(Source::Pid(pid))
         }
+        "cgroup" => crate::cgroup::resolve(value)
+            .map(Source::Cgroup)
+            .map_err(|e| format!("--observe '{spec}': {e}")),
         other => Err(format!(
-            "--observe '{spec}': unknown source '{other}' (expected prometheus=URL or pid=N)"
+            "--observe '{spec}': unknown source '{other}' (expected prometheus=URL, pid=N or cgroup=PATH)"
         )),
     }
 }

@@ -21,6 +21,8 @@ pub struct Sample {
     pub values: BTreeMap<String, f64>,
     /// Why a source could not be read this second.
     pub gaps: Vec<String>,
+    /// What each source observed, in words (`pid 812 (nginx) and 2 descendants (nginx x2)`).
+    pub seen: Vec<String>,
 }
 
 /// A running sampler; stop it to get the samples.
@@ -75,6 +77,8 @@ impl Sampler {
 #[derive(Default)]
 struct Prev {
     counters: BTreeMap<String, (Instant, f64)>,
+    /// The last reading of a process tree, and when.
+    tree: Option<(Instant, crate::tree::Tree)>,
 }
 
 impl Prev {
@@ -98,6 +102,7 @@ fn run(sources: &[Source], period: Duration, stop: &AtomicBool, out: &Mutex<Vec<
                 at: now,
                 values: BTreeMap::new(),
                 gaps: Vec::new(),
+                seen: Vec::new(),
             };
             for src in sources {
                 read(src, &mut prev, &mut s, period);
@@ -113,39 +118,36 @@ fn run(sources: &[Source], period: Duration, stop: &AtomicBool, out: &Mutex<Vec<
 fn read(src: &Source, prev: &mut Prev, s: &mut Sample, period: Duration) {
     let now = s.at;
     match src {
-        Source::Pid(pid) => match procfs::read(*pid) {
+        Source::Pid(pid) => match crate::tree::read(*pid) {
+            Some(t) => {
+                tree_figures(&t, prev, s, now);
+                if let Some((periods, throttled)) = t.root().and_then(|r| r.cfs) {
+                    throttle(prev, s, now, periods, throttled);
+                }
+                s.seen.push(t.said.clone());
+                prev.tree = Some((now, t));
+                host_figures(prev, s, now);
+            }
+            None => s.gaps.push(format!("pid {pid}: process not found")),
+        },
+        Source::Cgroup(dir) => match crate::cgroup::read(dir) {
             Some(r) => {
-                if let Some(rate) = prev.rate("pid cpu", now, r.cpu_s) {
+                if let Some(rate) = prev.rate("cgroup cpu", now, r.cpu_s) {
                     s.values.insert(CPU.into(), rate * 100.0);
                 }
-                s.values.insert(RSS.into(), r.rss_bytes);
-                s.values.insert(THREADS.into(), r.threads);
-                s.values.insert(FDS.into(), r.fds);
-                s.values.insert(SOCKETS.into(), r.sockets);
-                for (name, v) in [(CTX_VOL, r.ctx_vol), (CTX_INVOL, r.ctx_invol)] {
-                    if let Some(rate) = prev.rate(name, now, v) {
-                        s.values.insert(name.into(), rate);
-                    }
+                if let Some(m) = r.memory_bytes {
+                    s.values.insert(RSS.into(), m);
+                }
+                if let Some(n) = r.tasks {
+                    s.values.insert(THREADS.into(), n);
                 }
                 if let Some((periods, throttled)) = r.cfs {
                     throttle(prev, s, now, periods, throttled);
                 }
-                if let Some(rate) = r.waiting_s.and_then(|w| prev.rate("pid wait", now, w)) {
-                    s.values.insert(CPU_WAIT.into(), rate * 100.0);
-                }
-                if let Some(c) = crate::netstat::read() {
-                    for (name, v) in [
-                        (LISTEN_OVERFLOWS, c.listen_overflows),
-                        (LISTEN_DROPS, c.listen_drops),
-                        (RETRANSMITS, c.retransmits),
-                    ] {
-                        if let Some(rate) = prev.rate(name, now, v) {
-                            s.values.insert(name.into(), rate);
-                        }
-                    }
-                }
+                s.seen.push(format!("cgroup {}", dir.display()));
+                host_figures(prev, s, now);
             }
-            None => s.gaps.push(format!("pid {pid}: process not found")),
+            None => s.gaps.push(format!("cgroup {}: not found", dir.display())),
         },
         Source::Prometheus { target, extra } => {
             let timeout = period.mul_f64(0.8);
@@ -192,6 +194,53 @@ fn read(src: &Source, prev: &mut Prev, s: &mut Sample, period: Duration) {
                     }
                     None => s.gaps.push(format!("{}: no series {series}", target.url())),
                 }
+            }
+        }
+    }
+}
+
+/// A process tree's figures: gauges summed, counters as rates over the processes of both
+/// readings (see [`crate::tree`]).
+fn tree_figures(t: &crate::tree::Tree, prev: &Prev, s: &mut Sample, now: Instant) {
+    s.values.insert(RSS.into(), t.sum(|r| r.rss_bytes));
+    s.values.insert(THREADS.into(), t.sum(|r| r.threads));
+    s.values.insert(FDS.into(), t.sum(|r| r.fds));
+    s.values.insert(SOCKETS.into(), t.sum(|r| r.sockets));
+    if let Some((then, before)) = &prev.tree {
+        let dt = now.duration_since(*then).as_secs_f64();
+        if dt > 0.0 {
+            let per_s = |f: fn(&procfs::Reading) -> Option<f64>| t.grew(before, f).map(|v| v / dt);
+            if let Some(cpu) = per_s(|r| Some(r.cpu_s)) {
+                s.values.insert(CPU.into(), cpu * 100.0);
+            }
+            if let Some(wait) = per_s(|r| r.waiting_s) {
+                s.values.insert(CPU_WAIT.into(), wait * 100.0);
+            }
+            for (name, f) in [
+                (
+                    CTX_VOL,
+                    (|r: &procfs::Reading| Some(r.ctx_vol)) as fn(&procfs::Reading) -> Option<f64>,
+                ),
+                (CTX_INVOL, |r| Some(r.ctx_invol)),
+            ] {
+                if let Some(v) = per_s(f) {
+                    s.values.insert(name.into(), v);
+                }
+            }
+        }
+    }
+}
+
+/// This host's listen-queue overflows and drops and its retransmissions, per second.
+fn host_figures(prev: &mut Prev, s: &mut Sample, now: Instant) {
+    if let Some(c) = crate::netstat::read() {
+        for (name, v) in [
+            (LISTEN_OVERFLOWS, c.listen_overflows),
+            (LISTEN_DROPS, c.listen_drops),
+            (RETRANSMITS, c.retransmits),
+        ] {
+            if let Some(rate) = prev.rate(name, now, v) {
+                s.values.insert(name.into(), rate);
             }
         }
     }

@@ -128,9 +128,9 @@ pub fn parse_with(
         reflect,
         files: Default::default(),
     };
-    let raw: RawPlan = serde_saphyr::from_str(source).map_err(|e| cx.yaml_error(&e))?;
-    // Every error of the plan is found before any is reported.
-    let mut errs: Vec<PlanError> = Vec::new();
+    // Every error of the plan is found before any is reported: every unknown key, then what
+    // the rest of the plan gets wrong.
+    let (raw, mut errs) = cx.read()?;
     let mut tables = Vec::new();
     for (name, d) in &raw.data {
         tables.extend(keep(&mut errs, cx.table(name, d)));
@@ -219,6 +219,32 @@ impl Cx<'_> {
             .is_some_and(|c| c == '"' || c == '\'');
         pos.column += offset as u64 + u64::from(quoted);
         PlanError::at(self.file, self.source, Some(pos), message)
+    }
+
+    /// The plan as written, read past its unknown keys: each is an error (with its position
+    /// in the file), and the plan is read again without it. `Err` when the YAML cannot be read
+    /// for another reason (the unknown keys found before it are reported with it).
+    fn read(&self) -> Result<(RawPlan, Vec<PlanError>), PlanError> {
+        let mut text = std::borrow::Cow::Borrowed(self.source);
+        let mut unknown = Vec::new();
+        loop {
+            let e = match serde_saphyr::from_str::<RawPlan>(&text) {
+                Ok(raw) => return Ok((raw, unknown)),
+                Err(e) => e,
+            };
+            let err = self.yaml_error(&e);
+            let next = match (err.message.starts_with("unknown key '"), err.pos) {
+                (true, Some(pos)) if unknown.len() < crate::unknown::MOST => {
+                    crate::unknown::blank_key(&text, pos)
+                }
+                _ => None,
+            };
+            unknown.push(err);
+            match next {
+                Some(t) => text = std::borrow::Cow::Owned(t),
+                None => return Err(PlanError::all(unknown).expect("one error at least")),
+            }
+        }
     }
 
     fn yaml_error(&self, e: &serde_saphyr::Error) -> PlanError {
@@ -664,9 +690,12 @@ fn unknown_key_hint(msg: &str) -> Option<String> {
                 .collect()
         })
         .unwrap_or_default();
+    let mut hint = did_you_mean(field, expected.iter().copied());
+    if hint.is_empty() {
+        hint = crate::unknown::other_tool(field).unwrap_or_default();
+    }
     Some(format!(
-        "unknown key '{field}'{} (expected one of: {})",
-        did_you_mean(field, expected.iter().copied()),
+        "unknown key '{field}'{hint} (expected one of: {})",
         expected.join(", ")
     ))
 }

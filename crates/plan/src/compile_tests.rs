@@ -141,6 +141,41 @@ fn unknown_keys_suggest_the_right_one() {
 }
 
 #[test]
+fn every_unknown_key_is_named_at_once() {
+    // Four mistakes a k6 or wrk user makes in a first plan, in one round, each at its place;
+    // and the rest of the plan is still checked (the bad rate).
+    let plan = "target: http://127.0.0.1:8080\nscenarios:\n  - name: a\n    load: { duraton: 10s, conections: 5, rate: fast }\n    request:\n      - { path: / }\n    thresholds: [ \"p99 < 1s\" ]\n";
+    let e = check(plan).expect_err("four unknown keys");
+    let all: Vec<(u64, u64, String)> = std::iter::once(&e)
+        .chain(&e.others)
+        .map(|x| {
+            let p = x.pos.expect("a position");
+            (p.line, p.column, x.message.clone())
+        })
+        .collect();
+    let find = |key: &str| {
+        all.iter()
+            .find(|(_, _, m)| m.starts_with(&format!("unknown key '{key}'")))
+            .unwrap_or_else(|| panic!("no error for '{key}' in {all:?}"))
+    };
+    assert_eq!((find("duraton").0, find("duraton").1), (4, 13));
+    assert!(find("duraton").2.contains("did you mean 'duration'?"));
+    assert_eq!((find("conections").0, find("conections").1), (4, 27));
+    assert!(find("conections").2.contains("did you mean 'connections'?"));
+    assert_eq!(find("request").0, 5);
+    assert!(find("request").2.contains("did you mean 'requests'?"));
+    assert_eq!(find("thresholds").0, 7);
+    assert!(
+        find("thresholds").2.contains("brink calls it 'slo'"),
+        "{all:?}"
+    );
+    assert!(
+        all.iter().any(|(l, _, m)| *l == 4 && m.contains("rate")),
+        "the rest is checked too: {all:?}"
+    );
+}
+
+#[test]
 fn bad_values_point_at_the_value() {
     expect_error(
         &format!("{HEAD}    load: {{ duration: 10 parsecs }}\n"),

@@ -11,6 +11,7 @@ mod grpc_step;
 mod http_step;
 mod indent;
 pub mod load;
+mod unknown;
 mod watch;
 
 pub use compile::{

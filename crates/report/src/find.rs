@@ -597,6 +597,15 @@ pub fn render_summary(f: &FindResult) -> String {
         let _ = writeln!(o, " {line}");
     }
     let _ = writeln!(o, " Search ended: {}", f.stopped);
+    if let (None, By::Connections) = (&f.usl, f.by) {
+        let levels = f.usl_points().len();
+        let why = if levels < 3 {
+            format!("it needs steps with answers at 3 or more levels, and this search has {levels}")
+        } else {
+            "the measured points do not fit the curve (no positive serial share)".to_string()
+        };
+        let _ = writeln!(o, " USL fit: none ({why})");
+    }
     if let (Some(u), By::Connections) = (&f.usl, f.by) {
         let peak = match (u.peak_concurrency, u.peak_rps) {
             (Some(n), Some(x)) => format!(

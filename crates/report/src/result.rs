@@ -55,6 +55,10 @@ pub struct ScenarioResult {
     pub timeseries: Vec<SecondRow>,
     /// Server figures observed during the scenario (`--observe`): name -> peak and mean.
     pub observed: BTreeMap<String, crate::find::Observed>,
+    /// What was observed, in words: `pid 812 (nginx) and 2 descendants (nginx x2)`, `cgroup
+    /// /sys/fs/cgroup/system.slice/app.service`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observed_sources: Vec<String>,
     /// Requests refused before sending (`errors_by_kind.invalid_request`): per request name,
     /// the first refused part and value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -254,7 +254,11 @@ fn notes(o: &mut String, r: &ScenarioResult) {
                 )
             })
             .collect();
-        row(o, "server", figures.join(", "));
+        let mut text = figures.join(", ");
+        if !r.observed_sources.is_empty() {
+            text = format!("{text}  (of {})", r.observed_sources.join("; "));
+        }
+        row(o, "server", text);
     }
     workers(o, &r.workers);
     if let Some(sc) = &s.schedule {

@@ -74,6 +74,7 @@ pub fn scenario_result(
         slo,
         timeseries: out.seconds.iter().map(second_row).collect(),
         observed: BTreeMap::new(),
+        observed_sources: Vec::new(),
         refused,
         extract_failures,
         error: None,

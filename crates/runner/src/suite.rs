@@ -52,7 +52,11 @@ pub fn attach_samples(
         .into_iter()
         .map(|(k, (peak, mean))| (k, Observed { peak, mean }))
         .collect();
-    for sample in samples.iter().filter(|x| x.at >= from && x.at <= to) {
+    let within = |x: &&observe::Sample| x.at >= from && x.at <= to;
+    if let Some(last) = samples.iter().rfind(within) {
+        sc.observed_sources = last.seen.clone();
+    }
+    for sample in samples.iter().filter(within) {
         let t = sample.at.duration_since(from).as_secs();
         if let Some(row) = sc.timeseries.iter_mut().find(|r| r.t == t) {
             row.observed

@@ -350,3 +350,70 @@ fn demo_runs_on_loopback() {
     assert!(stdout.contains("reading it: past ~"), "{stdout}");
     assert!(stdout.contains("Diagnosis:"), "{stdout}");
 }
+
+/// Flags a wrk, hey, ghz, k6 or curl user types: accepted where the meaning is the same
+/// (`--vus`, `--latency`, `--body @file`), hinted where brink calls it otherwise.
+#[test]
+fn flags_from_other_tools_are_accepted_or_hinted() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let srv = testkit::serve(std::sync::Arc::new(move |r: &testkit::Req| {
+        s2.lock()
+            .unwrap()
+            .push(String::from_utf8_lossy(r.body).to_string());
+        testkit::Reply::status(200)
+    }))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let payload = dir.path().join("payload.json");
+    std::fs::write(&payload, r#"{"from":"a file"}"#).unwrap();
+    let url = srv.url("/");
+    let body = format!("@{}", payload.display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        .args([
+            "run",
+            &url,
+            "--vus",
+            "2",
+            "-n",
+            "6",
+            "--latency",
+            "-m",
+            "POST",
+        ])
+        .args(["--body", &body, "--no-history"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 6);
+    assert!(seen.iter().all(|b| b == r#"{"from":"a file"}"#), "{seen:?}");
+    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        .args(["run", &url, "-n", "1", "--body", "@/nonexistent/x.json"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(err.contains("--body @/nonexistent/x.json"), "{err}");
+    for (flag, value, hint) in [
+        ("-t", "2", "--threads 2"),
+        ("-D", "b.json", "--body-file b.json"),
+        ("-T", "text/plain", "-H 'Content-Type: text/plain'"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+            .args(["run", &url, flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(hint) && err.trim().lines().count() == 1,
+            "{err}"
+        );
+    }
+}

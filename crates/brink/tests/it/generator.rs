@@ -275,9 +275,10 @@ fn a_service_starved_of_cpu_is_diagnosed_starved() {
 #[test]
 fn compare_calls_no_difference_the_service_s_when_brink_was_short_of_cpu() {
     let _cpu = crate::support::cpu_exclusive();
-    // The same service before and after; the after run's brink shares its one CPU with two
-    // busy loops. Whatever its figures say, the difference is brink's, and compare says so.
-    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    // The same service before and after (a light load: 4 connections to a 2 ms service); the
+    // after run's brink shares its one CPU with four busy loops. Whatever its figures say, the
+    // difference is brink's, and compare says so.
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(2))).unwrap();
     let cpu = first_cpu();
     let dir = tempfile::tempdir().unwrap();
     let (before, after) = (
@@ -290,7 +291,7 @@ fn compare_calls_no_difference_the_service_s_when_brink_was_short_of_cpu() {
             "run".to_string(),
             url.clone(),
             "-c".into(),
-            "16".into(),
+            "4".into(),
             "-d".into(),
             "4s".into(),
             "--threads".into(),
@@ -304,8 +305,10 @@ fn compare_calls_no_difference_the_service_s_when_brink_was_short_of_cpu() {
         std::fs::write(out, ran.result.to_string()).unwrap();
         ran
     };
-    run(&before);
-    let burners = Burners::start(cpu, 2);
+    let alone = run(&before);
+    let g = &alone.result["scenarios"][0]["generator"];
+    assert_eq!(g["limited"], false, "alone on its CPU: {g}");
+    let burners = Burners::start(cpu, 4);
     let crowded = run(&after);
     drop(burners);
     let g = &crowded.result["scenarios"][0]["generator"];

@@ -229,9 +229,34 @@ fn a_run_rate_is_over_its_schedule_not_its_grace() {
 /// A stock multi-process nginx (a master and `workers` workers) answering `ok` on a port of
 /// this machine; stopped on drop. `None` without nginx, unless CI requires it.
 pub(crate) struct Nginx {
-    _child: Killed,
+    child: std::process::Child,
     pub url: String,
     _dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// The master's process id (what a user has at hand).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Nginx {
+    /// A fast shutdown through the master (SIGTERM), so its workers go with it: killing the
+    /// master outright would leave them running.
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 pub(crate) fn nginx(workers: u32) -> Option<Nginx> {
@@ -278,10 +303,15 @@ http {{
     std::fs::write(&path, conf).unwrap();
     let child = std::process::Command::new(bin)
         .args(["-p", &d.to_string(), "-c", path.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("nginx starts");
-    let child = Killed(child);
+    let ng = Nginx {
+        child,
+        url: format!("http://127.0.0.1:{port}/"),
+        _dir: dir,
+    };
     let t = std::time::Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -290,11 +320,7 @@ http {{
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    Some(Nginx {
-        _child: child,
-        url: format!("http://127.0.0.1:{port}/"),
-        _dir: dir,
-    })
+    Some(ng)
 }
 
 #[test]
@@ -335,4 +361,141 @@ fn multi_process_nginx_gets_one_capacity_that_holds() {
             "brink {sustained:.0} req/s at {level} connections, wrk {wrk:.0}\n{text}"
         );
     }
+}
+
+/// The CPU seconds of `pid` so far (utime + stime), from /proc.
+fn cpu_s(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, r)| r.split_whitespace().collect());
+    let f = |i: usize| {
+        fields
+            .get(i - 3)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (f(14) + f(15)) / 100.0
+}
+
+/// The children of `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            stat.rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok())
+                == Some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn observing_nginx_s_master_sums_its_workers() {
+    let _cpu = support::cpu_exclusive();
+    let Some(ng) = nginx(2) else { return };
+    let workers = children(ng.pid());
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let before: f64 = workers.iter().map(|&p| cpu_s(p)).sum();
+    let t = std::time::Instant::now();
+    let pid = format!("pid={}", ng.pid());
+    let ran = support::brink_json(&[
+        "run",
+        &ng.url,
+        "-c",
+        "8",
+        "-d",
+        "4s",
+        "--observe",
+        &pid,
+        "--no-history",
+    ]);
+    let wall = t.elapsed().as_secs_f64();
+    let used: f64 = workers.iter().map(|&p| cpu_s(p)).sum::<f64>() - before;
+    let s = &ran.result["scenarios"][0];
+    let seen = s["observed_sources"].to_string();
+    assert!(
+        seen.contains("(nginx) and 2 descendants (nginx x2)"),
+        "{seen}\n{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("descendants (nginx x2)"),
+        "{}",
+        ran.stdout
+    );
+    // What the workers used, as /proc says, against what brink observed of the master's tree.
+    let truth = used / wall * 100.0;
+    let mean = s["observed"]["srv cpu"]["mean"].as_f64().unwrap();
+    assert!(truth > 10.0, "the workers worked: {truth:.0}%");
+    assert!(
+        (mean - truth).abs() < truth * 0.35 + 10.0,
+        "observed {mean:.0}% of a core, the workers used {truth:.0}%"
+    );
+}
+
+#[test]
+fn a_cgroup_is_observed_whole() {
+    // A cgroup v2 of our own with a busy process in it; skipped where this test may not make
+    // one (not root, no cgroup v2 mount).
+    let mount = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            (right.starts_with("cgroup2 "))
+                .then(|| left.split_whitespace().nth(4).map(str::to_string))
+                .flatten()
+        });
+    let Some(mount) = mount else {
+        eprintln!("no cgroup v2 mount: skipping");
+        return;
+    };
+    let name = format!("brink-test-{}", std::process::id());
+    let dir = std::path::Path::new(&mount).join(&name);
+    if std::fs::create_dir(&dir).is_err() {
+        eprintln!("cannot make a cgroup under {mount}: skipping");
+        return;
+    }
+    let _cpu = support::cpu_exclusive();
+    let mut spin = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import time\nt=time.time()\nwhile time.time()-t<8: pass",
+        ])
+        .spawn()
+        .unwrap();
+    let moved = std::fs::write(dir.join("cgroup.procs"), spin.id().to_string());
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
+    let spec = format!("cgroup={name}");
+    let ran = support::brink_json(&[
+        "run",
+        &srv.url("/"),
+        "-c",
+        "1",
+        "-d",
+        "3s",
+        "--observe",
+        &spec,
+        "--no-history",
+    ]);
+    let _ = spin.kill();
+    let _ = spin.wait();
+    let _ = std::fs::remove_dir(&dir);
+    moved.expect("the busy process moves into the test's cgroup");
+    let s = &ran.result["scenarios"][0];
+    assert!(
+        s["observed_sources"].to_string().contains(&name),
+        "{}",
+        s["observed_sources"]
+    );
+    let mean = s["observed"]["srv cpu"]["mean"].as_f64().unwrap();
+    assert!(
+        mean > 40.0,
+        "a spinning process: {mean:.0}% of a core\n{}",
+        ran.stdout
+    );
 }
