@@ -554,19 +554,19 @@ pub struct HistoryArgs {
     #[command(subcommand)]
     pub action: Option<HistoryAction>,
     /// Only runs against this target URL.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub target: Option<String>,
     /// Only runs with this tag, KEY=VALUE (repeatable: all must match).
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    #[arg(long = "tag", value_name = "KEY=VALUE", global = true)]
     pub tags: Vec<String>,
     /// Only runs of this scenario (or plan scenario list) name.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub name: Option<String>,
     /// At most this many runs.
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, global = true)]
     pub limit: usize,
     /// Print the runs as JSON.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub json: bool,
     /// The history file (default: $BRINK_HISTORY, else ~/.local/share/brink/history.db).
     #[arg(long, global = true, value_name = "PATH")]
@@ -579,6 +579,9 @@ pub enum HistoryAction {
     Rm { run: String },
     /// Mark a run as the baseline of its target and name (`brink compare baseline latest`).
     Baseline { run: String },
+    /// The capacity of every search (`find`) recorded, by its tags: one table across the
+    /// settings a service was searched under (`--tag cpu=400m --tag replicas=3`).
+    Capacity,
 }
 
 #[derive(Args, Debug, Clone)]

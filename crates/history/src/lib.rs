@@ -101,6 +101,8 @@ pub struct Run {
     pub error_rate: Option<f64>,
     pub slo_passed: Option<bool>,
     pub max_sustainable: Option<f64>,
+    /// A search: the throughput at its maximum sustainable level (its capacity).
+    pub capacity_rps: Option<f64>,
     pub interrupted: bool,
     pub exit_code: Option<i64>,
     pub brink_version: String,
@@ -110,6 +112,30 @@ pub struct Run {
     pub note: Option<String>,
     pub baseline: bool,
     pub tags: Vec<(String, String)>,
+}
+
+impl Run {
+    /// A search's capacity in words: `1,905 req/s at 27 connections` (`826 req/s at 826/s`
+    /// for a search by rate); `None` for a run, or a search where no level held.
+    pub fn capacity(&self) -> Option<String> {
+        let at = self.sustainable_level()?;
+        Some(match self.capacity_rps {
+            Some(rps) => format!("{} req/s at {at}", report::fmt_rate(rps)),
+            None => format!("at {at}"),
+        })
+    }
+}
+
+impl Run {
+    /// A search's maximum sustainable level in words: `27 connections`, `826/s`.
+    pub fn sustainable_level(&self) -> Option<String> {
+        let level = self.max_sustainable?;
+        Some(if self.load_model == "open" {
+            format!("{}/s", report::fmt_rate(level))
+        } else {
+            report::find::connections(level)
+        })
+    }
 }
 
 /// Which runs to list.
@@ -223,16 +249,13 @@ impl History {
         } else {
             None
         };
-        let max = r
-            .find
-            .as_ref()
-            .and_then(|f| f.max_sustainable.as_ref())
-            .map(|m| m.level);
+        let sustained = r.find.as_ref().and_then(|f| f.max_sustainable.as_ref());
+        let (max, capacity) = (sustained.map(|m| m.level), sustained.map(|m| m.rps));
         retry(|| {
             self.conn.execute(
                 "UPDATE runs SET status = 'done', finished_at = ?2, duration_s = ?3, requests = ?4,
                 ok_rps = ?5, p50_ms = ?6, p99_ms = ?7, error_rate = ?8, slo_passed = ?9,
-                max_sustainable = ?10, interrupted = ?11, result = ?12
+                max_sustainable = ?10, interrupted = ?11, result = ?12, capacity_rps = ?13
              WHERE id = ?1",
                 params![
                     id,
@@ -247,6 +270,7 @@ impl History {
                     max,
                     r.interrupted,
                     json,
+                    capacity,
                 ],
             )
         })?;
@@ -496,7 +520,8 @@ fn retry<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> Result<T, Error> {
 const COLUMNS: &str =
     "id, started_at, status, command, name, target, method, load_model, load_level,
     duration_s, requests, ok_rps, p50_ms, p99_ms, error_rate, slo_passed, max_sustainable,
-    interrupted, exit_code, brink_version, git_commit, git_branch, host, note, baseline";
+    interrupted, exit_code, brink_version, git_commit, git_branch, host, note, baseline,
+    capacity_rps";
 
 #[cfg(test)]
 mod tests;

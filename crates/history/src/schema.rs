@@ -57,6 +57,11 @@ const MIGRATIONS: &[&str] = &[
     // 2: the process recording a run (boot id/pid/start time), so a run whose process is gone
     // can be told from one still going.
     "ALTER TABLE runs ADD COLUMN process TEXT;",
+    // 3: a search's capacity (the throughput at its maximum sustainable level), filled in for
+    // searches already recorded from their stored result.
+    "ALTER TABLE runs ADD COLUMN capacity_rps REAL;
+    UPDATE runs SET capacity_rps = json_extract(result, '$.find.max_sustainable.rps')
+        WHERE command = 'find' AND result IS NOT NULL AND json_valid(result);",
 ];
 
 /// The schema version this brink writes.
@@ -123,6 +128,7 @@ pub fn run_of(r: &Row) -> rusqlite::Result<Run> {
         host: r.get(22)?,
         note: r.get(23)?,
         baseline: r.get(24)?,
+        capacity_rps: r.get(25)?,
         tags: Vec::new(),
     })
 }

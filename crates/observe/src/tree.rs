@@ -4,7 +4,8 @@
 //! the processes seen in both readings (a process new since the last reading counts whole:
 //! all its time is since then); gauges (memory, threads, descriptors, sockets) are summed.
 //! The tree is also said in words (`pid 812 (nginx) and 2 descendants (nginx x2)`), so a
-//! figure is never read as one worker's when it is the service's.
+//! figure is never read as one worker's when it is the service's. brink itself (and what it
+//! started) is left out when it runs under the process observed.
 
 use crate::procfs::{self, Reading};
 use std::collections::BTreeMap;
@@ -81,12 +82,15 @@ fn members(root: u32) -> Vec<(u32, String)> {
         }
         children.entry(ppid).or_default().push((pid, comm));
     }
+    // brink is never the service: observing a shell (or a test) that started it leaves brink
+    // and whatever it started out.
+    let me = std::process::id();
     let mut out = vec![(root, root_comm)];
     let mut i = 0;
     while i < out.len() {
         let pid = out[i].0;
         if let Some(kids) = children.remove(&pid) {
-            out.extend(kids);
+            out.extend(kids.into_iter().filter(|(p, _)| *p != me));
         }
         i += 1;
     }

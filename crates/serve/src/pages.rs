@@ -42,8 +42,8 @@ fn badge(r: &Run) -> String {
         (RunStatus::Died, _, _) => "<span class=\"badge fail\">died</span>".into(),
         (_, _, true) => "<span class=\"badge warn\">interrupted</span>".into(),
         // A search's steps fail by design: it succeeded when a level held.
-        _ if r.command == "find" => match r.max_sustainable {
-            Some(_) => "<span class=\"badge pass\">found</span>".into(),
+        _ if r.command == "find" => match r.capacity() {
+            Some(c) => format!("<span class=\"badge pass\">{}</span>", e(&c)),
             None => "<span class=\"badge fail\">none held</span>".into(),
         },
         (_, Some(true), _) => "<span class=\"badge pass\">PASS</span>".into(),

@@ -38,11 +38,13 @@ pub fn history_cmd(a: &HistoryArgs) -> Result<i32, Fail> {
             emitln!("run {id} is the baseline of {} ({})", r.target, r.name);
             Ok(0)
         }
+        Some(HistoryAction::Capacity) => capacity(&h, a),
         None => list(&h, a),
     }
 }
 
-fn list(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
+/// The runs the filters pick, newest first.
+fn picked(h: &History, a: &HistoryArgs) -> Result<Vec<Run>, Fail> {
     let tags = a
         .tags
         .iter()
@@ -52,14 +54,78 @@ fn list(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
                 .ok_or_else(|| Fail::input(format!("--tag '{t}': expected KEY=VALUE")))
         })
         .collect::<Result<_, _>>()?;
-    let runs = h
-        .list(&Filter {
-            target: a.target.clone(),
-            name: a.name.clone(),
-            tags,
-            limit: a.limit,
-        })
-        .map_err(fail)?;
+    h.list(&Filter {
+        target: a.target.clone(),
+        name: a.name.clone(),
+        tags,
+        limit: a.limit,
+    })
+    .map_err(fail)
+}
+
+/// Every finished search's capacity, by its tags (tags in order, then newest first).
+fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
+    let mut runs: Vec<Run> = picked(h, a)?
+        .into_iter()
+        .filter(|r| r.command == "find" && r.status == RunStatus::Done)
+        .collect();
+    let tags = |r: &Run| -> String {
+        let t: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if t.is_empty() {
+            "(no tags)".into()
+        } else {
+            t.join(" ")
+        }
+    };
+    runs.sort_by_key(|r| tags(r));
+    if a.json {
+        let rows: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "started_at": r.started_at, "tags": r.tags, "target": r.target,
+                    "name": r.name, "capacity_rps": r.capacity_rps,
+                    "max_sustainable": r.max_sustainable, "by": r.load_model,
+                })
+            })
+            .collect();
+        emitln!("{}", serde_json::Value::Array(rows));
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        emitln!("no searches recorded in {}", h.path().display());
+        return Ok(0);
+    }
+    emitln!(
+        "{:<40} {:>12}  {:<22} {:>5}  {:<20} target",
+        "tags",
+        "capacity",
+        "at",
+        "id",
+        "started"
+    );
+    for r in &runs {
+        let rps = match (r.capacity_rps, r.max_sustainable) {
+            (Some(rps), _) => format!("{} req/s", fmt_rate(rps)),
+            (None, Some(_)) => "-".into(),
+            (None, None) => "none held".into(),
+        };
+        let at = r.sustainable_level().unwrap_or_else(|| "-".into());
+        emitln!(
+            "{:<40} {:>12}  {:<22} {:>5}  {:<20} {}",
+            cut(&tags(r), 40),
+            rps,
+            at,
+            r.id,
+            cut(&r.started_at, 20),
+            r.target
+        );
+    }
+    Ok(0)
+}
+
+fn list(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
+    let runs = picked(h, a)?;
     if a.json {
         emitln!(
             "{}",
@@ -115,8 +181,8 @@ fn line(r: &Run) -> String {
         (_, Some(false), _) => "FAIL".to_string(),
         _ => "-".to_string(),
     };
-    let extra = match (r.max_sustainable, r.baseline) {
-        (Some(m), b) => format!(" max {m}{}", if b { " baseline" } else { "" }),
+    let extra = match (r.capacity(), r.baseline) {
+        (Some(c), b) => format!(" capacity {c}{}", if b { " baseline" } else { "" }),
         (None, true) => " baseline".to_string(),
         (None, false) => String::new(),
     };

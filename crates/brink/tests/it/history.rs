@@ -222,3 +222,86 @@ fn a_history_that_cannot_be_written_changes_nothing_else() {
         .code(0);
     assert!(!h.exists());
 }
+
+/// A service searched under two settings: one table of capacity by tag, the search's line in
+/// the list says its capacity (not only that it found one), and a history written before the
+/// capacity column gets it from the stored results.
+#[test]
+fn searches_under_settings_give_one_capacity_table() {
+    // Two slots of 10 ms (at most 200 req/s) and four (at most 400 req/s).
+    let serve = |slots: usize| {
+        testkit::serve_with(
+            testkit::Options {
+                slots: Some(slots),
+                ..testkit::Options::default()
+            },
+            std::sync::Arc::new(|_: &testkit::Req| testkit::Reply::Full {
+                status: 200,
+                body: b"ok".to_vec(),
+                delay: Duration::from_millis(10),
+                slot: true,
+                close: false,
+            }),
+        )
+        .unwrap()
+    };
+    let (two, four) = (serve(2), serve(4));
+    let dir = tempfile::tempdir().unwrap();
+    let h = dir.path().join("history.db");
+    for (srv, tag) in [(&two, "replicas=2"), (&four, "replicas=4")] {
+        brink(&h)
+            .args(["find", &srv.url("/"), "--slo", "p99<35ms", "--to", "8"])
+            .args(["--step", "2s", "--warmup", "1s", "--cooldown", "0s", "-q"])
+            .args(["--tag", tag])
+            .timeout(Duration::from_secs(120))
+            .assert()
+            .code(0);
+    }
+    let out = brink(&h).args(["history", "capacity"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = |tag: &str| {
+        text.lines()
+            .find(|l| l.starts_with(tag))
+            .unwrap_or_else(|| panic!("no {tag} row:\n{text}"))
+            .to_string()
+    };
+    let rps = |l: &str| -> f64 {
+        let cell = l.split(" req/s").next().unwrap();
+        cell.split_whitespace()
+            .last()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    let (r2, r4) = (rps(&line("replicas=2")), rps(&line("replicas=4")));
+    assert!(r2 > 120.0 && r2 < 210.0, "{text}");
+    assert!(r4 > 1.6 * r2 && r4 < 420.0, "{text}");
+    assert!(line("replicas=4").contains(" connections"), "{text}");
+    let rows = stdout_json(brink(&h).args(["history", "capacity", "--json"]));
+    assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
+    // The list says each search's capacity.
+    let list = brink(&h).args(["history"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        list.contains(" capacity ") && list.contains(" req/s at "),
+        "{list}"
+    );
+    // An older file: the column emptied, the migration's update fills it from the results.
+    let conn = rusqlite::Connection::open(&h).unwrap();
+    conn.execute_batch("UPDATE runs SET capacity_rps = NULL; PRAGMA user_version = 2;")
+        .unwrap();
+    conn.execute_batch("ALTER TABLE runs DROP COLUMN capacity_rps;")
+        .unwrap();
+    drop(conn);
+    let again = stdout_json(brink(&h).args(["history", "capacity", "--json"]));
+    assert!(
+        again
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["capacity_rps"].as_f64().is_some_and(|x| x > 100.0)),
+        "{again}"
+    );
+}
