@@ -34,9 +34,11 @@
 //!    seconds, and a clear change (a 20x slower p99) still reads regressed. Below 3 steady
 //!    seconds on a side the verdict is **insufficient data**.
 //!
-//!    **A limited generator**: when brink said it limited a run on either side (its workers
-//!    busy or waiting for a CPU), a regressed or improved verdict becomes **not the service's**
-//!    and decides nothing; the note names the side.
+//!    **A limited generator**: a run whose brink said it limited it (its workers busy or
+//!    waiting for a CPU) looks worse than the service, never better: a regression when the
+//!    after side was limited, or an improvement when the before side was, becomes **not the
+//!    service's** and decides nothing; the note names the side. A regression against a
+//!    limited before side stands (brink's limit cannot explain it).
 //! 6. **Exit**: the aggregate p99, error rate and throughput of each scenario decide (any of
 //!    them regressed: 1); the other rows, per-request rows (whole run, no resampling), server
 //!    figures and connect times inform. For capacity searches, the maximum sustainable level

@@ -199,7 +199,14 @@ fn scenario(
         } else {
             Verdict::InsufficientData
         };
-        if limited.is_some() && matches!(row.verdict, Verdict::Regressed | Verdict::Improved) {
+        // A generator short of CPU makes its side look worse than the service (less
+        // throughput, slower), never better: only a difference in that direction may be brink's.
+        let brinks = match row.verdict {
+            Verdict::Regressed => limited.after.is_some(),
+            Verdict::Improved => limited.before.is_some(),
+            _ => false,
+        };
+        if brinks {
             row.verdict = Verdict::GeneratorLimited;
         }
         c.rows.push(row);
@@ -222,25 +229,35 @@ fn scenario(
             a.len()
         ));
     }
-    if let Some(why) = limited {
-        c.notes.push(format!(
-            "scenario {name}: {why}: a difference there may be brink's, so none is called the service's (give brink more CPU and run again)"
-        ));
+    for (side, why, looks) in [
+        ("before", &limited.before, "an improvement"),
+        ("after", &limited.after, "a regression"),
+    ] {
+        if let Some(why) = why {
+            c.notes.push(format!(
+                "scenario {name}: the {side} run's generator was limited ({why}): {looks} may be brink's, so none is called the service's (give brink more CPU and run again)"
+            ));
+        }
     }
 }
 
-/// The side whose generator said it limited its run, and why, in words.
-fn limited_side(sb: &[&ScenarioResult], sa: &[&ScenarioResult]) -> Option<String> {
+/// Each side's generator limit, in words, when its run said it had one.
+struct Limited {
+    before: Option<String>,
+    after: Option<String>,
+}
+
+/// Which sides' generators said they limited their runs, and why.
+fn limited_side(sb: &[&ScenarioResult], sa: &[&ScenarioResult]) -> Limited {
     let why = |v: &[&ScenarioResult]| {
         v.iter()
             .filter_map(|s| s.generator.as_ref())
             .find(|g| g.limited)
             .map(|g| g.why.clone().unwrap_or_default())
     };
-    match (why(sb), why(sa)) {
-        (Some(w), _) => Some(format!("the before run's generator was limited ({w})")),
-        (None, Some(w)) => Some(format!("the after run's generator was limited ({w})")),
-        (None, None) => None,
+    Limited {
+        before: why(sb),
+        after: why(sa),
     }
 }
 

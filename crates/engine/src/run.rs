@@ -205,7 +205,11 @@ pub fn run(
         aborted: agg.aborted,
         seconds: agg.seconds,
         duration,
-        scheduled: merge::scheduled(&spec.load, duration),
+        scheduled: merge::scheduled(
+            &spec.load,
+            duration,
+            !interrupted && !agg.aborted && spec.max_requests.is_none(),
+        ),
         interrupted,
         unfinished: agg.unfinished,
         workers: shared.workers,

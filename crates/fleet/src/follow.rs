@@ -257,7 +257,11 @@ impl<'a> Running<'a> {
             aborted: m.aborted,
             seconds: m.seconds,
             duration,
-            scheduled: merge::scheduled(&self.spec.load, duration),
+            scheduled: merge::scheduled(
+                &self.spec.load,
+                duration,
+                !(self.interrupted || self.short || m.aborted) && self.spec.max_requests.is_none(),
+            ),
             // A worker lost or failed: the run delivered less than was asked.
             interrupted: self.interrupted || self.short,
             unfinished: m.unfinished,

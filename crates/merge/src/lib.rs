@@ -102,9 +102,16 @@ pub struct Merger<'a> {
     pub sched: Option<observe::procfs::Sched>,
 }
 
-/// Of a run that lasted `duration`, the part its schedule (`load`) covered.
-pub fn scheduled(load: &Load, duration: Duration) -> Duration {
-    load.end().map_or(duration, |e| e.min(duration))
+/// Of a run that lasted `duration`, the part its schedule (`load`) covered. A run that went
+/// through its `whole` schedule (not interrupted, stopped by an objective or ended by its
+/// request count) covered all of it, even when its last answer came just before the end (an
+/// open-model schedule's last arrival is due before it).
+pub fn scheduled(load: &Load, duration: Duration, whole: bool) -> Duration {
+    match load.end() {
+        Some(e) if whole => e,
+        Some(e) => e.min(duration),
+        None => duration,
+    }
 }
 
 impl<'a> Merger<'a> {

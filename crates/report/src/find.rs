@@ -195,6 +195,13 @@ pub enum Finding {
     },
     /// Connects failed at `level` while the service still answered its probe.
     ConnectionsNotOpening { level: f64, failed_connects: u64 },
+    /// Connects at the first failing `level` waited for SYN retransmissions (p99 of
+    /// `connect_p99_ms` over `connects` connects): the listen queue was full.
+    SlowConnects {
+        level: f64,
+        connect_p99_ms: f64,
+        connects: u64,
+    },
     /// 5xx responses and timeouts at the first failing `level`.
     OverloadErrors {
         level: f64,
@@ -247,6 +254,10 @@ pub enum Finding {
         p99_ms: f64,
     },
 }
+
+/// A share of brink's workers' time waiting for a CPU from which a run's or step's figures may
+/// be brink's (0..1).
+pub const GENERATOR_WAITED: f64 = 0.15;
 
 /// Throughput this far (%) below its peak has fallen, not held.
 const FALL_PERCENT: f64 = 10.0;
@@ -304,6 +315,11 @@ impl Finding {
                 "connections did not open at {}: {failed_connects} failed connects while the service still answered its health probe: check the server's listen backlog and accept rate, and brink's open-file limit (ulimit -n)",
                 lvl(*level)
             ),
+            Finding::SlowConnects { level, connect_p99_ms, connects } => format!(
+                "connects waited at {}: p99 {} over {connects} connects, the 1 s retry of a SYN a full listen queue dropped, and each of those requests waited for it: raise the service's listen backlog (and net.core.somaxconn), accept faster, or keep connections alive",
+                lvl(*level),
+                fmt_ms(*connect_p99_ms)
+            ),
             Finding::OverloadErrors { level, server_errors, timeouts, attempts } => format!(
                 "overload errors at {}: {server_errors} 5xx responses and {timeouts} timeouts out of {attempts} attempts ({:.1}%)",
                 lvl(*level),
@@ -344,13 +360,17 @@ impl Finding {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StepRow {
     pub level: f64,
-    /// Latency after the warm-up (ms).
+    /// Latency after the warm-up (ms), the slow answers of the grace after the step
+    /// included (they count against its objectives).
     pub p50: f64,
     pub p75: f64,
     pub p90: f64,
     pub p99: f64,
+    /// The mean latency of the answers within the step's window (after the warm-up, before
+    /// the grace), ms: the window `rps` is over, so connections / rps = mean holds on it.
     pub mean: f64,
-    /// Attempts per second after the warm-up.
+    /// Attempts per second completed in the step's window (after the warm-up, not in the
+    /// grace after it).
     pub rps: f64,
     pub ok_rps: f64,
     pub requests: u64,
@@ -536,13 +556,21 @@ fn short(name: &str) -> String {
 
 /// One table row, printed as soon as the step ends.
 pub fn step_line(by: By, s: &StepRow, observed: &[String], knee: Option<&str>) -> String {
+    // No answer at all: no latency to show (not 0 ms).
+    let ms = |v: f64| {
+        if s.p99 == 0.0 && s.mean == 0.0 {
+            "-".to_string()
+        } else {
+            fmt_ms(v)
+        }
+    };
     let mut o = format!(
         " {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>4.0}%",
         by.cell(s.level),
-        fmt_ms(s.p50),
-        fmt_ms(s.p75),
-        fmt_ms(s.p90),
-        fmt_ms(s.p99),
+        ms(s.p50),
+        ms(s.p75),
+        ms(s.p90),
+        ms(s.p99),
         fmt_rate(s.rps),
         fmt_count(s.errors),
         s.generator_cpu * 100.0
@@ -597,6 +625,9 @@ pub fn render_summary(f: &FindResult) -> String {
         let _ = writeln!(o, " {line}");
     }
     let _ = writeln!(o, " Search ended: {}", f.stopped);
+    if let Some(w) = f.generator_waited() {
+        let _ = writeln!(o, " Generator: WARNING {w}");
+    }
     if let (None, By::Connections) = (&f.usl, f.by) {
         let levels = f.usl_points().len();
         let why = if levels < 3 {
@@ -640,6 +671,27 @@ pub fn render_summary(f: &FindResult) -> String {
 }
 
 impl FindResult {
+    /// The steps whose brink waited for a CPU [`GENERATOR_WAITED`] of its time or more, in
+    /// words; their figures may be brink's.
+    pub fn generator_waited(&self) -> Option<String> {
+        let short: Vec<&StepRow> = self
+            .steps
+            .iter()
+            .filter(|s| s.generator_wait.is_some_and(|w| w >= GENERATOR_WAITED))
+            .collect();
+        let worst = short.iter().max_by(|a, b| {
+            let w = |x: &StepRow| x.generator_wait.unwrap_or(0.0);
+            w(a).total_cmp(&w(b))
+        })?;
+        Some(format!(
+            "brink's workers waited for a CPU other processes held in {} of {} steps, up to {:.0}% of their time (at {}): those steps' throughput may be lower and latency higher than the service's (run brink on cores the service and other work do not use)",
+            short.len(),
+            self.steps.len(),
+            worst.generator_wait.unwrap_or(0.0) * 100.0,
+            self.by.describe(worst.level)
+        ))
+    }
+
     /// Whole steps with successful responses, in level order.
     fn measured(&self) -> Vec<&StepRow> {
         let mut v: Vec<&StepRow> = self
@@ -680,8 +732,13 @@ impl FindResult {
             .unwrap_or(peak);
         out.push(self.throughput_line(peak, knee, top, k));
         if top.level > knee.level {
+            let queues = if k.reason.starts_with("throughput stops growing") {
+                "More load only queues"
+            } else {
+                "More load"
+            };
             out.push(format!(
-                "More load only queues: at {} p99 is {} ({} at the knee) for {} req/s",
+                "{queues}: at {} p99 is {} ({} at the knee) for {} req/s",
                 self.by.describe(top.level),
                 fmt_ms(top.p99),
                 fmt_ms(knee.p99),
@@ -719,7 +776,16 @@ impl FindResult {
     ) -> String {
         let lvl = |l: f64| self.by.describe(l);
         let fell = |x: &StepRow| (1.0 - x.ok_rps / peak.ok_rps) * 100.0;
-        let mut line = if top.level > knee.level && fell(top) >= FALL_PERCENT {
+        let mut line = if !k.reason.starts_with("throughput stops growing") {
+            // A knee of latency: throughput may still have grown past it.
+            format!(
+                "Throughput: {} req/s at its highest ({}); latency's knee is at {} ({}).",
+                fmt_rate(peak.ok_rps),
+                lvl(peak.level),
+                lvl(knee.level),
+                k.reason
+            )
+        } else if top.level > knee.level && fell(top) >= FALL_PERCENT {
             let at = if peak.level == knee.level {
                 format!("at {} (the knee: {})", lvl(knee.level), k.reason)
             } else {
@@ -752,10 +818,10 @@ impl FindResult {
         if (1.0 - m.rps / peak.ok_rps) * 100.0 < FALL_PERCENT {
             return line;
         }
-        let why = if m.level < knee.level {
+        let why = if m.level < peak.level {
             format!(
                 "the peak comes only at {}, where the objectives no longer held",
-                lvl(knee.level)
+                lvl(peak.level)
             )
         } else {
             format!(

@@ -348,12 +348,13 @@ fn step_on(
     }
     let name = format!("step {}", s.by.describe(level));
     let rps = b.requests.saturating_sub(grace.requests) as f64 / steady_s;
+    let mean = window_mean_ms(b, grace);
     let little = (s.by == By::Connections && !out.interrupted)
         .then(|| {
             search::little::check(&search::little::StepFigures {
                 level,
                 rps,
-                mean_ms: window_mean_ms(b, grace),
+                mean_ms: mean,
                 attempts: b.requests.saturating_sub(grace.requests),
                 failed: b.errors_by_kind.iter().sum(),
                 in_flight: watch.grace.requests + out.unfinished,
@@ -371,7 +372,7 @@ fn step_on(
         p75: lat.p75,
         p90: lat.p90,
         p99: lat.p99,
-        mean: lat.mean,
+        mean,
         rps,
         ok_rps: b.ok.saturating_sub(grace.ok) as f64 / steady_s,
         requests: out.totals.all.requests,

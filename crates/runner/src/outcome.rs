@@ -311,7 +311,7 @@ const LATE_NOTICEABLE: f64 = 0.01;
 const NO_CPU_TO_SPARE: f64 = 0.75;
 /// A share of the workers' time spent ready but waiting for a CPU from which a run's figures
 /// may be brink's: it saw answers late and sent late for that long.
-const SHORT_OF_CPU: f64 = 0.15;
+const SHORT_OF_CPU: f64 = report::find::GENERATOR_WAITED;
 
 /// brink's workers over `wall` seconds: the share of their time on a CPU (0..1; from the
 /// kernel's per-thread figures, else the process CPU `cpu`) and the share spent ready to run

@@ -8,6 +8,8 @@
 //! * **rate-limited**: >= 1% of the first failing step's responses were 429 (a gateway or the service throttling);
 //! * **connections not opening**: connect failures in the first failing step while the service
 //!   still answers its probe (listen backlog, accept rate, or brink's open-file limit);
+//! * **slow connects**: connect p99 of 900 ms or more in the first failing step (a SYN dropped by
+//!   a full listen queue is retried after 1 s, and the request waits for it);
 //! * **overload errors**: 5xx responses or timeouts in the first failing step;
 //! * **CPU-bound** / **not CPU-bound** (needs server CPU from `--observe`, in % of one core):
 //!   at the knee, CPU at least 80% and at least 90% of the search's peak (as when a model server's pods
@@ -30,6 +32,8 @@ const SERVER_CPU: &str = model::metrics::CPU;
 const THROTTLED_FINDING: f64 = 10.0;
 /// The minimum TCP retransmission timeout, ms.
 const MIN_RTO_MS: f64 = 200.0;
+/// A connect this slow (ms) waited for a retransmitted SYN (the first retry is after 1 s).
+const SYN_RETRY_MS: f64 = 900.0;
 
 /// What the summary and the diagnosis read of one step.
 #[derive(Clone, Copy)]
@@ -135,6 +139,18 @@ fn failing_step(s: &StepFacts, out: &mut Vec<Finding>) {
             level,
             failed_connects: connect,
         });
+    }
+    // A connect that took a second or more waited for a SYN retransmission: the listen queue
+    // was full. Those requests waited for it too (it is in their latency).
+    if let Some(c) = b.setup.connect.as_deref().filter(|c| !c.is_empty()) {
+        let p99_ms = c.value_at_quantile(0.99) as f64 / 1000.0;
+        if p99_ms >= SYN_RETRY_MS {
+            out.push(Finding::SlowConnects {
+                level,
+                connect_p99_ms: p99_ms,
+                connects: c.len(),
+            });
+        }
     }
     let n5xx: u64 = b
         .status

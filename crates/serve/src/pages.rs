@@ -101,6 +101,12 @@ fn sparkline(values: &[f64]) -> String {
     )
 }
 
+/// A URL for a table cell: escaped, and breakable only after a `/` or before a `?` (never
+/// inside a host or port).
+fn url_cell(url: &str) -> String {
+    e(url).replace('/', "/<wbr>").replace('?', "<wbr>?")
+}
+
 fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
     v.map_or("-".into(), f)
 }
@@ -164,9 +170,9 @@ fn trends(h: &History, runs: &[Run]) -> String {
             });
         let _ = writeln!(
             o,
-            "<tr><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td><td>{}</td><td class=\"c1\">{}</td><td class=\"c2\">{}</td><td>{}</td><td>{}</td><td>{base}</td></tr>",
+            "<tr><td class=\"wrap\">{}</td><td class=\"url\">{}</td><td class=\"wrap\">{}</td><td>{}</td><td class=\"c1\">{}</td><td class=\"c2\">{}</td><td>{}</td><td>{}</td><td>{base}</td></tr>",
             e(name),
-            e(target),
+            url_cell(target),
             e(load),
             list.len(),
             sparkline(&p99),
@@ -219,11 +225,11 @@ fn table(h: &History, runs: &[Run]) -> String {
             .collect();
         let _ = writeln!(
             o,
-            "<tr><td><input type=\"checkbox\" name=\"run\" value=\"{id}\"{dis}></td><td><a href=\"/{link}/{id}\">{id}</a></td><td class=\"wrap\">{}</td><td>{}</td><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td><td class=\"wrap\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{against}</td><td class=\"wrap\">{} {}</td></tr>",
+            "<tr><td><input type=\"checkbox\" name=\"run\" value=\"{id}\"{dis}></td><td><a href=\"/{link}/{id}\">{id}</a></td><td class=\"wrap\">{}</td><td>{}</td><td class=\"wrap\">{}</td><td class=\"url\">{}</td><td class=\"wrap\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{against}</td><td class=\"wrap\">{} {}</td></tr>",
             e(&r.started_at),
             e(&r.command),
             e(&r.name),
-            e(&r.target),
+            url_cell(&r.target),
             e(&r.load_level),
             r.requests.map_or("-".into(), |n| fmt_count(n.max(0) as u64)),
             opt(r.ok_rps, fmt_rate),
@@ -468,10 +474,18 @@ pub fn live(h: &History, id: i64) -> Out {
     let mut body = nav(&format!(" · run {id} (live)"));
     let _ = write!(
         body,
-        "<header><h1>{} <span class=\"method\">{}</span> {}</h1><p class=\"sub\">{} · {} · started {} · <span id=\"live-status\">{}</span></p></header>\n<div class=\"grid\">{}{}</div>\n<script type=\"application/json\" id=\"brink-live\">{}</script>\n",
+        "<header><h1>{} {}</h1><p class=\"sub\">{} · {} · started {} · <span id=\"live-status\">{}</span></p></header>\n<div class=\"grid\">{}{}</div>\n<script type=\"application/json\" id=\"brink-live\">{}</script>\n",
         e(&meta.name),
-        e(&meta.method),
-        e(&meta.target),
+        // A run from flags is named by its method and path already: the method once.
+        if meta.name.starts_with(&format!("{} ", meta.method)) {
+            e(&meta.target)
+        } else {
+            format!(
+                "<span class=\"method\">{}</span> {}",
+                e(&meta.method),
+                e(&meta.target)
+            )
+        },
         e(&meta.command),
         e(&meta.load_level),
         e(&meta.started_at),

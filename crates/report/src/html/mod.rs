@@ -68,15 +68,51 @@ pub fn page_with(r: &RunResult, nav: &str, extra: &Extra) -> String {
             body.push_str(&scenario_section(s, many, &mut charts));
         }
     }
+    let open = r
+        .scenarios
+        .iter()
+        .any(|s| s.load.model == model::LoadModel::Open);
+    let timed = if open {
+        "Latency is timed from each request's intended start (the open model's schedule), a wait for a connection included."
+    } else {
+        "Latency is timed from when each connection was free to send its request, the connect included when it needed one; service time from the send."
+    };
     let _ = writeln!(
         body,
-        "<footer>Written by brink {} from a result started at {} (seed {}). Latency is timed from each request's intended start.</footer>",
+        "<footer>Written by brink {} from a result started at {} (seed {}). {timed}</footer>",
         escape(&r.brink_version),
         escape(&r.started_at),
         r.seed,
     );
-    let title = format!("brink report: {} {}", r.target.method, r.target.shown());
-    document(&title, &body, &charts, extra)
+    document(&title(r), &body, &charts, extra)
+}
+
+/// `brink report: browse-and-buy, checkout (http://127.0.0.1:8080)`: the scenarios by name
+/// (a flag run's name is its method and path) and where they went, never a path template.
+pub fn title(r: &RunResult) -> String {
+    let names: Vec<&str> = r
+        .scenarios
+        .iter()
+        .map(|s| s.name.as_str())
+        .take(3)
+        .collect();
+    let more = r.scenarios.len().saturating_sub(names.len());
+    let url = &r.target.url;
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let origin = url[after_scheme..]
+        .find('/')
+        .map_or(url.as_str(), |i| &url[..after_scheme + i]);
+    if let Some(f) = &r.find {
+        return format!(
+            "brink report: capacity search by {} ({origin})",
+            f.by.name()
+        );
+    }
+    let mut t = format!("brink report: {}", names.join(", "));
+    if more > 0 {
+        let _ = write!(t, " and {more} more");
+    }
+    format!("{t} ({origin})")
 }
 
 /// What a page may do beyond showing itself: the web UI's live view reads a stream from its
