@@ -115,13 +115,14 @@ pub struct Run {
 }
 
 impl Run {
-    /// A search's capacity in words: `1,905 req/s at 27 connections` (`826 req/s at 826/s`
-    /// for a search by rate); `None` for a run, or a search where no level held.
+    /// A search's capacity in words: `capacity 1,905 req/s at 27 connections` (`capacity 826
+    /// req/s at 826/s` by rate; `max 27 connections` for a search recorded without its
+    /// throughput); `None` for a run, or a search where no level held.
     pub fn capacity(&self) -> Option<String> {
         let at = self.sustainable_level()?;
         Some(match self.capacity_rps {
-            Some(rps) => format!("{} req/s at {at}", report::fmt_rate(rps)),
-            None => format!("at {at}"),
+            Some(rps) => format!("capacity {} req/s at {at}", report::fmt_rate(rps)),
+            None => format!("max {at}"),
         })
     }
 }

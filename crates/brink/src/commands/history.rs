@@ -182,7 +182,7 @@ fn line(r: &Run) -> String {
         _ => "-".to_string(),
     };
     let extra = match (r.capacity(), r.baseline) {
-        (Some(c), b) => format!(" capacity {c}{}", if b { " baseline" } else { "" }),
+        (Some(c), b) => format!(" {c}{}", if b { " baseline" } else { "" }),
         (None, true) => " baseline".to_string(),
         (None, false) => String::new(),
     };
@@ -268,9 +268,18 @@ mod tests {
             ..Run::default()
         };
         assert!(
-            line(&run(Some(22.0))).contains("  found max 22"),
+            line(&run(Some(22.0))).contains("  found max 22 connections"),
             "{}",
             line(&run(Some(22.0)))
+        );
+        let with_rps = Run {
+            capacity_rps: Some(1905.4),
+            ..run(Some(22.0))
+        };
+        assert!(
+            line(&with_rps).ends_with("  found capacity 1,905 req/s at 22 connections"),
+            "{}",
+            line(&with_rps)
         );
         assert!(line(&run(None)).contains("  none held"));
         let plain = Run {
