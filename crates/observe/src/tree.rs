@@ -4,8 +4,9 @@
 //! the processes seen in both readings (a process new since the last reading counts whole:
 //! all its time is since then); gauges (memory, threads, descriptors, sockets) are summed.
 //! The tree is also said in words (`pid 812 (nginx) and 2 descendants (nginx x2)`), so a
-//! figure is never read as one worker's when it is the service's. brink itself (and what it
-//! started) is left out when it runs under the process observed.
+//! figure is never read as one worker's when it is the service's. brink (this process and
+//! any other running the same program, with what they started) is left out when it runs
+//! under the process observed.
 
 use crate::procfs::{self, Reading};
 use std::collections::BTreeMap;
@@ -82,19 +83,24 @@ fn members(root: u32) -> Vec<(u32, String)> {
         }
         children.entry(ppid).or_default().push((pid, comm));
     }
-    // brink is never the service: observing a shell (or a test) that started it leaves brink
-    // and whatever it started out.
-    let me = std::process::id();
+    // brink is never the service: observing a shell (or a test) that started it, or other
+    // brink processes, leaves them and whatever they started out.
     let mut out = vec![(root, root_comm)];
     let mut i = 0;
     while i < out.len() {
         let pid = out[i].0;
         if let Some(kids) = children.remove(&pid) {
-            out.extend(kids.into_iter().filter(|(p, _)| *p != me));
+            out.extend(kids.into_iter().filter(|(p, _)| !is_brink(*p)));
         }
         i += 1;
     }
     out
+}
+
+/// Whether `pid` runs this very program (this process, or another brink).
+fn is_brink(pid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    pid == std::process::id() || exe(&pid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
 /// The command name and parent pid of a `/proc/PID/stat` line.

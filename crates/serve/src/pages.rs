@@ -42,9 +42,15 @@ fn badge(r: &Run) -> String {
         (RunStatus::Died, _, _) => "<span class=\"badge fail\">died</span>".into(),
         (_, _, true) => "<span class=\"badge warn\">interrupted</span>".into(),
         // A search's steps fail by design: it succeeded when a level held.
-        _ if r.command == "find" => match r.capacity() {
-            Some(c) => format!("<span class=\"badge pass\">{}</span>", e(&c)),
-            None => "<span class=\"badge fail\">none held</span>".into(),
+        // A search's capacity, short enough for the column: the level in its title.
+        _ if r.command == "find" => match (r.capacity_rps, r.capacity()) {
+            (Some(rps), Some(c)) => format!(
+                "<span class=\"badge pass\" title=\"{}\">{} req/s</span>",
+                e(&c),
+                fmt_rate(rps)
+            ),
+            (None, Some(c)) => format!("<span class=\"badge pass\">{}</span>", e(&c)),
+            (_, None) => "<span class=\"badge fail\">none held</span>".into(),
         },
         (_, Some(true), _) => "<span class=\"badge pass\">PASS</span>".into(),
         (_, Some(false), _) => "<span class=\"badge fail\">FAIL</span>".into(),
