@@ -262,26 +262,15 @@ fn observation_follows_the_server_and_a_failed_scrape_is_a_gap() {
 #[test]
 fn a_cpu_bound_service_is_diagnosed_cpu_bound() {
     let _cpu = crate::support::cpu_exclusive();
-    // One server thread that spins 1 ms of CPU per request: CPU-bound by construction.
-    let srv = testkit::serve_with(
-        Options {
-            threads: 1,
-            ..Options::default()
-        },
-        Arc::new(|_: &Req| {
-            let t = Instant::now();
-            let mut x = 0u64;
-            while t.elapsed() < Duration::from_millis(1) {
-                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-            }
-            Reply::ok("ok", Duration::ZERO)
-        }),
-    )
-    .unwrap();
-    let pid = format!("pid={}", std::process::id());
+    // A Python server that spins 1 ms of CPU per request under its interpreter lock:
+    // CPU-bound by construction, and a process of its own, so what is observed (the process
+    // and its descendants) is the service alone, not this test's other children.
+    let srv = crate::support::PyServer::start(std::path::Path::new("python3"), 1);
+    let pid = format!("pid={}", srv.child.id());
+    let url = srv.url.clone();
     let (code, r, text) = find(
         &[
-            &srv.url("/"),
+            &url,
             "--slo",
             "p99<20ms",
             "--to",
@@ -297,6 +286,7 @@ fn a_cpu_bound_service_is_diagnosed_cpu_bound() {
         ],
         Duration::from_secs(120),
     );
+    drop(srv);
     assert!(matches!(code, Some(0 | 1)), "{text}");
     assert!(
         rules(&r["find"]).contains(&"cpu_bound".to_string()),
