@@ -179,11 +179,12 @@ fn flag_load(a: &RunArgs) -> LoadInput {
     }
 }
 
-fn flag_slos(a: &RunArgs) -> Result<Vec<Slo>, Fail> {
+/// The `--slo` objectives, for a workload whose response checks are named `checks`.
+fn flag_slos(a: &RunArgs, checks: &[String]) -> Result<Vec<Slo>, Fail> {
     a.slo
         .iter()
         .map(|t| {
-            Slo::parse(t, |d| parse_duration(d).map_err(|e| e.to_string()))
+            Slo::parse_with_checks(t, |d| parse_duration(d).map_err(|e| e.to_string()), checks)
                 .map_err(|e| Fail::input(format!("--slo: {e}")))
         })
         .collect()
@@ -234,7 +235,7 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
         &Settings::default(),
     )?;
     let completion = completion(a, &spec.target)?.map(|p| with_tls(p, &spec));
-    let slos = flag_slos(a)?;
+    let slos = flag_slos(a, &[])?;
     needs_probe(&slos, completion.is_some(), "--complete-when")?;
     let job = Job {
         completion,
@@ -276,7 +277,6 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
             )));
         }
     }
-    let extra = flag_slos(a)?;
     let over = a
         .target
         .as_deref()
@@ -304,7 +304,10 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
             let spec = spec(a, target, workload, &s.load, &s.settings)
                 .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             let mut slos = s.slos;
-            slos.extend(extra.iter().cloned());
+            slos.extend(
+                flag_slos(a, &spec.workload.check_names())
+                    .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?,
+            );
             needs_probe(
                 &slos,
                 s.completion.is_some(),

@@ -23,4 +23,6 @@ pub use remote::WorkerReport;
 pub use schedule::{Curve, Load, LoadModel};
 pub use status::RunStatus;
 pub use target::{header_pairs, parse_header, Protocol, StatusSet, Target, TargetError};
-pub use units::{parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError};
+pub use units::{
+    parse_bytes, parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError,
+};

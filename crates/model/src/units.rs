@@ -109,8 +109,21 @@ pub fn parse_rate(text: &str) -> Result<f64, UnitError> {
     Ok(n / per)
 }
 
-/// Parses a size in bytes: `65536`, `64KiB`, `64MiB`, `1GiB` (or KB/MB/GB, decimal).
+/// Parses a size in bytes: `65536`, `64KiB`, `64MiB`, `1GiB` (or KB/MB/GB, decimal), from
+/// 1 KiB to 16 GiB (a memory limit).
 pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    let bytes = parse_bytes(text)?;
+    if !(1024..=16 << 30).contains(&bytes) {
+        return Err(UnitError::Size(
+            text.to_string(),
+            "out of range (1KiB to 16GiB)".into(),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Parses any number of bytes, zero included: `0`, `512`, `64KiB`, `1.5MB`.
+pub fn parse_bytes(text: &str) -> Result<u64, UnitError> {
     let err = |why: String| UnitError::Size(text.to_string(), why);
     let s = text.trim();
     let split = s
@@ -131,10 +144,10 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
         .parse()
         .map_err(|_| err("expected a number and a unit".into()))?;
     let bytes = n * scale;
-    if !(1024.0..=16.0 * 1024.0 * 1024.0 * 1024.0).contains(&bytes) {
-        return Err(err("out of range (1KiB to 16GiB)".into()));
+    if !(0.0..=(1u64 << 50) as f64).contains(&bytes) {
+        return Err(err("out of range".into()));
     }
-    Ok(bytes as u64)
+    Ok(bytes.round() as u64)
 }
 
 /// Most stages a profile may have.

@@ -354,10 +354,16 @@ impl Cx<'_> {
             vars: &vars,
             env: self.env,
         };
-        let steps = match &target {
+        let mut steps = match &target {
             Some(t) => self.steps(s, t, &raw_steps, &headers, &names, &mut errs),
             None => Vec::new(),
         };
+        if steps.len() == raw_steps.len() {
+            keep(
+                &mut errs,
+                crate::check_step::number(self, &mut steps, &raw_steps),
+            );
+        }
         let widest = |set: usize, col: usize| tables.get(set).map_or(0, |t| t.rows.widest(col));
         // Flow variables count as empty here: what they hold is bounded when they are
         // captured (--capture-limit).
@@ -469,10 +475,14 @@ impl Cx<'_> {
         errs: &mut Vec<PlanError>,
     ) -> Vec<Slo> {
         let step_names: Vec<String> = steps.iter().map(|s| s.name.clone()).collect();
+        let checks: Vec<String> = steps
+            .iter()
+            .flat_map(|s| s.checks.iter().map(|c| c.name.clone()))
+            .collect(); // Workload::check_names, before the workload exists
         let slos: Vec<Slo> = r
             .slo
             .iter()
-            .filter_map(|t| keep(errs, self.slo(t, &step_names)))
+            .filter_map(|t| keep(errs, self.slo(t, &step_names, &checks)))
             .collect();
         if let Some(t) = r
             .slo
@@ -559,9 +569,13 @@ impl Cx<'_> {
             .collect()
     }
 
-    fn slo(&self, t: &S<String>, steps: &[String]) -> Result<Slo, PlanError> {
-        let slo = Slo::parse(&t.value, |d| parse_duration(d).map_err(|e| e.to_string()))
-            .map_err(|e| self.err(t, e.0))?;
+    fn slo(&self, t: &S<String>, steps: &[String], checks: &[String]) -> Result<Slo, PlanError> {
+        let slo = Slo::parse_with_checks(
+            &t.value,
+            |d| parse_duration(d).map_err(|e| e.to_string()),
+            checks,
+        )
+        .map_err(|e| self.err(t, e.0))?;
         if let Some(req) = &slo.request {
             if !steps.contains(req) {
                 return Err(self.err(

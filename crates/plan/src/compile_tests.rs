@@ -332,3 +332,109 @@ fn a_plan_lists_the_files_it_names() {
         vec!["users.csv".to_string(), "body.json".to_string()]
     );
 }
+
+const CHECKED: &str = r#"target: http://127.0.0.1:8080
+scenarios:
+  - name: shop
+    flow:
+      - name: login
+        path: /login
+        check:
+          - status: [200, 201]
+          - { name: has token, json: $.token }
+      - name: list
+        path: /items
+        check:
+          - status: 200
+          - { json: $.state, equals: ok }
+          - { header: content-type, contains: json, count_only: true }
+          - { body_matches: 'error', not: true }
+          - { size: "< 64KB" }
+    slo: [ "checks > 99%", "check.has token > 99.9% over 5s", "list.checks >= 95%" ]
+"#;
+
+#[test]
+fn checks_compile_named_and_numbered_across_the_scenario() {
+    let plan = check(CHECKED).expect("compiles");
+    let w = &plan.scenarios[0].workload;
+    let names: Vec<(&str, usize, bool)> = w
+        .requests
+        .iter()
+        .flat_map(|r| r.checks.iter())
+        .map(|c| (c.name.as_str(), c.slot, c.count_only))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("status 200,201", 0, false),
+            ("has token", 1, false),
+            ("status 200", 2, false),
+            ("$.state == \"ok\"", 3, false),
+            ("header content-type contains \"json\"", 4, true),
+            ("not body matches /error/", 5, false),
+            ("size < 64KB", 6, false),
+        ]
+    );
+    assert!(
+        w.requests[0].keeps_response(),
+        "a JSON check keeps the body"
+    );
+    let slos = &plan.scenarios[0].slos;
+    assert_eq!(slos[0].metric, stats::slo::Metric::Check(None));
+    assert_eq!(slos[1].metric, stats::slo::Metric::Check(Some(1)));
+    assert_eq!(slos[1].text, "check.has token > 99.9% over 5s");
+    assert_eq!(slos[2].request.as_deref(), Some("list"));
+}
+
+#[test]
+fn a_status_only_check_keeps_no_body_and_same_default_names_get_their_request() {
+    let src = format!(
+        "{HEAD}    flow:\n      - {{ name: a, check: [ {{ status: 200 }} ] }}\n      - {{ name: b, check: [ {{ status: 200 }} ] }}\n"
+    );
+    let plan = check(&src).expect("compiles");
+    let w = &plan.scenarios[0].workload;
+    assert!(!w.requests[0].keeps_response());
+    assert_eq!(w.requests[1].checks[0].name, "b: status 200");
+}
+
+#[test]
+fn check_mistakes_point_at_the_value() {
+    let step = |check: &str| format!("{HEAD}    requests:\n      - check: [ {check} ]\n");
+    expect_error(&step("{ json: '$.[' }"), "5:26", "invalid JSONPath");
+    expect_error(
+        &step("{ body_matches: '(' }"),
+        "5:34",
+        "invalid regex: unclosed group",
+    );
+    expect_error(&step("{ status: 700 }"), "5:28", "invalid status '700'");
+    expect_error(&step("{ size: '< lots' }"), "5:26", "size");
+    expect_error(
+        &step("{ json: $.a, header: x }"),
+        "5:18",
+        "a check tests exactly one of: status, body_contains",
+    );
+    expect_error(
+        &step("{ status: 200, contains: ok }"),
+        "5:43",
+        "'contains' goes with 'header' (on the body: 'body_contains')",
+    );
+    expect_error(
+        &step("{ bodycontains: ok }"),
+        "5:18",
+        "did you mean 'body_contains'",
+    );
+    let twice = format!(
+        "{HEAD}    requests:\n      - check: [ {{ name: x, status: 200 }}, {{ name: x, json: $.a }} ]\n"
+    );
+    expect_error(&twice, "5:52", "duplicate check name 'x'");
+    expect_error(
+        &format!("{HEAD}    requests:\n      - check: [ {{ name: x, status: 200 }} ]\n    slo: [ 'check.y > 99%' ]\n"),
+        "6:12",
+        "no check named 'y' (the checks: x)",
+    );
+    expect_error(
+        &format!("{HEAD}    slo: [ 'checks > 99%' ]\n"),
+        "4:12",
+        "no response check is written",
+    );
+}

@@ -32,6 +32,12 @@
 //!         path: /book
 //!         extract: { job: "header:Location" }
 //!         complete: { get: "{{job}}", until: '$.state == "CONFIRMED"', every: 200ms, within: 30s }
+//!         check:                                # every answer; a failure fails the request
+//!           - { status: [200, 202] }
+//!           - { name: booked, json: $.state, equals: PENDING }
+//!           - { header: content-type, contains: json }
+//!           - { body_contains: '"id"', count_only: true }   # counted, never a failure
+//!           - { body_matches: 'error', not: true }          # also size: "< 64KB"
 //!   - name: greet                               # gRPC: a grpc:// or grpcs:// target
 //!     target: grpc://127.0.0.1:50051
 //!     requests:
@@ -193,6 +199,54 @@ pub struct RawRequest {
     pub grpc: Option<S<RawGrpc>>,
     /// Async completion of each answered attempt: `{ get: "{{job}}", until: ..., every, within }`.
     pub complete: Option<S<RawComplete>>,
+    /// What every answer is checked for.
+    #[serde(default)]
+    pub check: Vec<S<RawCheck>>,
+}
+
+/// One response check: one subject (`status`, `body_contains`, `body_matches`, `json`,
+/// `header`, `size`), what it must be, and how a failure counts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCheck {
+    pub name: Option<S<String>>,
+    /// `200`, `"200-299,404"`, `[200, 201]`.
+    pub status: Option<S<Codes>>,
+    pub body_contains: Option<S<String>>,
+    pub body_matches: Option<S<String>>,
+    /// A JSONPath that must match (or, with `equals`, whose first match must equal a value).
+    pub json: Option<S<String>>,
+    /// A response header that must be present (or equal, contain, match).
+    pub header: Option<S<String>>,
+    /// `"< 64KB"`, `">= 1"`, `0`: the body's length.
+    pub size: Option<S<Scalar>>,
+    pub equals: Option<S<serde_json::Value>>,
+    pub contains: Option<S<String>>,
+    pub matches: Option<S<String>>,
+    /// The answer must not pass the test.
+    #[serde(default)]
+    pub not: bool,
+    /// A failure counts in the check's pass rate only, never as a failed request.
+    #[serde(default)]
+    pub count_only: bool,
+}
+
+/// Status codes as one value or a list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Codes {
+    One(Scalar),
+    More(Vec<Scalar>),
+}
+
+impl Codes {
+    /// As the text `StatusSet::parse` reads: `200,201`.
+    pub fn text(&self) -> String {
+        match self {
+            Codes::One(s) => s.text(),
+            Codes::More(v) => v.iter().map(Scalar::text).collect::<Vec<_>>().join(","),
+        }
+    }
 }
 
 /// `complete_when: { get: /sold, until: "$.sold >= 1000", progress: "$.sold", every: 100ms,

@@ -1,5 +1,5 @@
 //! A plan step that is an HTTP request: method, path (under the target's own path), headers,
-//! body or body file, weight, extractions (JSONPath, header, regex) and a per-attempt
+//! body or body file, weight, extractions (JSONPath, header, regex), checks and a per-attempt
 //! completion. Templates are compiled here against the scenario's data sets and variables, and
 //! every literal part is checked before any load is sent; each error points at the value at
 //! fault.
@@ -29,6 +29,7 @@ impl Cx<'_> {
             let mut req = self.grpc_request(st, g, target, names)?;
             req.weight = self.weight(r)?;
             req.extract = self.extracts(r, vars)?;
+            req.checks = self.checks(st)?;
             return Ok(req);
         }
         let method = match &r.method {
@@ -105,6 +106,7 @@ impl Cx<'_> {
             message: None,
             complete,
             extract,
+            checks: self.checks(st)?,
             weight,
         })
     }

@@ -1,8 +1,10 @@
 //! From what the user typed to what the engine runs: the units grammar shared by flags and plans
 //! (durations, rates, stages), the load rules ([`load`]), and plan files: YAML with realistic
 //! data, request mixes and flows, and SLOs ([`file`] as written, [`compile`] checked and
-//! runnable, errors at `file:line:column`), whose steps may be gRPC calls ([`grpc_step`]).
+//! runnable, errors at `file:line:column`), whose steps may be gRPC calls ([`grpc_step`]) and
+//! check what they are answered ([`check_step`]).
 
+mod check_step;
 pub mod compile;
 mod csv;
 pub mod error;

@@ -10,12 +10,13 @@ use crate::error::Pos;
 pub const MOST: usize = 50;
 
 /// Keys other tools use for what a brink plan calls something else.
-const OTHER_TOOLS: [(&str, &str); 6] = [
+const OTHER_TOOLS: [(&str, &str); 7] = [
     ("thresholds", "slo"),
     ("vus", "connections"),
     ("iterations", "requests"),
     ("url", "path"),
-    ("checks", "slo"),
+    ("checks", "check"),
+    ("expect", "check"),
     ("executor", "load"),
 ];
 

@@ -62,3 +62,16 @@ pub fn observed_value(name: &str, v: f64) -> String {
         format!("{:.1}", v)
     }
 }
+
+/// `100%` only when nothing failed; otherwise rounded down to two decimals, so a check that
+/// failed once in a million never reads as 100%.
+pub fn pass_share(passed: u64, runs: u64) -> String {
+    if runs == 0 {
+        return "-".into();
+    }
+    if passed == runs {
+        return "100%".into();
+    }
+    let p = (passed as f64 * 10_000.0 / runs as f64).floor() / 100.0;
+    format!("{p:.2}%")
+}

@@ -16,10 +16,10 @@ mod time;
 pub use broke::{BrokeJson, STARVED_WAIT_PERCENT};
 pub use fmt::{fmt_count, fmt_ms, fmt_rate};
 pub use result::{
-    summary_json, AsyncJson, CompletionJson, ErrorsByKind, ExtractFailureJson, GeneratorJson,
-    HistBin, LoadInfo, RefusedJson, RequestResult, RunResult, ScenarioResult, ScheduleInfo,
-    SecondRow, Shortfall, SloResult, Span, StageJson, SummaryJson, TargetInfo, TraceJson,
-    TracesJson, SCHEMA,
+    summary_json, AsyncJson, CheckJson, CompletionJson, ErrorsByKind, ExtractFailureJson,
+    GeneratorJson, HistBin, LoadInfo, RefusedJson, RequestResult, RunResult, ScenarioResult,
+    ScheduleInfo, SecondRow, Shortfall, SloResult, Span, StageJson, SummaryJson, TargetInfo,
+    TraceJson, TracesJson, SCHEMA,
 };
 pub use sla::suite_table;
 pub use terminal::{describe_load, failed_answers, render};

@@ -67,6 +67,9 @@ pub struct ScenarioResult {
     /// and why the first one failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extract_failures: Vec<ExtractFailureJson>,
+    /// Response checks (`check:`), in the plan's order: how often each passed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckJson>,
     /// Why the scenario could not run (the run stopped there; earlier scenarios are kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -220,6 +223,34 @@ pub struct ExtractFailureJson {
     pub count: u64,
     /// Why the first one failed (`JSONPath $.token matched nothing`, `response too large ...`).
     pub reason: String,
+}
+
+/// One response check over a scenario.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CheckJson {
+    pub name: String,
+    /// The request whose answers it checks.
+    pub request: String,
+    /// Answers it passed and failed (it runs on every answer, whatever the status).
+    pub passed: u64,
+    pub failed: u64,
+    /// `passed` over all its runs, in percent; `null` when it never ran.
+    pub pass_percent: Option<f64>,
+    /// A failure only counts here; the request still counted as a success.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub count_only: bool,
+    /// Why it first failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
+}
+
+impl CheckJson {
+    /// Checks' total (passed, runs).
+    pub fn total(checks: &[CheckJson]) -> (u64, u64) {
+        checks
+            .iter()
+            .fold((0, 0), |(p, r), c| (p + c.passed, r + c.passed + c.failed))
+    }
 }
 
 /// Attempts of one request that were never sent because a rendered value broke the wire rules.

@@ -10,6 +10,7 @@ pub fn render(r: &ScenarioResult) -> String {
     let mut o = String::new();
     heading(&mut o, r);
     counts(&mut o, r);
+    checks(&mut o, &r.checks);
     connections(&mut o, &r.summary);
     notes(&mut o, r);
     let s = &r.summary;
@@ -214,6 +215,48 @@ fn workers(o: &mut String, ws: &[model::WorkerReport]) {
                 w.seconds
             ),
         );
+    }
+}
+
+/// Response checks: the share of all that passed, then each with its own pass rate and, when
+/// it failed, how often and why first. A check that only counts says so.
+fn checks(o: &mut String, checks: &[crate::CheckJson]) {
+    if checks.is_empty() {
+        return;
+    }
+    let (passed, runs) = crate::CheckJson::total(checks);
+    row_to(
+        o,
+        "checks",
+        format!(
+            "{} passed  ({} of {} checks run on answers)",
+            crate::fmt::pass_share(passed, runs),
+            fmt_count(passed),
+            fmt_count(runs)
+        ),
+    );
+    let width = checks
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for c in checks {
+        let mut line = format!(
+            "    {:<width$}  {:>7}  on {}",
+            c.name,
+            crate::fmt::pass_share(c.passed, c.passed + c.failed),
+            c.request
+        );
+        if c.failed > 0 {
+            let _ = write!(line, "; {} failed", fmt_count(c.failed));
+            if c.count_only {
+                line.push_str(" (counted only: those requests still succeeded)");
+            }
+            if let Some(why) = &c.first_failure {
+                let _ = write!(line, "; first: {why}");
+            }
+        }
+        let _ = writeln!(o, "{line}");
     }
 }
 

@@ -1,14 +1,14 @@
 //! What the engine measured, as the result schema: one scenario's result from its run spec and
 //! its run output (load description, schedule adherence, summary, per-request figures,
-//! refusals, extraction failures, timeseries). The report crate knows the schema but not the
+//! refusals, extraction failures, response checks, timeseries). The report crate knows the schema but not the
 //! engine; this is the one place that knows both.
 
 use engine::{Load, RunSpec};
 use merge::RunOutput;
 use report::{
-    summary_json, AsyncJson, CompletionJson, ExtractFailureJson, GeneratorJson, LoadInfo,
-    RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult, StageJson,
-    TargetInfo, TraceJson, TracesJson,
+    summary_json, AsyncJson, CheckJson, CompletionJson, ExtractFailureJson, GeneratorJson,
+    LoadInfo, RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult,
+    StageJson, TargetInfo, TraceJson, TracesJson,
 };
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::ErrorKind;
@@ -77,6 +77,7 @@ pub fn scenario_result(
         observed_sources: Vec::new(),
         refused,
         extract_failures,
+        checks: checks(spec, &out.totals.all),
         error: None,
         ok_status: spec.ok_status.ranges().to_vec(),
         ok_codes: if spec.target.is_grpc() {
@@ -94,6 +95,28 @@ pub fn scenario_result(
         broke: None,
         workers: out.remote.clone(),
     }
+}
+
+/// Each response check of the workload, with its counts from `all`.
+fn checks(spec: &RunSpec, all: &stats::Bucket) -> Vec<CheckJson> {
+    spec.workload
+        .requests
+        .iter()
+        .flat_map(|r| r.checks.iter().map(move |c| (r, c)))
+        .map(|(r, c)| {
+            let n = all.checks.get(c.slot).cloned().unwrap_or_default();
+            let runs = n.runs();
+            CheckJson {
+                name: c.name.clone(),
+                request: r.name.clone(),
+                passed: n.passed,
+                failed: n.failed,
+                pass_percent: (runs > 0).then(|| n.passed as f64 * 100.0 / runs as f64),
+                count_only: c.count_only,
+                first_failure: n.first_failure.map(String::from),
+            }
+        })
+        .collect()
 }
 
 /// `--trace`: the slowest and the first failed requests over every request of the workload.

@@ -100,6 +100,8 @@ pub struct Bucket {
     pub refused: Option<Box<Refusal>>,
     /// Why the first failed extraction ([`ErrorKind::Extract`]) found nothing.
     pub extract_failure: Option<Box<String>>,
+    /// Response checks, by the check's slot among the scenario's checks (empty when none ran).
+    pub checks: Vec<Checked>,
     /// Connection setup, kept apart from request latency: connections opened, TCP connect
     /// times, TLS handshake times, and (without keep-alive) connect plus request, in µs. The
     /// histograms exist only in seconds that opened connections.
@@ -109,6 +111,30 @@ pub struct Bucket {
     pub stream: Option<Box<Streamed>>,
     /// `--trace`: the slowest and the first failed requests of this second, by trace id.
     pub traces: Option<Box<crate::traces::Traces>>,
+}
+
+/// How often one response check passed and failed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub passed: u64,
+    pub failed: u64,
+    /// Why it first failed.
+    pub first_failure: Option<Box<str>>,
+}
+
+impl Checked {
+    fn merge(&mut self, other: &Checked) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        if self.first_failure.is_none() {
+            self.first_failure.clone_from(&other.first_failure);
+        }
+    }
+
+    /// Runs counted.
+    pub fn runs(&self) -> u64 {
+        self.passed + self.failed
+    }
 }
 
 /// What streaming calls carried.
@@ -202,6 +228,7 @@ impl Bucket {
             in_flight: 0,
             refused: None,
             extract_failure: None,
+            checks: Vec::new(),
             setup: Setup::default(),
             stream: None,
             traces: None,
@@ -279,6 +306,33 @@ impl Bucket {
         }
     }
 
+    /// Records one run of the check in `slot`: passed, or why not (the first reason is kept).
+    pub fn record_check(&mut self, slot: usize, outcome: Result<(), String>) {
+        if self.checks.len() <= slot {
+            self.checks.resize_with(slot + 1, Checked::default);
+        }
+        let c = &mut self.checks[slot];
+        match outcome {
+            Ok(()) => c.passed += 1,
+            Err(why) => {
+                c.failed += 1;
+                if c.first_failure.is_none() {
+                    c.first_failure = Some(why.into_boxed_str());
+                }
+            }
+        }
+    }
+
+    /// Adds check counts, slot by slot.
+    pub fn merge_checks(&mut self, checks: &[Checked]) {
+        if self.checks.len() < checks.len() {
+            self.checks.resize_with(checks.len(), Checked::default);
+        }
+        for (a, b) in self.checks.iter_mut().zip(checks) {
+            a.merge(b);
+        }
+    }
+
     /// Records a send that happened `lag_us` after its intended time.
     pub fn record_lag(&mut self, lag_us: u64, late: bool) {
         self.late += u64::from(late);
@@ -313,6 +367,7 @@ impl Bucket {
         if self.extract_failure.is_none() {
             self.extract_failure.clone_from(&other.extract_failure);
         }
+        self.merge_checks(&other.checks);
         self.setup.merge(&other.setup);
         match (&mut self.stream, &other.stream) {
             (Some(a), Some(b)) => a.merge(b),

@@ -23,6 +23,8 @@ pub enum ErrorKind {
     Protocol,
     /// A flow step's `extract:` found nothing in the response (or the body was not JSON).
     Extract,
+    /// An answer with a successful status failed one of its request's `check:`s.
+    Check,
     /// The rendered request was refused before sending: a templated value would have put a
     /// CR, LF or NUL into a header, or a space or control byte into the path.
     InvalidRequest,
@@ -30,7 +32,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in the order used for arrays and reports.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Tls,
@@ -39,6 +41,7 @@ impl ErrorKind {
         ErrorKind::Closed,
         ErrorKind::Protocol,
         ErrorKind::Extract,
+        ErrorKind::Check,
         ErrorKind::InvalidRequest,
     ];
     /// Number of kinds (length of per-kind counter arrays).
@@ -55,6 +58,7 @@ impl ErrorKind {
             ErrorKind::Closed => "closed",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Extract => "extract",
+            ErrorKind::Check => "check",
             ErrorKind::InvalidRequest => "invalid_request",
         }
     }

@@ -8,6 +8,7 @@
 //!            | "rps"                                                              (attempts/s)
 //!            | "complete"                    (async completion: first send to done; a duration)
 //!            | "async." latency-metric       (per-request completion: send to job done)
+//!            | "checks" | "check." NAME      (share of response checks passed; a percentage)
 //! op        := "<" | "<=" | ">" | ">="
 //! value     := duration for latency ("200ms", "1.5s"; a bare number is milliseconds, as in k6)
 //!            | percentage for errors ("0.1%", "1 %"; a bare number is a percentage too)
@@ -54,6 +55,9 @@ pub enum Metric {
     /// Per-request async completion (`async.p95`): a quantile (or the mean, `None`) of the
     /// time from each request's intended send to its job's completion (ms). Judged at the end.
     Async(Option<f64>),
+    /// The share of response checks that passed: all of them (`checks`), or the one in this
+    /// slot (`check.NAME`).
+    Check(Option<usize>),
 }
 
 /// Comparison that must hold for the objective to pass.
@@ -172,6 +176,15 @@ impl Slo {
         text: &str,
         parse_duration: impl Fn(&str) -> Result<Duration, String>,
     ) -> Result<Slo, SloError> {
+        Slo::parse_with_checks(text, parse_duration, &[])
+    }
+
+    /// [`Slo::parse`] for a workload whose response checks are named `checks` (by slot).
+    pub fn parse_with_checks(
+        text: &str,
+        parse_duration: impl Fn(&str) -> Result<Duration, String>,
+        checks: &[String],
+    ) -> Result<Slo, SloError> {
         let bad = |why: String| SloError(format!("invalid SLO '{text}': {why}"));
         let at = text.find(['<', '>']).ok_or_else(|| {
             bad("expected a comparison such as 'p99 < 200ms' or 'errors < 1%'".into())
@@ -185,14 +198,16 @@ impl Slo {
         };
         let k6 = k6_metric(left);
         let rate = k6.as_ref().is_some_and(|k| k.2);
+        let checked = check_metric(left, checks).map_err(bad)?;
         let (request, metric_name, metric) = k6
             .map(|(n, m, _)| (None, n, m))
+            .or(checked)
             .or_else(|| async_metric(left))
             .or_else(|| split_metric(left))
             .or_else(|| share_metric(left))
             .ok_or_else(|| {
                 bad(format!(
-                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|rps|status.CODE|code.NAME, complete, or k6's p(N)|avg|med|http_req_failed)"
+                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|rps|status.CODE|code.NAME|checks, check.NAME, complete, or k6's p(N)|avg|med|http_req_failed)"
                 ))
             })?;
         let mut words = rest.split_whitespace().peekable();
@@ -228,8 +243,10 @@ impl Slo {
                 .ok()
                 .filter(|r| (0.0..=1.0).contains(r))
                 .ok_or_else(|| bad(format!("'{value}' is not a rate from 0 to 1 (e.g. 0.01)")))?,
-            Metric::Errors | Metric::Code(_) | Metric::Status(_) => parse_percent(value)
-                .ok_or_else(|| bad(format!("'{value}' is not a percentage (e.g. 0.1%)")))?,
+            Metric::Errors | Metric::Code(_) | Metric::Status(_) | Metric::Check(_) => {
+                parse_percent(value)
+                    .ok_or_else(|| bad(format!("'{value}' is not a percentage (e.g. 0.1%)")))?
+            }
             Metric::Rps => parse_number(value)
                 .ok_or_else(|| bad(format!("'{value}' is not a number of requests per second")))?,
         };
@@ -302,7 +319,7 @@ impl Slo {
     pub fn fmt_value(&self, v: f64) -> String {
         match self.metric {
             Metric::Latency(_) | Metric::Complete | Metric::Async(_) => fmt_ms(v),
-            Metric::Errors | Metric::Code(_) | Metric::Status(_) => {
+            Metric::Errors | Metric::Code(_) | Metric::Status(_) | Metric::Check(_) => {
                 format!("{}%", trim_float(v * 100.0))
             }
             Metric::Rps => format!("{} req/s", trim_float_to(v, 1)),
@@ -342,6 +359,16 @@ impl Slo {
                 (w.requests > 0).then(|| w.status.get(c) as f64 / w.requests as f64)
             }
             Metric::Rps => (seconds > 0.0).then(|| w.requests as f64 / seconds),
+            Metric::Check(slot) => {
+                let (passed, runs) = match slot {
+                    Some(i) => w.checks.get(i).map_or((0, 0), |c| (c.passed, c.runs())),
+                    None => w
+                        .checks
+                        .iter()
+                        .fold((0, 0), |(p, r), c| (p + c.passed, r + c.runs())),
+                };
+                (runs > 0).then(|| passed as f64 / runs as f64)
+            }
             Metric::Complete | Metric::Async(_) => None,
         }
     }
@@ -377,6 +404,46 @@ fn split_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
         }
         named_metric(name).map(|(n, m)| (Some(req.to_string()), n, m))
     })
+}
+
+/// `checks`, `REQUEST.checks` (every check, or a request's) or `check.NAME` (one check, by its
+/// name among `checks`); `Ok(None)` for another metric.
+fn check_metric(
+    left: &str,
+    checks: &[String],
+) -> Result<Option<(Option<String>, String, Metric)>, String> {
+    let none =
+        || "no response check is written (a plan's request sets them under 'check:')".to_string();
+    if let Some(name) = left.strip_prefix("check.") {
+        let slot = checks
+            .iter()
+            .position(|c| c == name.trim())
+            .ok_or_else(|| {
+                if checks.is_empty() {
+                    none()
+                } else {
+                    format!(
+                        "no check named '{}' (the checks: {})",
+                        name.trim(),
+                        checks.join(", ")
+                    )
+                }
+            })?;
+        return Ok(Some((
+            None,
+            format!("check.{}", name.trim()),
+            Metric::Check(Some(slot)),
+        )));
+    }
+    let request = match left.strip_suffix(".checks") {
+        Some(r) if !r.is_empty() && !r.contains(char::is_whitespace) => Some(r.to_string()),
+        _ if left == "checks" => None,
+        _ => return Ok(None),
+    };
+    if checks.is_empty() {
+        return Err(none());
+    }
+    Ok(Some((request, "checks".into(), Metric::Check(None))))
 }
 
 /// `async.p95`, `async.mean`, ...: per-request async completion times.
@@ -493,11 +560,15 @@ pub struct Verdict {
 
 /// One second kept for a window: counts and the recorded latencies in compact form (value,
 /// count) pairs, a few hundred entries instead of a full histogram's ~190 KB, so a 5-minute
-/// window costs kilobytes, not 100 MB.
+/// window costs kilobytes, not 100 MB. Statuses, gRPC codes and checks are small and kept
+/// whole, so share objectives (`status.503`, `checks`) are judged per window too.
 struct Kept {
     requests: u64,
     ok: u64,
     latencies: Vec<(u64, u64)>,
+    status: crate::StatusCounts,
+    grpc: crate::StatusCounts,
+    checks: Vec<crate::Checked>,
 }
 
 impl Kept {
@@ -510,7 +581,22 @@ impl Kept {
                 .iter_recorded()
                 .map(|v| (v.value_iterated_to(), v.count_at_value()))
                 .collect(),
+            status: b.status.clone(),
+            grpc: b.grpc.clone(),
+            checks: b.checks.clone(),
         }
+    }
+
+    /// Adds this second into a window's bucket.
+    fn add_to(&self, w: &mut Bucket) {
+        w.requests += self.requests;
+        w.ok += self.ok;
+        for &(v, n) in &self.latencies {
+            let _ = w.corrected.record_n(v, n);
+        }
+        w.status.merge(&self.status);
+        w.grpc.merge(&self.grpc);
+        w.merge_checks(&self.checks);
     }
 }
 
@@ -560,11 +646,7 @@ impl Tracker {
         }
         let mut merged = Bucket::new(0);
         for r in &self.recent {
-            merged.requests += r.requests;
-            merged.ok += r.ok;
-            for &(v, n) in &r.latencies {
-                let _ = merged.corrected.record_n(v, n);
-            }
+            r.add_to(&mut merged);
         }
         let Some(v) = self.slo.measure(&merged, w as f64) else {
             return false;
@@ -780,6 +862,47 @@ mod tests {
             aborts.push(t.second(b, &total));
         }
         (total, aborts)
+    }
+
+    #[test]
+    fn share_and_check_objectives_are_judged_per_window_too() {
+        // 20 clean seconds, then 3 s where every answer is a 503 failing its check.
+        let mut secs: Vec<Bucket> = (0..20)
+            .map(|_| {
+                let mut b = second(100, 0, 5);
+                (0..100).for_each(|_| b.record_check(0, Ok(())));
+                b
+            })
+            .collect();
+        secs.extend((0..3).map(|_| {
+            let mut b = second(0, 100, 5);
+            (0..100).for_each(|_| b.record_check(0, Err("no".into())));
+            b
+        }));
+        let names = ["state ok".to_string()];
+        let slo = |t: &str| Slo::parse_with_checks(t, dur, &names).unwrap();
+        for text in [
+            "status.503 < 10% over 5s",
+            "check.state ok > 90% over 5s",
+            "checks > 90% over 5s",
+        ] {
+            let mut t = Tracker::new(slo(text));
+            let (total, _) = run(&mut t, &secs);
+            let v = t.verdict(&total, 23.0);
+            assert!(!v.pass, "{text}: a window of 60% failures fails it");
+            assert_eq!(v.first_failed_window_end, Some(21), "{text}");
+        }
+        let mut whole = Tracker::new(slo("checks > 85%"));
+        let (total, _) = run(&mut whole, &secs);
+        let v = whole.verdict(&total, 23.0);
+        assert!(
+            v.pass && (v.value.unwrap() - 2000.0 / 2300.0).abs() < 1e-9,
+            "{v:?}"
+        );
+        assert!(parse("checks > 99%")
+            .unwrap_err()
+            .0
+            .contains("no response check is written"));
     }
 
     #[test]

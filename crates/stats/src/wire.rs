@@ -4,7 +4,7 @@
 //! HDR form ([`encode`](crate::encode)), every counter as it is, so a merged percentile equals
 //! the one a single process would have measured (the test below proves the round trip exact).
 
-use crate::bucket::{Bucket, Refusal, Setup, StatusCounts, Streamed};
+use crate::bucket::{Bucket, Checked, Refusal, Setup, StatusCounts, Streamed};
 use crate::hist::{decode, encode, Histogram};
 use crate::kind::ErrorKind;
 use crate::traces::{TraceOutcome, TraceRow, Traces};
@@ -45,6 +45,9 @@ pub struct WireBucket {
     pub stream: Option<(u64, u64, u64, String)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<(Vec<WireTrace>, Vec<WireTrace>)>,
+    /// Response checks by slot: (passed, failed, first failure).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<(u64, u64, Option<String>)>,
 }
 
 /// A traced request: id in hex, latency, outcome ("s200", "g14", "e<kind>"), end time.
@@ -85,6 +88,17 @@ impl From<&Bucket> for WireBucket {
                 let rows = |v: &[TraceRow]| v.iter().map(trace_out).collect();
                 (rows(&t.slowest), rows(&t.failed))
             }),
+            checks: b
+                .checks
+                .iter()
+                .map(|c| {
+                    (
+                        c.passed,
+                        c.failed,
+                        c.first_failure.as_deref().map(String::from),
+                    )
+                })
+                .collect(),
         }
     }
 }
@@ -152,6 +166,15 @@ impl TryFrom<WireBucket> for Bucket {
                 .refused
                 .map(|(part, value)| Box::new(Refusal { part, value })),
             extract_failure: w.extract_failure.map(Box::new),
+            checks: w
+                .checks
+                .into_iter()
+                .map(|(passed, failed, why)| Checked {
+                    passed,
+                    failed,
+                    first_failure: why.map(String::into_boxed_str),
+                })
+                .collect(),
             setup: Setup {
                 opened: w.opened,
                 connect: opt("connect", &w.connect)?,
@@ -222,6 +245,8 @@ mod tests {
         (b.bytes_in, b.bytes_out, b.late, b.max_lag_us) = (1234, 567, 3, 4_500);
         b.refused = Some(Box::new(Refusal::new("header X", b"a\r\nb")));
         b.extract_failure = Some(Box::new("$.token: no match".into()));
+        b.record_check(1, Err("the body does not contain \"ok\"".into()));
+        b.record_check(1, Ok(()));
         b.setup.record_connect(150);
         b.setup.record_tls(2_000);
         b.setup.record_with_connect(9_000);
@@ -263,6 +288,7 @@ mod tests {
         assert_eq!(b2.setup.with_connect, b.setup.with_connect);
         assert_eq!(b2.traces, b.traces);
         assert_eq!(b2.refused, b.refused);
+        assert_eq!(b2.checks, b.checks);
         // Every other field: the wire form of the decoded bucket is the same as the original's.
         assert_eq!(WireBucket::from(&b2), w);
         let empty = Bucket::try_from(WireBucket::from(&Bucket::new(0))).expect("decodes");

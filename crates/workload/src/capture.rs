@@ -77,6 +77,7 @@ impl Captured {
     pub fn of(headers: Vec<(String, String)>, body: Vec<u8>) -> Captured {
         let mut c = Captured::default();
         c.headers = headers;
+        c.seen = body.len() as u64;
         c.body = body;
         c
     }
@@ -99,6 +100,11 @@ impl Captured {
             self.held += data.len();
         }
         self.body.extend_from_slice(data);
+    }
+
+    /// Body bytes seen, whether kept or not.
+    pub fn body_len(&self) -> u64 {
+        self.seen
     }
 
     /// Removes chunked framing from the kept body, in place.

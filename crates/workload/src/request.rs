@@ -17,12 +17,13 @@
 //! data rows.
 
 use crate::capture::{Captured, Extractor};
+use crate::check::Check;
 use crate::message::Message;
 use crate::template::Table;
 use crate::template::{Scope, Template};
 use model::{guard, Counter, Part};
 use stats::rng::Rng;
-use stats::{ErrorKind, Refusal};
+use stats::{Bucket, ErrorKind, Refusal};
 
 /// One request of a mix or step of a flow.
 #[derive(Debug)]
@@ -43,6 +44,8 @@ pub struct Request {
     pub complete: Option<StepComplete>,
     /// (variable index, where it comes from)
     pub extract: Vec<(usize, Extractor)>,
+    /// What every answer is checked for.
+    pub checks: Vec<Check>,
     /// Mix: relative weight. Flow: times the step runs in a row per iteration.
     pub weight: u32,
 }
@@ -69,8 +72,15 @@ impl Request {
             message: None,
             complete: None,
             extract: Vec::new(),
+            checks: Vec::new(),
             weight: 1,
         }
+    }
+
+    /// Whether its answers must be kept (headers and body, under the capture budget) for an
+    /// extraction or a check to read.
+    pub fn keeps_response(&self) -> bool {
+        !self.extract.is_empty() || self.checks.iter().any(Check::needs_response)
     }
 
     pub fn is_head(&self) -> bool {
@@ -210,6 +220,14 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The names of its response checks, by slot.
+    pub fn check_names(&self) -> Vec<String> {
+        self.requests
+            .iter()
+            .flat_map(|r| r.checks.iter().map(|c| c.name.clone()))
+            .collect()
+    }
+
     /// A flow: the requests one whole iteration sends (each step as many times as its
     /// weight); `None` for a mix, whose every attempt is its own iteration.
     pub fn requests_per_iteration(&self) -> Option<u64> {
@@ -487,42 +505,38 @@ impl Vu {
         Ok((String::from_utf8_lossy(&path).into_owned(), headers, body))
     }
 
-    /// Takes the outcome of the current request (an answer, and whether it counts as a
-    /// success: its HTTP status or its gRPC code; or why there was none): extracts its
-    /// variables and moves the flow on. An extraction that finds nothing turns a success
-    /// into [`ErrorKind::Extract`].
+    /// Takes the outcome of the current request (an answer: its status, whether that counts
+    /// as a success, what was kept of it; or why there was none): runs its checks, counting
+    /// each in `rec`, extracts its variables and moves the flow on. A failed check (unless it
+    /// only counts) turns a success into [`ErrorKind::Check`], an extraction that finds
+    /// nothing into [`ErrorKind::Extract`].
     pub fn complete(
         &mut self,
         w: &Workload,
-        answer: Result<bool, ErrorKind>,
-        captured: Option<&Captured>,
+        answer: Result<Answer, ErrorKind>,
+        rec: &mut Bucket,
     ) -> Result<(), ErrorKind> {
         let step = &w.requests[self.current];
-        let ok = answer == Ok(true);
-        let mut result = answer.map(|_| ());
-        if ok && !step.extract.is_empty() {
-            let decoded = match (&step.message, captured) {
-                (Some(m), Some(c)) => Some(decode(m, c)),
+        let ok = answer.as_ref().is_ok_and(|a| a.ok);
+        let mut result = answer.as_ref().map(|_| ()).map_err(|k| *k);
+        if let Ok(a) = &answer {
+            let decoded = match (&step.message, a.kept) {
+                (Some(m), Some(c)) if step.keeps_response() => Some(decode(m, c)),
                 _ => None,
             };
-            let captured = match &decoded {
+            let kept = match &decoded {
                 Some(Ok(c)) => Some(c),
-                _ => captured,
+                _ => a.kept,
             };
-            for (var, ex) in &step.extract {
-                let found = match (captured, &decoded) {
-                    (_, Some(Err(why))) => Err(why.clone()),
-                    (Some(c), _) => ex.apply(c),
-                    (None, _) => Err("the response was not kept".to_string()),
-                };
-                match found {
-                    Ok(v) => self.vars[*var] = Some(v),
-                    Err(why) => {
-                        self.extract_failure = Some(why);
-                        result = Err(ErrorKind::Extract);
-                        break;
-                    }
-                }
+            let unreadable = match &decoded {
+                Some(Err(why)) => Some(why.as_str()),
+                _ => None,
+            };
+            if !run_checks(step, a.status, kept, unreadable, rec) && ok {
+                result = Err(ErrorKind::Check);
+            }
+            if ok && result.is_ok() {
+                result = self.extract(step, kept, unreadable);
             }
         }
         if w.flow {
@@ -539,6 +553,63 @@ impl Vu {
         }
         result
     }
+
+    /// The step's extractions into this iteration's variables; the first that finds nothing
+    /// is an [`ErrorKind::Extract`], its reason kept.
+    fn extract(
+        &mut self,
+        step: &Request,
+        kept: Option<&Captured>,
+        unreadable: Option<&str>,
+    ) -> Result<(), ErrorKind> {
+        for (var, ex) in &step.extract {
+            let found = match (kept, unreadable) {
+                (_, Some(why)) => Err(why.to_string()),
+                (Some(c), None) => ex.apply(c),
+                (None, None) => Err("the response was not kept".to_string()),
+            };
+            match found {
+                Ok(v) => self.vars[*var] = Some(v),
+                Err(why) => {
+                    self.extract_failure = Some(why);
+                    return Err(ErrorKind::Extract);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An answered attempt, as the workload sees it.
+#[derive(Clone, Copy)]
+pub struct Answer<'a> {
+    /// The HTTP status.
+    pub status: u16,
+    /// Whether its status (or gRPC code) counts as a success.
+    pub ok: bool,
+    /// Its headers and body, when the request keeps its responses.
+    pub kept: Option<&'a Captured>,
+}
+
+/// Runs every check of `step` on an answer, counting each in `rec`; whether none that
+/// decides (every check but those that only count) failed.
+fn run_checks(
+    step: &Request,
+    status: u16,
+    kept: Option<&Captured>,
+    unreadable: Option<&str>,
+    rec: &mut Bucket,
+) -> bool {
+    let mut passed = true;
+    for c in &step.checks {
+        let outcome = match unreadable {
+            Some(why) if c.needs_response() => Err(why.to_string()),
+            _ => c.run(status, kept),
+        };
+        passed &= outcome.is_ok() || c.count_only;
+        rec.record_check(c.slot, outcome);
+    }
+    passed
 }
 
 /// A gRPC response as JSON, for the extractors: its headers kept, its messages decoded.
@@ -601,29 +672,92 @@ mod tests {
         )];
         let list = step("list", "/items?t={{token}}", &vars, 2);
         let w = Workload::new(vec![login, list], true, Vec::new(), vars, 1);
-        let ok = |s: u16| Ok(model::StatusSet::parse("200-399").unwrap().contains(s));
+        let set = model::StatusSet::parse("200-399").unwrap();
+        let ok = |status: u16, kept| {
+            Ok(Answer {
+                status,
+                ok: set.contains(status),
+                kept,
+            })
+        };
+        let mut rec = Bucket::new(0);
         let mut vu = Vu::new(&w, 3);
         let token = Captured::of(Vec::new(), br#"{"access_token":"t-1"}"#.to_vec());
         assert_eq!(vu.next(&w), 0);
-        assert_eq!(vu.complete(&w, ok(200), Some(&token)), Ok(()));
+        assert_eq!(vu.complete(&w, ok(200, Some(&token)), &mut rec), Ok(()));
         assert_eq!(vu.next(&w), 1);
         vu.render_h1(&w, "h", true).unwrap();
         assert!(vu.buf.starts_with(b"GET /items?t=t-1 HTTP/1.1\r\n"));
-        assert_eq!(vu.complete(&w, ok(200), None), Ok(()));
+        assert_eq!(vu.complete(&w, ok(200, None), &mut rec), Ok(()));
         assert_eq!(vu.next(&w), 1, "weight 2: the step runs twice");
-        assert_eq!(vu.complete(&w, ok(200), None), Ok(()));
+        assert_eq!(vu.complete(&w, ok(200, None), &mut rec), Ok(()));
         assert!(!vu.in_iteration(), "iteration over after the last step");
         // A login whose body lacks the token is an extraction error and restarts the flow.
         assert_eq!(vu.next(&w), 0);
         let empty = Captured::of(Vec::new(), Vec::new());
         assert_eq!(
-            vu.complete(&w, ok(200), Some(&empty)),
+            vu.complete(&w, ok(200, Some(&empty)), &mut rec),
             Err(ErrorKind::Extract)
         );
         assert_eq!(vu.next(&w), 0);
         // A failing status ends the iteration too, and is not an extraction error.
-        assert_eq!(vu.complete(&w, ok(503), Some(&token)), Ok(()));
+        assert_eq!(vu.complete(&w, ok(503, Some(&token)), &mut rec), Ok(()));
         assert_eq!(vu.next(&w), 0);
+    }
+
+    #[test]
+    fn checks_count_apart_and_fail_an_answer_unless_they_only_count() {
+        use crate::check::Test;
+        let check = |name: &str, test, count_only, slot| Check {
+            name: name.into(),
+            test,
+            negate: false,
+            count_only,
+            slot,
+        };
+        let mut list = step("list", "/items", &[], 1);
+        list.checks = vec![
+            check("says ok", Test::BodyContains(b"ok".to_vec()), false, 0),
+            check("cached", Test::BodyContains(b"hit".to_vec()), true, 1),
+        ];
+        let w = Workload::new(vec![list], true, Vec::new(), Vec::new(), 1);
+        let mut rec = Bucket::new(0);
+        let mut vu = Vu::new(&w, 0);
+        let answer = |body: &'static str| Captured::of(Vec::new(), body.into());
+        let (fine, miss, wrong) = (answer("ok"), answer("ok hit"), answer("no"));
+        for (kept, want) in [
+            (&fine, Ok(())),
+            (&miss, Ok(())),
+            (&wrong, Err(ErrorKind::Check)),
+        ] {
+            vu.next(&w);
+            let a = Answer {
+                status: 200,
+                ok: true,
+                kept: Some(kept),
+            };
+            assert_eq!(vu.complete(&w, Ok(a), &mut rec), want);
+        }
+        // A failing status is already a failure: its checks count, the kind stays the status.
+        vu.next(&w);
+        let a = Answer {
+            status: 500,
+            ok: false,
+            kept: Some(&wrong),
+        };
+        assert_eq!(vu.complete(&w, Ok(a), &mut rec), Ok(()));
+        let says_ok = &rec.checks[0];
+        assert_eq!((says_ok.passed, says_ok.failed), (2, 2));
+        assert!(says_ok.first_failure.as_deref().unwrap().contains("\"no\""));
+        let cached = &rec.checks[1];
+        assert_eq!((cached.passed, cached.failed), (1, 3));
+        // A transport failure runs no check.
+        vu.next(&w);
+        assert_eq!(
+            vu.complete(&w, Err(ErrorKind::Reset), &mut rec),
+            Err(ErrorKind::Reset)
+        );
+        assert_eq!(rec.checks[0].passed + rec.checks[0].failed, 4);
     }
 
     #[test]

@@ -128,4 +128,19 @@ fn a_flow_counts_iterations_and_requests_apart() {
         page.contains("target iterations/s"),
         "the chart's load line"
     );
+    // The lists' checks ran on every list answer and all passed.
+    let lists = s["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "list")
+        .unwrap()["summary"]["requests"]
+        .as_u64()
+        .unwrap();
+    for c in s["checks"].as_array().expect("checks") {
+        assert_eq!(c["request"], "list", "{c}");
+        assert_eq!(c["passed"].as_u64(), Some(lists), "{c}");
+        assert_eq!(c["failed"], 0, "{c}");
+    }
+    assert!(text.contains("checks        100% passed"), "{text}");
 }

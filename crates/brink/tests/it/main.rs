@@ -12,6 +12,7 @@ fn isolate_history() {
 
 mod accuracy;
 mod bounds;
+mod checks;
 mod cli;
 mod compare;
 mod completion;

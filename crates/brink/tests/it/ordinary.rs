@@ -11,15 +11,22 @@ use std::io::BufRead;
 use std::time::Duration;
 
 /// Python's `http.server` as shipped: `python3 -m http.server` serving a small file.
-struct StockPython {
+pub(crate) struct StockPython {
     _child: Killed,
     _dir: tempfile::TempDir,
-    url: String,
+    pub(crate) url: String,
 }
 
 fn stock_python() -> StockPython {
+    stock_python_serving(&[("index.html", "hello\n")])
+}
+
+/// Python's `http.server` serving these files (name, content) from a fresh directory.
+pub(crate) fn stock_python_serving(files: &[(&str, &str)]) -> StockPython {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("index.html"), "hello\n").unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
     let mut child = std::process::Command::new("python3")
         .args(["-u", "-m", "http.server", "0", "--bind", "127.0.0.1"])
         .current_dir(dir.path())

@@ -305,7 +305,7 @@ impl Worker<'_> {
         }
         self.in_flight += 1;
         c.base = base;
-        c.reader = if step.extract.is_empty() {
+        c.reader = if !step.keeps_response() {
             Reader::new(step.is_head())
         } else {
             Reader::capturing(step.is_head(), connector.captures.clone())

@@ -95,7 +95,7 @@ struct Worker<'a> {
 }
 
 /// Whether the run's requests can take this worker: HTTP/2 over plain TCP, kept alive, no
-/// gRPC, and no response kept for extraction (hyper's path does those).
+/// gRPC, and no response kept for an extraction or a check (hyper's path does those).
 pub fn fits(shared: &Shared) -> bool {
     let c = &shared.connector;
     c.protocol == Protocol::Http2
@@ -104,7 +104,7 @@ pub fn fits(shared: &Shared) -> bool {
         && c.workload
             .requests
             .iter()
-            .all(|r| r.extract.is_empty() && r.message.is_none())
+            .all(|r| !r.keeps_response() && r.message.is_none())
 }
 
 /// Runs the worker; returns its last partial buckets and the requests still in flight.

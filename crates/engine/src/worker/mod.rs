@@ -217,7 +217,15 @@ fn record(
         Some(g) => shared.ok_codes.contains(&g.code),
         None => shared.ok_status.contains(r.status),
     });
-    let extracted = vu.complete(workload, answered_ok.map_err(|k| *k), captured.as_ref());
+    let answer = match (&result, answered_ok) {
+        (Ok(r), Ok(ok)) => Ok(workload::Answer {
+            status: r.status,
+            ok,
+            kept: captured.as_ref(),
+        }),
+        (Err(kind), _) | (_, Err(kind)) => Err(*kind),
+    };
+    let extracted = vu.complete(workload, answer, &mut rec[vu.current]);
     if answered_ok == Ok(true) && extracted.is_ok() {
         follow_completion(shared, vu, base);
     }
@@ -340,7 +348,11 @@ fn record_refused(rec: &mut Bucket, vu: &mut Vu) {
 /// iteration ends, as after any failed step.
 fn record_refusal(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu) {
     let workload = &shared.connector.workload;
-    let _ = vu.complete(workload, Err(ErrorKind::InvalidRequest), None);
+    let _ = vu.complete(
+        workload,
+        Err(ErrorKind::InvalidRequest),
+        &mut rec[vu.current],
+    );
     vu.trace_id = None;
     record_refused(&mut rec[vu.current], vu);
 }
@@ -348,7 +360,7 @@ fn record_refusal(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu) {
 /// Records a connect failure for `vu`'s current request (its flow iteration ends).
 fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, kind: ErrorKind) {
     let workload = &shared.connector.workload;
-    let _ = vu.complete(workload, Err(kind), None);
+    let _ = vu.complete(workload, Err(kind), &mut rec[vu.current]);
     // Never sent: its trace id names nothing a server saw.
     vu.trace_id = None;
     rec[vu.current].record_error(kind);

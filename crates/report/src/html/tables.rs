@@ -298,7 +298,43 @@ pub fn errors(s: &ScenarioResult) -> String {
         &["request", "count", "first reason"],
         &extract,
     ));
+    o.push_str(&checks(s));
     o
+}
+
+/// Response checks: each with its pass rate, failures and the first reason.
+fn checks(s: &ScenarioResult) -> String {
+    let rows: Vec<_> = s
+        .checks
+        .iter()
+        .map(|c| {
+            let mut failed = fmt_count(c.failed);
+            if c.count_only && c.failed > 0 {
+                failed.push_str(" (counted only)");
+            }
+            vec![
+                e(&c.name),
+                e(&c.request),
+                crate::fmt::pass_share(c.passed, c.passed + c.failed),
+                fmt_count(c.passed),
+                failed,
+                e(c.first_failure.as_deref().unwrap_or("")),
+            ]
+        })
+        .collect();
+    table(
+        "",
+        "Response checks",
+        &[
+            "check",
+            "request",
+            "passed",
+            "ok",
+            "failed",
+            "first failure",
+        ],
+        &rows,
+    )
 }
 
 /// A distributed run's workers: who, how they started, what they sent, how they ended.
