@@ -43,6 +43,7 @@
           ctx.setLineDash([4, 4]);
           ctx.lineWidth = 1.5 * devicePixelRatio;
           ctx.font = (11 * devicePixelRatio) + "px sans-serif";
+          var pad = 4 * devicePixelRatio;
           marks.forEach(function (m, i) {
             var x = u.valToPos(m.x, "x", true);
             if (!isFinite(x)) return;
@@ -50,7 +51,11 @@
             ctx.moveTo(x, u.bbox.top);
             ctx.lineTo(x, u.bbox.top + u.bbox.height);
             ctx.stroke();
-            ctx.fillText(m.label, x + 4 * devicePixelRatio, u.bbox.top + (14 + 14 * i) * devicePixelRatio);
+            // Right of its line, or left of it where the label would leave the plot; each
+            // mark on its own row.
+            var fits = x + pad + ctx.measureText(m.label).width <= u.bbox.left + u.bbox.width;
+            ctx.textAlign = fits ? "left" : "right";
+            ctx.fillText(m.label, fits ? x + pad : x - pad, u.bbox.top + (14 + 14 * i) * devicePixelRatio);
           });
           ctx.restore();
         }]

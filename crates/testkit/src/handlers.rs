@@ -11,6 +11,18 @@ pub fn fixed(service: Duration) -> Handler {
     Arc::new(move |_: &Req| Reply::ok("hello, world\n", service))
 }
 
+/// `200` after holding one of the server's service slots (`Options::slots`) for `service`:
+/// with N slots it serves at most N / `service` requests a second, and the rest queue.
+pub fn slotted(service: Duration) -> Handler {
+    Arc::new(move |_: &Req| Reply::Full {
+        status: 200,
+        body: b"ok".to_vec(),
+        delay: service,
+        slot: true,
+        close: false,
+    })
+}
+
 /// Answers at once, except that for the first `pause` of every `period` (counted from now) the
 /// server is frozen: a request arriving then is held until the pause ends.
 pub fn pausing(period: Duration, pause: Duration) -> Handler {

@@ -26,7 +26,8 @@ MEASURE = """() => {
   const boxes = Array.from(document.querySelectorAll('.scroll')).map(e => [e.clientWidth, e.scrollWidth]);
   const data = document.getElementById('brink-charts');
   const charts = data ? JSON.parse(data.textContent).map(c => ({
-    title: c.title, x: c.x.length, series: c.series.map(s => s.label)
+    title: c.title, x: c.x.length, series: c.series.map(s => s.label), x_log: c.x_log,
+    marks: c.marks.map(m => m.label)
   })) : [];
   return {
     scroll_width: document.documentElement.scrollWidth,
@@ -35,6 +36,8 @@ MEASURE = """() => {
     trend_rows: document.querySelectorAll('table.trends tbody tr').length,
     boxes: boxes,
     sticky: Array.from(document.querySelectorAll('table.steps td:first-child')).map(e => getComputedStyle(e).position),
+    step_rows: (t => t ? Array.from(t.querySelectorAll('tbody tr:not(.why)')).map(e => e.getBoundingClientRect().height) : [])(document.querySelector('table.steps')),
+    why_rows: Array.from(document.querySelectorAll('table.steps tr.why')).map(e => e.textContent),
     charts: charts,
   };
 }"""

@@ -734,18 +734,31 @@ fn pages_fit_a_1280_pixel_screen() {
         .status()
         .unwrap();
     assert!(ok.success());
+    // A search whose failing step has a long reason (every objective breaks at once) and a
+    // wide set of server figures: one service slot of 8 ms, so latency is 8 ms a connection
+    // (passing at 1 and 2, failing at 4 on every objective).
+    let queue = testkit::serve_with(
+        testkit::Options {
+            slots: Some(1),
+            ..Default::default()
+        },
+        testkit::handlers::slotted(Duration::from_millis(8)),
+    )
+    .unwrap();
     let found = Command::new(assert_cmd::cargo::cargo_bin("brink"))
         .env("BRINK_HISTORY", &h)
         .args([
             "find",
-            &srv.url("/"),
+            &queue.url("/"),
             "--to",
-            "4",
+            "8",
             "--step",
             "2s",
             "--warmup",
             "1s",
         ])
+        .args(["--slo", "p50<24", "--slo", "p90<24", "--slo", "p99<24"])
+        .args(["--slo", "mean<24", "--slo", "p75<24", "--slo", "p95<24"])
         .args([
             "--cooldown",
             "0s",
@@ -754,6 +767,10 @@ fn pages_fit_a_1280_pixel_screen() {
             &pid,
             "--metric",
             "custom_a=x",
+            "--metric",
+            "a_rather_long_name_for_the_queue_depth_of_the_service=x",
+            "--metric",
+            "another_rather_long_name_for_open_file_descriptors=x",
         ])
         .arg("--html")
         .arg(&search)
@@ -800,14 +817,33 @@ fn pages_fit_a_1280_pixel_screen() {
             .any(|s| s == "SLO p99 < 100ms"),
         "{latency}"
     );
-    // The search's report: the step table scrolls in a box no wider than the page, its level
+    // The search's report: the step table fits the page with its verdict next to the level,
+    // a failing step's long reason on its own line under it (rows stay one line tall); the
+    // server figures in their own table; every scrolling box no wider than the page, its level
     // column frozen.
     let find = &p[2];
     let boxes = find["boxes"].as_array().unwrap();
-    assert!(!boxes.is_empty(), "{find}");
+    assert!(boxes.len() >= 2, "steps and server figures apart: {find}");
     assert!(
         boxes.iter().all(|b| b[0].as_f64().unwrap() <= 1280.0),
         "{find}"
+    );
+    assert!(
+        boxes[0][1].as_f64() <= boxes[0][0].as_f64(),
+        "the step table needs no scrolling: {find}"
+    );
+    let verdict = find["verdict_right"][0].as_f64().unwrap_or(9999.0);
+    assert!(verdict <= 1280.0, "verdict at {verdict}: {find}");
+    let why = find["why_rows"].as_array().unwrap();
+    assert!(
+        why.iter().any(|w| w.as_str().unwrap_or("").len() > 60),
+        "a long reason is shown: {find}"
+    );
+    let rows = find["step_rows"].as_array().unwrap();
+    assert!(rows.len() >= 2, "{find}");
+    assert!(
+        rows.iter().all(|h| h.as_f64().unwrap() < 40.0),
+        "step rows stay one line tall: {find}"
     );
     assert!(
         find["sticky"]

@@ -373,19 +373,7 @@ pub fn find_levels(f: &FindResult) -> Chart {
         By::Rate => "offered req/s",
         By::Connections => "connections",
     };
-    let mut marks = Vec::new();
-    if let Some(k) = &f.knee {
-        marks.push(Mark {
-            x: k.level,
-            label: format!("knee {}", f.by.cell(k.level)),
-        });
-    }
-    if let Some(m) = &f.max_sustainable {
-        marks.push(Mark {
-            x: m.level,
-            label: format!("max sustainable {}", f.by.cell(m.level)),
-        });
-    }
+    let marks = level_marks(f);
     let mut p99 = series(
         "p99 (ms)",
         "ms",
@@ -398,10 +386,15 @@ pub fn find_levels(f: &FindResult) -> Chart {
         steps.iter().map(|s| Some(s.ok_rps)).collect(),
     );
     ok.points = true;
+    // Levels double as a search climbs: on a linear axis 1-32 of 1,000 sit in its first 3%.
+    let (low, high) = (
+        steps.first().map_or(0.0, |s| s.level),
+        steps.last().map_or(0.0, |s| s.level),
+    );
     Chart {
         title: "p99 and throughput by level".into(),
         x_label: unit.into(),
-        x_log: false,
+        x_log: low > 0.0 && high >= 8.0 * low,
         x_percentile: false,
         x: steps.iter().map(|s| s.level).collect(),
         axes: vec![
@@ -412,6 +405,30 @@ pub fn find_levels(f: &FindResult) -> Chart {
         marks,
         note: None,
     }
+}
+
+/// The knee and the maximum sustainable level as vertical marks; one mark with both names
+/// when they are the same level, so their labels never sit on each other.
+fn level_marks(f: &FindResult) -> Vec<Mark> {
+    let mut marks: Vec<Mark> = Vec::new();
+    let found = [
+        f.knee.as_ref().map(|k| ("knee", k.level)),
+        f.max_sustainable
+            .as_ref()
+            .map(|m| ("max sustainable", m.level)),
+    ];
+    for (name, level) in found.into_iter().flatten() {
+        match marks.iter_mut().find(|m| m.x == level) {
+            Some(m) => {
+                m.label = format!("knee = {name} {}", f.by.cell(level));
+            }
+            None => marks.push(Mark {
+                x: level,
+                label: format!("{name} {}", f.by.cell(level)),
+            }),
+        }
+    }
+    marks
 }
 
 /// The Universal Scalability Law curve over the measured points; `None` without a fit.
@@ -495,6 +512,44 @@ mod tests {
         ];
         let titles: Vec<String> = observed(&rows).into_iter().map(|c| c.title).collect();
         assert_eq!(titles, ["Server: srv cpu"]);
+    }
+
+    fn search(levels: &[f64], knee: f64, max: f64) -> FindResult {
+        let steps: Vec<serde_json::Value> = levels
+            .iter()
+            .map(|l| {
+                serde_json::to_value(crate::find::StepRow {
+                    level: *l,
+                    ..Default::default()
+                })
+                .unwrap()
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "by": "connections", "steps": steps,
+            "max_sustainable": { "level": max, "rps": 1000.0, "slo": [], "resolution": null },
+            "knee": { "level": knee, "reason": "" },
+            "usl": null, "diagnosis": [], "stopped": ""
+        }))
+        .expect("a search")
+    }
+
+    #[test]
+    fn levels_that_double_are_drawn_on_a_log_axis_and_one_level_gets_one_mark() {
+        let levels = [
+            1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1000.0,
+        ];
+        let c = find_levels(&search(&levels, 32.0, 32.0));
+        assert!(
+            c.x_log,
+            "1 to 1,000 on a linear axis puts 1-32 in its first 3%"
+        );
+        let labels: Vec<&str> = c.marks.iter().map(|m| m.label.as_str()).collect();
+        assert_eq!(labels, ["knee = max sustainable 32"]);
+        let c = find_levels(&search(&[10.0, 20.0, 40.0], 20.0, 40.0));
+        assert!(!c.x_log, "a narrow span stays linear");
+        let labels: Vec<&str> = c.marks.iter().map(|m| m.label.as_str()).collect();
+        assert_eq!(labels, ["knee 20", "max sustainable 40"]);
     }
 
     #[test]

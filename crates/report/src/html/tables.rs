@@ -430,12 +430,16 @@ pub fn find_summary(f: &FindResult) -> String {
     o
 }
 
-/// One row per step, in the order they ran.
+/// The search's steps: the level and its verdict first, then brink's figures; a failing step's
+/// reason (and a Little's-law note) on a full-width line under it, so a long reason neither
+/// hides the verdict nor makes the row tall. Server figures follow in their own table.
 pub fn steps(f: &FindResult) -> String {
-    let observed: std::collections::BTreeSet<&String> =
-        f.steps.iter().flat_map(|s| s.observed.keys()).collect();
-    let mut head = vec![
+    if f.steps.is_empty() {
+        return String::new();
+    }
+    let head = [
         "level",
+        "verdict",
         "p50",
         "p90",
         "p99",
@@ -445,48 +449,85 @@ pub fn steps(f: &FindResult) -> String {
         "errors",
         "brink CPU",
     ];
-    let names: Vec<String> = observed.iter().map(|k| format!("{} peak", e(k))).collect();
+    let mut o = String::from(
+        "<div class=\"scroll\"><table class=\"num steps\"><caption>Steps</caption><thead><tr>",
+    );
+    for h in head {
+        let class = if h == "verdict" {
+            " class=\"verdict\""
+        } else {
+            ""
+        };
+        let _ = write!(o, "<th{class}>{h}</th>");
+    }
+    o.push_str("</tr></thead><tbody>\n");
+    for s in &f.steps {
+        let cells = [
+            fmt_ms(s.p50),
+            fmt_ms(s.p90),
+            fmt_ms(s.p99),
+            fmt_ms(s.mean),
+            fmt_rate(s.ok_rps),
+            fmt_count(s.requests),
+            fmt_count(s.errors),
+            format!("{:.0}%", s.generator_cpu * 100.0),
+        ];
+        let _ = write!(
+            o,
+            "<tr><td>{}</td><td class=\"verdict\">{}</td>",
+            e(&f.by.cell(s.level)),
+            verdict(Some(s.pass))
+        );
+        for c in cells {
+            let _ = write!(o, "<td>{c}</td>");
+        }
+        o.push_str("</tr>\n");
+        let mut why = Vec::new();
+        if !s.pass && !s.reason.is_empty() {
+            why.push(e(&s.reason));
+        }
+        if let Some(g) = &s.little {
+            why.push(format!("<small>{}</small>", e(&g.describe())));
+        }
+        if !why.is_empty() {
+            let _ = writeln!(
+                o,
+                "<tr class=\"why\"><td></td><td colspan=\"{}\">{}</td></tr>",
+                head.len() - 1,
+                why.join("<br>")
+            );
+        }
+    }
+    o.push_str("</tbody></table></div>\n");
+    o.push_str(&server_by_level(f));
+    o
+}
+
+/// What `--observe` and `--metric` saw at each level (peaks), apart from brink's figures.
+fn server_by_level(f: &FindResult) -> String {
+    let observed: std::collections::BTreeSet<&String> =
+        f.steps.iter().flat_map(|s| s.observed.keys()).collect();
+    if observed.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = observed.iter().map(|k| e(k)).collect();
+    let mut head = vec!["level"];
     head.extend(names.iter().map(String::as_str));
-    head.push("verdict");
     let rows: Vec<_> = f
         .steps
         .iter()
         .map(|s| {
-            let mut r = vec![
-                e(&f.by.cell(s.level)),
-                fmt_ms(s.p50),
-                fmt_ms(s.p90),
-                fmt_ms(s.p99),
-                fmt_ms(s.mean),
-                fmt_rate(s.ok_rps),
-                fmt_count(s.requests),
-                fmt_count(s.errors),
-                format!("{:.0}%", s.generator_cpu * 100.0),
-            ];
+            let mut r = vec![e(&f.by.cell(s.level))];
             r.extend(observed.iter().map(|k| {
                 s.observed
                     .get(*k)
                     .map_or("-".into(), |o| e(&observed_value(k, o.peak)))
             }));
-            let mut v = if s.pass {
-                verdict(Some(true))
-            } else {
-                format!("{} {}", verdict(Some(false)), e(&s.reason))
-            };
-            if let Some(g) = &s.little {
-                let _ = write!(v, "<br><small>{}</small>", e(&g.describe()));
-            }
-            r.push(v);
             r
         })
         .collect();
-    // A wide step table scrolls inside its own box, its level column frozen.
-    let t = table("num steps", "Steps", &head, &rows);
-    if t.is_empty() {
-        t
-    } else {
-        format!("<div class=\"scroll\">{t}</div>\n")
-    }
+    let t = table("num steps", "Server at each level (peaks)", &head, &rows);
+    format!("<div class=\"scroll\">{t}</div>\n")
 }
 
 /// `--trace`: the slowest and the first failed requests by trace id, linked when the result
