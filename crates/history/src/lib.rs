@@ -128,6 +128,25 @@ impl Run {
 }
 
 impl Run {
+    /// Its tags as `k=v k=v`, or `(no tags)`.
+    pub fn tags_text(&self) -> String {
+        if self.tags.is_empty() {
+            return "(no tags)".into();
+        }
+        let t: Vec<String> = self.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        t.join(" ")
+    }
+
+    /// A search's capacity as a table cell: `1,905 req/s`, `-` when recorded without its
+    /// throughput, `none held` when no level held its objectives.
+    pub fn capacity_cell(&self) -> String {
+        match (self.capacity_rps, self.max_sustainable) {
+            (Some(rps), _) => format!("{} req/s", report::fmt_rate(rps)),
+            (None, Some(_)) => "-".into(),
+            (None, None) => "none held".into(),
+        }
+    }
+
     /// A search's maximum sustainable level in words: `27 connections`, `826/s`.
     pub fn sustainable_level(&self) -> Option<String> {
         let level = self.max_sustainable?;
@@ -137,6 +156,18 @@ impl Run {
             report::find::connections(level)
         })
     }
+}
+
+/// The finished searches among `runs`, by their tags (tags in order, then as listed): a team
+/// that searches one service under several settings (`--tag cpu=400m --tag replicas=3`) reads
+/// its capacity under each, one row per search.
+pub fn capacity_by_tag(runs: Vec<Run>) -> Vec<Run> {
+    let mut found: Vec<Run> = runs
+        .into_iter()
+        .filter(|r| r.command == "find" && r.status == model::RunStatus::Done)
+        .collect();
+    found.sort_by_cached_key(Run::tags_text);
+    found
 }
 
 /// Which runs to list.

@@ -143,6 +143,7 @@ pub fn runs(h: &History, q: &[(String, String)]) -> Out {
             .map_or(String::new(), |(k, v)| format!("{k}={v}"))),
     );
     body.push_str(&trends(h, &runs));
+    body.push_str(&capacity(&runs));
     body.push_str(&table(h, &runs));
     page("brink runs", &body, &[], UI_JS)
 }
@@ -185,6 +186,31 @@ fn trends(h: &History, runs: &[Run]) -> String {
             sparkline(&rps),
             opt(latest.and_then(|l| l.p99_ms), fmt_ms),
             opt(latest.and_then(|l| l.ok_rps), fmt_rate),
+        );
+    }
+    o.push_str("</tbody></table></div>\n");
+    o
+}
+
+/// The listed searches' capacities by tag: one service searched under several settings, its
+/// capacity under each, side by side.
+fn capacity(runs: &[Run]) -> String {
+    let found = history::capacity_by_tag(runs.to_vec());
+    if found.is_empty() {
+        return String::new();
+    }
+    let mut o = String::from("<h2>Capacity by tag</h2><div class=\"scroll\"><table class=\"capacity\"><thead><tr><th>tags</th><th>capacity</th><th>at</th><th>run</th><th>started</th><th>name</th><th>target</th></tr></thead><tbody>\n");
+    for r in &found {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"wrap\">{}</td><td>{}</td><td>{}</td><td><a href=\"/run/{id}\">{id}</a></td><td>{}</td><td class=\"wrap\">{}</td><td class=\"url\">{}</td></tr>",
+            e(&r.tags_text()),
+            e(&r.capacity_cell()),
+            e(&r.sustainable_level().unwrap_or_else(|| "-".into())),
+            e(&r.started_at),
+            e(&r.name),
+            url_cell(&r.target),
+            id = r.id,
         );
     }
     o.push_str("</tbody></table></div>\n");

@@ -65,19 +65,7 @@ fn picked(h: &History, a: &HistoryArgs) -> Result<Vec<Run>, Fail> {
 
 /// Every finished search's capacity, by its tags (tags in order, then newest first).
 fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
-    let mut runs: Vec<Run> = picked(h, a)?
-        .into_iter()
-        .filter(|r| r.command == "find" && r.status == RunStatus::Done)
-        .collect();
-    let tags = |r: &Run| -> String {
-        let t: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        if t.is_empty() {
-            "(no tags)".into()
-        } else {
-            t.join(" ")
-        }
-    };
-    runs.sort_by_key(|r| tags(r));
+    let runs = history::capacity_by_tag(picked(h, a)?);
     if a.json {
         let rows: Vec<serde_json::Value> = runs
             .iter()
@@ -105,16 +93,11 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
         "started"
     );
     for r in &runs {
-        let rps = match (r.capacity_rps, r.max_sustainable) {
-            (Some(rps), _) => format!("{} req/s", fmt_rate(rps)),
-            (None, Some(_)) => "-".into(),
-            (None, None) => "none held".into(),
-        };
         let at = r.sustainable_level().unwrap_or_else(|| "-".into());
         emitln!(
             "{:<40} {:>12}  {:<22} {:>5}  {:<20} {}",
-            cut(&tags(r), 40),
-            rps,
+            cut(&r.tags_text(), 40),
+            r.capacity_cell(),
             at,
             r.id,
             cut(&r.started_at, 20),

@@ -288,6 +288,27 @@ fn searches_under_settings_give_one_capacity_table() {
         list.contains(" capacity ") && list.contains(" req/s at "),
         "{list}"
     );
+    // brink serve's runs page has the same table.
+    let (server, url) = crate::serve::serve(&h, &[]);
+    let (status, _, page) = crate::serve::get(&crate::serve::Ui::of(&url), "/", "");
+    drop(server);
+    assert_eq!(status, 200);
+    let table = page
+        .split("<h2>Capacity by tag</h2>")
+        .nth(1)
+        .and_then(|t| t.split("</table>").next())
+        .unwrap_or_else(|| panic!("no capacity table:\n{page}"));
+    for (tag, rps) in [("replicas=2", r2), ("replicas=4", r4)] {
+        let row = table
+            .split("<tr>")
+            .find(|r| r.contains(tag))
+            .unwrap_or_else(|| panic!("no {tag} row: {table}"));
+        assert!(
+            row.contains(&format!("{} req/s", report::fmt_rate(rps))),
+            "{row}"
+        );
+        assert!(row.contains(" connections</td>"), "{row}");
+    }
     // An older file: the column emptied, the migration's update fills it from the results.
     let conn = rusqlite::Connection::open(&h).unwrap();
     conn.execute_batch("UPDATE runs SET capacity_rps = NULL; PRAGMA user_version = 2;")

@@ -31,13 +31,13 @@ fn http(port: u16, request: &str) -> (u16, String, String) {
 }
 
 /// Where a `brink serve` listens and the token it printed (`None`: send none).
-struct Ui {
+pub(crate) struct Ui {
     port: u16,
     token: Option<String>,
 }
 
 impl Ui {
-    fn of(url: &str) -> Ui {
+    pub(crate) fn of(url: &str) -> Ui {
         Ui {
             port: port_of(url),
             token: url.split("token=").nth(1).map(str::to_string),
@@ -53,7 +53,7 @@ impl Ui {
     }
 }
 
-fn get(ui: &Ui, path: &str, extra: &str) -> (u16, String, String) {
+pub(crate) fn get(ui: &Ui, path: &str, extra: &str) -> (u16, String, String) {
     http(
         ui.port,
         &format!(
@@ -75,7 +75,7 @@ fn post(ui: &Ui, path: &str, extra: &str) -> (u16, String, String) {
 
 /// Starts `brink serve` with `args`; returns the child (killed when dropped) and the URL it
 /// printed.
-fn serve(history: &Path, args: &[&str]) -> (Killed, String) {
+pub(crate) fn serve(history: &Path, args: &[&str]) -> (Killed, String) {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
         .args(["serve", "--port", "0", "--history"])
         .arg(history)

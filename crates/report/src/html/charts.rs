@@ -252,13 +252,19 @@ pub fn completion(s: &ScenarioResult) -> Option<Chart> {
     })
 }
 
-/// TCP connect and TLS handshake p99 per second, with connections opened; `None` when no
-/// second opened a connection with a measured time.
+/// Seconds in which connections must open for set-up to be charted over time.
+const SETUP_SECONDS: usize = 3;
+
+/// TCP connect and TLS handshake p99 per second, with connections opened; `None` unless
+/// connections opened through the run (in [`SETUP_SECONDS`] seconds or more). A kept-alive run
+/// opens its connections in its first second: one point is no chart, and the latency table
+/// already gives their connect times.
 pub fn setup(rows: &[SecondRow]) -> Option<Chart> {
-    if rows
+    let opening = rows
         .iter()
-        .all(|r| r.connect_p99.is_none() && r.tls_p99.is_none())
-    {
+        .filter(|r| r.connect_p99.is_some() || r.tls_p99.is_some())
+        .count();
+    if opening < SETUP_SECONDS {
         return None;
     }
     let mut c = timeline("Connection set-up", rows);
@@ -550,6 +556,28 @@ mod tests {
         assert!(!c.x_log, "a narrow span stays linear");
         let labels: Vec<&str> = c.marks.iter().map(|m| m.label.as_str()).collect();
         assert_eq!(labels, ["knee 20", "max sustainable 40"]);
+    }
+
+    #[test]
+    fn set_up_is_charted_only_when_connections_open_through_the_run() {
+        let opened = |t: u64, connect: Option<f64>| {
+            let mut r = row(t, &[]);
+            r.connect_p99 = connect;
+            r.connects = u64::from(connect.is_some()) * 50;
+            r
+        };
+        let kept_alive = [
+            opened(0, Some(0.2)),
+            opened(1, None),
+            opened(2, None),
+            opened(3, None),
+        ];
+        assert!(
+            setup(&kept_alive).is_none(),
+            "one second of connects is no chart"
+        );
+        let closing: Vec<_> = (0..4).map(|t| opened(t, Some(0.2))).collect();
+        assert!(setup(&closing).is_some());
     }
 
     #[test]
