@@ -221,6 +221,11 @@ impl LiveMetrics {
             } else if d.failure.is_some() {
                 eprintln!("brink: remote write to {url}: every second delivered after all");
             }
+            if let Some(why) = &d.natives_refused {
+                eprintln!(
+                    "brink: note: {url} does not take native histograms ({why}); latency went as the classic histogram only"
+                );
+            }
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The series as Prometheus families and samples, once, for both writers: the text format a
 //! scrape reads (`text`) and remote write (`remote`). Every family is always listed, with its
-//! samples (possibly none), so the list of names a dashboard may query is [`FAMILIES`].
+//! samples (possibly none), so the list of names a dashboard may query is [`FAMILIES`]. The
+//! latency histogram is also given as native histograms ([`natives`]), which only remote
+//! write carries (the text format has no form for them).
 
 use crate::series::{Request, Scenario, Series, BOUNDS, QUANTILES};
 use stats::ErrorKind;
@@ -91,6 +93,28 @@ fn each(s: &Series) -> impl Iterator<Item = (Labels, &Request)> {
             (l, r)
         })
     })
+}
+
+/// One request's latency as a native histogram: `brink_request_duration_seconds` with the
+/// classic histogram's labels but `le`.
+pub struct Native<'a> {
+    pub labels: Labels,
+    pub count: u64,
+    pub sum: f64,
+    /// Observations by bucket index at [`crate::series::NATIVE_SCHEMA`].
+    pub buckets: &'a std::collections::BTreeMap<i32, u64>,
+}
+
+/// Every request's native latency histogram.
+pub fn natives(s: &Series) -> Vec<Native<'_>> {
+    each(s)
+        .map(|(labels, r)| Native {
+            labels,
+            count: r.count,
+            sum: r.sum,
+            buckets: &r.native,
+        })
+        .collect()
 }
 
 /// The series' families, in [`FAMILIES`]' order.

@@ -7,9 +7,17 @@
 //! counted), a 4xx answer drops that batch (the store will never take it), and the first
 //! failure is reported once. At the end the queue is drained for a bounded time and what
 //! could not be delivered is said.
+//!
+//! Latency goes as the classic histogram (`_bucket`, `_sum`, `_count`) and as a native
+//! (exponential) histogram on the family's own name, which `histogram_quantile` reads at about
+//! 9% resolution whatever the latency. A store that does not take native histograms (a
+//! Prometheus without `--enable-feature=native-histograms` answers 500 "native histograms are
+//! disabled") refuses the whole request: the queued seconds are then sent again without them,
+//! nothing is lost, and every later second goes with the classic histogram only.
 
-use crate::families::{families, Family};
+use crate::families::{families, natives, Family, Native};
 use crate::series::Series;
+use crate::series::NATIVE_SCHEMA;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -44,6 +52,102 @@ struct TimeSeries {
     labels: Vec<Label>,
     #[prost(message, repeated, tag = "2")]
     samples: Vec<Sample>,
+    #[prost(message, repeated, tag = "4")]
+    histograms: Vec<Histogram>,
+}
+
+/// A native histogram sample (prompb `Histogram`, integer counts, positive buckets only).
+#[derive(Clone, PartialEq, Message)]
+struct Histogram {
+    #[prost(uint64, tag = "1")]
+    count_int: u64,
+    #[prost(double, tag = "3")]
+    sum: f64,
+    #[prost(sint32, tag = "4")]
+    schema: i32,
+    #[prost(double, tag = "5")]
+    zero_threshold: f64,
+    #[prost(uint64, tag = "6")]
+    zero_count_int: u64,
+    #[prost(message, repeated, tag = "11")]
+    positive_spans: Vec<BucketSpan>,
+    /// The first bucket's count, then each bucket's difference from the one before.
+    #[prost(sint64, repeated, tag = "12")]
+    positive_deltas: Vec<i64>,
+    #[prost(int64, tag = "15")]
+    timestamp: i64,
+}
+
+/// A run of consecutive buckets: `offset` from the end of the previous run (from index 0 for
+/// the first), `length` buckets.
+#[derive(Clone, PartialEq, Message)]
+struct BucketSpan {
+    #[prost(sint32, tag = "1")]
+    offset: i32,
+    #[prost(uint32, tag = "2")]
+    length: u32,
+}
+
+/// `buckets` (index -> count, ascending) as spans of consecutive indexes and count deltas.
+fn spans(buckets: &std::collections::BTreeMap<i32, u64>) -> (Vec<BucketSpan>, Vec<i64>) {
+    let (mut spans, mut deltas) = (Vec::new(), Vec::new());
+    let (mut next, mut previous): (Option<i32>, i64) = (None, 0);
+    for (&i, &n) in buckets.iter().filter(|(_, n)| **n > 0) {
+        match next {
+            Some(at) if at == i => {
+                if let Some(last) = spans.last_mut() {
+                    let last: &mut BucketSpan = last;
+                    last.length += 1;
+                }
+            }
+            _ => spans.push(BucketSpan {
+                offset: next.map_or(i, |at| i - at),
+                length: 1,
+            }),
+        }
+        deltas.push(n as i64 - previous);
+        previous = n as i64;
+        next = Some(i + 1);
+    }
+    (spans, deltas)
+}
+
+/// One request's native histogram as its own series.
+fn native_series(n: &Native, at_ms: i64) -> TimeSeries {
+    let mut labels = sorted_labels(&n.labels, "brink_request_duration_seconds");
+    labels.retain(|l| l.name != "le");
+    let (positive_spans, positive_deltas) = spans(n.buckets);
+    TimeSeries {
+        labels,
+        samples: Vec::new(),
+        histograms: vec![Histogram {
+            count_int: n.count,
+            sum: n.sum,
+            schema: NATIVE_SCHEMA,
+            zero_threshold: 0.0,
+            zero_count_int: 0,
+            positive_spans,
+            positive_deltas,
+            timestamp: at_ms,
+        }],
+    }
+}
+
+/// `labels` with `__name__`, sorted by name as the protocol asks.
+fn sorted_labels(labels: &[(String, String)], name: &str) -> Vec<Label> {
+    let mut out: Vec<Label> = labels
+        .iter()
+        .map(|(k, v)| Label {
+            name: k.clone(),
+            value: v.clone(),
+        })
+        .collect();
+    out.push(Label {
+        name: "__name__".into(),
+        value: name.to_string(),
+    });
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -63,35 +167,31 @@ struct Sample {
 }
 
 /// One snapshot as a `WriteRequest`: every sample at `at_ms`, its labels sorted by name with
-/// `__name__` among them, as the protocol asks.
-fn encode(fams: &[Family], at_ms: i64) -> Vec<u8> {
-    let timeseries = fams
+/// `__name__` among them, as the protocol asks; with `natives`, their histograms too.
+fn encode(fams: &[Family], natives: &[Native], at_ms: i64) -> Vec<u8> {
+    let mut timeseries: Vec<TimeSeries> = fams
         .iter()
         .flat_map(|f| &f.samples)
-        .map(|s| {
-            let mut labels: Vec<Label> = s
-                .labels
-                .iter()
-                .map(|(k, v)| Label {
-                    name: k.clone(),
-                    value: v.clone(),
-                })
-                .collect();
-            labels.push(Label {
-                name: "__name__".into(),
-                value: s.name.clone(),
-            });
-            labels.sort_by(|a, b| a.name.cmp(&b.name));
-            TimeSeries {
-                labels,
-                samples: vec![Sample {
-                    value: s.value,
-                    timestamp: at_ms,
-                }],
-            }
+        .map(|s| TimeSeries {
+            labels: sorted_labels(&s.labels, &s.name),
+            samples: vec![Sample {
+                value: s.value,
+                timestamp: at_ms,
+            }],
+            histograms: Vec::new(),
         })
         .collect();
+    timeseries.extend(natives.iter().map(|n| native_series(n, at_ms)));
     WriteRequest { timeseries }.encode_to_vec()
+}
+
+/// A queued `WriteRequest` without its native histograms (for a store that refuses them).
+fn classic_only(body: &[u8]) -> Vec<u8> {
+    let Ok(mut w) = WriteRequest::decode(body) else {
+        return body.to_vec();
+    };
+    w.timeseries.retain(|t| t.histograms.is_empty());
+    w.encode_to_vec()
 }
 
 /// Where to write, and how.
@@ -113,6 +213,8 @@ pub struct Delivered {
     pub lost: u64,
     /// The first failure, in words.
     pub failure: Option<String>,
+    /// The store refused native histograms (what it said): classic ones only were sent.
+    pub natives_refused: Option<String>,
 }
 
 #[derive(Default)]
@@ -124,6 +226,8 @@ struct Queue {
     bytes: usize,
     closing: Option<Instant>,
     done: Delivered,
+    /// Native histograms go too (until the store refuses them).
+    classic_only: bool,
 }
 
 struct Inner {
@@ -170,7 +274,12 @@ impl RemoteWrite {
         };
         let at_ms = now_ms.max(q.last_ms + 1);
         q.last_ms = at_ms;
-        let body = encode(&families(series), at_ms);
+        let natives = if q.classic_only {
+            Vec::new()
+        } else {
+            natives(series)
+        };
+        let body = encode(&families(series), &natives, at_ms);
         q.bytes += body.len();
         q.seconds.push_back(body);
         while q.bytes > MOST_QUEUED && q.seconds.len() > 1 {
@@ -266,6 +375,14 @@ async fn post_loop(inner: &Inner, dest: &Destination) {
             let Ok(mut q) = inner.queue.lock() else {
                 return;
             };
+            let why = match &answer {
+                Posted::Refused(why) | Posted::Retry(why) => Some(why.as_str()),
+                Posted::Accepted => None,
+            };
+            if let Some(why) = why.filter(|w| !q.classic_only && refuses_natives(w)) {
+                q.drop_natives(why);
+                continue;
+            }
             match answer {
                 Posted::Accepted => {
                     q.done.sent += n as u64;
@@ -295,7 +412,24 @@ async fn post_loop(inner: &Inner, dest: &Destination) {
     }
 }
 
+/// Whether a store's refusal is of native histograms (Prometheus: "native histograms are
+/// disabled"; other stores name them too).
+fn refuses_natives(why: &str) -> bool {
+    why.to_ascii_lowercase().contains("histogram")
+}
+
 impl Queue {
+    /// The store does not take native histograms: the queued seconds lose theirs, and later
+    /// ones are encoded without.
+    fn drop_natives(&mut self, why: &str) {
+        self.classic_only = true;
+        self.done.natives_refused = Some(why.to_string());
+        for s in self.seconds.iter_mut() {
+            *s = classic_only(s);
+        }
+        self.bytes = self.seconds.iter().map(Vec::len).sum();
+    }
+
     /// Removes the `n` oldest seconds (sent, or refused for good).
     fn pop(&mut self, n: usize) {
         for _ in 0..n {
@@ -414,7 +548,7 @@ mod tests {
             ("Team".into(), "x".into()),
         ]);
         s.start("s", &["r".to_string()]);
-        let bytes = encode(&families(&s), 1234);
+        let bytes = encode(&families(&s), &natives(&s), 1234);
         let both = [bytes.clone(), bytes].concat();
         let w = WriteRequest::decode(both.as_slice()).expect("decodes");
         let one = w.timeseries.len() / 2;
@@ -425,7 +559,10 @@ mod tests {
             sorted.sort();
             assert_eq!(names, sorted);
             assert!(names.contains(&"__name__"));
-            assert_eq!(ts.samples[0].timestamp, 1234);
+            match ts.histograms.first() {
+                Some(h) => assert_eq!(h.timestamp, 1234),
+                None => assert_eq!(ts.samples[0].timestamp, 1234),
+            }
         }
         let req = w
             .timeseries
@@ -447,5 +584,50 @@ mod tests {
             ),
             (Some("r1"), Some("x"), Some("s"), Some("r"))
         );
+    }
+
+    #[test]
+    fn native_buckets_travel_as_spans_and_deltas_and_can_be_left_out() {
+        let buckets: std::collections::BTreeMap<i32, u64> =
+            [(-80, 3), (-79, 5), (-78, 0), (-76, 2), (4, 1)]
+                .into_iter()
+                .collect();
+        let (sp, deltas) = spans(&buckets);
+        let sp: Vec<(i32, u32)> = sp.iter().map(|s| (s.offset, s.length)).collect();
+        assert_eq!(
+            sp,
+            [(-80, 2), (2, 1), (79, 1)],
+            "an empty bucket breaks a span"
+        );
+        assert_eq!(deltas, [3, 2, -3, -1]);
+        // Decoded back: index by index, the counts.
+        let mut at = 0;
+        let mut count = 0i64;
+        let mut back = Vec::new();
+        let mut d = deltas.iter();
+        for (offset, length) in sp {
+            at += offset;
+            for _ in 0..length {
+                count += d.next().unwrap();
+                back.push((at, count as u64));
+                at += 1;
+            }
+        }
+        assert_eq!(back, [(-80, 3), (-79, 5), (-76, 2), (4, 1)]);
+        let mut s = Series::new(vec![("run".into(), "r1".into())]);
+        s.start("s", &["r".to_string()]);
+        let with = encode(&families(&s), &natives(&s), 7);
+        let without = classic_only(&with);
+        let w = WriteRequest::decode(without.as_slice()).unwrap();
+        let all = WriteRequest::decode(with.as_slice()).unwrap();
+        assert_eq!(
+            w.timeseries.len() + 1,
+            all.timeseries.len(),
+            "one request, one native"
+        );
+        assert!(w.timeseries.iter().all(|t| t.histograms.is_empty()));
+        assert!(refuses_natives(
+            "answered 500: native histograms are disabled"
+        ));
     }
 }

@@ -1,9 +1,10 @@
 //! The series a run exposes, kept as the seconds are merged: per scenario and request,
 //! counters (attempts, responses by status, errors by kind, gRPC codes, late starts), latency
 //! from the intended start as a classic histogram with fixed buckets, and the last second's
-//! exact percentiles from its HDR histogram; per scenario, when it started and ended (for
-//! annotations). Cardinality is bounded by the plan: its scenario and request names, the
-//! statuses and gRPC codes seen, nine error kinds, nineteen buckets.
+//! exact percentiles from its HDR histogram, and the same latency as a native (exponential)
+//! histogram for stores that take them over remote write; per scenario, when it started and
+//! ended (for annotations). Cardinality is bounded by the plan: its scenario and request
+//! names, the statuses and gRPC codes seen, ten error kinds, nineteen buckets.
 
 use merge::SecondView;
 use stats::ErrorKind;
@@ -16,6 +17,23 @@ pub const BOUNDS: [f64; 18] = [
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
     2.5, 5.0, 10.0, 30.0,
 ];
+/// The native histogram's resolution: schema 3, eight buckets per doubling (each about 9%
+/// wide), as Prometheus's client libraries default to.
+pub const NATIVE_SCHEMA: i32 = 3;
+
+/// The native bucket holding `seconds` (> 0) at [`NATIVE_SCHEMA`]: bucket `i` holds values in
+/// `(2^((i-1)/8), 2^(i/8)]`.
+pub fn native_index(seconds: f64) -> i32 {
+    let scaled = seconds.log2() * f64::from(1 << NATIVE_SCHEMA);
+    // A value on a bound belongs to the bucket it closes, whatever the rounding of log2.
+    let near = scaled.round();
+    if (scaled - near).abs() < 1e-9 {
+        near as i32
+    } else {
+        scaled.ceil() as i32
+    }
+}
+
 /// The last second's quantiles exposed.
 pub const QUANTILES: [f64; 3] = [0.5, 0.9, 0.99];
 
@@ -33,6 +51,8 @@ pub struct Request {
     pub sum: f64,
     /// The last second's quantiles, in seconds, once a second had responses.
     pub last: Option<[f64; QUANTILES.len()]>,
+    /// The native histogram: observations per bucket index (see [`native_index`]).
+    pub native: BTreeMap<i32, u64>,
 }
 
 pub struct Scenario {
@@ -142,9 +162,35 @@ impl Series {
             for (count, bound) in r.buckets.iter_mut().zip(BOUNDS) {
                 *count += h.count_between(0, (bound * 1e6) as u64);
             }
+            for v in h.iter_recorded() {
+                let seconds = v.value_iterated_to().max(1) as f64 / 1e6;
+                *r.native.entry(native_index(seconds)).or_default() += v.count_at_value();
+            }
             r.count += h.len();
             r.sum += h.mean() * h.len() as f64 / 1e6;
             r.last = Some(QUANTILES.map(|q| h.value_at_quantile(q) as f64 / 1e6));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_buckets_close_on_their_bound_and_tell_50us_from_900us() {
+        assert_eq!(native_index(1.0), 0);
+        assert_eq!(native_index(2.0), 8);
+        assert_eq!(native_index(0.5), -8);
+        assert_eq!(native_index(1.05), 1, "(1, 1.09]");
+        let (fast, slow) = (native_index(50e-6), native_index(900e-6));
+        assert!(slow - fast > 30, "{fast} {slow}");
+        // Every bucket's upper bound is within 9.1% of its lower one.
+        let i = native_index(0.0123);
+        let (lo, hi) = (
+            2f64.powf(f64::from(i - 1) / 8.0),
+            2f64.powf(f64::from(i) / 8.0),
+        );
+        assert!(lo < 0.0123 && 0.0123 <= hi && hi / lo < 1.091);
     }
 }

@@ -38,6 +38,15 @@ impl Prom {
     /// Starts Prometheus on `127.0.0.1:web`, scraping `scrape` (a port) every second when
     /// given, with its remote-write receiver on when `receiver`; waits until it is ready.
     pub fn start(web: u16, scrape: Option<u16>, receiver: bool) -> Prom {
+        Prom::launch(web, scrape, receiver, &[])
+    }
+
+    /// [`Prom::start`] with its remote-write receiver on and native histograms enabled.
+    pub fn start_native(web: u16) -> Prom {
+        Prom::launch(web, None, true, &["--enable-feature=native-histograms"])
+    }
+
+    fn launch(web: u16, scrape: Option<u16>, receiver: bool, extra: &[&str]) -> Prom {
         let dir = tempfile::tempdir().expect("a directory");
         let config = dir.path().join("prometheus.yml");
         let jobs = scrape.map_or_else(String::new, |port| format!(
@@ -54,6 +63,7 @@ impl Prom {
         if receiver {
             cmd.arg("--web.enable-remote-write-receiver");
         }
+        cmd.args(extra);
         let child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::null())

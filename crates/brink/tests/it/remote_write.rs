@@ -56,6 +56,10 @@ fn a_real_prometheus_holds_exactly_what_the_run_measured() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("remote write"), "{err}");
+    assert!(
+        err.contains("does not take native histograms") && err.contains("classic histogram only"),
+        "a Prometheus without the feature refuses them, and brink says what it sent: {err}"
+    );
     let s = &r["summary"];
     let last = |series: &str| prom.query(&format!("max_over_time({series}[5m])"));
     let team = "team=\"checkout\"";
@@ -89,10 +93,95 @@ fn a_real_prometheus_holds_exactly_what_the_run_measured() {
         bucket(estimate).abs_diff(bucket(p99)) <= 1,
         "PromQL p99 {estimate} s, the result's {p99} s"
     );
+    // Without native histograms the dashboard's p99 falls back to the classic buckets.
+    let shown = prom.query(&dashboard_p99(&prom));
+    assert!(
+        bucket(shown).abs_diff(bucket(p99)) <= 1,
+        "dashboard p99 {shown} s, the result's {p99} s"
+    );
     every_second_arrived(&prom, &r);
     assert!(prom.query("max_over_time(brink_scenario_end_timestamp_seconds[5m])") > 1.7e9);
     assert!(prom.query("max_over_time(brink_cpu_seconds_total[5m])") > 0.0);
     assert_eq!(last("brink_load_target"), 100.0);
+}
+
+/// A store that takes native histograms gets them beside the classic ones: PromQL's
+/// `histogram_quantile` over the native histogram lands within one native bucket (9%) of the
+/// result's p99, where the classic buckets can only say "between 0.5 and 1 ms"; its count is
+/// the result's responses exactly.
+#[test]
+fn a_store_that_takes_native_histograms_gets_them() {
+    if !crate::prom::available() {
+        return;
+    }
+    let _cpu = crate::support::cpu_exclusive();
+    let prom = Prom::start_native(free_port());
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_micros(600))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let write = format!("prometheus=http://127.0.0.1:{}/api/v1/write", prom.web);
+    let (out, r) = run(
+        &srv.url("/"),
+        &["--rate", "200", "-d", "3s", "--out", &write],
+        dir.path(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("remote write") && !err.contains("native"),
+        "{err}"
+    );
+    let s = &r["summary"];
+    let answered: f64 = s["status"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|n| n.as_f64())
+        .sum();
+    assert_eq!(
+        prom.query("histogram_count(brink_request_duration_seconds)"),
+        answered
+    );
+    for q in [0.5, 0.99] {
+        let native = prom.query(&format!(
+            "histogram_quantile({q}, brink_request_duration_seconds)"
+        ));
+        let key = if q == 0.5 { "p50" } else { "p99" };
+        let measured = s["latency_ms"][key].as_f64().unwrap() / 1000.0;
+        assert!(
+            (native / measured - 1.0).abs() < 0.10,
+            "{key}: PromQL on the native histogram {native} s, the result's {measured} s"
+        );
+    }
+    // The classic histogram went too, for dashboards written for it.
+    assert!(prom.query("max_over_time(brink_request_duration_seconds_count[5m])") == answered);
+    // The shipped dashboard's p99 reads the native histogram here (the classic buckets could
+    // only say "between 0.5 and 1 ms").
+    let p99 = s["latency_ms"]["p99"].as_f64().unwrap() / 1000.0;
+    let shown = prom.query(&dashboard_p99(&prom));
+    assert!(
+        (shown / p99 - 1.0).abs() < 0.10,
+        "dashboard p99 {shown} s, the result's {p99} s"
+    );
+}
+
+/// The dashboard's p99 query for the one run in `prom`, over the last minute.
+fn dashboard_p99(prom: &Prom) -> String {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contrib/grafana/brink.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    let d: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let expr = d["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(str::to_string))
+        .find(|e| e.starts_with("histogram_quantile(0.99"))
+        .expect("a p99 panel");
+    let run = prom.results("brink_run_info")[0]["metric"]["run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    expr.replace("$run", &run).replace("$__rate_interval", "1m")
 }
 
 /// Every snapshot is in the store, in order: `brink_seconds_total` was written when the
@@ -191,7 +280,7 @@ fn a_store_that_fails_for_a_while_loses_nothing() {
     assert!(started.elapsed() < Duration::from_secs(25));
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.matches("answered 500").count(), 1, "{err}");
+    assert_eq!(err.matches("answered 500: nope").count(), 1, "{err}");
     assert!(err.contains("every second delivered"), "{err}");
     assert!(r["timeseries"].as_array().map_or(0, Vec::len) >= 6);
     every_second_arrived(&prom, &r);
