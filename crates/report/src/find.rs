@@ -633,7 +633,7 @@ pub fn render_summary(f: &FindResult) -> String {
         let why = if levels < 3 {
             format!("it needs steps with answers at 3 or more levels, and this search has {levels}")
         } else {
-            "the measured points do not fit the curve (no positive serial share)".to_string()
+            "no curve of the law, with contention and coherency at 0 or more, follows the measured throughput better than its mean does".to_string()
         };
         let _ = writeln!(o, " USL fit: none ({why})");
     }

@@ -17,7 +17,10 @@
 //!
 //! so ordinary least squares on (1, N-1, N(N-1)) gives a, b, c, hence λ = 1/a, σ = b/a,
 //! κ = c/a. The peak is at N* = sqrt((1 - σ) / κ) when κ > 0. R² is computed on X itself (not on
-//! the linearised form), so it says how well the curve follows the measured throughput.
+//! the linearised form), so it says how well the curve follows the measured throughput. The
+//! law's terms are bounded (0 <= σ <= 1, κ >= 0): a free fit outside them is replaced by the
+//! fit with that term at its bound, and a curve that follows the points worse than their mean
+//! (R² < 0) is no fit at all.
 //!
 //! **Knee**: going up the steps, the first step where latency grows much faster than load
 //! (p90 ratio at least 3x the load ratio), or throughput stops growing (it gained less than a
@@ -41,7 +44,10 @@ impl Usl {
     }
 
     /// Fits `(concurrency, throughput)` points; `None` with fewer than three distinct
-    /// concurrencies or a degenerate fit.
+    /// concurrencies, a degenerate fit, or one that follows the points worse than their mean
+    /// does (R² below 0). The law holds only with 0 <= σ <= 1 and κ >= 0: when the free fit
+    /// breaks a bound, the model with that term fixed at its bound (κ = 0: Amdahl's law;
+    /// σ = 0) is fitted instead, and the best of those that keep the bounds is taken.
     pub fn fit(points: &[(f64, f64)]) -> Option<Usl> {
         let pts: Vec<(f64, f64)> = points
             .iter()
@@ -54,49 +60,82 @@ impl Usl {
         if distinct.len() < 3 {
             return None;
         }
-        // Normal equations for y = a + b u + c v, u = N-1, v = N(N-1).
-        let mut m = [[0.0f64; 4]; 3];
-        for &(n, x) in &pts {
-            let row = [1.0, n - 1.0, n * (n - 1.0)];
-            let y = n / x;
-            for (mi, ri) in m.iter_mut().zip(row) {
-                for (mij, rj) in mi.iter_mut().zip(row) {
-                    *mij += ri * rj;
-                }
-                mi[3] += ri * y;
-            }
-        }
-        let [a, b, c] = solve3(m)?;
-        if a <= 0.0 {
-            return None;
-        }
-        let (lambda, sigma, kappa) = (1.0 / a, b / a, c / a);
-        let mut usl = Usl {
-            lambda,
-            sigma,
-            kappa,
-            peak_n: None,
-            peak_x: None,
-            r2: 0.0,
-        };
-        if kappa > 0.0 && sigma < 1.0 {
-            let n = ((1.0 - sigma) / kappa).sqrt();
-            usl.peak_n = Some(n);
-            usl.peak_x = Some(usl.throughput(n));
-        }
-        let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
-        let ss_tot: f64 = pts.iter().map(|p| (p.1 - mean).powi(2)).sum();
-        let ss_res: f64 = pts
-            .iter()
-            .map(|p| (p.1 - usl.throughput(p.0)).powi(2))
-            .sum();
-        usl.r2 = if ss_tot > 0.0 {
-            1.0 - ss_res / ss_tot
-        } else {
-            0.0
-        };
-        Some(usl)
+        [Terms::Both, Terms::NoCoherency, Terms::NoContention]
+            .into_iter()
+            .filter_map(|t| fit_terms(&pts, t))
+            .filter(|u| (0.0..=1.0).contains(&u.sigma) && u.kappa >= 0.0)
+            .max_by(|a, b| a.r2.total_cmp(&b.r2))
+            .filter(|u| u.r2 >= 0.0)
     }
+}
+
+/// Which of the law's terms a fit has free.
+#[derive(Clone, Copy)]
+enum Terms {
+    Both,
+    /// κ = 0.
+    NoCoherency,
+    /// σ = 0.
+    NoContention,
+}
+
+/// Least squares of N/X on the terms' columns (1, N-1, N(N-1)), then the curve and its R² on X.
+fn fit_terms(pts: &[(f64, f64)], terms: Terms) -> Option<Usl> {
+    let cols: &[usize] = match terms {
+        Terms::Both => &[0, 1, 2],
+        Terms::NoCoherency => &[0, 1],
+        Terms::NoContention => &[0, 2],
+    };
+    let k = cols.len();
+    let mut m = [[0.0f64; 4]; 3];
+    for &(n, x) in pts {
+        let all = [1.0, n - 1.0, n * (n - 1.0)];
+        let y = n / x;
+        for (i, &ci) in cols.iter().enumerate() {
+            for (j, &cj) in cols.iter().enumerate() {
+                m[i][j] += all[ci] * all[cj];
+            }
+            m[i][3] += all[ci] * y;
+        }
+    }
+    // Unused rows hold the identity, so a smaller system solves as the 3x3 one.
+    for (i, row) in m.iter_mut().enumerate().skip(k) {
+        row[i] = 1.0;
+    }
+    let solved = solve3(m)?;
+    let mut coef = [0.0f64; 3];
+    for (i, &ci) in cols.iter().enumerate() {
+        coef[ci] = solved[i];
+    }
+    let [a, b, c] = coef;
+    if a <= 0.0 {
+        return None;
+    }
+    let mut usl = Usl {
+        lambda: 1.0 / a,
+        sigma: b / a,
+        kappa: c / a,
+        peak_n: None,
+        peak_x: None,
+        r2: 0.0,
+    };
+    if usl.kappa > 0.0 && usl.sigma < 1.0 {
+        let n = ((1.0 - usl.sigma) / usl.kappa).sqrt();
+        usl.peak_n = Some(n);
+        usl.peak_x = Some(usl.throughput(n));
+    }
+    let mean = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
+    let ss_tot: f64 = pts.iter().map(|p| (p.1 - mean).powi(2)).sum();
+    let ss_res: f64 = pts
+        .iter()
+        .map(|p| (p.1 - usl.throughput(p.0)).powi(2))
+        .sum();
+    usl.r2 = if ss_tot > 0.0 {
+        1.0 - ss_res / ss_tot
+    } else {
+        0.0
+    };
+    Some(usl)
 }
 
 /// Gaussian elimination with partial pivoting on an augmented 3x4 matrix.
@@ -226,6 +265,42 @@ mod tests {
         let peak = fit.peak_x.unwrap();
         assert!((peak - 800.0).abs() / 800.0 < 0.15, "{fit:?}");
         assert!(fit.r2 > 0.9, "{fit:?}");
+    }
+
+    #[test]
+    fn a_fit_keeps_the_law_s_bounds_or_is_none() {
+        // Amdahl's law (κ = 0) with noise that pulls the free fit's κ below zero.
+        let pts = [
+            (1.0, 1000.0),
+            (2.0, 1820.0),
+            (4.0, 3100.0),
+            (8.0, 4900.0),
+            (16.0, 7000.0),
+        ];
+        let free = fit_terms(&pts, Terms::Both).unwrap();
+        assert!(free.kappa < 0.0, "the free fit breaks the bound: {free:?}");
+        let fit = Usl::fit(&pts).unwrap();
+        assert_eq!(fit.kappa, 0.0, "{fit:?}");
+        assert!((0.0..=1.0).contains(&fit.sigma) && fit.r2 > 0.99, "{fit:?}");
+        // A single-threaded server whose throughput fell from the first level and then
+        // wandered (a Python http.server): the free fit gave σ 7.6, κ -0.047, R² -50.
+        let wandering = [
+            (1.0, 3144.0),
+            (2.0, 2027.0),
+            (4.0, 2224.0),
+            (8.0, 1925.0),
+            (16.0, 2062.0),
+            (32.0, 2194.0),
+            (24.0, 1555.0),
+            (20.0, 1937.0),
+            (18.0, 1799.0),
+            (17.0, 2333.0),
+        ];
+        assert_eq!(
+            Usl::fit(&wandering),
+            None,
+            "no curve of the law follows these"
+        );
     }
 
     #[test]
