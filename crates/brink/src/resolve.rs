@@ -179,13 +179,26 @@ fn flag_load(a: &RunArgs) -> LoadInput {
     }
 }
 
-/// The `--slo` objectives, for a workload whose response checks are named `checks`.
-fn flag_slos(a: &RunArgs, checks: &[String]) -> Result<Vec<Slo>, Fail> {
+/// The `--slo` objectives for `workload`: its response checks are the ones they may name, and
+/// an objective on one request (`list.p99 < 100ms`) must name one of its requests.
+fn flag_slos(a: &RunArgs, workload: &engine::workload::Workload) -> Result<Vec<Slo>, Fail> {
+    let (checks, requests) = (workload.check_names(), workload.names());
     a.slo
         .iter()
         .map(|t| {
-            Slo::parse_with_checks(t, |d| parse_duration(d).map_err(|e| e.to_string()), checks)
-                .map_err(|e| Fail::input(format!("--slo: {e}")))
+            let slo = Slo::parse_with_checks(
+                t,
+                |d| parse_duration(d).map_err(|e| e.to_string()),
+                &checks,
+            )
+            .map_err(|e| Fail::input(format!("--slo: {e}")))?;
+            match &slo.request {
+                Some(r) if !requests.contains(r) => Err(Fail::input(format!(
+                    "--slo '{t}' names request '{r}', which is not one of {}",
+                    requests.join(", ")
+                ))),
+                _ => Ok(slo),
+            }
         })
         .collect()
 }
@@ -235,7 +248,7 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
         &Settings::default(),
     )?;
     let completion = completion(a, &spec.target)?.map(|p| with_tls(p, &spec));
-    let slos = flag_slos(a, &[])?;
+    let slos = flag_slos(a, &spec.workload)?;
     needs_probe(&slos, completion.is_some(), "--complete-when")?;
     let job = Job {
         completion,
@@ -305,7 +318,7 @@ fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
                 .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             let mut slos = s.slos;
             slos.extend(
-                flag_slos(a, &spec.workload.check_names())
+                flag_slos(a, &spec.workload)
                     .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?,
             );
             needs_probe(

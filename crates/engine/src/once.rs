@@ -113,6 +113,7 @@ fn connector(
         ))),
         h1_static: vec![None],
         captures: Budget::new(MOST),
+        headers_only: Budget::new(0),
         grpc_timeout: None,
         grpc_max_message: crate::net::conn::DEFAULT_GRPC_MAX_MESSAGE,
     })

@@ -80,6 +80,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         h1_static: Connector::static_requests(&spec.workload, &target.authority, spec.keepalive)
             .map_err(RunError::Request)?,
         captures: Budget::new(spec.capture_limit),
+        headers_only: Budget::new(0),
         grpc_timeout: target.is_grpc().then(|| grpc_timeout(spec.timeout)),
         grpc_max_message: spec.grpc_max_message,
     };

@@ -234,7 +234,13 @@ impl StatusSet {
         let ranges = s
             .split(',')
             .map(|part| match part.split_once('-') {
-                Some((a, b)) => Ok((code(a)?, code(b)?)),
+                Some((a, b)) => match (code(a)?, code(b)?) {
+                    (a, b) if a > b => Err(crate::UnitError::Status(
+                        part.trim().to_string(),
+                        s.to_string(),
+                    )),
+                    range => Ok(range),
+                },
                 None => code(part).map(|c| (c, c)),
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -14,10 +14,21 @@ use workload::Check;
 const SUBJECTS: &str = "status, body_contains, body_matches, json, header, size";
 
 impl Cx<'_> {
-    /// The checks of step `st`, named; their slots are numbered by the scenario.
+    /// The checks of step `st`, named; their slots are numbered by the scenario. Every
+    /// mistake among them is reported at once.
     pub(crate) fn checks(&self, st: &S<RawRequest>) -> Result<Vec<Check>, PlanError> {
         let grpc = st.value.grpc.is_some();
-        st.value.check.iter().map(|c| self.check(c, grpc)).collect()
+        let (mut ok, mut errs) = (Vec::new(), Vec::new());
+        for c in &st.value.check {
+            match self.check(c, grpc) {
+                Ok(c) => ok.push(c),
+                Err(e) => errs.push(e),
+            }
+        }
+        match PlanError::all(errs) {
+            Some(e) => Err(e),
+            None => Ok(ok),
+        }
     }
 
     fn check(&self, at: &S<RawCheck>, grpc: bool) -> Result<Check, PlanError> {
@@ -75,6 +86,9 @@ impl Cx<'_> {
             return Ok((Test::Status(set), format!("status {text}")));
         }
         if let Some(b) = &c.body_contains {
+            if b.value.is_empty() {
+                return Err(self.err(b, "body_contains is empty: every body contains it"));
+            }
             let what = format!("body contains \"{}\"", b.value.escape_debug());
             return Ok((Test::BodyContains(b.value.as_bytes().to_vec()), what));
         }
@@ -191,32 +205,48 @@ impl Cx<'_> {
 }
 
 /// Numbers a scenario's checks in order (the slot each counts in) and keeps their names
-/// distinct: an unnamed check whose name is taken is named for its request too
-/// (`login: status 200`); a name given twice is an error at the second.
+/// distinct: unnamed checks named alike on several requests are each named for their request
+/// too (`login: status 200`, `list: status 200`); a name given twice is an error at the second.
 pub(crate) fn number(
     cx: &Cx,
     steps: &mut [workload::Request],
     raw: &[&S<RawRequest>],
 ) -> Result<(), PlanError> {
+    let unnamed: Vec<String> = steps
+        .iter()
+        .zip(raw)
+        .flat_map(|(step, st)| {
+            step.checks
+                .iter()
+                .zip(&st.value.check)
+                .filter(|(_, rc)| rc.value.name.is_none())
+                .map(|(c, _)| c.name.clone())
+        })
+        .collect();
+    let shared = |name: &str| unnamed.iter().filter(|n| *n == name).count() > 1;
     let mut taken: Vec<String> = Vec::new();
     for (step, st) in steps.iter_mut().zip(raw) {
         for (c, rc) in step.checks.iter_mut().zip(&st.value.check) {
-            if taken.contains(&c.name) {
-                match &rc.value.name {
-                    Some(n) => {
-                        return Err(cx.err(
-                            n,
-                            format!(
-                                "duplicate check name '{}' (give each check a distinct 'name:')",
-                                c.name
-                            ),
-                        ))
-                    }
-                    None => c.name = format!("{}: {}", step.name, c.name),
-                }
+            if rc.value.name.is_none() && shared(&c.name) {
+                c.name = format!("{}: {}", step.name, c.name);
             }
             if taken.contains(&c.name) {
-                return Err(cx.err(rc, format!("check '{}' is written twice", c.name)));
+                let what = match &rc.value.name {
+                    Some(_) => format!(
+                        "duplicate check name '{}' (give each check a distinct 'name:')",
+                        c.name
+                    ),
+                    None => format!("check '{}' is written twice", c.name),
+                };
+                let at = rc
+                    .value
+                    .name
+                    .as_ref()
+                    .map_or_else(|| cx.err(rc, ""), |n| cx.err(n, ""));
+                return Err(PlanError {
+                    message: what,
+                    ..at
+                });
             }
             c.slot = taken.len();
             taken.push(c.name.clone());

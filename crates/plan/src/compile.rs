@@ -175,7 +175,12 @@ pub fn parse_with(
 
 /// The value of `r`, or `None` with its error kept in `errs`.
 pub(crate) fn keep<T>(errs: &mut Vec<PlanError>, r: Result<T, PlanError>) -> Option<T> {
-    r.map_err(|e| errs.push(e)).ok()
+    r.map_err(|mut e| {
+        let others = std::mem::take(&mut e.others);
+        errs.push(e);
+        errs.extend(others);
+    })
+    .ok()
 }
 
 pub(crate) struct Cx<'a> {
@@ -442,9 +447,12 @@ impl Cx<'_> {
             steps.push(st);
         }
         for st in raw_steps {
-            let Some(step) = keep(errs, self.step(st, target, headers, names, vars)) else {
+            let Some(mut step) = keep(errs, self.step(st, target, headers, names, vars)) else {
                 continue;
             };
+            // A mistake in a check leaves the step (without its checks), so what else is
+            // wrong in the plan is still found.
+            step.checks = keep(errs, self.checks(st)).unwrap_or_default();
             if steps.iter().any(|o| o.name == step.name) {
                 let at = st
                     .value
@@ -479,9 +487,20 @@ impl Cx<'_> {
             .iter()
             .flat_map(|s| s.checks.iter().map(|c| c.name.clone()))
             .collect(); // Workload::check_names, before the workload exists
+        let written: usize = r
+            .requests
+            .iter()
+            .chain(&r.flow)
+            .flat_map(|q| &q.value)
+            .map(|st| st.value.check.len())
+            .sum();
+        // With a check in error, an objective on checks cannot be judged yet: the check's
+        // own error is the one to fix first.
+        let unsure = checks.len() < written;
         let slos: Vec<Slo> = r
             .slo
             .iter()
+            .filter(|t| !(unsure && on_checks(&t.value)))
             .filter_map(|t| keep(errs, self.slo(t, &step_names, &checks)))
             .collect();
         if let Some(t) = r
@@ -689,6 +708,12 @@ fn strip_location(msg: &str) -> String {
         }
     }
     m.to_string()
+}
+
+/// Whether an objective reads response checks (`checks`, `list.checks`, `check.NAME`).
+fn on_checks(slo: &str) -> bool {
+    let left = slo.split(['<', '>']).next().unwrap_or("").trim();
+    left == "checks" || left.ends_with(".checks") || left.starts_with("check.")
 }
 
 /// "unknown field `x`, expected one of a, b" -> "unknown key 'x' (did you mean 'a'?) ...".

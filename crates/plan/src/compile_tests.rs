@@ -394,6 +394,7 @@ fn a_status_only_check_keeps_no_body_and_same_default_names_get_their_request() 
     let plan = check(&src).expect("compiles");
     let w = &plan.scenarios[0].workload;
     assert!(!w.requests[0].keeps_response());
+    assert_eq!(w.requests[0].checks[0].name, "a: status 200");
     assert_eq!(w.requests[1].checks[0].name, "b: status 200");
 }
 
@@ -437,4 +438,35 @@ fn check_mistakes_point_at_the_value() {
         "4:12",
         "no response check is written",
     );
+}
+
+#[test]
+fn every_check_mistake_at_once_and_no_follow_on_errors() {
+    let src = format!(
+        "{HEAD}    requests:\n      - name: r1\n        check:\n          - {{ body_matches: '(' }}\n          - {{ status: 300-200 }}\n          - {{ body_contains: '' }}\n          - {{ name: fine, status: 200 }}\n    slo: [ 'check.fine > 99%', 'r1.checks > 90%', 'checks > 1%' ]\n"
+    );
+    let e = check(&src).expect_err("three mistakes");
+    let all: Vec<String> = std::iter::once(&e)
+        .chain(&e.others)
+        .map(|x| x.message.clone())
+        .collect();
+    assert_eq!(all.len(), 3, "{all:?}");
+    assert!(all[0].contains("invalid regex"), "{all:?}");
+    assert!(all[1].contains("invalid status '300-200'"), "{all:?}");
+    assert!(all[2].contains("body_contains is empty"), "{all:?}");
+}
+
+#[test]
+fn equals_null_compares_with_null() {
+    let src = format!("{HEAD}    requests:\n      - check: [ {{ json: $.b, equals: null }} ]\n");
+    let plan = check(&src).expect("compiles");
+    let c = &plan.scenarios[0].workload.requests[0].checks[0];
+    assert_eq!(c.name, "$.b == null");
+    let one = workload::Captured::of(Vec::new(), br#"{"b":1}"#.to_vec());
+    assert!(matches!(
+        c.run(200, Some(&one)),
+        stats::CheckOutcome::Failed(_)
+    ));
+    let null = workload::Captured::of(Vec::new(), br#"{"b":null}"#.to_vec());
+    assert_eq!(c.run(200, Some(&null)), stats::CheckOutcome::Passed);
 }

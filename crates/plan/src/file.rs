@@ -220,6 +220,8 @@ pub struct RawCheck {
     pub header: Option<S<String>>,
     /// `"< 64KB"`, `">= 1"`, `0`: the body's length.
     pub size: Option<S<Scalar>>,
+    /// `equals: null` is a value to compare with, not a missing key.
+    #[serde(default, deserialize_with = "present")]
     pub equals: Option<S<serde_json::Value>>,
     pub contains: Option<S<String>>,
     pub matches: Option<S<String>>,
@@ -229,6 +231,15 @@ pub struct RawCheck {
     /// A failure counts in the check's pass rate only, never as a failed request.
     #[serde(default)]
     pub count_only: bool,
+}
+
+/// A key that is there, whatever its value (`null` included).
+fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
 }
 
 /// Status codes as one value or a list.

@@ -29,7 +29,6 @@ impl Cx<'_> {
             let mut req = self.grpc_request(st, g, target, names)?;
             req.weight = self.weight(r)?;
             req.extract = self.extracts(r, vars)?;
-            req.checks = self.checks(st)?;
             return Ok(req);
         }
         let method = match &r.method {
@@ -106,7 +105,7 @@ impl Cx<'_> {
             message: None,
             complete,
             extract,
-            checks: self.checks(st)?,
+            checks: Vec::new(), // compiled by the scenario, apart (see `Cx::checks`)
             weight,
         })
     }

@@ -307,22 +307,29 @@ impl Finding {
                 generator_remedy(*waiting_percent)
             ),
             Finding::RateLimited { level, throttled, attempts } => format!(
-                "rate-limited: {:.1}% of responses at {} were 429 ({throttled} of {attempts}): the service (or a proxy) is throttling, not failing",
+                "rate-limited: {:.1}% of responses at {} were 429 ({} of {}): the service (or a proxy) is throttling, not failing",
                 *throttled as f64 / (*attempts).max(1) as f64 * 100.0,
-                lvl(*level)
+                lvl(*level),
+                fmt_count(*throttled),
+                fmt_count(*attempts)
             ),
             Finding::ConnectionsNotOpening { level, failed_connects } => format!(
-                "connections did not open at {}: {failed_connects} failed connects while the service still answered its health probe: check the server's listen backlog and accept rate, and brink's open-file limit (ulimit -n)",
-                lvl(*level)
+                "connections did not open at {}: {} failed connects while the service still answered its health probe: check the server's listen backlog and accept rate, and brink's open-file limit (ulimit -n)",
+                lvl(*level),
+                fmt_count(*failed_connects)
             ),
             Finding::SlowConnects { level, connect_p99_ms, connects } => format!(
-                "connects waited at {}: p99 {} over {connects} connects, the 1 s retry of a SYN a full listen queue dropped, and each of those requests waited for it: raise the service's listen backlog (and net.core.somaxconn), accept faster, or keep connections alive",
+                "connects waited at {}: p99 {} over {} connects, the 1 s retry of a SYN a full listen queue dropped, and each of those requests waited for it: raise the service's listen backlog (and net.core.somaxconn), accept faster, or keep connections alive",
                 lvl(*level),
-                fmt_ms(*connect_p99_ms)
+                fmt_ms(*connect_p99_ms),
+                fmt_count(*connects)
             ),
             Finding::OverloadErrors { level, server_errors, timeouts, attempts } => format!(
-                "overload errors at {}: {server_errors} 5xx responses and {timeouts} timeouts out of {attempts} attempts ({:.1}%)",
+                "overload errors at {}: {} 5xx responses and {} timeouts out of {} attempts ({:.1}%)",
                 lvl(*level),
+                fmt_count(*server_errors),
+                fmt_count(*timeouts),
+                fmt_count(*attempts),
                 (server_errors + timeouts) as f64 / (*attempts).max(1) as f64 * 100.0
             ),
             Finding::CpuBound { level, cpu_percent, knee } => format!(
@@ -334,7 +341,8 @@ impl Finding {
                 lvl(*level)
             ),
             Finding::Queueing { level, ok_rps, knee } => format!(
-                "queueing at ~{ok_rps:.0} req/s: the knee is at {} ({knee}); requests wait for something the service has a fixed amount of (workers, pool slots, CPU). Add --observe to see which",
+                "queueing at ~{} req/s: the knee is at {} ({knee}); requests wait for something the service has a fixed amount of (workers, pool slots, CPU). Add --observe to see which",
+                fmt_rate(*ok_rps),
                 lvl(*level)
             ),
             Finding::CpuThrottled { level, throttled_percent, cpu_cores } => format!(

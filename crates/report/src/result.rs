@@ -242,6 +242,16 @@ pub struct CheckJson {
     /// Why it first failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failure: Option<String>,
+    /// Answers it could not look at because brink did not keep their body (the capture
+    /// budget was full): neither passed nor failed, and why the first time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unchecked: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_unchecked: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CheckJson {
@@ -434,6 +444,17 @@ pub struct SummaryJson {
     pub latency_hdr: String,
     #[serde(default)]
     pub service_hdr: String,
+}
+
+impl SummaryJson {
+    /// Attempts that failed without an answer (every kind but those that come with one).
+    pub fn unanswered(&self) -> u64 {
+        ErrorKind::ALL
+            .iter()
+            .filter(|k| !k.answered())
+            .filter_map(|k| self.errors_by_kind.get(k.name()))
+            .sum()
+    }
 }
 
 /// What streaming gRPC calls carried.

@@ -14,7 +14,7 @@ pub fn render(r: &ScenarioResult) -> String {
     connections(&mut o, &r.summary);
     notes(&mut o, r);
     let s = &r.summary;
-    if s.requests > s.errors_by_kind.values().sum::<u64>() {
+    if s.requests > s.unanswered() {
         latency_table(&mut o, r);
         distribution(&mut o, r);
     }
@@ -255,6 +255,14 @@ fn checks(o: &mut String, checks: &[crate::CheckJson]) {
             if let Some(why) = &c.first_failure {
                 let _ = write!(line, "; first: {why}");
             }
+        }
+        if c.unchecked > 0 {
+            let _ = write!(
+                line,
+                "; {} answers not checked, brink kept no body for them ({}; raise --capture-limit)",
+                fmt_count(c.unchecked),
+                c.first_unchecked.as_deref().unwrap_or("no reason kept")
+            );
         }
         let _ = writeln!(o, "{line}");
     }

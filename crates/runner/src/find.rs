@@ -356,7 +356,7 @@ fn step_on(
                 rps,
                 mean_ms: mean,
                 attempts: b.requests.saturating_sub(grace.requests),
-                failed: b.errors_by_kind.iter().sum(),
+                failed: b.unanswered(),
                 in_flight: watch.grace.requests + out.unfinished,
                 in_flight_wait_s: in_flight_wait_s(&watch.grace, out.unfinished, &out),
                 generator_busy: busy,

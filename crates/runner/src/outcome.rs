@@ -114,6 +114,8 @@ fn checks(spec: &RunSpec, all: &stats::Bucket) -> Vec<CheckJson> {
                 pass_percent: (runs > 0).then(|| n.passed as f64 * 100.0 / runs as f64),
                 count_only: c.count_only,
                 first_failure: n.first_failure.map(String::from),
+                unchecked: n.unchecked,
+                first_unchecked: n.first_unchecked.map(String::from),
             }
         })
         .collect()

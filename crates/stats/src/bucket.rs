@@ -113,21 +113,39 @@ pub struct Bucket {
     pub traces: Option<Box<crate::traces::Traces>>,
 }
 
-/// How often one response check passed and failed.
+/// What one run of a response check found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckOutcome {
+    Passed,
+    /// The answer failed it, and why.
+    Failed(String),
+    /// It could not look: brink did not keep what it reads (the capture budget was full).
+    /// Brink's limit, not the service's failure: neither passed nor failed.
+    Unchecked(String),
+}
+
+/// How often one response check passed and failed, and could not run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Checked {
     pub passed: u64,
     pub failed: u64,
     /// Why it first failed.
     pub first_failure: Option<Box<str>>,
+    /// Answers it could not look at, and why the first time.
+    pub unchecked: u64,
+    pub first_unchecked: Option<Box<str>>,
 }
 
 impl Checked {
     fn merge(&mut self, other: &Checked) {
         self.passed += other.passed;
         self.failed += other.failed;
+        self.unchecked += other.unchecked;
         if self.first_failure.is_none() {
             self.first_failure.clone_from(&other.first_failure);
+        }
+        if self.first_unchecked.is_none() {
+            self.first_unchecked.clone_from(&other.first_unchecked);
         }
     }
 
@@ -298,27 +316,55 @@ impl Bucket {
         }
     }
 
-    /// Records a failed extraction; the first one's reason is kept.
-    pub fn record_extract_failure(&mut self, why: Option<String>) {
-        self.record_error(ErrorKind::Extract);
+    /// Records an answer that failed its extraction or checks (`kind`, one that
+    /// [`ErrorKind::answered`]): its HTTP status, or gRPC code, and both latencies in µs as for
+    /// any answer, never a success, and counted under `kind`.
+    pub fn record_failed_answer(
+        &mut self,
+        status: u16,
+        grpc: Option<u16>,
+        kind: ErrorKind,
+        corrected_us: u64,
+        service_us: u64,
+    ) {
+        match grpc {
+            Some(code) => self.record_grpc(code, false, corrected_us, service_us),
+            None => self.record_response(status, false, corrected_us, service_us),
+        }
+        self.errors_by_kind[kind.index()] += 1;
+    }
+
+    /// Keeps why an extraction failed, the first time.
+    pub fn note_extract_failure(&mut self, why: Option<String>) {
         if self.extract_failure.is_none() {
             self.extract_failure = why.map(Box::new);
         }
     }
 
-    /// Records one run of the check in `slot`: passed, or why not (the first reason is kept).
-    pub fn record_check(&mut self, slot: usize, outcome: Result<(), String>) {
+    /// Attempts that failed without an answer.
+    pub fn unanswered(&self) -> u64 {
+        ErrorKind::ALL
+            .iter()
+            .filter(|k| !k.answered())
+            .map(|k| self.errors_by_kind[k.index()])
+            .sum()
+    }
+
+    /// Records one run of the check in `slot` (the first reason of each kind is kept).
+    pub fn record_check(&mut self, slot: usize, outcome: CheckOutcome) {
         if self.checks.len() <= slot {
             self.checks.resize_with(slot + 1, Checked::default);
         }
         let c = &mut self.checks[slot];
         match outcome {
-            Ok(()) => c.passed += 1,
-            Err(why) => {
+            CheckOutcome::Passed => c.passed += 1,
+            CheckOutcome::Failed(why) => {
                 c.failed += 1;
-                if c.first_failure.is_none() {
-                    c.first_failure = Some(why.into_boxed_str());
-                }
+                c.first_failure.get_or_insert(why.into_boxed_str());
+            }
+            CheckOutcome::Unchecked(why) => {
+                c.unchecked += 1;
+                c.first_unchecked.get_or_insert(why.into_boxed_str());
             }
         }
     }
@@ -339,7 +385,8 @@ impl Bucket {
         self.max_lag_us = self.max_lag_us.max(lag_us);
     }
 
-    /// Transport errors plus failed statuses.
+    /// Attempts that did not succeed: no answer, a failing status, or an answer that failed
+    /// its extraction or checks.
     pub fn errors(&self) -> u64 {
         self.requests - self.ok
     }

@@ -1,9 +1,12 @@
 //! The fixed set of ways a request can fail below HTTP. A status code is never an error kind:
-//! statuses are counted on their own and the run decides which of them are failures.
+//! statuses are counted on their own and the run decides which of them are failures. Two kinds
+//! come with an answer ([`ErrorKind::answered`]): an extraction that found nothing and a check
+//! that failed; those answers keep their status and latency.
 
 use serde::Serialize;
 
-/// Why an attempt produced no HTTP response.
+/// Why an attempt failed apart from its status: no answer, or (see [`ErrorKind::answered`])
+/// an answer that failed its extraction or checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
@@ -61,6 +64,12 @@ impl ErrorKind {
             ErrorKind::Check => "check",
             ErrorKind::InvalidRequest => "invalid_request",
         }
+    }
+
+    /// Whether an attempt that failed so got an answer (its status and latency are recorded):
+    /// a failed extraction or check.
+    pub fn answered(self) -> bool {
+        matches!(self, ErrorKind::Extract | ErrorKind::Check)
     }
 
     /// Index into per-kind counter arrays.

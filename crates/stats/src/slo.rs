@@ -420,14 +420,19 @@ fn check_metric(
             .position(|c| c == name.trim())
             .ok_or_else(|| {
                 if checks.is_empty() {
-                    none()
-                } else {
-                    format!(
-                        "no check named '{}' (the checks: {})",
-                        name.trim(),
-                        checks.join(", ")
-                    )
+                    return none();
                 }
+                let mut names: Vec<&str> = Vec::new();
+                for c in checks {
+                    if !names.contains(&c.as_str()) {
+                        names.push(c);
+                    }
+                }
+                format!(
+                    "no check named '{}' (the checks: {})",
+                    name.trim(),
+                    names.join(", ")
+                )
             })?;
         return Ok(Some((
             None,
@@ -870,13 +875,13 @@ mod tests {
         let mut secs: Vec<Bucket> = (0..20)
             .map(|_| {
                 let mut b = second(100, 0, 5);
-                (0..100).for_each(|_| b.record_check(0, Ok(())));
+                (0..100).for_each(|_| b.record_check(0, crate::CheckOutcome::Passed));
                 b
             })
             .collect();
         secs.extend((0..3).map(|_| {
             let mut b = second(0, 100, 5);
-            (0..100).for_each(|_| b.record_check(0, Err("no".into())));
+            (0..100).for_each(|_| b.record_check(0, crate::CheckOutcome::Failed("no".into())));
             b
         }));
         let names = ["state ok".to_string()];

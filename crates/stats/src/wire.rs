@@ -45,9 +45,22 @@ pub struct WireBucket {
     pub stream: Option<(u64, u64, u64, String)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<(Vec<WireTrace>, Vec<WireTrace>)>,
-    /// Response checks by slot: (passed, failed, first failure).
+    /// Response checks by slot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub checks: Vec<(u64, u64, Option<String>)>,
+    pub checks: Vec<WireChecked>,
+}
+
+/// One check's counts as they travel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireChecked {
+    pub passed: u64,
+    pub failed: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
+    #[serde(default)]
+    pub unchecked: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_unchecked: Option<String>,
 }
 
 /// A traced request: id in hex, latency, outcome ("s200", "g14", "e<kind>"), end time.
@@ -91,12 +104,12 @@ impl From<&Bucket> for WireBucket {
             checks: b
                 .checks
                 .iter()
-                .map(|c| {
-                    (
-                        c.passed,
-                        c.failed,
-                        c.first_failure.as_deref().map(String::from),
-                    )
+                .map(|c| WireChecked {
+                    passed: c.passed,
+                    failed: c.failed,
+                    first_failure: c.first_failure.as_deref().map(String::from),
+                    unchecked: c.unchecked,
+                    first_unchecked: c.first_unchecked.as_deref().map(String::from),
                 })
                 .collect(),
         }
@@ -169,10 +182,12 @@ impl TryFrom<WireBucket> for Bucket {
             checks: w
                 .checks
                 .into_iter()
-                .map(|(passed, failed, why)| Checked {
-                    passed,
-                    failed,
-                    first_failure: why.map(String::into_boxed_str),
+                .map(|c| Checked {
+                    passed: c.passed,
+                    failed: c.failed,
+                    first_failure: c.first_failure.map(String::into_boxed_str),
+                    unchecked: c.unchecked,
+                    first_unchecked: c.first_unchecked.map(String::into_boxed_str),
                 })
                 .collect(),
             setup: Setup {
@@ -245,8 +260,12 @@ mod tests {
         (b.bytes_in, b.bytes_out, b.late, b.max_lag_us) = (1234, 567, 3, 4_500);
         b.refused = Some(Box::new(Refusal::new("header X", b"a\r\nb")));
         b.extract_failure = Some(Box::new("$.token: no match".into()));
-        b.record_check(1, Err("the body does not contain \"ok\"".into()));
-        b.record_check(1, Ok(()));
+        b.record_check(
+            1,
+            crate::CheckOutcome::Failed("the body does not contain \"ok\"".into()),
+        );
+        b.record_check(1, crate::CheckOutcome::Passed);
+        b.record_check(0, crate::CheckOutcome::Unchecked("too large".into()));
         b.setup.record_connect(150);
         b.setup.record_tls(2_000);
         b.setup.record_with_connect(9_000);

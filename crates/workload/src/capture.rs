@@ -119,11 +119,20 @@ impl Captured {
         self.too_large.then(|| {
             let limit = self.budget.as_ref().map_or(0, |b| b.limit());
             format!(
-                "response too large to extract: {} bytes of body seen, more than the capture budget allows ({} MiB across requests in flight; --capture-limit)",
+                "response too large to keep: {} bytes of body seen, more than the capture budget allows ({} across requests in flight; --capture-limit)",
                 self.seen,
-                limit >> 20
+                size_text(limit)
             )
         })
+    }
+}
+
+/// `64 MiB`, `1 KiB`, `1500 bytes`: a budget as it was most likely written.
+fn size_text(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
     }
 }
 

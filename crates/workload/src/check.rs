@@ -7,6 +7,7 @@
 
 use crate::capture::Captured;
 use model::StatusSet;
+use stats::CheckOutcome;
 
 /// One check of a request's answers.
 #[derive(Debug)]
@@ -92,25 +93,41 @@ impl Check {
         !matches!(self.test, Test::Status(_))
     }
 
+    /// Whether the test reads the body's content (not only its length).
+    pub fn needs_body(&self) -> bool {
+        matches!(
+            self.test,
+            Test::BodyContains(_) | Test::BodyMatches(_) | Test::Json { .. }
+        )
+    }
+
     /// Runs the check on an answer with HTTP `status` and, when kept, its headers and body:
-    /// `Ok` when it passes, else why not (one line, quoted values escaped and short).
-    pub fn run(&self, status: u16, kept: Option<&Captured>) -> Result<(), String> {
-        let seen = self.observe(status, kept)?;
+    /// passed, failed and why (one line, quoted values escaped and short), or not checked
+    /// because brink did not keep the body (the capture budget was full): that is brink's
+    /// limit, never the service's failure.
+    pub fn run(&self, status: u16, kept: Option<&Captured>) -> CheckOutcome {
+        let seen = match self.observe(status, kept) {
+            Ok(seen) => seen,
+            Err(Unseen::Failed(why)) => return CheckOutcome::Failed(why),
+            Err(Unseen::NotKept(why)) => return CheckOutcome::Unchecked(why),
+        };
         match (seen.holds, self.negate) {
-            (true, false) | (false, true) => Ok(()),
-            (true, true) => Err(format!("{} (it must not)", seen.what)),
-            (false, false) => Err(seen.what),
+            (true, false) | (false, true) => CheckOutcome::Passed,
+            (true, true) => CheckOutcome::Failed(format!("{} (it must not)", seen.what)),
+            (false, false) => CheckOutcome::Failed(seen.what),
         }
     }
 
     /// What the answer shows for this test, and whether the test holds on it.
-    fn observe(&self, status: u16, kept: Option<&Captured>) -> Result<Seen, String> {
+    fn observe(&self, status: u16, kept: Option<&Captured>) -> Result<Seen, Unseen> {
         if let Test::Status(set) = &self.test {
             return Ok(Seen::new(set.contains(status), format!("status {status}")));
         }
-        let c = kept.ok_or("the response was not kept")?;
-        if let Some(why) = c.unusable() {
-            return Err(why);
+        let c = kept.ok_or_else(|| Unseen::NotKept("the response was not kept".into()))?;
+        if self.needs_body() {
+            if let Some(why) = c.unusable() {
+                return Err(Unseen::NotKept(why));
+            }
         }
         Ok(match &self.test {
             Test::Status(_) => unreachable!("answered above"),
@@ -131,7 +148,9 @@ impl Check {
                 };
                 Seen::new(found, what)
             }
-            Test::Json { path, equals } => json(c, path, equals.as_ref())?,
+            Test::Json { path, equals } => {
+                json(c, path, equals.as_ref()).map_err(Unseen::Failed)?
+            }
             Test::Header { name, want } => header(c, name, want),
             Test::Size { op, bytes } => {
                 let n = c.body_len();
@@ -142,6 +161,13 @@ impl Check {
             }
         })
     }
+}
+
+/// Why a test could not look at the answer: the answer itself is wrong (a body that is not
+/// JSON), or brink did not keep what the test reads.
+enum Unseen {
+    Failed(String),
+    NotKept(String),
 }
 
 /// The outcome of looking: whether the test holds, and what was seen, in words.
@@ -279,7 +305,7 @@ mod tests {
             },
         ];
         for t in pass {
-            assert_eq!(check(t).run(200, Some(&a)), Ok(()));
+            assert_eq!(check(t).run(200, Some(&a)), CheckOutcome::Passed);
         }
         let fail = [
             (Test::Status(StatusSet::parse("200").unwrap()), "status 503"),
@@ -317,28 +343,57 @@ mod tests {
             ),
         ];
         for (t, why) in fail {
-            let got = check(t).run(503, Some(&a)).unwrap_err();
+            let CheckOutcome::Failed(got) = check(t).run(503, Some(&a)) else {
+                panic!("{why}: not a failure");
+            };
             assert!(got.starts_with(why), "{got}");
         }
     }
 
     #[test]
     fn negation_and_bodies_that_cannot_be_read() {
+        let failed = |o: CheckOutcome| match o {
+            CheckOutcome::Failed(why) => why,
+            other => panic!("{other:?}"),
+        };
         let mut c = check(Test::BodyContains(b"error".to_vec()));
         c.negate = true;
-        assert_eq!(c.run(200, Some(&answer("fine", &[]))), Ok(()));
-        let why = c.run(200, Some(&answer("an error\r\n", &[]))).unwrap_err();
+        assert_eq!(c.run(200, Some(&answer("fine", &[]))), CheckOutcome::Passed);
+        let why = failed(c.run(200, Some(&answer("an error\r\n", &[]))));
         assert_eq!(why, "the body contains \"error\" (it must not)");
         let j = check(Test::Json {
             path: serde_json_path::JsonPath::parse("$.a").unwrap(),
             equals: None,
         });
-        let why = j.run(200, Some(&answer("<html>", &[]))).unwrap_err();
+        let why = failed(j.run(200, Some(&answer("<html>", &[]))));
         assert!(why.starts_with("the body is not JSON"), "{why}");
         assert_eq!(
-            j.run(200, None).unwrap_err(),
-            "the response was not kept",
-            "a body check without a kept response fails, never passes"
+            j.run(200, None),
+            CheckOutcome::Unchecked("the response was not kept".into()),
+            "a body check without a kept response is not run, never passed nor failed"
+        );
+    }
+
+    #[test]
+    fn header_and_size_checks_need_no_room_for_the_body() {
+        // An answer whose body did not fit (here: no room at all) keeps its headers and length.
+        let mut kept = Captured::new(crate::capture::Budget::new(0));
+        kept.headers = vec![("Content-Type".into(), "application/json".into())];
+        kept.keep(&[b'x'; 5000]);
+        let header = check(Test::Header {
+            name: "content-type".into(),
+            want: HeaderWant::Contains("json".into()),
+        });
+        assert_eq!(header.run(200, Some(&kept)), CheckOutcome::Passed);
+        let size = check(Test::Size {
+            op: SizeOp::Gt,
+            bytes: 4096,
+        });
+        assert_eq!(size.run(200, Some(&kept)), CheckOutcome::Passed);
+        let body = check(Test::BodyContains(b"x".to_vec()));
+        assert!(
+            matches!(body.run(200, Some(&kept)), CheckOutcome::Unchecked(why) if why.contains("5000 bytes")),
+            "a body that did not fit is not checked, and the check says why"
         );
     }
 }

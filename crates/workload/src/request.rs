@@ -23,7 +23,7 @@ use crate::template::Table;
 use crate::template::{Scope, Template};
 use model::{guard, Counter, Part};
 use stats::rng::Rng;
-use stats::{Bucket, ErrorKind, Refusal};
+use stats::{Bucket, CheckOutcome, ErrorKind, Refusal};
 
 /// One request of a mix or step of a flow.
 #[derive(Debug)]
@@ -81,6 +81,12 @@ impl Request {
     /// extraction or a check to read.
     pub fn keeps_response(&self) -> bool {
         !self.extract.is_empty() || self.checks.iter().any(Check::needs_response)
+    }
+
+    /// Whether what it keeps of an answer includes the body (an extraction, or a check on
+    /// the body's content); headers and the body's length need no room in the budget.
+    pub fn keeps_body(&self) -> bool {
+        !self.extract.is_empty() || self.checks.iter().any(Check::needs_body)
     }
 
     pub fn is_head(&self) -> bool {
@@ -603,10 +609,10 @@ fn run_checks(
     let mut passed = true;
     for c in &step.checks {
         let outcome = match unreadable {
-            Some(why) if c.needs_response() => Err(why.to_string()),
+            Some(why) if c.needs_body() => CheckOutcome::Failed(why.to_string()),
             _ => c.run(status, kept),
         };
-        passed &= outcome.is_ok() || c.count_only;
+        passed &= !matches!(outcome, CheckOutcome::Failed(_)) || c.count_only;
         rec.record_check(c.slot, outcome);
     }
     passed

@@ -62,9 +62,16 @@ fn assert_counted(r: &Value, stdout: &str) {
     assert_eq!(s["errors_by_kind"]["check"], 100, "the wrong bodies: {s}");
     assert_eq!(s["ok"], 900, "{s}");
     assert_eq!(
-        s["status"]["200"], 900,
-        "a failed check is not counted as a 200 success"
+        s["status"]["200"], 1000,
+        "an answer that failed a check is still an answer: its status counts"
     );
+    let histogram: u64 = s["latency_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(histogram, 1000, "and so does its latency");
     let (status, state, items, length) = (
         check(r, "status 200"),
         check(r, "state ok"),
@@ -212,5 +219,74 @@ scenarios:
     assert_eq!(
         r["summary"]["errors_by_kind"]["check"], 0,
         "checks that only count fail no request"
+    );
+}
+
+/// Header and size checks read no body, so a body over the capture budget still passes them;
+/// a body check on an answer brink could not keep is not checked (brink's limit, never the
+/// service's failure) and the summary says so.
+#[test]
+fn answers_too_large_to_keep_are_not_blamed_on_the_service() {
+    let body = format!(r#"{{"items":"{}"}}"#, "x".repeat(5000));
+    let srv = testkit::serve(Arc::new(move |_: &testkit::Req| {
+        testkit::Reply::ok(&body, Duration::ZERO)
+    }))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"target: {}
+scenarios:
+  - name: big
+    load: {{ connections: 2, requests: 40 }}
+    requests:
+      - name: big
+        check:
+          - {{ header: content-length, equals: "5012" }}
+          - {{ size: "> 4KB" }}
+          - {{ name: has items, body_contains: items }}
+"#,
+            srv.url("")
+        ),
+    )
+    .unwrap();
+    let ran = brink_json(&["run", p.to_str().unwrap(), "--capture-limit", "1KiB"]);
+    assert_eq!(ran.code, Some(0), "{}\n{}", ran.stdout, ran.stderr);
+    let r = &ran.result;
+    assert_eq!(r["summary"]["ok"], 40, "{}", r["summary"]);
+    assert_eq!(r["summary"]["errors_by_kind"]["check"], 0);
+    assert_eq!(check(r, "header content-length == \"5012\"")["passed"], 40);
+    assert_eq!(check(r, "size > 4KB")["passed"], 40);
+    let body = check(r, "has items");
+    assert_eq!(
+        (&body["passed"], &body["failed"]),
+        (&0.into(), &0.into()),
+        "{body}"
+    );
+    assert_eq!(body["unchecked"], 40, "{body}");
+    assert!(
+        body["first_unchecked"]
+            .as_str()
+            .unwrap()
+            .contains("(1 KiB across requests in flight"),
+        "{body}"
+    );
+    assert!(
+        ran.stdout
+            .contains("40 answers not checked, brink kept no body for them"),
+        "{}",
+        ran.stdout
+    );
+    // An objective on a request the plan does not have is refused, not judged on all.
+    let wrong = brink_json(&["run", p.to_str().unwrap(), "--slo", "zz.p99 < 1s"]);
+    assert_eq!(wrong.code, Some(2), "{}", wrong.stderr);
+    assert!(
+        wrong
+            .stderr
+            .contains("--slo 'zz.p99 < 1s' names request 'zz', which is not one of big"),
+        "{}",
+        wrong.stderr
     );
 }

@@ -31,6 +31,44 @@ fn every_example_validates() {
     }
 }
 
+/// Every whole plan the README shows (a `yaml` block that starts with `target:`) validates as
+/// written.
+#[test]
+fn the_readme_s_plans_validate() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .filter(|b| b.starts_with("target:") && b.contains("scenarios:"))
+        .collect();
+    assert!(!blocks.is_empty(), "the README shows a plan");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("users.csv"),
+        "email,password\na@x.test,pw\n",
+    )
+    .unwrap();
+    for (i, b) in blocks.iter().enumerate() {
+        let p = dir.path().join(format!("readme-{i}.yaml"));
+        std::fs::write(&p, b).unwrap();
+        let out = Command::cargo_bin("brink")
+            .unwrap()
+            .arg("validate")
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "README plan {i}:\n{b}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 #[test]
 fn every_example_runs_against_the_demo_service() {
     let demo = testkit::demo::spawn(8, Duration::from_millis(2)).unwrap();

@@ -828,7 +828,7 @@ fn kept_responses_share_one_budget() {
                     .unwrap_or("")
                     .to_string();
                 assert!(
-                    why.starts_with("response too large to extract: ") && why.contains("1 MiB"),
+                    why.starts_with("response too large to keep: ") && why.contains("1 MiB"),
                     "{case}: {why}"
                 );
             }

@@ -39,6 +39,8 @@ pub struct Connector {
     pub h1_static: Vec<Option<Bytes>>,
     /// What responses kept for extraction may hold together.
     pub captures: Arc<Budget>,
+    /// No room at all: answers kept for their headers (and body length) only.
+    pub headers_only: Arc<Budget>,
     /// gRPC targets: the call's deadline as sent in `grpc-timeout` (the run's `--timeout`).
     /// Every call then also says `content-type: application/grpc` and `te: trailers`, unless
     /// the request sets them itself.
@@ -113,6 +115,16 @@ impl AsyncWrite for Stream {
 }
 
 impl Connector {
+    /// Where the answer to `step` is kept, if it is: within the run's budget when a check or
+    /// an extraction reads its body, its headers only when its checks read no more.
+    pub fn capture_for(&self, step: &workload::Request) -> Option<&Arc<Budget>> {
+        match (step.keeps_response(), step.keeps_body()) {
+            (false, _) => None,
+            (true, true) => Some(&self.captures),
+            (true, false) => Some(&self.headers_only),
+        }
+    }
+
     /// Opens a transport: TCP, then TLS and ALPN when the target is `https://` or `grpcs://`.
     /// Returns it with how long the TCP connect and the TLS handshake took.
     pub async fn open(&self) -> Result<(Stream, SetupTimes), ErrorKind> {

@@ -305,10 +305,9 @@ impl Worker<'_> {
         }
         self.in_flight += 1;
         c.base = base;
-        c.reader = if !step.keeps_response() {
-            Reader::new(step.is_head())
-        } else {
-            Reader::capturing(step.is_head(), connector.captures.clone())
+        c.reader = match connector.capture_for(step) {
+            None => Reader::new(step.is_head()),
+            Some(budget) => Reader::capturing(step.is_head(), budget.clone()),
         };
         c.buf.filled = 0;
         if c.sock.is_some() {

@@ -274,10 +274,12 @@ fn record(
             reply.keep_alive && shared.keepalive
         }
         (Ok(reply), Err(kind)) => {
+            // An answer that failed its extraction or checks: counted as answered, not ok.
+            let (corrected, service) = (micros(done - base), micros(done - sent));
+            let grpc = reply.grpc.map(|g| g.code);
+            rec.record_failed_answer(reply.status, grpc, kind, corrected, service);
             if kind == ErrorKind::Extract {
-                rec.record_extract_failure(vu.extract_failure.take());
-            } else {
-                rec.record_error(kind);
+                rec.note_extract_failure(vu.extract_failure.take());
             }
             rec.bytes_in += reply.bytes_in;
             record_stray(rec, reply.stray);

@@ -448,7 +448,10 @@ pub fn usl(f: &FindResult) -> Option<Chart> {
     let top = points.last().map_or(1.0, |p| p.0) * 1.25;
     let curve = |n: f64| u.lambda * n / (1.0 + u.sigma * (n - 1.0) + u.kappa * n * (n - 1.0));
     // The curve on a fine grid, the measured points at their own x.
-    let mut x: Vec<f64> = (1..=60).map(|i| top * i as f64 / 60.0).collect();
+    // From one connection (the law's N starts there) to past the last measured point.
+    let mut x: Vec<f64> = (0..=60)
+        .map(|i| 1.0 + (top - 1.0).max(0.0) * i as f64 / 60.0)
+        .collect();
     x.extend(points.iter().map(|p| p.0));
     x.sort_by(f64::total_cmp);
     x.dedup();

@@ -7,6 +7,7 @@ use crate::find::FindResult;
 use crate::fmt::{fmt_count, fmt_ms, fmt_rate, observed_value};
 use crate::terminal::describe_load;
 use crate::{RunResult, ScenarioResult, SummaryJson};
+use stats::ErrorKind;
 use std::fmt::Write;
 
 /// A table from a header row and body rows (cells already escaped or formatted).
@@ -238,7 +239,17 @@ pub fn errors(s: &ScenarioResult) -> String {
         m.errors_by_kind
             .iter()
             .filter(|(_, n)| **n > 0)
-            .map(|(k, n)| vec![e(k), fmt_count(*n), "failed".into()]),
+            .map(|(k, n)| {
+                let answered = ErrorKind::ALL
+                    .iter()
+                    .any(|x| x.name() == k.as_str() && x.answered());
+                let outcome = if answered {
+                    "failed (answers counted above by status)"
+                } else {
+                    "failed"
+                };
+                vec![e(k), fmt_count(*n), outcome.into()]
+            }),
     );
     let mut o = table(
         "num",
@@ -312,13 +323,22 @@ fn checks(s: &ScenarioResult) -> String {
             if c.count_only && c.failed > 0 {
                 failed.push_str(" (counted only)");
             }
+            let mut why = e(c.first_failure.as_deref().unwrap_or(""));
+            if c.unchecked > 0 {
+                let _ = write!(
+                    why,
+                    "<br><small>{} not checked: {}</small>",
+                    fmt_count(c.unchecked),
+                    e(c.first_unchecked.as_deref().unwrap_or(""))
+                );
+            }
             vec![
                 e(&c.name),
                 e(&c.request),
                 crate::fmt::pass_share(c.passed, c.passed + c.failed),
                 fmt_count(c.passed),
                 failed,
-                e(c.first_failure.as_deref().unwrap_or("")),
+                why,
             ]
         })
         .collect();

@@ -31,7 +31,7 @@ impl Session for H1Conn<Stream> {
                 Err(kind) => return (Err::<_, ErrorKind>(kind), 0),
             };
             let step = &connector.workload.requests[vu.current];
-            let capture = step.keeps_response().then_some(&connector.captures);
+            let capture = connector.capture_for(step);
             let r = self
                 .roundtrip(connector.h1_bytes(vu), step.is_head(), capture)
                 .await;

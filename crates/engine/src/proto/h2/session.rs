@@ -39,7 +39,7 @@ impl Session for H2Conn {
 impl H2Conn {
     async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> (Outcome, u64) {
         let step = &connector.workload.requests[vu.current];
-        let capture = step.keeps_response().then_some(&connector.captures);
+        let capture = connector.capture_for(step);
         let (path, values, body) = match vu.render_parts(&connector.workload) {
             Ok(parts) => parts,
             Err(r) => {
