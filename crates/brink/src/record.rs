@@ -19,13 +19,18 @@ pub struct Recording {
 }
 
 /// What is known of a run before it starts, for its history entry.
-pub fn meta(command: &str, jobs: &[Job], how: Option<String>, rec: &Recording) -> Meta {
+pub fn meta(
+    command: model::RunCommand,
+    jobs: &[Job],
+    how: Option<String>,
+    rec: &Recording,
+) -> Meta {
     let first = jobs.first();
     let info = first.map(|j| runner::load_info(&j.spec, j.spec.threads));
     let (git_commit, git_branch) = history::git_info();
     Meta {
         started_at: report::rfc3339_utc(std::time::SystemTime::now()),
-        command: command.to_string(),
+        command,
         name: jobs
             .iter()
             .map(|j| j.name.as_str())

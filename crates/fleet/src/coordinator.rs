@@ -151,7 +151,7 @@ impl Fleet {
                 count,
                 clock_offset_ms: Some(offset.offset_ns as f64 / 1e6),
                 clock_bound_ms: Some(offset.bound_ns as f64 / 1e6),
-                status: "lost".into(),
+                status: model::WorkerStatus::Lost,
                 ..WorkerReport::default()
             };
             joined.push(Joined {

@@ -11,7 +11,7 @@ use crate::now_ns;
 use crate::proto::{FromWorker, ToWorker, HEARTBEAT};
 use bytes::Bytes;
 use merge::{Merger, OnSecond, RunOutput};
-use model::WorkerReport;
+use model::{WorkerReport, WorkerStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -140,13 +140,13 @@ impl<'a> Running<'a> {
     fn lose_silent(&mut self) {
         for w in 0..self.reports.len() {
             if !self.merger.is_done(w) && self.heard[w].elapsed() > SILENCE {
-                self.fail(w, "lost", format!("silent for {SILENCE:?}"));
+                self.fail(w, WorkerStatus::Lost, format!("silent for {SILENCE:?}"));
             }
         }
     }
 
-    fn fail(&mut self, w: usize, status: &str, why: String) {
-        self.reports[w].status = status.into();
+    fn fail(&mut self, w: usize, status: WorkerStatus, why: String) {
+        self.reports[w].status = status;
         self.reports[w].why = Some(said(&why));
         self.merger.done(w, 0, None);
         self.short = true;
@@ -165,12 +165,16 @@ impl<'a> Running<'a> {
                     r.seconds += 1;
                     self.merger.bucket(w, b);
                 }
-                Err(e) => self.fail(w, "failed", format!("sent a broken second: {e}")),
+                Err(e) => self.fail(
+                    w,
+                    WorkerStatus::Failed,
+                    format!("sent a broken second: {e}"),
+                ),
             },
             Ok(d @ FromWorker::Done { .. }) => self.finished(w, d),
-            Ok(FromWorker::Failed { why }) => self.fail(w, "failed", why),
+            Ok(FromWorker::Failed { why }) => self.fail(w, WorkerStatus::Failed, why),
             Ok(_) => {}
-            Err(e) => self.fail(w, "lost", e),
+            Err(e) => self.fail(w, WorkerStatus::Lost, e),
         }
     }
 
@@ -194,7 +198,7 @@ impl<'a> Running<'a> {
             slices,
         });
         let r = &mut self.reports[w];
-        r.status = "done".into();
+        r.status = WorkerStatus::Done;
         r.threads = threads;
         let local = started_ns as i64 - self.offsets[w].offset_ns;
         r.start_skew_ms = Some((local - self.start_ns as i64) as f64 / 1e6);

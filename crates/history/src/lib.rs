@@ -87,7 +87,7 @@ pub struct Run {
     pub id: i64,
     pub started_at: String,
     pub status: model::RunStatus,
-    pub command: String,
+    pub command: model::RunCommand,
     pub name: String,
     pub target: String,
     pub method: String,
@@ -127,7 +127,45 @@ impl Run {
     }
 }
 
+/// What a recorded run concluded: one answer for every view of the history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Running,
+    /// The command ended without a result.
+    Failed,
+    /// Its process is gone.
+    Died,
+    Interrupted,
+    /// A search that found a level holding its objectives (its steps fail by design: that
+    /// is how it finds the limit).
+    Found,
+    /// A search where no level held.
+    NoneHeld,
+    Pass,
+    Fail,
+    /// A run without objectives.
+    NoSlos,
+}
+
 impl Run {
+    /// What the run concluded.
+    pub fn verdict(&self) -> Verdict {
+        use model::RunStatus as S;
+        match (self.status, self.slo_passed, self.interrupted) {
+            (S::Running, _, _) => Verdict::Running,
+            (S::Failed, _, _) => Verdict::Failed,
+            (S::Died, _, _) => Verdict::Died,
+            (_, _, true) => Verdict::Interrupted,
+            _ if self.command == model::RunCommand::Find => match self.max_sustainable {
+                Some(_) => Verdict::Found,
+                None => Verdict::NoneHeld,
+            },
+            (_, Some(true), _) => Verdict::Pass,
+            (_, Some(false), _) => Verdict::Fail,
+            (_, None, _) => Verdict::NoSlos,
+        }
+    }
+
     /// Its tags as `k=v k=v`, or `(no tags)`.
     pub fn tags_text(&self) -> String {
         if self.tags.is_empty() {
@@ -164,7 +202,7 @@ impl Run {
 pub fn capacity_by_tag(runs: Vec<Run>) -> Vec<Run> {
     let mut found: Vec<Run> = runs
         .into_iter()
-        .filter(|r| r.command == "find" && r.status == model::RunStatus::Done)
+        .filter(|r| r.command == model::RunCommand::Find && r.status == model::RunStatus::Done)
         .collect();
     found.sort_by_cached_key(Run::tags_text);
     found
@@ -235,7 +273,7 @@ impl History {
              VALUES (?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, 0, ?13)",
             params![
                 m.started_at,
-                m.command,
+                m.command.as_str(),
                 m.name,
                 m.target,
                 m.method,

@@ -7,8 +7,7 @@ use std::process::Command;
 #[derive(Clone, Debug, Default)]
 pub struct Meta {
     pub started_at: String,
-    /// `run` or `find`.
-    pub command: String,
+    pub command: model::RunCommand,
     /// The plan's scenario (or `run` for a URL; several scenarios joined by `, `).
     pub name: String,
     pub target: String,

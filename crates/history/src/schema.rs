@@ -106,7 +106,11 @@ pub fn run_of(r: &Row) -> rusqlite::Result<Run> {
             // A word no brink writes reads as failed: the run did not finish with a result.
             model::RunStatus::parse(&word).unwrap_or(model::RunStatus::Failed)
         },
-        command: r.get(3)?,
+        command: {
+            let word: String = r.get(3)?;
+            // Only `brink run` and `brink find` record runs.
+            model::RunCommand::parse(&word).unwrap_or_default()
+        },
         name: r.get(4)?,
         target: r.get(5)?,
         method: r.get(6)?,

@@ -11,7 +11,7 @@ fn result() -> RunResult {
 fn meta(name: &str, target: &str, tags: &[(&str, &str)]) -> Meta {
     Meta {
         started_at: "2026-11-23T01:00:00Z".into(),
-        command: "run".into(),
+        command: model::RunCommand::Run,
         name: name.into(),
         target: target.into(),
         method: "GET".into(),
@@ -180,4 +180,47 @@ fn what_is_not_a_usable_history_is_refused() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(v, schema::VERSION);
+}
+
+#[test]
+fn one_verdict_for_every_view() {
+    use model::{RunCommand as C, RunStatus as S};
+    let run = |status, command, slo_passed, interrupted, max: Option<f64>| Run {
+        status,
+        command,
+        slo_passed,
+        interrupted,
+        max_sustainable: max,
+        ..Run::default()
+    };
+    let cases = [
+        (run(S::Running, C::Run, None, false, None), Verdict::Running),
+        (
+            run(S::Failed, C::Find, Some(true), false, Some(4.0)),
+            Verdict::Failed,
+        ),
+        (run(S::Died, C::Run, Some(true), false, None), Verdict::Died),
+        (
+            run(S::Done, C::Run, Some(true), true, None),
+            Verdict::Interrupted,
+        ),
+        // A search's steps fail by design: it is judged by whether a level held.
+        (
+            run(S::Done, C::Find, Some(false), false, Some(16.0)),
+            Verdict::Found,
+        ),
+        (
+            run(S::Done, C::Find, Some(false), false, None),
+            Verdict::NoneHeld,
+        ),
+        (run(S::Done, C::Run, Some(true), false, None), Verdict::Pass),
+        (
+            run(S::Done, C::K8sRun, Some(false), false, None),
+            Verdict::Fail,
+        ),
+        (run(S::Done, C::Run, None, false, None), Verdict::NoSlos),
+    ];
+    for (r, want) in cases {
+        assert_eq!(r.verdict(), want, "{r:?}");
+    }
 }

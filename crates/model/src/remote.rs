@@ -28,8 +28,37 @@ pub struct WorkerReport {
     pub cpu_percent: Option<f64>,
     pub busy_percent: Option<f64>,
     pub waiting_percent: Option<f64>,
-    /// `done`, `failed` (it said why) or `lost` (it stopped answering).
-    pub status: String,
+    pub status: WorkerStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+}
+
+/// How a worker of a distributed run ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkerStatus {
+    /// It sent its whole share and said so.
+    Done,
+    /// It said it could not go on, and why.
+    Failed,
+    /// It stopped answering (or never said it was done): what a worker is until it says so.
+    #[default]
+    Lost,
+}
+
+impl WorkerStatus {
+    /// The name results use: `done`, `failed`, `lost`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerStatus::Done => "done",
+            WorkerStatus::Failed => "failed",
+            WorkerStatus::Lost => "lost",
+        }
+    }
+}
+
+impl std::fmt::Display for WorkerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

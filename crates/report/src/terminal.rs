@@ -200,7 +200,7 @@ fn workers(o: &mut String, ws: &[model::WorkerReport]) {
         line.push_str(&format!(" (clocks known to {})", fmt_ms(bound)));
     }
     row_to(o, "workers", line);
-    for w in ws.iter().filter(|w| w.status != "done") {
+    for w in ws.iter().filter(|w| w.status != model::WorkerStatus::Done) {
         row_to(
             o,
             "worker",

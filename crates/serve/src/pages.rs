@@ -6,7 +6,7 @@
 
 use crate::api;
 use crate::reply::{html, text, Out};
-use history::{History, Run};
+use history::{History, Run, Verdict};
 use hyper::StatusCode;
 use model::RunStatus;
 use report::html::charts::{axis, positive, series, Chart};
@@ -36,25 +36,25 @@ fn page(title: &str, body: &str, charts: &[Chart], script: &str) -> Out {
 }
 
 fn badge(r: &Run) -> String {
-    match (r.status, r.slo_passed, r.interrupted) {
-        (RunStatus::Running, _, _) => "<span class=\"badge live\">running</span>".into(),
-        (RunStatus::Failed, _, _) => "<span class=\"badge fail\">failed</span>".into(),
-        (RunStatus::Died, _, _) => "<span class=\"badge fail\">died</span>".into(),
-        (_, _, true) => "<span class=\"badge warn\">interrupted</span>".into(),
-        // A search's steps fail by design: it succeeded when a level held.
+    let span = |class: &str, text: &str| format!("<span class=\"badge {class}\">{text}</span>");
+    match r.verdict() {
+        Verdict::Running => span("live", "running"),
+        Verdict::Failed => span("fail", "failed"),
+        Verdict::Died => span("fail", "died"),
+        Verdict::Interrupted => span("warn", "interrupted"),
         // A search's capacity, short enough for the column: the level in its title.
-        _ if r.command == "find" => match (r.capacity_rps, r.capacity()) {
+        Verdict::Found => match (r.capacity_rps, r.capacity()) {
             (Some(rps), Some(c)) => format!(
                 "<span class=\"badge pass\" title=\"{}\">{} req/s</span>",
                 e(&c),
                 fmt_rate(rps)
             ),
-            (None, Some(c)) => format!("<span class=\"badge pass\">{}</span>", e(&c)),
-            (_, None) => "<span class=\"badge fail\">none held</span>".into(),
+            (_, c) => span("pass", &e(&c.unwrap_or_else(|| "found".into()))),
         },
-        (_, Some(true), _) => "<span class=\"badge pass\">PASS</span>".into(),
-        (_, Some(false), _) => "<span class=\"badge fail\">FAIL</span>".into(),
-        _ => "<span class=\"badge none\">no SLOs</span>".into(),
+        Verdict::NoneHeld => span("fail", "none held"),
+        Verdict::Pass => span("pass", "PASS"),
+        Verdict::Fail => span("fail", "FAIL"),
+        Verdict::NoSlos => span("none", "no SLOs"),
     }
 }
 
@@ -259,7 +259,7 @@ fn table(h: &History, runs: &[Run]) -> String {
             o,
             "<tr><td><input type=\"checkbox\" name=\"run\" value=\"{id}\"{dis}></td><td><a href=\"/{link}/{id}\">{id}</a></td><td class=\"wrap\">{}</td><td>{}</td><td class=\"wrap\">{}</td><td class=\"url\">{}</td><td class=\"wrap\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{against}</td><td class=\"wrap\">{} {}</td></tr>",
             e(&r.started_at),
-            e(&r.command),
+            r.command,
             e(&r.name),
             url_cell(&r.target),
             e(&r.load_level),
@@ -518,7 +518,7 @@ pub fn live(h: &History, id: i64) -> Out {
                 e(&meta.target)
             )
         },
-        e(&meta.command),
+        meta.command,
         e(&meta.load_level),
         e(&meta.started_at),
         match meta.status {

@@ -291,7 +291,7 @@ pub fn run_search(
         search.by.cell(search.to)
     );
     let meta = crate::record::meta(
-        "find",
+        model::RunCommand::Find,
         std::slice::from_ref(&job),
         Some(how),
         &session.recording,

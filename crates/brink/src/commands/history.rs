@@ -4,8 +4,7 @@
 use crate::cli::{HistoryAction, HistoryArgs, ShowArgs};
 use crate::emitln;
 use crate::exit::Fail;
-use history::{Filter, History, Run};
-use model::RunStatus;
+use history::{Filter, History, Run, Verdict};
 use report::{fmt_count, fmt_ms, fmt_rate};
 use std::path::Path;
 
@@ -151,18 +150,16 @@ fn cut(s: &str, n: usize) -> String {
 
 /// One run as a table line.
 fn line(r: &Run) -> String {
-    let verdict = match (r.status, r.slo_passed, r.interrupted) {
-        (s @ (RunStatus::Running | RunStatus::Failed | RunStatus::Died), _, _) => s.to_string(),
-        (_, _, true) => "interrupted".to_string(),
-        // A search's steps fail by design (that is how it finds the limit): it succeeded when
-        // it found a level that held.
-        _ if r.command == "find" => match r.max_sustainable {
-            Some(_) => "found".to_string(),
-            None => "none held".to_string(),
-        },
-        (_, Some(true), _) => "PASS".to_string(),
-        (_, Some(false), _) => "FAIL".to_string(),
-        _ => "-".to_string(),
+    let verdict = match r.verdict() {
+        Verdict::Running => "running",
+        Verdict::Failed => "failed",
+        Verdict::Died => "died",
+        Verdict::Interrupted => "interrupted",
+        Verdict::Found => "found",
+        Verdict::NoneHeld => "none held",
+        Verdict::Pass => "PASS",
+        Verdict::Fail => "FAIL",
+        Verdict::NoSlos => "-",
     };
     let extra = match (r.capacity(), r.baseline) {
         (Some(c), b) => format!(" {c}{}", if b { " baseline" } else { "" }),
@@ -244,8 +241,8 @@ mod tests {
     #[test]
     fn a_search_that_found_its_limit_is_not_listed_as_failed() {
         let run = |max| Run {
-            command: "find".into(),
-            status: RunStatus::Done,
+            command: model::RunCommand::Find,
+            status: model::RunStatus::Done,
             slo_passed: Some(false),
             max_sustainable: max,
             ..Run::default()
@@ -266,7 +263,7 @@ mod tests {
         );
         assert!(line(&run(None)).contains("  none held"));
         let plain = Run {
-            command: "run".into(),
+            command: model::RunCommand::Run,
             ..run(None)
         };
         assert!(line(&plain).ends_with("  FAIL"), "{}", line(&plain));

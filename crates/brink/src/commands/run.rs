@@ -99,7 +99,7 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     if let Some(m) = crate::live_metrics::sink(a, &jobs, &session.recording.tags)? {
         sinks.push(Box::new(m));
     }
-    let meta = crate::record::meta("run", &jobs, None, &session.recording);
+    let meta = crate::record::meta(model::RunCommand::Run, &jobs, None, &session.recording);
     sinks.push(Box::new(crate::record::Recorder::new(
         &session.recording,
         meta,

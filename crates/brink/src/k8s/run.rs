@@ -40,7 +40,12 @@ pub fn run_cmd(a: &K8sRunArgs) -> Result<i32, Fail> {
     // Result files are opened before anything is created: a path that cannot be written
     // fails first.
     let mut sinks = crate::sinks::files_only(&cfg.session.files)?;
-    let meta = crate::record::meta("k8s run", &cfg.jobs, None, &cfg.session.recording);
+    let meta = crate::record::meta(
+        model::RunCommand::K8sRun,
+        &cfg.jobs,
+        None,
+        &cfg.session.recording,
+    );
     sinks.push(Box::new(crate::record::Recorder::new(
         &cfg.session.recording,
         meta,

@@ -336,7 +336,7 @@ fn demo_runs_on_loopback() {
     let db = history::History::open(&history).unwrap();
     let runs = db.list(&history::Filter::default()).unwrap();
     assert_eq!(runs.len(), 1, "the demo's search is recorded in --history");
-    assert_eq!(runs[0].command, "find");
+    assert_eq!(runs[0].command, model::RunCommand::Find);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

@@ -367,7 +367,7 @@ pub fn workers(s: &ScenarioResult) -> String {
         .map(|w| {
             let status = match &w.why {
                 Some(why) => format!("{}: {}", w.status, why),
-                None => w.status.clone(),
+                None => w.status.to_string(),
             };
             vec![
                 format!("{} of {}", w.index + 1, w.count),
