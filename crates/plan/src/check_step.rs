@@ -204,55 +204,57 @@ impl Cx<'_> {
     }
 }
 
-/// Numbers a scenario's checks in order (the slot each counts in) and keeps their names
-/// distinct: unnamed checks named alike on several requests are each named for their request
-/// too (`login: status 200`, `list: status 200`); a name given twice is an error at the second.
-pub(crate) fn number(
-    cx: &Cx,
-    steps: &mut [workload::Request],
-    raw: &[&S<RawRequest>],
-) -> Result<(), PlanError> {
-    let unnamed: Vec<String> = steps
-        .iter()
-        .zip(raw)
-        .flat_map(|(step, st)| {
-            step.checks
-                .iter()
-                .zip(&st.value.check)
-                .filter(|(_, rc)| rc.value.name.is_none())
-                .map(|(c, _)| c.name.clone())
-        })
-        .collect();
-    let shared = |name: &str| unnamed.iter().filter(|n| *n == name).count() > 1;
-    let mut taken: Vec<String> = Vec::new();
-    for (step, st) in steps.iter_mut().zip(raw) {
-        for (c, rc) in step.checks.iter_mut().zip(&st.value.check) {
-            if rc.value.name.is_none() && shared(&c.name) {
-                c.name = format!("{}: {}", step.name, c.name);
+impl Cx<'_> {
+    /// Numbers a scenario's checks in order (the slot each counts in) and keeps their names
+    /// distinct: unnamed checks named alike on several requests are each named for their request
+    /// too (`login: status 200`, `list: status 200`); a name given twice is an error at the second.
+    pub(crate) fn number_checks(
+        &self,
+        steps: &mut [workload::Request],
+        raw: &[&S<RawRequest>],
+    ) -> Result<(), PlanError> {
+        let unnamed: Vec<String> = steps
+            .iter()
+            .zip(raw)
+            .flat_map(|(step, st)| {
+                step.checks
+                    .iter()
+                    .zip(&st.value.check)
+                    .filter(|(_, rc)| rc.value.name.is_none())
+                    .map(|(c, _)| c.name.clone())
+            })
+            .collect();
+        let shared = |name: &str| unnamed.iter().filter(|n| *n == name).count() > 1;
+        let mut taken: Vec<String> = Vec::new();
+        for (step, st) in steps.iter_mut().zip(raw) {
+            for (c, rc) in step.checks.iter_mut().zip(&st.value.check) {
+                if rc.value.name.is_none() && shared(&c.name) {
+                    c.name = format!("{}: {}", step.name, c.name);
+                }
+                if taken.contains(&c.name) {
+                    let what = match &rc.value.name {
+                        Some(_) => format!(
+                            "duplicate check name '{}' (give each check a distinct 'name:')",
+                            c.name
+                        ),
+                        None => format!("check '{}' is written twice", c.name),
+                    };
+                    let at = rc
+                        .value
+                        .name
+                        .as_ref()
+                        .map_or_else(|| self.err(rc, ""), |n| self.err(n, ""));
+                    return Err(PlanError {
+                        message: what,
+                        ..at
+                    });
+                }
+                c.slot = taken.len();
+                taken.push(c.name.clone());
             }
-            if taken.contains(&c.name) {
-                let what = match &rc.value.name {
-                    Some(_) => format!(
-                        "duplicate check name '{}' (give each check a distinct 'name:')",
-                        c.name
-                    ),
-                    None => format!("check '{}' is written twice", c.name),
-                };
-                let at = rc
-                    .value
-                    .name
-                    .as_ref()
-                    .map_or_else(|| cx.err(rc, ""), |n| cx.err(n, ""));
-                return Err(PlanError {
-                    message: what,
-                    ..at
-                });
-            }
-            c.slot = taken.len();
-            taken.push(c.name.clone());
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The last line of a regex error, which says what is wrong (`unclosed group`).

@@ -364,10 +364,7 @@ impl Cx<'_> {
             None => Vec::new(),
         };
         if steps.len() == raw_steps.len() {
-            keep(
-                &mut errs,
-                crate::check_step::number(self, &mut steps, &raw_steps),
-            );
+            keep(&mut errs, self.number_checks(&mut steps, &raw_steps));
         }
         let widest = |set: usize, col: usize| tables.get(set).map_or(0, |t| t.rows.widest(col));
         // Flow variables count as empty here: what they hold is bounded when they are
