@@ -735,8 +735,9 @@ fn pages_fit_a_1280_pixel_screen() {
         .unwrap();
     assert!(ok.success());
     // A search whose failing step has a long reason (every objective breaks at once) and a
-    // wide set of server figures: one service slot of 8 ms, so latency is 8 ms a connection
-    // (passing at 1 and 2, failing at 4 on every objective).
+    // wide set of server figures: one service slot of 8 ms, so latency is 8 ms a connection:
+    // from 4 connections every request waits 32 ms, and all six objectives under 24 ms break
+    // whatever the machine's noise.
     let queue = testkit::serve_with(
         testkit::Options {
             slots: Some(1),
@@ -750,6 +751,8 @@ fn pages_fit_a_1280_pixel_screen() {
         .args([
             "find",
             &queue.url("/"),
+            "--from",
+            "4",
             "--to",
             "8",
             "--step",
@@ -840,7 +843,7 @@ fn pages_fit_a_1280_pixel_screen() {
         "a long reason is shown: {find}"
     );
     let rows = find["step_rows"].as_array().unwrap();
-    assert!(rows.len() >= 2, "{find}");
+    assert!(!rows.is_empty(), "{find}");
     assert!(
         rows.iter().all(|h| h.as_f64().unwrap() < 40.0),
         "step rows stay one line tall: {find}"
