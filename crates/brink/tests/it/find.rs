@@ -45,13 +45,7 @@ fn finds_a_known_capacity() {
             slots: Some(4),
             ..Options::default()
         },
-        Arc::new(|_: &Req| Reply::Full {
-            status: 200,
-            body: b"ok".to_vec(),
-            delay: Duration::from_millis(20),
-            slot: true,
-            close: false,
-        }),
+        testkit::handlers::slotted(Duration::from_millis(20)),
     )
     .unwrap();
     let t0 = Instant::now();
@@ -302,13 +296,7 @@ fn slot_server(slots: usize, service: Duration) -> testkit::Server {
             slots: Some(slots),
             ..Options::default()
         },
-        Arc::new(move |_: &Req| Reply::Full {
-            status: 200,
-            body: b"ok".to_vec(),
-            delay: service,
-            slot: true,
-            close: false,
-        }),
+        testkit::handlers::slotted(service),
     )
     .unwrap()
 }

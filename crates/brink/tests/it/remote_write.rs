@@ -78,12 +78,7 @@ fn a_real_prometheus_holds_exactly_what_the_run_measured() {
         failed += got;
     }
     assert!(failed > 0.0, "the mix has transport errors");
-    let answered: f64 = s["status"]
-        .as_object()
-        .unwrap()
-        .values()
-        .filter_map(|n| n.as_f64())
-        .sum();
+    let answered = answered(s);
     assert_eq!(failed + answered, s["requests"].as_f64().unwrap());
     let estimate = prom.query(
         "histogram_quantile(0.99, sum by (le) (max_over_time(brink_request_duration_seconds_bucket[5m])))",
@@ -130,12 +125,7 @@ fn a_store_that_takes_native_histograms_gets_them() {
         "{err}"
     );
     let s = &r["summary"];
-    let answered: f64 = s["status"]
-        .as_object()
-        .unwrap()
-        .values()
-        .filter_map(|n| n.as_f64())
-        .sum();
+    let answered = answered(s);
     assert_eq!(
         prom.query("histogram_count(brink_request_duration_seconds)"),
         answered
@@ -182,6 +172,16 @@ fn dashboard_p99(prom: &Prom) -> String {
         .unwrap()
         .to_string();
     expr.replace("$run", &run).replace("$__rate_interval", "1m")
+}
+
+/// Responses (of any status) in a result's summary.
+fn answered(s: &serde_json::Value) -> f64 {
+    s["status"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|n| n.as_f64())
+        .sum()
 }
 
 /// Every snapshot is in the store, in order: `brink_seconds_total` was written when the
