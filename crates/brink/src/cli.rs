@@ -1,7 +1,7 @@
 //! The command line as the user types it (raw values, validated in `resolve`).
 
 use clap::{Args, Parser, Subcommand};
-use report::find::By;
+use results::find::By;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]

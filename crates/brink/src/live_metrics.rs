@@ -59,7 +59,7 @@ pub fn sink(
     let mut labels = vec![
         (
             "run".to_string(),
-            report::rfc3339_utc(std::time::SystemTime::now()),
+            results::rfc3339_utc(std::time::SystemTime::now()),
         ),
         (
             "target".to_string(),

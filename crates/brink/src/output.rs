@@ -7,7 +7,7 @@
 //! strings and headers); a file replaced keeps the mode its owner gave it.
 
 use crate::exit::Fail;
-use report::RunResult;
+use results::RunResult;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};

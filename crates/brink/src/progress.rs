@@ -5,7 +5,7 @@
 //! second's line marked (`logmark`), for the user's terminal to draw. `--quiet` has none.
 
 use merge::SecondView;
-use report::{fmt_count, fmt_ms};
+use results::fmt::{fmt_count, fmt_ms};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 

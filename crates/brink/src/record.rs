@@ -5,7 +5,7 @@
 
 use crate::console::warn;
 use history::{History, Meta};
-use report::RunResult;
+use results::RunResult;
 use runner::{Event, Job, Sink};
 use std::path::PathBuf;
 
@@ -29,7 +29,7 @@ pub fn meta(
     let info = first.map(|j| runner::load_info(&j.spec, j.spec.threads));
     let (git_commit, git_branch) = history::git_info();
     Meta {
-        started_at: report::rfc3339_utc(std::time::SystemTime::now()),
+        started_at: results::rfc3339_utc(std::time::SystemTime::now()),
         command,
         name: jobs
             .iter()

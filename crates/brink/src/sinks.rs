@@ -5,12 +5,12 @@ use crate::console::emit;
 use crate::exit::Fail;
 use crate::output::{Files, Kind, Output};
 use crate::progress::Progress;
-use report::find::By;
+use results::find::By;
 use runner::{Event, Sink, Sinks};
 
 /// Prints a finished result as the terminal summary shows it at the end of a run (`brink
 /// show`): every scenario's summary and the suite's table, or the search's table and findings.
-pub fn print_result(r: &report::RunResult) {
+pub fn print_result(r: &results::RunResult) {
     match &r.find {
         Some(f) => {
             let columns: Vec<String> = f

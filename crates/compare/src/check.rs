@@ -1,7 +1,7 @@
 //! Whether runs can be compared at all: the same target, method, load model and level, and
 //! durations within 10% (or, for runs bounded by a request count, the same count). Each difference is one line naming the files and the values.
 
-use report::{LoadInfo, RunResult, ScenarioResult};
+use results::{LoadInfo, RunResult, ScenarioResult};
 
 /// Every difference between the first before-result and each other result (both sides).
 pub fn check(before: &[(String, RunResult)], after: &[(String, RunResult)]) -> Vec<String> {

@@ -1,7 +1,7 @@
 //! A comparison as a terminal table, a Markdown table for a pull-request comment, or JSON.
 
 use crate::{Comparison, Row, Unit, Verdict};
-use report::{fmt_count, fmt_ms, fmt_rate};
+use results::fmt::{fmt_count, fmt_ms, fmt_rate};
 use std::fmt::Write;
 
 /// How `brink compare` prints.

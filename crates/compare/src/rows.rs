@@ -6,8 +6,8 @@ use crate::steady::{self, Figures, Indexed};
 use crate::{
     Comparison, Row, Tolerances, Unit, Verdict, BLOCK, FEW_SECONDS, MIN_SECONDS, RESAMPLES, SEED,
 };
-use report::find::FindResult;
-use report::{RunResult, ScenarioResult};
+use results::find::FindResult;
+use results::{RunResult, ScenarioResult};
 use stats::rng::Rng;
 
 /// Which way is worse for a metric, and how its change is measured.
@@ -287,7 +287,7 @@ fn wider((lo, hi): (f64, f64), change: Option<f64>, by: f64) -> (f64, f64) {
 }
 
 /// Reads one figure of a request's summary.
-type Pick = fn(&report::SummaryJson) -> f64;
+type Pick = fn(&results::SummaryJson) -> f64;
 
 /// Figures shown for context: connect time, server figures, and per request.
 fn context(name: &str, sb: &[&ScenarioResult], sa: &[&ScenarioResult], c: &mut Comparison) {
@@ -693,9 +693,9 @@ mod tests {
 
     fn search(level: Option<f64>, resolution: Option<f64>) -> FindResult {
         FindResult {
-            by: report::find::By::Connections,
+            by: results::find::By::Connections,
             steps: Vec::new(),
-            max_sustainable: level.map(|level| report::find::Sustained {
+            max_sustainable: level.map(|level| results::find::Sustained {
                 level,
                 rps: level * 100.0,
                 slo: Vec::new(),

@@ -3,7 +3,7 @@
 //! kept second is its latency histogram as sparse counts over one shared, sorted list of
 //! distinct values, plus its request and success counts.
 
-use report::ScenarioResult;
+use results::ScenarioResult;
 use std::collections::BTreeMap;
 
 /// One kept second.

@@ -13,7 +13,7 @@ mod schema;
 
 pub use meta::{git_info, hostname, Meta};
 
-use report::{RunResult, SecondRow};
+use results::{RunResult, SecondRow};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -121,7 +121,7 @@ impl Run {
     pub fn capacity(&self) -> Option<String> {
         let at = self.sustainable_level()?;
         Some(match self.capacity_rps {
-            Some(rps) => format!("capacity {} req/s at {at}", report::fmt_rate(rps)),
+            Some(rps) => format!("capacity {} req/s at {at}", results::fmt::fmt_rate(rps)),
             None => format!("max {at}"),
         })
     }
@@ -179,7 +179,7 @@ impl Run {
     /// throughput, `none held` when no level held its objectives.
     pub fn capacity_cell(&self) -> String {
         match (self.capacity_rps, self.max_sustainable) {
-            (Some(rps), _) => format!("{} req/s", report::fmt_rate(rps)),
+            (Some(rps), _) => format!("{} req/s", results::fmt::fmt_rate(rps)),
             (None, Some(_)) => "-".into(),
             (None, None) => "none held".into(),
         }
@@ -189,9 +189,9 @@ impl Run {
     pub fn sustainable_level(&self) -> Option<String> {
         let level = self.max_sustainable?;
         Some(if self.load_model == "open" {
-            format!("{}/s", report::fmt_rate(level))
+            format!("{}/s", results::fmt::fmt_rate(level))
         } else {
-            report::find::connections(level)
+            results::find::connections(level)
         })
     }
 }
@@ -329,7 +329,7 @@ impl History {
              WHERE id = ?1",
                 params![
                     id,
-                    report::rfc3339_utc(std::time::SystemTime::now()),
+                    results::rfc3339_utc(std::time::SystemTime::now()),
                     s.duration_s,
                     s.requests as i64,
                     s.ok_rps,
@@ -366,7 +366,7 @@ impl History {
             params![
                 id,
                 exit_code,
-                report::rfc3339_utc(std::time::SystemTime::now())
+                results::rfc3339_utc(std::time::SystemTime::now())
             ],
         )?;
         Ok(())
@@ -392,7 +392,7 @@ impl History {
             retry(|| {
                 self.conn.execute(
                     "UPDATE runs SET status = 'died', finished_at = ?2 WHERE id = ?1 AND status = 'running'",
-                    params![id, report::rfc3339_utc(std::time::SystemTime::now())],
+                    params![id, results::rfc3339_utc(std::time::SystemTime::now())],
                 )
             })?;
         }

@@ -20,8 +20,8 @@
 //! Text cells (scenario names, reasons) are quoted when needed, and a cell that a spreadsheet
 //! would run as a formula (starting with `=`, `+`, `-`, `@`) gets a leading `'`.
 
-use crate::find::{By, FindResult};
 use crate::RunResult;
+use results::find::{By, FindResult};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 

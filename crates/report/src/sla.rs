@@ -3,7 +3,7 @@
 //! teams write by hand), and the verdict of a whole suite.
 
 use crate::fmt::{fmt_count, fmt_ms, fmt_rate};
-use crate::result::{RunResult, ScenarioResult};
+use crate::{RunResult, ScenarioResult};
 use std::fmt::Write;
 
 /// Requests, rate, errors and latency per request name (empty for a single request).

@@ -2,7 +2,7 @@
 //! success rate, a percentile table and a latency distribution.
 
 use crate::fmt::{fmt_bytes, fmt_count, fmt_ms, fmt_rate, observed_value};
-use crate::result::ScenarioResult;
+use crate::ScenarioResult;
 use std::fmt::Write;
 
 /// The whole summary as printed at the end of `brink run`.

@@ -1,10 +1,10 @@
-//! Where a run broke ([`report::BrokeJson`]), read from a finished scenario: the objective
+//! Where a run broke ([`results::BrokeJson`]), read from a finished scenario: the objective
 //! whose first failing window came first, the schedule's level and the successes over that
 //! window, and the server's CPU at its highest then, judged by the same rule as a search's
 //! knee.
 
-use report::find::By;
-use report::{BrokeJson, ScenarioResult, SecondRow};
+use results::find::By;
+use results::{BrokeJson, ScenarioResult, SecondRow};
 
 /// The first failing window of a windowed objective, if one failed.
 pub fn broke(sc: &ScenarioResult) -> Option<BrokeJson> {

@@ -7,7 +7,7 @@
 use crate::Error;
 use engine::{Curve, Load, RunSpec};
 use merge::{OnSecond, RunOutput};
-use report::find::By;
+use results::find::By;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 

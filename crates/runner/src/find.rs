@@ -14,8 +14,8 @@ use crate::watch::{Judged, Watch};
 use crate::{Error, Executor};
 use engine::Target;
 use observe::health as probe;
-use report::find::{By, StepRow};
-use report::RunResult;
+use results::find::{By, StepRow};
+use results::RunResult;
 use stats::{ErrorKind, LatencySummary};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,7 +54,7 @@ pub fn search_job(
 ) -> Result<RunResult, Error> {
     let sampler = crate::suite::start_observing(observing);
     let columns = observing.map_or_else(Vec::new, |o| o.columns.clone());
-    let started = report::rfc3339_utc(SystemTime::now());
+    let started = results::rfc3339_utc(SystemTime::now());
     let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
     let header = format!(
         "find: {} {} by {} from {} to {}, {}s steps ({}s warm-up), objectives: {}\n",
@@ -129,7 +129,7 @@ struct Controller<'a> {
     steps: Vec<Step>,
     sampler: Option<&'a observe::Sampler>,
     /// Hooks that ran, in order.
-    hook_runs: Vec<report::find::HookRun>,
+    hook_runs: Vec<results::find::HookRun>,
     /// When the search started (hook times are from here).
     origin: Instant,
 }
@@ -190,7 +190,7 @@ impl Controller<'_> {
 
     /// With a peak hook: a capture step at the maximum sustainable level and one at the first
     /// failing level, each with the hook running its share into the step.
-    fn captures(&mut self, find: &report::find::FindResult) -> Vec<StepRow> {
+    fn captures(&mut self, find: &results::find::FindResult) -> Vec<StepRow> {
         let Some(h) = self.search.hooks.peak.clone() else {
             return Vec::new();
         };

@@ -6,7 +6,7 @@
 //! whole group gets SIGTERM and then SIGKILL. What it did (times, exit status, files) goes into
 //! the result; a failing hook warns, and fails the command only when marked `required`.
 
-use report::find::HookRun;
+use results::find::HookRun;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -5,7 +5,7 @@
 
 use engine::{Load, RunSpec};
 use merge::RunOutput;
-use report::{
+use results::{
     summary_json, AsyncJson, CheckJson, CompletionJson, ExtractFailureJson, GeneratorJson,
     LoadInfo, RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult,
     StageJson, TargetInfo, TraceJson, TracesJson,
@@ -23,7 +23,7 @@ pub fn scenario_result(
     aborted_by: Option<String>,
 ) -> ScenarioResult {
     let schedule = schedule_info(spec, out);
-    let span = report::Span::of(out.duration, out.scheduled);
+    let span = results::Span::of(out.duration, out.scheduled);
     let summary = summary_json(&out.totals, span, out.unfinished, schedule);
     let requests = if out.by_request.len() > 1 {
         out.by_request
@@ -210,7 +210,7 @@ fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
         // inside, and more connections would only queue more.
         let queues =
             all.service.value_at_quantile(0.5) as f64 / 1000.0 >= 3.0 * unloaded_ms.max(0.05);
-        info.shortfall = Some(report::Shortfall {
+        info.shortfall = Some(results::Shortfall {
             asked_rps,
             achieved_rps,
             limit: if queues { "service" } else { "pool" }.into(),
@@ -336,7 +336,7 @@ const LATE_NOTICEABLE: f64 = 0.01;
 const NO_CPU_TO_SPARE: f64 = 0.75;
 /// A share of the workers' time spent ready but waiting for a CPU from which a run's figures
 /// may be brink's: it saw answers late and sent late for that long.
-const SHORT_OF_CPU: f64 = report::find::GENERATOR_WAITED;
+const SHORT_OF_CPU: f64 = results::find::GENERATOR_WAITED;
 
 /// brink's workers over `wall` seconds: the share of their time on a CPU (0..1; from the
 /// kernel's per-thread figures, else the process CPU `cpu`) and the share spent ready to run
@@ -375,14 +375,14 @@ pub fn generator_check(
     cpu: f64,
     wall: f64,
     out: &RunOutput,
-    summary: &report::SummaryJson,
+    summary: &results::SummaryJson,
 ) -> GeneratorJson {
     let (busy, waiting) = generator_load(cpu, wall, out);
     let (late_share, max_lag_ms) = summary.schedule.as_ref().map_or((0.0, 0.0), |s| {
         (s.late as f64 / s.intended.max(1) as f64, s.max_lag_ms)
     });
     let waiting_percent = waiting.map(|w| w * 100.0);
-    let words = report::find::generator_words(busy * 100.0, waiting_percent);
+    let words = results::find::generator_words(busy * 100.0, waiting_percent);
     let wake_delay_ms = out
         .sched
         .filter(|s| s.slices > 0)
@@ -392,7 +392,7 @@ pub fn generator_check(
     } else if search::generator_limited(busy, waiting) {
         Some(format!(
             "{words}: the generator, not the service, limited this run ({})",
-            report::find::generator_remedy(waiting_percent)
+            results::find::generator_remedy(waiting_percent)
         ))
     } else if waiting.is_some_and(|w| w >= SHORT_OF_CPU) {
         let woke = wake_delay_ms.map_or(String::new(), |d| {
@@ -450,8 +450,8 @@ fn limited_worker(workers: &[model::WorkerReport]) -> Option<String> {
         } else {
             String::new()
         },
-        report::find::generator_words(busy * 100.0, waiting_percent),
-        report::find::generator_remedy(waiting_percent)
+        results::find::generator_words(busy * 100.0, waiting_percent),
+        results::find::generator_remedy(waiting_percent)
     ))
 }
 

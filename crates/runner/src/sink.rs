@@ -6,8 +6,8 @@
 
 use crate::Error;
 use merge::SecondView;
-use report::find::{By, StepRow};
-use report::{RunResult, ScenarioResult};
+use results::find::{By, StepRow};
+use results::{RunResult, ScenarioResult};
 use std::time::Duration;
 
 /// What happens during a command, in order.

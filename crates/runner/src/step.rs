@@ -2,8 +2,8 @@
 //! totals, whether the service got stuck after it, and its steady part (after the warm-up),
 //! which the diagnosis reads. The search controller makes them; the diagnosis reads them.
 
-use report::find::StepRow;
-use report::ScenarioResult;
+use results::find::StepRow;
+use results::ScenarioResult;
 use stats::{Bucket, Totals};
 
 /// One finished step.

@@ -8,8 +8,8 @@ use crate::watch::{Judged, Watch};
 use crate::{Error, Executor};
 use engine::RunSpec;
 use observe::Sampler;
-use report::find::Observed;
-use report::{RunResult, ScenarioResult};
+use results::find::Observed;
+use results::{RunResult, ScenarioResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -74,7 +74,7 @@ pub fn run_jobs(
     seed: u64,
     sampler: Option<&Sampler>,
 ) -> Result<RunResult, Error> {
-    let started = report::rfc3339_utc(SystemTime::now());
+    let started = results::rfc3339_utc(SystemTime::now());
     let count = jobs.len();
     let mut runs = Vec::new();
     for (index, job) in jobs.into_iter().enumerate() {

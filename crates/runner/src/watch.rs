@@ -5,7 +5,7 @@
 
 use crate::sink::{Event, Sinks};
 use merge::{OnSecond, SecondView};
-use report::SloResult;
+use results::SloResult;
 use stats::slo::{Slo, Tracker};
 use stats::Bucket;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! [`decide`]: the next level, or why the search is over.
 
-use report::find::Stop;
+use results::find::Stop;
 
 /// What the search steps and between which bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -24,7 +24,7 @@
 //! * **retransmissions**: TCP retransmitted during the first failing step and p99 reached
 //!   200 ms or more (the minimum retransmission timeout).
 
-use report::find::{Finding, KneeInfo, StepRow};
+use results::find::{Finding, KneeInfo, StepRow};
 use stats::{Bucket, ErrorKind};
 
 const SERVER_CPU: &str = model::metrics::CPU;
@@ -93,7 +93,7 @@ fn starved(s: &StepFacts, out: &mut Vec<Finding>) {
     let Some(w) = s.row.observed.get(model::metrics::CPU_WAIT) else {
         return;
     };
-    if w.mean >= report::STARVED_WAIT_PERCENT {
+    if w.mean >= results::STARVED_WAIT_PERCENT {
         out.push(Finding::CpuStarved {
             level: s.row.level,
             waiting_percent: w.mean,
@@ -236,7 +236,7 @@ fn at_the_knee(k: &KneeInfo, steps: &[StepFacts]) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use report::find::Observed;
+    use results::find::Observed;
 
     /// A step at `level` with its verdict, server CPU (if observed) and steady counts.
     struct S {
@@ -347,7 +347,7 @@ mod tests {
             "{f:?}"
         );
         assert_eq!(
-            f[0].describe(report::find::By::Connections),
+            f[0].describe(results::find::By::Connections),
             "generator-bound: brink's workers were 50% busy and 45% waiting for a CPU other processes held at 64 connections: from there on the limit measured is brink's, not the service's (this machine is short of CPU: run brink on cores or a machine the service and other work do not use)"
         );
     }
@@ -494,7 +494,7 @@ mod tests {
         );
         let text = f
             .iter()
-            .map(|x| x.describe(report::find::By::Connections))
+            .map(|x| x.describe(results::find::By::Connections))
             .collect::<Vec<_>>()
             .join("\n");
         assert!(

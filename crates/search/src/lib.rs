@@ -20,7 +20,7 @@ mod summary;
 
 pub use decide::{decide, Decision, Outcome, Settings};
 pub use diagnose::{cpu_bound, diagnose, StepFacts};
-pub use report::find::Stop;
+pub use results::find::Stop;
 pub use summary::summarise;
 
 /// A step during which brink's own worker threads were at least this busy (0..1) measured

@@ -5,7 +5,7 @@
 //! itself), and the step says which, so a headline is never read off a step that contradicts
 //! its own throughput.
 
-use report::find::{LittleCause, LittleGap};
+use results::find::{LittleCause, LittleGap};
 
 /// How far (as a share of N/X) the mean may stray before the step says why: wider than the
 /// boundary effects of a warm-up and a grace on a step of a few seconds.

@@ -4,7 +4,7 @@
 //! diagnosis. Interrupted steps are listed but never judged.
 
 use crate::diagnose::{diagnose, StepFacts};
-use report::find::{By, FindResult, KneeInfo, Stop, Sustained, UslInfo};
+use results::find::{By, FindResult, KneeInfo, Stop, Sustained, UslInfo};
 use stats::capacity::{knee, Point, Usl};
 
 /// The `find` section of a result, from every step in the order they ran.
@@ -87,7 +87,7 @@ pub fn summarise(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use report::find::StepRow;
+    use results::find::StepRow;
     use stats::Bucket;
 
     fn row(level: f64, pass: bool, ok_rps: f64) -> StepRow {

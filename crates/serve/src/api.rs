@@ -9,7 +9,7 @@ use crate::Ctx;
 use bytes::Bytes;
 use history::{Filter, History};
 use hyper::StatusCode;
-use report::RunResult;
+use results::RunResult;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -11,7 +11,8 @@ use hyper::StatusCode;
 use model::RunStatus;
 use report::html::charts::{axis, positive, series, Chart};
 use report::html::{document, escape as e, slot, Extra};
-use report::{fmt_count, fmt_ms, fmt_rate, SecondRow};
+use results::fmt::{fmt_count, fmt_ms, fmt_rate};
+use results::SecondRow;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

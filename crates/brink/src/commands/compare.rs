@@ -7,7 +7,7 @@ use crate::cli::CompareArgs;
 use crate::emitln;
 use crate::exit::{Fail, REGRESSED};
 use compare::{Format, Tolerances};
-use report::RunResult;
+use results::RunResult;
 
 /// The two sides from the arguments: two positional results, or `--before`/`--after` lists.
 fn sides(a: &CompareArgs) -> Result<(Vec<String>, Vec<String>), Fail> {

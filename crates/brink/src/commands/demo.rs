@@ -66,7 +66,7 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
         .pop()
         .ok_or_else(|| Fail::input("demo: no job for the demo URL"))?;
     let search = runner::Search {
-        by: report::find::By::Connections,
+        by: results::find::By::Connections,
         from: 1.0,
         to: 256.0,
         step,

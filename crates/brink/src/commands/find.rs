@@ -8,8 +8,8 @@ use crate::exit::{INTERRUPTED, SLO_FAILED};
 use crate::resolve::Session;
 use crate::resolve::{run_config, Job, RunConfig};
 use engine::Target;
-use report::find::By;
-use report::find::Finding;
+use results::find::By;
+use results::find::Finding;
 use runner::{Event, Search};
 use stats::slo::Slo;
 use std::path::PathBuf;
@@ -324,7 +324,7 @@ pub fn run_search(
 }
 
 /// Warns about each hook that failed; true when a required one did.
-fn hook_warnings(result: &report::RunResult) -> bool {
+fn hook_warnings(result: &results::RunResult) -> bool {
     let Some(find) = &result.find else {
         return false;
     };
@@ -346,7 +346,7 @@ fn hook_warnings(result: &report::RunResult) -> bool {
 }
 
 /// 1 when the service got stuck or no level held the objectives, else 0.
-fn search_code(result: &report::RunResult) -> i32 {
+fn search_code(result: &results::RunResult) -> i32 {
     let find = result.find.as_ref();
     let stuck = find.is_some_and(|f| {
         f.findings

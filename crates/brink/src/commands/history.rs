@@ -5,7 +5,7 @@ use crate::cli::{HistoryAction, HistoryArgs, ShowArgs};
 use crate::emitln;
 use crate::exit::Fail;
 use history::{Filter, History, Run, Verdict};
-use report::{fmt_count, fmt_ms, fmt_rate};
+use results::fmt::{fmt_count, fmt_ms, fmt_rate};
 use std::path::Path;
 
 /// Opens the history at `path` (or the default place) for reading or changing it.

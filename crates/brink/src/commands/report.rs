@@ -4,7 +4,7 @@
 use crate::cli::ReportArgs;
 use crate::exit::Fail;
 use crate::output::{write_result, Files};
-use report::RunResult;
+use results::RunResult;
 use std::path::Path;
 
 /// Reads a result file: one line naming the file and what is wrong with it.
@@ -13,12 +13,12 @@ pub(super) fn read_result(path: &std::path::Path) -> Result<RunResult, Fail> {
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| Fail::input(format!("{}: not JSON: {e}", path.display())))?;
     match value.get("schema").and_then(|s| s.as_str()) {
-        Some(report::SCHEMA) => {}
+        Some(results::SCHEMA) => {}
         Some(other) => {
             return Err(Fail::input(format!(
                 "{}: schema {other} is not one this brink reads ({})",
                 path.display(),
-                report::SCHEMA
+                results::SCHEMA
             )))
         }
         None => {

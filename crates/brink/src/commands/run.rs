@@ -5,7 +5,7 @@ use crate::cli::RunArgs;
 use crate::exit::{Fail, INTERRUPTED, SLO_FAILED, UNREACHABLE};
 use crate::resolve::{run_config, RunConfig};
 use crate::signals::install_signals;
-use report::RunResult;
+use results::RunResult;
 use runner::Event;
 
 /// The exit code a finished run earns.

@@ -11,7 +11,7 @@ use crate::exit::{Fail, INTERRUPTED};
 use crate::logmark::Line;
 use crate::progress::Progress;
 use futures_util::{AsyncBufRead, AsyncBufReadExt};
-use report::RunResult;
+use results::RunResult;
 use runner::{Event, Sinks};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -17,9 +17,9 @@ fn coordinated_omission_is_corrected() {
     // 10 s at 1000/s: 20% of intended starts fall in a freeze and wait out its rest, uniformly
     // 0..1 s. So p90 is the median of that wait (~500 ms) and p99 its 95th percentile (~950 ms).
     let out = run(&spec(&srv.url("/"), open(1000.0, 10.0, 100)));
-    let s = report::summary_json(
+    let s = results::summary_json(
         &out.totals,
-        report::Span::of(out.duration, out.scheduled),
+        results::Span::of(out.duration, out.scheduled),
         0,
         None,
     );
@@ -66,9 +66,9 @@ fn agrees_with_wrk_on_a_fixed_service_time() {
     }
     let srv = testkit::serve(handlers::fixed(Duration::from_millis(10))).unwrap();
     let out = run(&spec(&srv.url("/"), closed(20, Some(3.0))));
-    let s = report::summary_json(
+    let s = results::summary_json(
         &out.totals,
-        report::Span::of(out.duration, out.scheduled),
+        results::Span::of(out.duration, out.scheduled),
         0,
         None,
     );

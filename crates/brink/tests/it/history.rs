@@ -304,7 +304,7 @@ fn searches_under_settings_give_one_capacity_table() {
             .find(|r| r.contains(tag))
             .unwrap_or_else(|| panic!("no {tag} row: {table}"));
         assert!(
-            row.contains(&format!("{} req/s", report::fmt_rate(rps))),
+            row.contains(&format!("{} req/s", results::fmt::fmt_rate(rps))),
             "{row}"
         );
         assert!(row.contains(" connections</td>"), "{row}");

@@ -99,7 +99,7 @@ fn assert_one_capacity(f: &Value, text: &str) {
         .find(|l| l.starts_with(" Capacity: "))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        capacity.contains(&format!(" {} req/s", report::fmt_rate(rps))),
+        capacity.contains(&format!(" {} req/s", results::fmt::fmt_rate(rps))),
         "{capacity}\n{text}"
     );
     assert_eq!(text.matches(" Capacity: ").count(), 1, "{text}");

@@ -617,7 +617,7 @@ fn every_page_takes_any_unicode() {
         let id = db.begin(&meta).unwrap();
         let mut result = real.clone();
         unicode_names(&mut result, &mut gen);
-        let result: report::RunResult = serde_json::from_value(result).expect("still a result");
+        let result: results::RunResult = serde_json::from_value(result).expect("still a result");
         for row in &result.timeseries {
             db.second(id, 0, &gen.text(8), row).unwrap();
         }

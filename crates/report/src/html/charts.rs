@@ -3,8 +3,8 @@
 //! choice of what to plot is in Rust and testable. Values that a log scale cannot show (zero,
 //! missing) are `null`, which the chart draws as a gap.
 
-use crate::find::{By, FindResult};
 use crate::{ScenarioResult, SecondRow};
+use results::find::{By, FindResult};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -527,7 +527,7 @@ mod tests {
         let steps: Vec<serde_json::Value> = levels
             .iter()
             .map(|l| {
-                serde_json::to_value(crate::find::StepRow {
+                serde_json::to_value(results::find::StepRow {
                     level: *l,
                     ..Default::default()
                 })

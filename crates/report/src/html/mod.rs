@@ -246,7 +246,7 @@ fn scenario_section(s: &ScenarioResult, titled: bool, charts: &mut Vec<Chart>) -
 
 /// A capacity search: the search's conclusions, its charts, its step table, and the whole
 /// timeline of the steps one after another.
-fn find_section(r: &RunResult, f: &crate::find::FindResult, charts: &mut Vec<Chart>) -> String {
+fn find_section(r: &RunResult, f: &results::find::FindResult, charts: &mut Vec<Chart>) -> String {
     let mut o = String::from("<section class=\"find\">\n<h2>Capacity search</h2>\n");
     o.push_str(&tables::find_summary(f));
     o.push_str("<div class=\"grid\">\n");

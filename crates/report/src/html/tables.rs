@@ -3,10 +3,10 @@
 //! formatters as the terminal.
 
 use super::escape as e;
-use crate::find::FindResult;
 use crate::fmt::{fmt_count, fmt_ms, fmt_rate, observed_value};
 use crate::terminal::describe_load;
 use crate::{RunResult, ScenarioResult, SummaryJson};
+use results::find::FindResult;
 use stats::ErrorKind;
 use std::fmt::Write;
 
