@@ -22,7 +22,7 @@ pub struct Recording {
 pub fn meta(
     command: model::RunCommand,
     jobs: &[Job],
-    how: Option<String>,
+    search: Option<(String, model::LoadModel)>,
     rec: &Recording,
 ) -> Meta {
     let first = jobs.first();
@@ -40,12 +40,11 @@ pub fn meta(
         method: first
             .and_then(|j| j.spec.workload.requests.first())
             .map_or_else(String::new, |r| r.method.clone()),
-        load_model: match (&how, &info) {
-            (Some(_), _) => "search".to_string(),
-            (None, Some(i)) => i.model.to_string(),
-            (None, None) => String::new(),
-        },
-        load_level: how.unwrap_or_else(|| {
+        load_model: search
+            .as_ref()
+            .map(|(_, m)| *m)
+            .or(info.as_ref().map(|i| i.model)),
+        load_level: search.map(|(how, _)| how).unwrap_or_else(|| {
             info.as_ref()
                 .map_or_else(String::new, report::describe_load)
         }),

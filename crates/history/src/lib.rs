@@ -91,7 +91,8 @@ pub struct Run {
     pub name: String,
     pub target: String,
     pub method: String,
-    pub load_model: String,
+    /// `None` for runs recorded before it was typed (their searches said `search`).
+    pub load_model: Option<model::LoadModel>,
     pub load_level: String,
     pub duration_s: Option<f64>,
     pub requests: Option<i64>,
@@ -188,7 +189,7 @@ impl Run {
     /// A search's maximum sustainable level in words: `27 connections`, `826/s`.
     pub fn sustainable_level(&self) -> Option<String> {
         let level = self.max_sustainable?;
-        Some(if self.load_model == "open" {
+        Some(if self.load_model == Some(model::LoadModel::Open) {
             format!("{}/s", results::fmt::fmt_rate(level))
         } else {
             results::find::connections(level)
@@ -277,7 +278,7 @@ impl History {
                 m.name,
                 m.target,
                 m.method,
-                m.load_model,
+                m.load_model.map_or("", model::LoadModel::as_str),
                 m.load_level,
                 env!("CARGO_PKG_VERSION"),
                 m.git_commit,

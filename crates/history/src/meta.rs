@@ -12,8 +12,9 @@ pub struct Meta {
     pub name: String,
     pub target: String,
     pub method: String,
-    /// `closed`, `open`, or `search`.
-    pub load_model: String,
+    /// The model of the load (a search's: by rate is open, by connections closed); `None`
+    /// when there was no load (a plan that failed before its first scenario).
+    pub load_model: Option<model::LoadModel>,
     /// The level in words: `50 connections`, `200/s`, `3 stages`, `by connections`.
     pub load_level: String,
     pub git_commit: Option<String>,

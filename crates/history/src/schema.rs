@@ -114,7 +114,10 @@ pub fn run_of(r: &Row) -> rusqlite::Result<Run> {
         name: r.get(4)?,
         target: r.get(5)?,
         method: r.get(6)?,
-        load_model: r.get(7)?,
+        load_model: {
+            let word: String = r.get(7)?;
+            model::LoadModel::parse(&word)
+        },
         load_level: r.get(8)?,
         duration_s: r.get(9)?,
         requests: r.get(10)?,

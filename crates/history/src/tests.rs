@@ -15,7 +15,7 @@ fn meta(name: &str, target: &str, tags: &[(&str, &str)]) -> Meta {
         name: name.into(),
         target: target.into(),
         method: "GET".into(),
-        load_model: "closed".into(),
+        load_model: Some(model::LoadModel::Closed),
         load_level: "2 connections".into(),
         host: "test".into(),
         tags: tags

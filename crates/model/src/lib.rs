@@ -22,7 +22,7 @@ pub use part::{Counter, Part};
 pub use remote::{WorkerReport, WorkerStatus};
 pub use schedule::{Curve, Load, LoadModel};
 pub use status::{RunCommand, RunStatus};
-pub use target::{header_pairs, parse_header, Protocol, StatusSet, Target, TargetError};
+pub use target::{header_pairs, parse_header, Protocol, StatusSet, Target, TargetError, Wire};
 pub use units::{
     parse_bytes, parse_duration, parse_rate, parse_size, parse_stages, Stages, UnitError,
 };

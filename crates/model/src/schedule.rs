@@ -369,6 +369,13 @@ pub enum LoadModel {
 }
 
 impl LoadModel {
+    /// `closed` or `open`, as [`LoadModel::as_str`] writes it.
+    pub fn parse(word: &str) -> Option<LoadModel> {
+        [LoadModel::Closed, LoadModel::Open]
+            .into_iter()
+            .find(|m| m.as_str() == word)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             LoadModel::Closed => "closed",

@@ -38,12 +38,36 @@ impl Protocol {
         !matches!(self, Protocol::Http1)
     }
 
-    /// The wire protocol's name as results report it (and ALPN spells it).
-    pub fn wire(self) -> &'static str {
+    /// The wire protocol it speaks (gRPC is HTTP/2).
+    pub fn wire(self) -> Wire {
         match self {
-            Protocol::Http1 => "http/1.1",
-            Protocol::Http2 | Protocol::Grpc => "h2",
+            Protocol::Http1 => Wire::Http1,
+            Protocol::Http2 | Protocol::Grpc => Wire::H2,
         }
+    }
+}
+
+/// The wire protocol a result reports, named as ALPN spells it (`http/1.1`, `h2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Wire {
+    #[serde(rename = "http/1.1")]
+    Http1,
+    #[serde(rename = "h2")]
+    H2,
+}
+
+impl Wire {
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::Http1 => "http/1.1",
+            Wire::H2 => "h2",
+        }
+    }
+}
+
+impl std::fmt::Display for Wire {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -32,6 +32,22 @@ impl By {
         }
     }
 
+    /// The load model a search by this steps: rate is open, connections closed.
+    pub fn model(self) -> model::LoadModel {
+        match self {
+            By::Rate => model::LoadModel::Open,
+            By::Connections => model::LoadModel::Closed,
+        }
+    }
+
+    /// The search a load model's level steps (the inverse of [`By::model`]).
+    pub fn of(model: model::LoadModel) -> By {
+        match model {
+            model::LoadModel::Open => By::Rate,
+            model::LoadModel::Closed => By::Connections,
+        }
+    }
+
     /// `connections` or `rate`.
     pub fn name(self) -> &'static str {
         match self {

@@ -338,7 +338,7 @@ pub struct TargetInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// `http/1.1` or `h2`.
-    pub protocol: String,
+    pub protocol: model::Wire,
 }
 
 impl TargetInfo {
@@ -447,12 +447,17 @@ pub struct SummaryJson {
 }
 
 impl SummaryJson {
+    /// Attempts that failed as `kind`.
+    pub fn errors_of(&self, kind: ErrorKind) -> u64 {
+        self.errors_by_kind.get(kind.name()).copied().unwrap_or(0)
+    }
+
     /// Attempts that failed without an answer (every kind but those that come with one).
     pub fn unanswered(&self) -> u64 {
         ErrorKind::ALL
             .iter()
             .filter(|k| !k.answered())
-            .filter_map(|k| self.errors_by_kind.get(k.name()))
+            .map(|&k| self.errors_of(k))
             .sum()
     }
 }
@@ -761,7 +766,7 @@ mod tests {
             url: url.into(),
             method: "POST".into(),
             path: path.map(str::to_string),
-            protocol: "http/1.1".into(),
+            protocol: model::Wire::Http1,
         };
         assert_eq!(
             t("http://127.0.0.1:8080/", None).shown(),

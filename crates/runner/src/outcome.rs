@@ -236,7 +236,7 @@ pub fn target_info(spec: &RunSpec) -> TargetInfo {
         path: single
             .filter(|r| r.path_text != spec.target.path)
             .map(|r| r.path_text.clone()),
-        protocol: spec.target.protocol.wire().to_string(),
+        protocol: spec.target.protocol.wire(),
     }
 }
 

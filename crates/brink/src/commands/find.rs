@@ -293,7 +293,7 @@ pub fn run_search(
     let meta = crate::record::meta(
         model::RunCommand::Find,
         std::slice::from_ref(&job),
-        Some(how),
+        Some((how, search.by.model())),
         &session.recording,
     );
     sinks.push(Box::new(crate::record::Recorder::new(

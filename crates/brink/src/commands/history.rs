@@ -72,7 +72,7 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
                 serde_json::json!({
                     "id": r.id, "started_at": r.started_at, "tags": r.tags, "target": r.target,
                     "name": r.name, "capacity_rps": r.capacity_rps,
-                    "max_sustainable": r.max_sustainable, "by": r.load_model,
+                    "max_sustainable": r.max_sustainable, "by": r.load_model.map(|m| results::find::By::of(m).name()),
                 })
             })
             .collect();

@@ -7,6 +7,7 @@ use crate::resolve::{run_config, RunConfig};
 use crate::signals::install_signals;
 use results::RunResult;
 use runner::Event;
+use stats::ErrorKind;
 
 /// The exit code a finished run earns.
 fn verdict(result: &RunResult) -> Result<i32, Fail> {
@@ -47,7 +48,7 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
 /// 127.0.0.1:18099`), when every attempt was a connect error.
 fn connect_reason(result: &RunResult) -> String {
     let s = &result.summary;
-    let connect = s.errors_by_kind.get("connect").copied().unwrap_or(0);
+    let connect = s.errors_of(ErrorKind::Connect);
     if connect == 0 || connect != s.requests {
         return String::new();
     }
@@ -70,11 +71,9 @@ fn connect_reason(result: &RunResult) -> String {
 /// Why HTTP/2 requests that all failed did (as `protocol` or `reset` errors): the server
 /// answered HTTP/2's preface in HTTP/1.1 (it speaks only that).
 fn http2_hint(result: &RunResult) -> &'static str {
-    let kinds = &result.summary.errors_by_kind;
-    let protocol = ["protocol", "reset"]
-        .iter()
-        .any(|k| kinds.get(*k).is_some_and(|&n| n > 0));
-    let h2c = result.target.protocol == "h2" && !result.target.url.starts_with("https");
+    let s = &result.summary;
+    let protocol = s.errors_of(ErrorKind::Protocol) + s.errors_of(ErrorKind::Reset) > 0;
+    let h2c = result.target.protocol == model::Wire::H2 && !result.target.url.starts_with("https");
     let speaks_h1 = || {
         model::Target::parse(&result.target.url)
             .is_ok_and(|t| engine::answers_http1_to_h2(&t, std::time::Duration::from_secs(2)))

@@ -248,9 +248,15 @@ fn searches_under_settings_give_one_capacity_table() {
     let (two, four) = (serve(2), serve(4));
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
-    for (srv, tag) in [(&two, "replicas=2"), (&four, "replicas=4")] {
+    let by_rate = ["--by", "rate", "--from", "50", "--to", "150"];
+    for (srv, tag, by) in [
+        (&two, "replicas=2", &["--to", "8"][..]),
+        (&four, "replicas=4", &["--to", "8"][..]),
+        (&two, "search=rate", &by_rate[..]),
+    ] {
         brink(&h)
-            .args(["find", &srv.url("/"), "--slo", "p99<35ms", "--to", "8"])
+            .args(["find", &srv.url("/"), "--slo", "p99<35ms"])
+            .args(by)
             .args(["--step", "2s", "--warmup", "1s", "--cooldown", "0s", "-q"])
             .args(["--tag", tag])
             .timeout(Duration::from_secs(120))
@@ -279,8 +285,24 @@ fn searches_under_settings_give_one_capacity_table() {
     assert!(r2 > 120.0 && r2 < 210.0, "{text}");
     assert!(r4 > 1.6 * r2 && r4 < 420.0, "{text}");
     assert!(line("replicas=4").contains(" connections"), "{text}");
+    // A search by rate reads in its own unit: its level is a rate, not connections.
+    let rate = line("search=rate");
+    assert!(
+        rate.contains(" 150/s ") && !rate.contains("connection"),
+        "{text}"
+    );
     let rows = stdout_json(brink(&h).args(["history", "capacity", "--json"]));
-    assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
+    let by: Vec<(&str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["tags"][0][1].as_str().unwrap(), r["by"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        by,
+        [("2", "connections"), ("4", "connections"), ("rate", "rate")],
+        "{rows}"
+    );
     // The list says each search's capacity.
     let list = brink(&h).args(["history"]).output().unwrap();
     let list = String::from_utf8_lossy(&list.stdout);

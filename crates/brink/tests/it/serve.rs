@@ -606,7 +606,7 @@ fn every_page_takes_any_unicode() {
             name: gen.text(13),
             target: gen.text(25),
             method: gen.text(4),
-            load_model: gen.text(6),
+            load_model: Some(model::LoadModel::Open),
             load_level: gen.text(14),
             git_commit: Some(gen.text(40)),
             git_branch: Some(gen.text(12)),

@@ -65,7 +65,7 @@ pub fn headline(r: &RunResult) -> String {
         e(&r.target.method),
         e(&r.target.shown()),
         e(&how),
-        e(&r.target.protocol),
+        e(r.target.protocol.name()),
         e(&r.started_at),
         if r.interrupted {
             " · <span class=\"fail\">interrupted</span>"
