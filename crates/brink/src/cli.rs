@@ -139,13 +139,10 @@ pub struct K8sPodArgs {
     /// (`brink k8s run` reads them).
     #[arg(long)]
     pub report: Option<String>,
-    /// A file holding the `brink run` command the coordinator runs, as a JSON list (the run's
-    /// Secret: a command may hold credentials).
-    #[arg(long = "args-file", value_name = "FILE")]
-    pub args_file: Option<PathBuf>,
-    /// The `brink run` command the coordinator runs (without --args-file).
-    #[arg(last = true)]
-    pub args: Vec<String>,
+    /// A file holding what the coordinator runs, a JSON `PodOrder` (in the run's Secret: the
+    /// load may hold credentials).
+    #[arg(long = "order-file", value_name = "FILE")]
+    pub order_file: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -177,8 +174,34 @@ pub struct WorkerArgs {
     pub read_anywhere: bool,
 }
 
+/// `brink run`'s flags, in groups by who acts on them: the load itself travels to every worker
+/// and pod (a new flag there travels with it, by construction); the rest is this process's.
 #[derive(Args, Debug, Clone, Default)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// gRPC: print the services and methods of --proto/--protoset and send nothing.
+    #[arg(long)]
+    pub list: bool,
+    /// Print nothing but errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub watch: WatchArgs,
+    #[command(flatten)]
+    pub keep: KeepArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// What the load is: target, requests, load shape, timeouts, TLS, objectives, seed. A worker
+/// or pod compiles the same run from it (it is what `WorkerOrder` carries).
+#[derive(Args, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+// A flag left out of an order is its default: orders are written without them.
+#[serde(default)]
+pub struct LoadArgs {
     /// Target URL (http:// or https://), or a plan file (.yaml).
     #[arg(value_name = "URL|PLAN")]
     pub url: String,
@@ -240,9 +263,6 @@ pub struct RunArgs {
     /// or beside --proto (repeatable).
     #[arg(long = "protoset", value_name = "FILE")]
     pub protosets: Vec<PathBuf>,
-    /// gRPC: print the services and methods of --proto/--protoset and send nothing.
-    #[arg(long)]
-    pub list: bool,
     /// gRPC: a directory to look for imported .proto files in (repeatable).
     #[arg(short = 'I', long = "import-path", value_name = "DIR")]
     pub import_paths: Vec<PathBuf>,
@@ -347,14 +367,6 @@ pub struct RunArgs {
     /// (repeatable; with a plan, added to every scenario).
     #[arg(long = "slo")]
     pub slo: Vec<String>,
-    /// Watch the server on the load's timeline: prometheus=URL (scraped every second) or
-    /// pid=N (a local process from /proc). Repeatable. A failed scrape is a gap, not an error.
-    #[arg(long = "observe")]
-    pub observe: Vec<String>,
-    /// With prometheus=: also record SERIES as NAME (gauges as values, counters as rates),
-    /// e.g. db_conns=pgxpool_acquired_conns. Repeatable.
-    #[arg(long = "metric")]
-    pub metric: Vec<String>,
     /// With a plan: send to this scheme://host:port instead of the plan's target.
     #[arg(long = "target")]
     pub target: Option<String>,
@@ -364,6 +376,26 @@ pub struct RunArgs {
     /// Seed for template random values ({{uuid}}, {{rand_int}}, ...): same seed, same values.
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+/// Watching the server during the run (the coordinator does it, not the workers).
+#[derive(Args, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+// A flag left out of an order is its default: orders are written without them.
+#[serde(default)]
+pub struct WatchArgs {
+    /// Watch the server on the load's timeline: prometheus=URL (scraped every second) or
+    /// pid=N (a local process from /proc). Repeatable. A failed scrape is a gap, not an error.
+    #[arg(long = "observe")]
+    pub observe: Vec<String>,
+    /// With prometheus=: also record SERIES as NAME (gauges as values, counters as rates),
+    /// e.g. db_conns=pgxpool_acquired_conns. Repeatable.
+    #[arg(long = "metric")]
+    pub metric: Vec<String>,
+}
+
+/// What this machine keeps of the run: result files and the history entry.
+#[derive(Args, Debug, Clone, Default)]
+pub struct KeepArgs {
     /// Write the result (schema brink.result/v1) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -374,15 +406,25 @@ pub struct RunArgs {
     /// per step).
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
     /// The run history file (default: $BRINK_HISTORY, else ~/.local/share/brink/history.db).
     #[arg(long, value_name = "PATH")]
     pub history: Option<PathBuf>,
     /// Do not record this run in the history.
     #[arg(long = "no-history", conflicts_with = "history")]
     pub no_history: bool,
+    /// Tag the run in the history, KEY=VALUE (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// A note kept with the run in the history.
+    #[arg(long)]
+    pub note: Option<String>,
+}
+
+/// The run's live metrics: served for scraping, or pushed (a coordinator pod pushes them too).
+#[derive(Args, Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+// A flag left out of an order is its default: orders are written without them.
+#[serde(default)]
+pub struct LiveArgs {
     /// Serve the run's live metrics for Prometheus at http://ADDR/metrics (loopback; any
     /// other address needs --metrics-token-file).
     #[arg(long = "metrics-listen", value_name = "ADDR")]
@@ -401,12 +443,11 @@ pub struct RunArgs {
     /// 'Authorization: Bearer TOKEN' for a hosted store.
     #[arg(long = "out-header", value_name = "HEADER")]
     pub out_headers: Vec<String>,
-    /// Tag the run in the history, KEY=VALUE (repeatable).
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
-    pub tags: Vec<String>,
-    /// A note kept with the run in the history.
-    #[arg(long)]
-    pub note: Option<String>,
+}
+
+/// Where the load is generated: worker processes here, or workers elsewhere.
+#[derive(Args, Debug, Clone, Default)]
+pub struct FleetArgs {
     /// Generate the load with N worker processes on this machine (each its share of the
     /// load, every second merged exactly into one result).
     #[arg(long, value_name = "N")]
@@ -453,6 +494,18 @@ pub struct FindArgs {
     /// --rate, --stages are set by the search; -c is the pool with --by rate).
     #[command(flatten)]
     pub run: RunArgs,
+    #[command(flatten)]
+    pub search: SearchArgs,
+    #[command(flatten)]
+    pub hooks: HookArgs,
+    /// Print the search and the hooks that would run, and run nothing.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+}
+
+/// How the search steps and judges: it travels to workers with the load.
+#[derive(Args, Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SearchArgs {
     /// With a plan: the scenario whose requests and SLOs the search uses (default: the first).
     #[arg(long)]
     pub scenario: Option<String>,
@@ -483,6 +536,11 @@ pub struct FindArgs {
     /// How long a stuck service may take to answer the health probe again.
     #[arg(long, default_value = "60s")]
     pub recovery: String,
+}
+
+/// Commands run at moments of the search, here (never on a worker).
+#[derive(Args, Debug, Clone, Default)]
+pub struct HookArgs {
     /// After the search, re-run a step at the maximum sustainable level (and one at the first
     /// failing level) and run this command (sh -c) during it, e.g. a profiler or a thread dump.
     /// It gets BRINK_LEVEL, BRINK_STEP, BRINK_DURATION_S, BRINK_OUT_DIR, BRINK_RUN_ID.
@@ -511,9 +569,6 @@ pub struct FindArgs {
     /// private folder under $XDG_RUNTIME_DIR or the temporary directory). Files are 0600.
     #[arg(long = "hooks-dir", value_name = "DIR")]
     pub hooks_dir: Option<PathBuf>,
-    /// Print the search and the hooks that would run, and run nothing.
-    #[arg(long = "dry-run")]
-    pub dry_run: bool,
 }
 
 #[derive(Args, Debug, Clone)]

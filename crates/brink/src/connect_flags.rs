@@ -2,7 +2,7 @@
 //! `--authority`, and the default connect timeout. A run uses them, and so does what is asked
 //! of the server before it (gRPC reflection), so they live apart from both.
 
-use crate::cli::RunArgs;
+use crate::cli::LoadArgs;
 use crate::exit::Fail;
 use engine::{Target, TlsOptions};
 use plan::Settings;
@@ -14,7 +14,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// certificate comes with its key, the authority is a `host[:port]`. The authority replaces the
 /// target's (sent as `Host` or `:authority`) and names the certificate the server must show.
 pub fn tls_options(
-    a: &RunArgs,
+    a: &LoadArgs,
     mut target: Target,
     plan: &Settings,
 ) -> Result<(Target, TlsOptions), Fail> {

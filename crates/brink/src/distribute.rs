@@ -1,11 +1,11 @@
 //! Where `brink run` and `brink find` generate their load: this process's engine, or workers
 //! (`--workers N`: N `brink worker` processes started here on loopback with a fresh token;
 //! `--worker HOST:PORT`: workers started elsewhere with `--token-file`). Every worker is given
-//! the command exactly as the user typed it, minus what only the coordinator does (outputs,
-//! history, observation, hooks), plus the seed, so each compiles the same run and takes its
-//! part of it.
+//! a [`WorkerOrder`]: the load's flags and a search's, typed, with the seed (never what only
+//! the coordinator does: outputs, history, observation, hooks), so each compiles the same run
+//! and takes its part of it.
 
-use crate::cli::RunArgs;
+use crate::cli::{FleetArgs, LoadArgs, RunArgs, SearchArgs};
 use crate::exit::Fail;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
@@ -34,8 +34,9 @@ impl Drop for LocalWorkers {
     }
 }
 
-/// The generators `a` asks for; `seed` is the run's, so every worker renders the same values.
-pub fn generators(a: &RunArgs, seed: u64) -> Result<Generators, Fail> {
+/// The generators `a` asks for, each given `order` (with the run's seed, so every worker
+/// renders the same values).
+pub fn generators(a: &FleetArgs, order: &WorkerOrder) -> Result<Generators, Fail> {
     let local = || Generators {
         exec: Box::new(runner::Local),
         _local: LocalWorkers::default(),
@@ -65,7 +66,6 @@ pub fn generators(a: &RunArgs, seed: u64) -> Result<Generators, Fail> {
             (a.worker.clone(), token, LocalWorkers::default())
         }
     };
-    let args = worker_args(command().into_iter(), seed);
     let wait = match &a.worker_wait {
         Some(w) => {
             plan::parse_duration(w).map_err(|e| Fail::input(format!("--worker-wait: {e}")))?
@@ -73,8 +73,8 @@ pub fn generators(a: &RunArgs, seed: u64) -> Result<Generators, Fail> {
         None => Duration::ZERO,
     };
     let version = env!("CARGO_PKG_VERSION").to_string();
-    let mut fleet =
-        fleet::coordinator::Fleet::new(addrs, token, args, version, wait).map_err(Fail::input)?;
+    let mut fleet = fleet::coordinator::Fleet::new(addrs, token, order.to_text(), version, wait)
+        .map_err(Fail::input)?;
     if let Some(ca) = &a.worker_cacert {
         let identity = a.worker_cert.clone().zip(a.worker_key.clone());
         fleet = fleet.with_tls(fleet::tls::connector(ca.clone(), identity).map_err(Fail::input)?);
@@ -145,114 +145,130 @@ fn first_line(child: &mut Child) -> Option<String> {
         .map(|l| l.trim().to_string())
 }
 
-/// Flags about the workers themselves and about what a run keeps (outputs, history), with
-/// whether each takes a value: no worker acts on them, nor does a coordinator in a pod.
-pub const WORKERS_AND_KEEPING: [(&str, bool); 20] = [
-    ("--workers", true),
-    ("--worker", true),
-    ("--token-file", true),
-    ("--worker-wait", true),
-    ("--worker-cacert", true),
-    ("--worker-cert", true),
-    ("--worker-key", true),
-    ("--json", true),
-    ("--html", true),
-    ("--csv", true),
-    ("--history", true),
-    ("--no-history", false),
-    ("--tag", true),
-    ("--note", true),
-    ("--hooks-dir", true),
-    ("--metrics-listen", true),
-    ("--metrics-token-file", true),
-    ("--metrics-linger", true),
-    ("--out", true),
-    ("--out-header", true),
-];
-
-/// The rest of what only the coordinator acts on: observing the server, hooks, printing.
-const COORDINATOR_ONLY: [(&str, bool); 10] = [
-    ("--observe", true),
-    ("--metric", true),
-    ("--at-peak", true),
-    ("--hook-each-step", true),
-    ("--hook-on-fail", true),
-    ("--hook-after", true),
-    ("--hook-required", false),
-    ("--dry-run", false),
-    ("--quiet", false),
-    ("-q", false),
-];
-
-/// The command this run was given as (without the program's name): the process's arguments,
-/// unless a pod of a rendered Job built the command itself.
-static COMMAND: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-
-/// Says which command this process runs when it is not its own arguments.
-pub fn set_command(args: Vec<String>) {
-    let _ = COMMAND.set(args);
+/// What a worker runs: the load's settings and, for a search, the search's, with the run's
+/// seed. It is built from the typed flags (their groups say what travels: a new load flag
+/// travels by construction) and serialized whole, so a worker compiles exactly the run the
+/// coordinator compiled. The fleet protocol's version covers its shape.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct WorkerOrder {
+    pub load: LoadArgs,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchArgs>,
 }
 
-fn command() -> Vec<String> {
-    COMMAND
-        .get()
-        .cloned()
-        .unwrap_or_else(|| std::env::args().skip(1).collect())
-}
-
-/// `args` without the flags in `drop` (each with whether it takes a value, given as
-/// `--flag value` or `--flag=value`).
-pub fn strip(args: impl Iterator<Item = String>, drop: &[(&str, bool)]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip_value = false;
-    for a in args {
-        if std::mem::take(&mut skip_value) {
-            continue;
+impl WorkerOrder {
+    /// The order for `load` (and `search`), with `seed` when the user gave none.
+    pub fn new(load: &LoadArgs, search: Option<&SearchArgs>, seed: u64) -> WorkerOrder {
+        let mut load = load.clone();
+        load.seed = load.seed.or(Some(seed));
+        WorkerOrder {
+            load,
+            search: search.cloned(),
         }
-        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
-        if let Some((_, takes)) = drop.iter().find(|(f, _)| *f == name) {
-            skip_value = *takes && !a.contains('=');
-            continue;
-        }
-        out.push(a);
     }
-    out
+
+    /// As sent: one JSON text.
+    pub fn to_text(&self) -> String {
+        order_text(self)
+    }
+
+    pub fn parse(text: &str) -> Result<WorkerOrder, String> {
+        serde_json::from_str(text).map_err(|e| format!("not a run order this worker reads: {e}"))
+    }
+
+    /// The run's flags as a command given here would have them: the load's, nothing kept
+    /// or watched.
+    pub fn run_args(&self) -> RunArgs {
+        RunArgs {
+            load: self.load.clone(),
+            ..RunArgs::default()
+        }
+    }
 }
 
-/// The command a worker compiles: the user's, without [`WORKERS_AND_KEEPING`] and
-/// [`COORDINATOR_ONLY`] flags, with the
-/// run's seed (when the user gave none, the one drawn here).
-pub fn worker_args(args: impl Iterator<Item = String>, seed: u64) -> Vec<String> {
-    let mut out = strip(
-        strip(args, &WORKERS_AND_KEEPING).into_iter(),
-        &COORDINATOR_ONLY,
-    );
-    let seeded = out
-        .iter()
-        .any(|a| a == "--seed" || a.starts_with("--seed="));
-    if !seeded {
-        out.extend(["--seed".to_string(), seed.to_string()]);
+/// An order as JSON, without the flags left at their defaults (null, false, empty lists): what
+/// a reader of a rendered Secret or a worker's log sees is what the user set.
+pub fn order_text<T: serde::Serialize>(order: &T) -> String {
+    fn given(v: serde_json::Value) -> Option<serde_json::Value> {
+        use serde_json::Value;
+        match v {
+            Value::Null | Value::Bool(false) => None,
+            Value::Array(a) if a.is_empty() => None,
+            Value::Object(m) => Some(Value::Object(
+                m.into_iter()
+                    .filter_map(|(k, v)| Some((k, given(v)?)))
+                    .collect(),
+            )),
+            v => Some(v),
+        }
     }
-    out
+    let value = serde_json::to_value(order).unwrap_or_default();
+    given(value).map_or_else(String::new, |v| v.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use results::find::By;
+
+    fn find(line: &str) -> crate::cli::FindArgs {
+        let argv = std::iter::once("brink").chain(line.split(' '));
+        match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Find(a)) => *a,
+            other => panic!("not a find: {other:?}"),
+        }
+    }
 
     #[test]
-    fn workers_get_the_command_without_what_only_the_coordinator_does() {
-        let args = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
-        let got = worker_args(
-            args("run plan.yaml --workers 3 --json=out.json --html r.html -q -c 10 --tag a=b")
-                .into_iter(),
-            42,
+    fn a_worker_is_ordered_the_load_and_the_search_and_nothing_it_does_not_act_on() {
+        let a = find(
+            "find plan.yaml --workers 3 --json=out.json --html r.html -q -c 10 --tag a=b \
+             --by rate --to 500 --at-peak true --observe pid=1 --timeout 2s",
         );
-        assert_eq!(got, args("run plan.yaml -c 10 --seed 42"));
-        let got = worker_args(
-            args("find http://x/ --seed 7 --worker h:1 --by rate").into_iter(),
-            1,
+        let order = WorkerOrder::new(&a.run.load, Some(&a.search), 42);
+        let text = order.to_text();
+        let back = WorkerOrder::parse(&text).unwrap();
+        assert_eq!(back, order);
+        assert_eq!(back.load.url, "plan.yaml");
+        assert_eq!(back.load.connections.as_deref(), Some("10"));
+        assert_eq!(back.load.timeout.as_deref(), Some("2s"));
+        assert_eq!(back.load.seed, Some(42));
+        let search = back.search.as_ref().unwrap();
+        assert_eq!((search.by, search.to.as_deref()), (By::Rate, Some("500")));
+        // What only this machine acts on is not in the order at all.
+        for word in [
+            "out.json", "r.html", "a=b", "pid=1", "at_peak", "workers", "quiet",
+        ] {
+            assert!(!text.contains(word), "{word} travels: {text}");
+        }
+        // A seed the user gave is kept.
+        let a = find("find http://x/ --seed 7");
+        assert_eq!(WorkerOrder::new(&a.run.load, None, 1).load.seed, Some(7));
+    }
+
+    #[test]
+    fn every_load_flag_travels() {
+        // Every flag of the load group, given, comes back from the order unchanged: the order
+        // is the group itself, so there is no list of flags to forget.
+        let given = [
+            "find http://x/ -c 3 --connections 2 -m POST -H a:b --body x --call p.S/M",
+            "--proto a.proto --protoset a.pb -I inc --max-data-size 1MiB --stream-messages 2",
+            "--stream-interval 1ms --ok-codes OK --timeout 1s --connect-timeout 1s",
+            "--no-keepalive --http2 -k --cacert ca.pem --complete-when /x",
+            "--complete-progress $.n --complete-every 1s --complete-within 1m --trace=0.5",
+            "--trace-link http://t/{trace_id} --cert c.pem --key k.pem --authority a:1",
+            "--ok-status 200 --threads 2 --latency --grace 1s --capture-limit 1MiB",
+            "--max-message-size 1MiB --slo p99<1s --target http://y/ --only a,b --seed 3",
+        ];
+        let a = find(&given.join(" "));
+        let order = WorkerOrder::new(&a.run.load, Some(&a.search), 9);
+        assert_eq!(
+            WorkerOrder::parse(&order.to_text()).unwrap().load,
+            a.run.load
         );
-        assert_eq!(got, args("find http://x/ --seed 7 --by rate"));
+        assert_ne!(a.run.load, LoadArgs::default());
     }
 }

@@ -6,7 +6,7 @@
 //! once. The engine sends `--timeout` as the call's deadline (`grpc-timeout`). `--ok-codes` says which
 //! status codes succeed.
 
-use crate::cli::RunArgs;
+use crate::cli::LoadArgs;
 use crate::exit::Fail;
 use engine::workload::message::{parse_documents, Message};
 use engine::workload::template::{Names, Template};
@@ -14,7 +14,7 @@ use engine::Request;
 use model::Target;
 
 /// What every call sends. `target`'s path becomes the method's.
-pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
+pub fn request(a: &LoadArgs, target: &mut Target) -> Result<Request, Fail> {
     if a.method.is_some() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
             "-m, -b and --body-file apply to HTTP; a gRPC call is --call with --data (JSON)",
@@ -76,7 +76,7 @@ pub fn request(a: &RunArgs, target: &mut Target) -> Result<Request, Fail> {
 }
 
 /// The message documents (`--data`, `--data-file`, or `{}`) and the flag they came from.
-fn documents(a: &RunArgs) -> Result<(Vec<serde_json::Value>, String), Fail> {
+fn documents(a: &LoadArgs) -> Result<(Vec<serde_json::Value>, String), Fail> {
     if let Some(path) = &a.data_file {
         let shown = format!("--data-file {}", path.display());
         let text =
@@ -92,7 +92,7 @@ fn documents(a: &RunArgs) -> Result<(Vec<serde_json::Value>, String), Fail> {
 
 /// `-H` values, for every protocol, as templates (`{{seq}}`, `{{uuid}}`, `{{env NAME}}`, ...):
 /// HTTP headers and gRPC metadata alike (the engine adds gRPC's own headers and deadline).
-pub fn flag_headers(a: &RunArgs) -> Result<Vec<(String, Template)>, Fail> {
+pub fn flag_headers(a: &LoadArgs) -> Result<Vec<(String, Template)>, Fail> {
     let names = Names {
         data: &[],
         vars: &[],
@@ -110,7 +110,7 @@ pub fn flag_headers(a: &RunArgs) -> Result<Vec<(String, Template)>, Fail> {
 }
 
 /// `--proto`, `-I` and `--protoset`.
-fn sources(a: &RunArgs) -> grpc::Sources {
+fn sources(a: &LoadArgs) -> grpc::Sources {
     grpc::Sources {
         protos: a.proto.clone(),
         includes: a.import_paths.clone(),
@@ -120,7 +120,7 @@ fn sources(a: &RunArgs) -> grpc::Sources {
 
 /// `--list`: the services and methods the definitions hold (from the server's reflection
 /// when none are given); sends no load.
-pub fn list(a: &RunArgs) -> Result<i32, Fail> {
+pub fn list(a: &LoadArgs) -> Result<i32, Fail> {
     let src = sources(a);
     let pool = if src.is_empty() {
         let target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
@@ -143,7 +143,7 @@ pub fn list(a: &RunArgs) -> Result<i32, Fail> {
 /// made as the run's will be (TLS options, `--authority`), each exchange held to
 /// `--connect-timeout`.
 pub fn reflect(
-    a: &RunArgs,
+    a: &LoadArgs,
     target: &Target,
     service: Option<&str>,
 ) -> Result<(Vec<String>, grpc::DescriptorPool), String> {
@@ -174,7 +174,7 @@ pub fn reflect_with(
 
 /// Refuses the flags that describe a gRPC call on an HTTP URL or a plan (whose steps say
 /// what they call).
-pub fn refuse_flags(a: &RunArgs, plan: bool) -> Result<(), Fail> {
+pub fn refuse_flags(a: &LoadArgs, plan: bool) -> Result<(), Fail> {
     if a.call.is_some()
         || !a.proto.is_empty()
         || !a.protosets.is_empty()
@@ -198,7 +198,7 @@ pub fn refuse_flags(a: &RunArgs, plan: bool) -> Result<(), Fail> {
 }
 
 /// `--ok-codes OK,NOT_FOUND` (names or numbers), when given.
-pub fn ok_codes(a: &RunArgs) -> Result<Option<Vec<u16>>, Fail> {
+pub fn ok_codes(a: &LoadArgs) -> Result<Option<Vec<u16>>, Fail> {
     a.ok_codes
         .as_deref()
         .map(|list| {

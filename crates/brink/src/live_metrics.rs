@@ -7,7 +7,7 @@
 //! an http(s) URL. At the end the writers get [`FLUSH`] to deliver what is queued; the exit
 //! code never depends on them.
 
-use crate::cli::RunArgs;
+use crate::cli::LiveArgs;
 use crate::exit::Fail;
 use runner::{Event, Job, Sink};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -36,7 +36,8 @@ pub struct LiveMetrics {
 /// The sink, when `--metrics-listen` or `--out` asks for one: its endpoint is listening and
 /// its writers started on return.
 pub fn sink(
-    a: &RunArgs,
+    a: &LiveArgs,
+    quiet: bool,
     jobs: &[Job],
     tags: &[(String, String)],
 ) -> Result<Option<LiveMetrics>, Fail> {
@@ -84,7 +85,7 @@ pub fn sink(
         Some((listen, addr, token)) => {
             let e = metrics::listen(addr, token, series.clone())
                 .map_err(|e| Fail::input(format!("--metrics-listen {listen}: {e}")))?;
-            if !a.quiet {
+            if !quiet {
                 eprintln!("metrics at http://{}/metrics", e.addr);
             }
             Some(e)
@@ -116,7 +117,7 @@ pub fn sink(
 }
 
 /// The token scrapers must present: required beyond loopback.
-fn token(a: &RunArgs, listen: &str, addr: SocketAddr) -> Result<Option<String>, Fail> {
+fn token(a: &LiveArgs, listen: &str, addr: SocketAddr) -> Result<Option<String>, Fail> {
     match &a.metrics_token_file {
         Some(f) => Ok(Some(fleet::trust::read_token(f).map_err(Fail::input)?)),
         None if addr.ip().is_loopback() => Ok(None),
@@ -127,7 +128,7 @@ fn token(a: &RunArgs, listen: &str, addr: SocketAddr) -> Result<Option<String>, 
 }
 
 /// Every `--out KIND=URL`, with the `--out-header`s, checked.
-fn outs(a: &RunArgs) -> Result<Vec<metrics::Destination>, Fail> {
+fn outs(a: &LiveArgs) -> Result<Vec<metrics::Destination>, Fail> {
     let headers = a
         .out_headers
         .iter()

@@ -5,7 +5,7 @@
 //! Every error names the flag, or the plan's file:line:column, at fault. Nothing past this
 //! module reads a flag string.
 
-use crate::cli::RunArgs;
+use crate::cli::{KeepArgs, LoadArgs, RunArgs, WatchArgs};
 use crate::exit::Fail;
 use engine::{RequestSpec, RunSpec, StatusSet, Target, Workload};
 use plan::load::{self, LoadInput, FLAGS};
@@ -74,13 +74,13 @@ pub struct RunConfig {
 
 /// Checks `brink run`'s flags (and plan) into a [`RunConfig`].
 pub fn run_config(a: &RunArgs) -> Result<RunConfig, Fail> {
-    set_input_limit(&a.max_data_size)?;
-    let seed = a.seed.unwrap_or_else(|| {
+    set_input_limit(&a.load.max_data_size)?;
+    let seed = a.load.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
     });
-    let (jobs, hooks, plan_files) = jobs(a, seed)?;
+    let (jobs, hooks, plan_files) = jobs(&a.load, seed)?;
     Ok(RunConfig {
         jobs,
         hooks,
@@ -89,18 +89,18 @@ pub fn run_config(a: &RunArgs) -> Result<RunConfig, Fail> {
             seed,
             quiet: a.quiet,
             files: crate::output::Files {
-                json: a.json.clone(),
-                html: a.html.clone(),
-                csv: a.csv.clone(),
+                json: a.keep.json.clone(),
+                html: a.keep.html.clone(),
+                csv: a.keep.csv.clone(),
             },
-            observing: observing(a)?,
-            recording: recording(a)?,
+            observing: observing(&a.watch)?,
+            recording: recording(&a.keep)?,
         },
     })
 }
 
 /// `--history`, `--no-history`, `--tag`, `--note` (and `BRINK_HISTORY`).
-pub fn recording(a: &RunArgs) -> Result<crate::record::Recording, Fail> {
+pub fn recording(a: &KeepArgs) -> Result<crate::record::Recording, Fail> {
     let tags = a
         .tags
         .iter()
@@ -121,7 +121,7 @@ pub fn recording(a: &RunArgs) -> Result<crate::record::Recording, Fail> {
     })
 }
 
-fn observing(a: &RunArgs) -> Result<Option<Observing>, Fail> {
+fn observing(a: &WatchArgs) -> Result<Option<Observing>, Fail> {
     if a.observe.is_empty() {
         if !a.metric.is_empty() {
             return Err(Fail::input("--metric needs --observe prometheus=URL"));
@@ -169,7 +169,7 @@ fn flag_duration(flag: &str, v: Option<&str>) -> Result<Option<Duration>, Fail> 
         .transpose()
 }
 
-fn flag_load(a: &RunArgs) -> LoadInput {
+fn flag_load(a: &LoadArgs) -> LoadInput {
     LoadInput {
         connections: a.connections.clone(),
         rate: a.rate.clone(),
@@ -181,7 +181,7 @@ fn flag_load(a: &RunArgs) -> LoadInput {
 
 /// The `--slo` objectives for `workload`: its response checks are the ones they may name, and
 /// an objective on one request (`list.p99 < 100ms`) must name one of its requests.
-fn flag_slos(a: &RunArgs, workload: &engine::workload::Workload) -> Result<Vec<Slo>, Fail> {
+fn flag_slos(a: &LoadArgs, workload: &engine::workload::Workload) -> Result<Vec<Slo>, Fail> {
     let (checks, requests) = (workload.check_names(), workload.names());
     a.slo
         .iter()
@@ -207,7 +207,7 @@ fn flag_slos(a: &RunArgs, workload: &engine::workload::Workload) -> Result<Vec<S
 /// The jobs of a URL or a plan, with a plan's hooks and the files it names.
 type Compiled = (Vec<Job>, plan::Hooks, Vec<String>);
 
-fn jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
+fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     if is_plan(&a.url) {
         return plan_jobs(a, seed);
     }
@@ -260,7 +260,7 @@ fn jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
     Ok((vec![job], plan::Hooks::default(), Vec::new()))
 }
 
-fn plan_jobs(a: &RunArgs, seed: u64) -> Result<Compiled, Fail> {
+fn plan_jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     crate::grpc_call::refuse_flags(a, true)?;
     if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
@@ -361,7 +361,7 @@ fn needs_probe(slos: &[Slo], probe: bool, what: &str) -> Result<(), Fail> {
 
 /// `--complete-when 'URL until CONDITION'` with `--complete-progress`, `--complete-every` and
 /// `--complete-within`.
-fn completion(a: &RunArgs, target: &Target) -> Result<Option<observe::completion::Probe>, Fail> {
+fn completion(a: &LoadArgs, target: &Target) -> Result<Option<observe::completion::Probe>, Fail> {
     let Some(when) = &a.complete_when else {
         if a.complete_progress.is_some()
             || a.complete_every.is_some()
@@ -394,7 +394,7 @@ fn completion(a: &RunArgs, target: &Target) -> Result<Option<observe::completion
 
 /// One run: the plan's (or built-in) settings with every typed flag on top.
 fn spec(
-    a: &RunArgs,
+    a: &LoadArgs,
     target: Target,
     workload: Workload,
     plan_load: &LoadInput,

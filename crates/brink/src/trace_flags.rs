@@ -2,13 +2,13 @@
 //! [`Tracing`]: the share of requests sampled, and a `baggage` naming the run and the
 //! scenario (percent-encoded, so a scenario name cannot break the header).
 
-use crate::cli::RunArgs;
+use crate::cli::LoadArgs;
 use crate::exit::Fail;
 use engine::workload::trace::Tracing;
 
 /// The tracing of scenario `name`, when `--trace` or the plan's `trace:` asks for it.
 pub fn tracing(
-    a: &RunArgs,
+    a: &LoadArgs,
     plan_ratio: Option<f64>,
     name: &str,
     run_id: &str,

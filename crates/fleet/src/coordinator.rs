@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 pub struct Fleet {
     workers: Vec<String>,
     token: String,
-    args: Vec<String>,
+    order: String,
     version: String,
     /// How long a worker that cannot be reached yet is retried (pods that are still
     /// starting); zero: one try.
@@ -30,13 +30,13 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// Workers at `workers` (`host:port`), reached with `token`, each compiling `args` (the
-    /// command as the user gave it, with its seed); one that cannot be reached is retried for
-    /// `wait`.
+    /// Workers at `workers` (`host:port`), reached with `token`, each compiling `order` (what
+    /// to run, typed and serialized by the caller, with its seed); one that cannot be reached
+    /// is retried for `wait`.
     pub fn new(
         workers: Vec<String>,
         token: String,
-        args: Vec<String>,
+        order: String,
         version: String,
         wait: Duration,
     ) -> Result<Fleet, String> {
@@ -47,7 +47,7 @@ impl Fleet {
         Ok(Fleet {
             workers,
             token,
-            args,
+            order,
             version,
             wait,
             tls: None,
@@ -84,14 +84,14 @@ impl Executor for Fleet {
 impl Fleet {
     /// Opens every worker's stream and checks its hello, all at once.
     async fn open_all(&self, unit: Unit<'_>) -> Result<Vec<(Conn, String)>, Error> {
-        let digest = spec_digest(&self.version, &self.args, unit.spec);
+        let digest = spec_digest(&self.version, &self.order, unit.spec);
         let count = self.workers.len() as u64;
         let mut tasks = Vec::new();
         for (i, name) in self.workers.iter().enumerate() {
             let run = ToWorker::Run {
                 version: self.version.clone(),
                 protocol: PROTOCOL,
-                args: self.args.clone(),
+                order: self.order.clone(),
                 digest: digest.clone(),
                 index: i as u64,
                 count,

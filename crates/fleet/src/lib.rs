@@ -35,9 +35,13 @@ pub fn now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// The digest of what a command compiled to: brink's version, the flags, and the whole spec
+/// The digest of what an order compiled to: brink's version, the order, and the whole spec
 /// as compiled (target, load, every request, data rows, settings), before it is split.
-pub fn spec_digest(version: &str, args: &[String], spec: &engine::RunSpec) -> String {
+pub fn spec_digest(version: &str, order: &str, spec: &engine::RunSpec) -> String {
     let compiled = format!("{spec:?}").into_bytes();
-    trust::digest(version, args, &[("spec".to_string(), compiled)])
+    trust::digest(
+        version,
+        &[order.to_string()],
+        &[("spec".to_string(), compiled)],
+    )
 }

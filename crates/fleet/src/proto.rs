@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use stats::WireBucket;
 use std::time::Duration;
 
-/// The protocol's version: a coordinator and a worker that differ refuse each other.
-pub const PROTOCOL: u32 = 1;
+/// The protocol's version: a coordinator and a worker that differ refuse each other. 2: the
+/// run is a typed order, no longer a command line.
+pub const PROTOCOL: u32 = 2;
 
 /// How often the coordinator says it is still there.
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
@@ -22,12 +23,13 @@ pub const HEARTBEAT_LAPSE: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToWorker {
-    /// The run: brink's version and the protocol's, the flags exactly as the user gave them,
-    /// the digest of those flags and the files they name, and this worker's part.
+    /// The run: brink's version and the protocol's, the order (what to run, typed by brink
+    /// and serialized: the load's settings, a search's, the seed), the digest of the order
+    /// and what it compiled to, and this worker's part.
     Run {
         version: String,
         protocol: u32,
-        args: Vec<String>,
+        order: String,
         digest: String,
         index: u64,
         count: u64,

@@ -23,9 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// Compiles the command (`args`, as the user gave them) into the whole run's spec for `job`
-/// (a search step: at `level`), exactly as the coordinator did.
-pub type Compile = dyn Fn(&[String], usize, Option<f64>) -> Result<RunSpec, String> + Send + Sync;
+/// Compiles the coordinator's order (what to run, as the caller serialized it) into the whole
+/// run's spec for `job` (a search step: at `level`), exactly as the coordinator did.
+pub type Compile = dyn Fn(&str, usize, Option<f64>) -> Result<RunSpec, String> + Send + Sync;
 
 /// What a worker serves with.
 pub struct Worker {
@@ -241,7 +241,7 @@ async fn hello(w: &Worker, run: ToWorker) -> Result<(Compiled, FromWorker), Stri
     let ToWorker::Run {
         version,
         protocol,
-        args,
+        order,
         index,
         count,
         job,
@@ -260,8 +260,8 @@ async fn hello(w: &Worker, run: ToWorker) -> Result<(Compiled, FromWorker), Stri
     }
     let part = model::Part::new(index, count)
         .ok_or_else(|| format!("part {index} of {count} does not exist"))?;
-    let spec = model::env::given(&env, || (w.compile)(&args, job, level))?;
-    let digest = spec_digest(&w.version, &args, &spec);
+    let spec = model::env::given(&env, || (w.compile)(&order, job, level))?;
+    let digest = spec_digest(&w.version, &order, &spec);
     let hello = FromWorker::Hello {
         version: w.version.clone(),
         protocol: PROTOCOL,

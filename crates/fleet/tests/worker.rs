@@ -68,7 +68,7 @@ async fn open(addr: std::net::SocketAddr) -> Stream {
     tx.send(line(&ToWorker::Run {
         version: "v".into(),
         protocol: PROTOCOL,
-        args: vec![],
+        order: String::new(),
         digest: String::new(),
         index: 0,
         count: 1,

@@ -1,7 +1,7 @@
 //! `brink demo`: the demo service on 127.0.0.1 and a capacity search of it, built directly
 //! (no command line re-parsed); `--serve PORT` runs the service alone as a target for examples.
 
-use crate::cli::{DemoArgs, RunArgs};
+use crate::cli::{DemoArgs, KeepArgs, LoadArgs, RunArgs, WatchArgs};
 use crate::emitln;
 use crate::exit::Fail;
 use crate::resolve::{run_config, RunConfig};
@@ -47,13 +47,22 @@ pub fn demo_cmd(a: &DemoArgs) -> Result<i32, Fail> {
     // printed so the user can run it against their own service.
     let slos = ["p99<25ms", "errors<0.1%"];
     let run = RunArgs {
-        url: url.clone(),
-        slo: slos.iter().map(|s| s.to_string()).collect(),
-        observe: vec![metrics.clone()],
-        json: a.json.clone(),
-        html: a.html.clone(),
-        history: a.history.clone(),
-        no_history: a.no_history,
+        load: LoadArgs {
+            url: url.clone(),
+            slo: slos.iter().map(|s| s.to_string()).collect(),
+            ..LoadArgs::default()
+        },
+        watch: WatchArgs {
+            observe: vec![metrics.clone()],
+            ..WatchArgs::default()
+        },
+        keep: KeepArgs {
+            json: a.json.clone(),
+            html: a.html.clone(),
+            history: a.history.clone(),
+            no_history: a.no_history,
+            ..KeepArgs::default()
+        },
         ..RunArgs::default()
     };
     let step = plan::parse_duration(&a.step).map_err(|e| Fail::input(format!("--step: {e}")))?;

@@ -2,7 +2,7 @@
 //! health probe, pool, within the open-file limit) and the job it searches (the URL's, or a
 //! plan scenario with its SLOs, else the default objectives), then the search itself.
 
-use crate::cli::FindArgs;
+use crate::cli::{FindArgs, LoadArgs, SearchArgs};
 use crate::exit::Fail;
 use crate::exit::{INTERRUPTED, SLO_FAILED};
 use crate::resolve::Session;
@@ -52,16 +52,27 @@ pub fn check_step(
     Ok(())
 }
 
+/// The whole search of `a`: how it steps ([`steps`]) and its hooks (flags, else the plan's).
 pub fn settings(a: &FindArgs, job: &Job, plan_hooks: &plan::Hooks) -> Result<Search, Fail> {
+    let mut search = steps(&a.search, &a.run.load, job)?;
+    search.hooks = hooks(a, &search.run_id, plan_hooks)?;
+    Ok(search)
+}
+
+/// How the search `a` of the load `load` steps and judges, without hooks: all a worker needs.
+pub fn steps(a: &SearchArgs, load: &LoadArgs, job: &Job) -> Result<Search, Fail> {
     let by = a.by;
     let by_rate = by == By::Rate;
-    let r = &a.run;
-    if r.duration.is_some() || r.requests.is_some() || r.rate.is_some() || r.stages.is_some() {
+    if load.duration.is_some()
+        || load.requests.is_some()
+        || load.rate.is_some()
+        || load.stages.is_some()
+    {
         return Err(Fail::input(
             "find sets the load itself: use --by, --from, --to and --step instead of -d, -n, --rate, --stages",
         ));
     }
-    if r.connections.is_some() && !by_rate {
+    if load.connections.is_some() && !by_rate {
         return Err(Fail::input(
             "-c is the connection pool of --by rate; with --by connections use --from/--to",
         ));
@@ -104,7 +115,7 @@ pub fn settings(a: &FindArgs, job: &Job, plan_hooks: &plan::Hooks) -> Result<Sea
         Some(h) => Target::parse(h).map_err(|e| Fail::input(format!("--health: {e}")))?,
         None => job.spec.target.clone(),
     };
-    let pool = match &r.connections {
+    let pool = match &load.connections {
         Some(c) => plan::load::connections("-c", c).map_err(Fail::input)?,
         None => 1000,
     };
@@ -122,7 +133,7 @@ pub fn settings(a: &FindArgs, job: &Job, plan_hooks: &plan::Hooks) -> Result<Sea
         health,
         recovery: dur("--recovery", &a.recovery)?,
         pool,
-        hooks: hooks(a, &run_id, plan_hooks)?,
+        hooks: runner::hooks::Hooks::default(),
         run_id,
     })
 }
@@ -134,38 +145,38 @@ fn hooks(
     run_id: &str,
     plan_hooks: &plan::Hooks,
 ) -> Result<runner::hooks::Hooks, Fail> {
-    if !(0.0..=1.0).contains(&a.hook_at) {
+    if !(0.0..=1.0).contains(&a.hooks.hook_at) {
         return Err(Fail::input(format!(
             "--hook-at {}: a share of the step, from 0 to 1",
-            a.hook_at
+            a.hooks.hook_at
         )));
     }
-    let timeout = plan::parse_duration(&a.hook_timeout)
+    let timeout = plan::parse_duration(&a.hooks.hook_timeout)
         .map_err(|e| Fail::input(format!("--hook-timeout: {e}")))?;
     let hook = |cmd: &Option<String>, from_plan: &Option<plan::HookSpec>| match (cmd, from_plan) {
         (Some(c), _) => Some(runner::hooks::Hook {
             command: c.clone(),
-            at: a.hook_at,
+            at: a.hooks.hook_at,
             timeout,
-            required: a.hook_required,
+            required: a.hooks.hook_required,
         }),
         (None, Some(p)) => Some(runner::hooks::Hook {
             command: p.command.clone(),
-            at: p.at.unwrap_or(a.hook_at),
+            at: p.at.unwrap_or(a.hooks.hook_at),
             timeout: p.timeout.unwrap_or(timeout),
-            required: p.required || a.hook_required,
+            required: p.required || a.hooks.hook_required,
         }),
         (None, None) => None,
     };
     let mut hooks = runner::hooks::Hooks {
-        peak: hook(&a.at_peak, &plan_hooks.peak),
-        each_step: hook(&a.hook_each_step, &plan_hooks.each_step),
-        on_fail: hook(&a.hook_on_fail, &plan_hooks.on_fail),
-        after: hook(&a.hook_after, &plan_hooks.after),
+        peak: hook(&a.hooks.at_peak, &plan_hooks.peak),
+        each_step: hook(&a.hooks.hook_each_step, &plan_hooks.each_step),
+        on_fail: hook(&a.hooks.hook_on_fail, &plan_hooks.on_fail),
+        after: hook(&a.hooks.hook_after, &plan_hooks.after),
         out_dir: PathBuf::new(),
         dry_run: a.dry_run,
     };
-    hooks.out_dir = match &a.hooks_dir {
+    hooks.out_dir = match &a.hooks.hooks_dir {
         Some(d) => d.clone(),
         None => hooks_dir(&a.run, run_id, hooks.any() && !a.dry_run)?,
     };
@@ -176,7 +187,7 @@ fn hooks(
 /// nothing lands in the working directory), else (`--no-history`) a fresh folder only this
 /// user can enter, made now when `make` (a hook will run), never a predictable shared path.
 fn hooks_dir(r: &crate::cli::RunArgs, run_id: &str, make: bool) -> Result<PathBuf, Fail> {
-    let beside_history = crate::resolve::recording(r)
+    let beside_history = crate::resolve::recording(&r.keep)
         .ok()
         .and_then(|rec| rec.path)
         .and_then(|h| h.parent().map(|d| d.join("hooks").join(run_id)));
@@ -227,7 +238,7 @@ fn dry_run(search: &Search) -> String {
 }
 
 /// The job the search steps, out of `all`: the URL's, or the chosen scenario of the plan.
-pub fn base_job(a: &FindArgs, mut all: Vec<Job>) -> Result<Job, Fail> {
+pub fn base_job(a: &SearchArgs, mut all: Vec<Job>) -> Result<Job, Fail> {
     let idx = match &a.scenario {
         Some(name) => all.iter().position(|j| &j.name == name).ok_or_else(|| {
             let names: Vec<&str> = all.iter().map(|j| j.name.as_str()).collect();
@@ -256,15 +267,20 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
         hooks,
         ..
     } = run_config(&a.run)?;
-    let job = base_job(a, jobs)?;
+    let job = base_job(&a.search, jobs)?;
     let search = settings(a, &job, &hooks)?;
     if a.dry_run {
         crate::console::emit(&dry_run(&search));
         return Ok(0);
     }
-    let generators = crate::distribute::generators(&a.run, session.seed)?;
-    let live =
-        crate::live_metrics::sink(&a.run, std::slice::from_ref(&job), &session.recording.tags)?;
+    let order = crate::distribute::WorkerOrder::new(&a.run.load, Some(&a.search), session.seed);
+    let generators = crate::distribute::generators(&a.run.fleet, &order)?;
+    let live = crate::live_metrics::sink(
+        &a.run.live,
+        a.run.quiet,
+        std::slice::from_ref(&job),
+        &session.recording.tags,
+    )?;
     run_search(&session, job, &search, generators.exec.as_ref(), live)
 }
 

@@ -87,15 +87,16 @@ fn http2_hint(result: &RunResult) -> &'static str {
 
 pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
     if a.list {
-        return crate::grpc_call::list(a);
+        return crate::grpc_call::list(&a.load);
     }
     let RunConfig { jobs, session, .. } = run_config(a)?;
-    let generators = crate::distribute::generators(a, session.seed)?;
+    let order = crate::distribute::WorkerOrder::new(&a.load, None, session.seed);
+    let generators = crate::distribute::generators(&a.fleet, &order)?;
     let exec = generators.exec.as_ref();
     runner::preflight(&jobs, exec)?;
     crate::proxy_check::warn_about_proxies(&jobs);
     let mut sinks = crate::sinks::standard(session.quiet, &session.files)?;
-    if let Some(m) = crate::live_metrics::sink(a, &jobs, &session.recording.tags)? {
+    if let Some(m) = crate::live_metrics::sink(&a.live, a.quiet, &jobs, &session.recording.tags)? {
         sinks.push(Box::new(m));
     }
     let meta = crate::record::meta(model::RunCommand::Run, &jobs, None, &session.recording);

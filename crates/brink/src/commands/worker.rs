@@ -1,12 +1,12 @@
 //! `brink worker`: this machine generates its part of a distributed run for a coordinator.
-//! It compiles the command the coordinator sends exactly as `brink run` / `brink find` would
-//! (same flags, same seed, the same files read from this machine's disk), so both sides hold
-//! the same spec; the `fleet` crate does the rest.
+//! It compiles the order the coordinator sends (the load's and a search's typed flags, the
+//! seed) exactly as `brink run` / `brink find` would, with the same files read from this
+//! machine's disk, so both sides hold the same spec; the `fleet` crate does the rest.
 
-use crate::cli::{Cli, Command, WorkerArgs};
+use crate::cli::{LoadArgs, WorkerArgs};
+use crate::distribute::WorkerOrder;
 use crate::exit::Fail;
 use crate::resolve::run_config;
-use clap::Parser;
 use engine::RunSpec;
 use fleet::trust::TOKEN_ENV;
 use std::io::Write;
@@ -88,7 +88,7 @@ fn idle_long_enough(a: &fleet::worker::Activity, idle: Option<Duration>) -> bool
 /// A worker reads only files below its working directory, as relative paths: whoever holds
 /// its token chooses the command, and a plan or file elsewhere on this machine (whose lines an
 /// error would quote) is not theirs to read. `named` are a plan's files, relative to it.
-fn below_here(a: &crate::cli::RunArgs, named: &[String]) -> Result<(), String> {
+fn below_here(a: &LoadArgs, named: &[String]) -> Result<(), String> {
     let below = |p: &std::path::Path| {
         p.components().all(|c| {
             matches!(
@@ -131,49 +131,31 @@ fn below_here(a: &crate::cli::RunArgs, named: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The whole run's spec for `job` of the command `args` (a search step: at `level`).
-fn compile(
-    args: &[String],
-    job: usize,
-    level: Option<f64>,
-    anywhere: bool,
-) -> Result<RunSpec, String> {
-    let below_here = |a: &crate::cli::RunArgs, named: &[String]| match anywhere {
+/// The whole run's spec for `job` of the coordinator's `order` (a search step: at `level`).
+fn compile(order: &str, job: usize, level: Option<f64>, anywhere: bool) -> Result<RunSpec, String> {
+    let order = WorkerOrder::parse(order)?;
+    let run = order.run_args();
+    let check = |named: &[String]| match anywhere {
         true => Ok(()),
-        false => below_here(a, named),
+        false => below_here(&run.load, named),
     };
-    let argv = std::iter::once("brink".to_string()).chain(args.iter().cloned());
-    let cli = Cli::try_parse_from(argv).map_err(|e| {
-        let text = e.render().to_string();
-        text.lines().next().unwrap_or("bad command").to_string()
-    })?;
-    match &cli.command {
-        Command::Run(a) => below_here(a, &[])?,
-        Command::Find(a) => below_here(&a.run, &[])?,
-        _ => {}
-    }
-    match cli.command {
-        Command::Run(a) => {
-            let cfg = run_config(&a).map_err(|f| f.message)?;
-            below_here(&a, &cfg.plan_files)?;
-            let jobs = cfg.jobs;
-            let count = jobs.len();
-            jobs.into_iter()
-                .nth(job)
-                .map(|j| j.spec)
-                .ok_or_else(|| format!("the command has {count} scenarios, not {}", job + 1))
-        }
-        Command::Find(a) => {
-            let cfg = run_config(&a.run).map_err(|f| f.message)?;
-            below_here(&a.run, &cfg.plan_files)?;
-            let j = super::find::base_job(&a, cfg.jobs).map_err(|f| f.message)?;
-            let s = super::find::settings(&a, &j, &cfg.hooks).map_err(|f| f.message)?;
-            Ok(match level {
-                Some(level) => runner::step_spec(&j.spec, s.by, level, s.step, s.pool),
-                // The check before the search: the job itself.
-                None => j.spec,
-            })
-        }
-        _ => Err("a worker runs the load of `brink run` and `brink find` only".into()),
-    }
+    check(&[])?;
+    let cfg = run_config(&run).map_err(|f| f.message)?;
+    check(&cfg.plan_files)?;
+    let Some(search) = order.search else {
+        let count = cfg.jobs.len();
+        return cfg
+            .jobs
+            .into_iter()
+            .nth(job)
+            .map(|j| j.spec)
+            .ok_or_else(|| format!("the command has {count} scenarios, not {}", job + 1));
+    };
+    let j = super::find::base_job(&search, cfg.jobs).map_err(|f| f.message)?;
+    let s = super::find::steps(&search, &run.load, &j).map_err(|f| f.message)?;
+    Ok(match level {
+        Some(level) => runner::step_spec(&j.spec, s.by, level, s.step, s.pool),
+        // The check before the search: the job itself.
+        None => j.spec,
+    })
 }

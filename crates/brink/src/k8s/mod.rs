@@ -10,11 +10,11 @@ mod run;
 mod yaml;
 
 use crate::cli::{
-    Cli, Command, K8sAction, K8sArgs, K8sObjectArgs, K8sPodArgs, K8sRenderArgs, WorkerArgs,
+    FleetArgs, K8sAction, K8sArgs, K8sObjectArgs, K8sPodArgs, K8sRenderArgs, KeepArgs, LiveArgs,
+    LoadArgs, RunArgs, WatchArgs, WorkerArgs,
 };
 use crate::exit::Fail;
 use crate::resolve::run_config;
-use clap::Parser;
 use std::path::{Component, Path};
 use std::time::Duration;
 
@@ -26,29 +26,41 @@ pub fn k8s_cmd(a: &K8sArgs) -> Result<i32, Fail> {
     }
 }
 
-/// Flags of `k8s render` that are the objects' own: the pods' command leaves them out, and
-/// with them what a coordinator in a pod cannot keep or gets otherwise (`WORKERS_AND_KEEPING`).
-const RENDER_ONLY: [(&str, bool); 11] = [
-    ("--image", true),
-    ("--name", true),
-    ("--namespace", true),
-    ("--cpu", true),
-    ("--memory", true),
-    ("--node-selector", true),
-    ("--toleration", true),
-    ("--spread", true),
-    ("--ttl", true),
-    ("--rbac", false),
-    ("--pod-wait", true),
-];
+/// What a rendered Job's coordinator runs, in the run's Secret: the load, the watching of the
+/// server, the live metrics it pushes (`--out`) and whether it prints. Its workers are the
+/// Job's other pods and a pod keeps no history, so nothing else of this machine's flags goes.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct PodOrder {
+    pub load: LoadArgs,
+    pub watch: WatchArgs,
+    pub live: LiveArgs,
+    pub quiet: bool,
+}
 
-/// What the coordinator's pod is not given: what only workers and this machine act on. The
-/// live-metrics push (`--out`, `--out-header`) does travel: the coordinator pod sends it.
-fn pod_drops() -> Vec<(&'static str, bool)> {
-    crate::distribute::WORKERS_AND_KEEPING
-        .into_iter()
-        .filter(|(f, _)| !matches!(*f, "--out" | "--out-header"))
-        .collect()
+impl PodOrder {
+    /// The run of the coordinator pod of `p`: this order, with its sibling pods as workers.
+    fn run_args(self, p: &K8sPodArgs) -> RunArgs {
+        RunArgs {
+            load: self.load,
+            watch: self.watch,
+            live: self.live,
+            quiet: self.quiet,
+            list: false,
+            keep: KeepArgs {
+                no_history: true,
+                ..KeepArgs::default()
+            },
+            fleet: FleetArgs {
+                worker: (1..=p.workers)
+                    .map(|i| format!("{}-{i}.{}:{}", p.name, p.name, p.port))
+                    .collect(),
+                token_file: Some(p.token_file.clone()),
+                worker_wait: Some("5m".into()),
+                ..FleetArgs::default()
+            },
+        }
+    }
 }
 
 fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
@@ -68,31 +80,32 @@ fn inputs(
 ) -> Result<(render::Inputs, crate::resolve::RunConfig), Fail> {
     let r = &a.run;
     let workers = r
+        .fleet
         .workers
         .ok_or_else(|| Fail::input("k8s render needs --workers N: the worker pods"))?;
     if workers == 0 || workers > 1000 {
         return Err(Fail::input(format!("--workers {workers}: from 1 to 1000")));
     }
-    if !r.worker.is_empty() {
+    if !r.fleet.worker.is_empty() {
         return Err(Fail::input(
             "--worker names workers elsewhere; k8s render starts its own (--workers N)",
         ));
     }
     check_name(name)?;
-    if r.metrics_listen.is_some() {
+    if r.live.metrics_listen.is_some() {
         return Err(Fail::input(
             "--metrics-listen would listen inside the coordinator's pod, where nothing scrapes it: send the run's metrics with --out prometheus=URL (the coordinator pod sends them)",
         ));
     }
     let named_on_the_command_line = [
-        ("--body-file", r.body_file.is_some()),
-        ("--data-file", r.data_file.is_some()),
-        ("--proto", !r.proto.is_empty()),
-        ("--protoset", !r.protosets.is_empty()),
-        ("--import-path", !r.import_paths.is_empty()),
-        ("--cacert", r.cacert.is_some()),
-        ("--cert", r.cert.is_some()),
-        ("--key", r.key.is_some()),
+        ("--body-file", r.load.body_file.is_some()),
+        ("--data-file", r.load.data_file.is_some()),
+        ("--proto", !r.load.proto.is_empty()),
+        ("--protoset", !r.load.protosets.is_empty()),
+        ("--import-path", !r.load.import_paths.is_empty()),
+        ("--cacert", r.load.cacert.is_some()),
+        ("--cert", r.load.cert.is_some()),
+        ("--key", r.load.key.is_some()),
     ];
     if let Some((flag, _)) = named_on_the_command_line.iter().find(|(_, given)| *given) {
         return Err(Fail::input(format!(
@@ -100,35 +113,36 @@ fn inputs(
         )));
     }
     let cfg = run_config(r)?;
-    let token = match &r.token_file {
+    let token = match &r.fleet.token_file {
         Some(f) => fleet::trust::read_token(f).map_err(Fail::input)?,
         None => fleet::trust::new_token().map_err(Fail::input)?,
     };
-    let files = if crate::resolve::is_plan(&r.url) {
-        plan_files(Path::new(&r.url), &cfg.plan_files)?
+    let files = if crate::resolve::is_plan(&r.load.url) {
+        plan_files(Path::new(&r.load.url), &cfg.plan_files)?
     } else {
         Vec::new()
     };
     let length = cfg.jobs.iter().try_fold(Duration::ZERO, |sum, j| {
         j.spec.load.end().map(|d| sum + d + j.pause)
     });
-    let mut args = vec!["run".to_string()];
-    let kept = crate::distribute::strip(std::env::args().skip(3), &RENDER_ONLY);
-    for x in crate::distribute::strip(kept.into_iter(), &pod_drops()) {
+    let mut load = r.load.clone();
+    if let Some((plan, _)) = files.first() {
         // The plan is in the pod's working directory, under its own name.
-        if x == r.url && !files.is_empty() {
-            args.push(files[0].0.clone());
-        } else {
-            args.push(x);
-        }
+        load.url = plan.clone();
     }
-    args.push("--no-history".into());
+    let order = PodOrder {
+        load,
+        watch: r.watch.clone(),
+        live: r.live.clone(),
+        quiet: r.quiet,
+    };
+    let order = crate::distribute::order_text(&order);
     let inputs = render::Inputs {
         name: name.to_string(),
         workers,
         token,
         files,
-        args,
+        order,
         length,
         report,
     };
@@ -213,47 +227,15 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
         // A worker has nothing left to do a minute after its coordinator's last session.
         return crate::commands::worker::serve_worker(&w, Some(Duration::from_secs(60)));
     }
-    let mut args = match &p.args_file {
-        Some(f) => {
-            let text = model::input::read_string(f).map_err(Fail::input)?;
-            serde_json::from_str::<Vec<String>>(&text).map_err(|e| {
-                Fail::input(format!(
-                    "{}: not a JSON list of arguments: {e}",
-                    f.display()
-                ))
-            })?
-        }
-        None => p.args.clone(),
-    };
-    for i in 1..=p.workers {
-        args.extend([
-            "--worker".to_string(),
-            format!("{}-{i}.{}:{}", p.name, p.name, p.port),
-        ]);
-    }
-    args.extend([
-        "--token-file".to_string(),
-        p.token_file.display().to_string(),
-        "--worker-wait".into(),
-        "5m".into(),
-    ]);
+    let text = model::input::read_string(&p.order_file).map_err(Fail::input)?;
+    let order: PodOrder = serde_json::from_str(&text).map_err(|e| {
+        Fail::input(format!(
+            "{}: not a coordinator's order: {e}",
+            p.order_file.display()
+        ))
+    })?;
     if let Some(nonce) = &p.report {
         crate::logmark::set(nonce);
     }
-    crate::distribute::set_command(args.clone());
-    let cli =
-        Cli::try_parse_from(std::iter::once("brink".to_string()).chain(args)).map_err(|e| {
-            Fail::input(
-                e.render()
-                    .to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or("bad command")
-                    .to_string(),
-            )
-        })?;
-    match cli.command {
-        Command::Run(a) => crate::commands::run::run_cmd(&a),
-        _ => Err(Fail::input("a rendered Job's coordinator runs `brink run`")),
-    }
+    crate::commands::run::run_cmd(&order.run_args(p))
 }

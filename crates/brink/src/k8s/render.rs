@@ -46,8 +46,8 @@ pub struct Inputs {
     pub token: String,
     /// The plan's file name and every file it names (path in the plan's directory, bytes).
     pub files: Vec<(String, Vec<u8>)>,
-    /// The `brink run` command the coordinator runs (in the plan's directory in the pod).
-    pub args: Vec<String>,
+    /// What the coordinator runs (in the plan's directory in the pod), a JSON `PodOrder`.
+    pub order: String,
     /// The run's length (all scenarios and pauses); `None`: not known (`-n` only).
     pub length: Option<Duration>,
     /// The mark of the coordinator's report lines (`k8s run`; render has none).
@@ -109,8 +109,8 @@ fn labels(instance: &str) -> BTreeMap<String, String> {
     ])
 }
 
-/// The Secret: the token, the coordinator's command (`args`, a JSON list) and the plan's
-/// files (`f0`, `f1`, ...).
+/// The Secret: the token, what the coordinator runs (`order`, JSON) and the plan's files
+/// (`f0`, `f1`, ...).
 fn secret(a: &K8sObjectArgs, i: &Inputs) -> Result<Secret, Fail> {
     let size: usize = i.files.iter().map(|(_, b)| b.len()).sum();
     if size > SECRET_MAX {
@@ -118,8 +118,6 @@ fn secret(a: &K8sObjectArgs, i: &Inputs) -> Result<Secret, Fail> {
             "the plan and its files take {size} bytes; a Secret holds at most 1 MiB: make the data files smaller"
         )));
     }
-    let args = serde_json::to_string(&i.args)
-        .map_err(|e| Fail::input(format!("cannot write the command: {e}")))?;
     let files: BTreeMap<String, k8s_openapi::ByteString> = i
         .files
         .iter()
@@ -130,7 +128,7 @@ fn secret(a: &K8sObjectArgs, i: &Inputs) -> Result<Secret, Fail> {
         metadata: meta(a, &i.name, &format!("{}-token", i.name)),
         string_data: Some(BTreeMap::from([
             ("token".to_string(), i.token.clone()),
-            ("args".to_string(), args),
+            ("order".to_string(), i.order.clone()),
         ])),
         data: (!files.is_empty()).then_some(files),
         ..Secret::default()
@@ -197,8 +195,8 @@ fn pod_template(a: &K8sObjectArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> 
         PORT.to_string(),
         "--token-file".into(),
         format!("{TOKEN_DIR}/token"),
-        "--args-file".into(),
-        format!("{TOKEN_DIR}/args"),
+        "--order-file".into(),
+        format!("{TOKEN_DIR}/order"),
     ];
     if let Some(nonce) = &i.report {
         command.extend(["--report".to_string(), nonce.clone()]);
@@ -244,7 +242,7 @@ fn pod_template(a: &K8sObjectArgs, i: &Inputs) -> Result<PodTemplateSpec, Fail> 
             name: "token".into(),
             secret: Some(from_secret(vec![
                 key("token", "token"),
-                key("args", "args"),
+                key("order", "order"),
             ])),
             ..Volume::default()
         },

@@ -62,9 +62,9 @@ fn rendered_objects_are_the_golden_file_and_pass_the_schemas() {
         yaml, want,
         "the rendered objects changed: check them, then BRINK_UPDATE_GOLDEN=1"
     );
-    // The pods run the plan from the Secret, under its own name, without the history.
+    // The pods run the plan from the Secret, under its own name (a pod keeps no history).
     assert!(
-        yaml.contains(r#"args: "[\"run\",\"plan.yaml\",\"--no-history\"]""#),
+        yaml.contains(r#"\"load\":{\"url\":\"plan.yaml\"}"#),
         "{yaml}"
     );
     let dir = tempfile::tempdir().unwrap();
@@ -240,7 +240,7 @@ fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
         assert_eq!(&cmd[..3], ["brink", "k8s", "pod"], "{p}");
         // The command the coordinator runs is in the Secret, not in the pod's spec.
         assert!(
-            cmd.ends_with(&["--args-file", "/run/brink/token/args"]),
+            cmd.ends_with(&["--order-file", "/run/brink/token/order"]),
             "{cmd:?}"
         );
         assert!(!cmd.contains(&"plan.yaml"), "{cmd:?}");
@@ -461,7 +461,11 @@ fn credentials_go_into_the_secret_only() {
             "the Secret carries it: {secret_doc}"
         );
         if secret == "flag-k3y" {
-            assert!(secret_doc.contains("--out"), "--out travels: {secret_doc}");
+            assert!(
+                secret_doc
+                    .contains(r#"\"out\":[\"prometheus=http://10.0.0.2:9090/api/v1/write\"]"#),
+                "--out travels: {secret_doc}"
+            );
         }
     }
     let mut listen = vec![
