@@ -60,13 +60,21 @@ def main() -> None:
         )
         seen["imgs"] = page.eval_on_selector_all("img", "els => els.length")
         seen["text"] = page.inner_text("body")
-        seen["dark_bg"] = page.evaluate(
-            "getComputedStyle(document.body).backgroundColor"
-        )
+        bg = "getComputedStyle(document.body).backgroundColor"
+        # Each chart's pixels, to tell a chart redrawn in the dark palette from the same one.
+        pixels = "els => els.map(c => c.toDataURL())"
+        page.emulate_media(color_scheme="light")
+        page.wait_for_timeout(300)
+        seen["light_bg"] = page.evaluate(bg)
+        light = page.eval_on_selector_all("canvas", pixels)
         page.emulate_media(color_scheme="dark")
         page.wait_for_timeout(300)
-        seen["dark_bg"] = page.evaluate("getComputedStyle(document.body).backgroundColor")
-        seen["dark_canvases"] = page.eval_on_selector_all("canvas", "els => els.length")
+        seen["dark_bg"] = page.evaluate(bg)
+        dark = page.eval_on_selector_all("canvas", pixels)
+        seen["dark_legends"] = page.eval_on_selector_all(".u-legend", "els => els.length")
+        # Charts whose pixels changed with the scheme (redrawn in its colours).
+        seen["recoloured"] = sum(1 for a, b in zip(light, dark) if a != b)
+        seen["dark_canvases"] = len(dark)
         ctx.close()
     print(json.dumps(seen))
 

@@ -78,6 +78,38 @@ fn assert_schema(c: &Value) {
     assert!(problems.is_empty(), "{problems:?}");
 }
 
+/// A latency row's verdict is what its interval says against the tolerance `t` (fractions):
+/// wholly within +-t unchanged, wholly beyond +t regressed, below -t improved, and
+/// inconclusive only when the interval reaches across a bound. A compare that called every
+/// p99 inconclusive fails here.
+fn honest(r: &Value, t: f64) -> &str {
+    let (lo, hi) = (
+        r["interval"][0].as_f64().unwrap(),
+        r["interval"][1].as_f64().unwrap(),
+    );
+    let said = r["verdict"].as_str().unwrap();
+    let read = if lo > t {
+        "regressed"
+    } else if hi < -t {
+        "improved"
+    } else if lo >= -t && hi <= t {
+        "unchanged"
+    } else {
+        "inconclusive"
+    };
+    // Latency changes smaller than the histograms can tell read as unchanged.
+    let (before, after) = (r["before"].as_f64().unwrap(), r["after"].as_f64().unwrap());
+    let untold = (after - before).abs() < (before.max(after) * 0.002).max(0.002);
+    if !(untold && said == "unchanged") {
+        assert_eq!(said, read, "the verdict is not its interval's: {r}");
+    }
+    said
+}
+
+fn tol_of(c: &Value, metric: &str) -> f64 {
+    c["tolerances"][metric].as_f64().unwrap()
+}
+
 fn row<'a>(c: &'a Value, metric: &str) -> &'a Value {
     c["rows"]
         .as_array()
@@ -142,7 +174,7 @@ fn compare_knows_a_regression_from_noise() {
     // verdict is "inconclusive (run longer)". What must never happen is a verdict either way.
     let p99 = row(&c, "p99");
     assert!(
-        matches!(p99["verdict"].as_str(), Some("unchanged" | "inconclusive")),
+        matches!(honest(p99, tol_of(&c, "p99")), "unchanged" | "inconclusive"),
         "{p99}"
     );
     assert!(c["steady_seconds"][0][1].as_u64().unwrap() >= 40, "{c}");
@@ -155,8 +187,13 @@ fn compare_knows_a_regression_from_noise() {
     let p50 = row(&c, "p50");
     assert_eq!(p50["verdict"], "regressed", "{p50}");
     let p99 = row(&c, "p99");
-    let p99_verdict = p99["verdict"].as_str().unwrap_or_default();
+    let p99_verdict = honest(p99, tol_of(&c, "p99"));
     assert!(matches!(p99_verdict, "regressed" | "inconclusive"), "{p99}");
+    // Twice the work is slower at the tail too: the interval reaches past the tolerance.
+    assert!(
+        p99["interval"][1].as_f64().unwrap() > tol_of(&c, "p99"),
+        "{p99}"
+    );
     let expected = if p99_verdict == "regressed" { 1 } else { 0 };
     assert_eq!(code, Some(expected), "{c}\n{err}");
     let change = p50["change"].as_f64().unwrap();
@@ -175,6 +212,31 @@ fn compare_knows_a_regression_from_noise() {
     assert_eq!(p50["verdict"], "regressed", "{p50}\n{err}");
     let words = p50["change_text"].as_str().unwrap_or_default();
     assert!(words.ends_with("x slower"), "{words}");
+
+    // A team that accepts the slower build says so with --tolerance: the same doubling is
+    // within 400%, so it is no regression and the exit code says so.
+    let (code, c, err) = compare(
+        &[&p("a.json"), &p("slow.json")],
+        &[
+            allow[0],
+            "--tolerance",
+            "p50=400%",
+            "--tolerance",
+            "p99=400",
+        ],
+    );
+    assert_eq!((tol_of(&c, "p50"), tol_of(&c, "p99")), (4.0, 4.0), "{c}");
+    assert_eq!(
+        tol_of(&c, "p90"),
+        0.05,
+        "the others keep their default: {c}"
+    );
+    assert_eq!(honest(row(&c, "p50"), 4.0), "unchanged", "{err}");
+    assert!(
+        matches!(honest(row(&c, "p99"), 4.0), "unchanged" | "inconclusive"),
+        "{c}"
+    );
+    assert_eq!(code, Some(0), "{c}\n{err}");
 
     let (code, c, err) = compare(&[&p("a.json"), &p("errors.json")], &allow);
     assert_eq!(code, Some(1), "{c}\n{err}");

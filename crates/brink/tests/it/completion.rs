@@ -411,6 +411,6 @@ fn the_completion_chart_and_the_trace_table_draw_in_a_browser() {
         "the trace table"
     );
     if let Some(seen) = crate::reports::open_in_browser(&html) {
-        crate::reports::assert_page_sound(&html, &seen);
+        crate::reports::assert_page_sound(&html, &seen, 4);
     }
 }

@@ -248,7 +248,10 @@ fn workers_that_do_not_agree_are_refused_before_any_load() {
         here.path(),
     );
     assert_eq!(code, Some(0), "{text}");
-    assert!(r["summary"]["requests"].as_u64().unwrap() > 0);
+    // Every request the server saw is in the result, and nothing else.
+    let requests = r["summary"]["requests"].as_u64().unwrap();
+    assert_eq!(requests, count.load(Ordering::Relaxed), "{text}");
+    assert_eq!(r["summary"]["ok"].as_u64().unwrap(), requests, "{text}");
 }
 
 #[test]

@@ -439,6 +439,9 @@ fn a_search_writes_each_step_and_its_verdict() {
         .unwrap_or_else(|| panic!("no result: {err}"));
     let steps = r["find"]["steps"].as_array().expect("steps");
     assert!(steps.len() >= 2, "{r}");
+    // The store holds every step of the search, and no other.
+    let stored = prom.query("count(count by (scenario) (last_over_time(brink_step_pass[5m])))");
+    assert_eq!(stored, steps.len() as f64, "{r}");
     for (i, step) in steps.iter().enumerate() {
         let name = format!("step {}", i + 1);
         let sel = format!("{{scenario=\"{name}\"}}");
