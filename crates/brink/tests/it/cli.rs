@@ -89,6 +89,8 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn unreachable_target_exits_3() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -220,6 +222,8 @@ fn json_result_has_the_contract_keys() {
 
 #[test]
 fn interrupt_stops_within_a_second_and_keeps_the_result() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     for (signal, name) in [(2, "SIGINT"), (15, "SIGTERM")] {
         let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -271,6 +275,8 @@ fn interrupt_stops_within_a_second_and_keeps_the_result() {
 
 #[test]
 fn interrupting_a_search_keeps_the_whole_steps_and_judges_no_partial_one() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.json");
@@ -334,6 +340,8 @@ extern "C" {
 
 #[test]
 fn demo_runs_on_loopback() {
+    // A search of the demo keeps both cores busy: alone.
+    let _cpu = crate::support::cpu_exclusive();
     // --history is accepted, as for run and find: the demo's search is recorded there.
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("h.db");

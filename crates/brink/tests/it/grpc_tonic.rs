@@ -65,6 +65,8 @@ fn calls_codes_and_reflection_against_tonic() {
 
 #[test]
 fn server_streams_and_deadlines_against_tonic() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     let srv = tonic_server();
     let url = format!("grpc://{}", srv.addr);
     let (code, r, err) = run(

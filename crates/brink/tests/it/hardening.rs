@@ -207,6 +207,8 @@ fn literal_injection_is_refused_before_the_run() {
 /// upload, and never reported as a timeout; over plain TCP and TLS.
 #[test]
 fn an_answer_during_the_upload_completes_the_attempt() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     let dir = tempfile::tempdir().expect("temp dir");
     let body = dir.path().join("big.bin");
     std::fs::write(&body, vec![b'x'; 32 << 20]).expect("write body");
@@ -383,6 +385,8 @@ fn framing_cases(tls: bool) {
 /// and counted once. Over h2c and h2 with TLS.
 #[test]
 fn http2_connection_rotation_costs_no_errors() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     for tls in [false, true] {
         let opts = testkit::Options {
             tls,
@@ -578,6 +582,8 @@ fn a_scenario_failing_at_run_time_keeps_the_earlier_ones() {
 /// interrupted; a third exits at once.
 #[test]
 fn a_second_interrupt_still_writes_the_result() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(2))).expect("server");
     let dir = tempfile::tempdir().expect("temp dir");
     let result = dir.path().join("r.json");
@@ -622,6 +628,8 @@ fn a_second_interrupt_still_writes_the_result() {
 /// within a second (it used to sleep the cooldown out and probe for the whole --recovery).
 #[test]
 fn a_search_stops_within_a_second_in_cooldown_and_recovery() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     let fine = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
     let hang: testkit::Handler = Arc::new(|r: &Req| {
         if r.seq < 40 {

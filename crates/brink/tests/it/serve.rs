@@ -120,6 +120,8 @@ fn record(history: &Path, plan: &Path, secs: u64) -> Child {
 
 #[test]
 fn the_history_in_a_browser() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
@@ -471,6 +473,8 @@ fn a_rebound_name_cannot_use_the_ui() {
 /// stayed `running` forever and every viewer waited on it.
 #[test]
 fn a_killed_run_is_shown_as_died() {
+    // Bounded by the clock: never beside a test that hogs the CPU.
+    let _cpu = crate::support::cpu_shared();
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();

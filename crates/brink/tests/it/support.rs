@@ -229,13 +229,21 @@ impl Drop for Killed {
     }
 }
 
+/// The CPU lock of this test binary: hogs hold it alone, tests bounded by the clock share it.
+static CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// Tests that take a CPU from others (busy loops, a service that spins, a saturated
 /// generator), or whose verdict a stall of a few hundred milliseconds would spoil, run one at
 /// a time: two of them at once in this test binary on a two-core machine would measure each
 /// other.
-pub fn cpu_exclusive() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+pub fn cpu_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+    CPU.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Tests with a wall-clock bound (a stop within a second, a rate kept) run beside each other
+/// but never beside a hog of [`cpu_exclusive`], which would make them miss it.
+pub fn cpu_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    CPU.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Waits for `child` (killed if it outlives `limit`, which fails the test) while polling its
