@@ -20,6 +20,7 @@ mod distributed;
 mod engine_runs;
 mod examples;
 mod find;
+mod flags;
 mod generator;
 mod grpc;
 mod grpc_plans;
