@@ -10,14 +10,12 @@ fn isolate_history() {
     std::env::set_var("BRINK_HISTORY", path);
 }
 
-mod accuracy;
 mod bounds;
 mod checks;
 mod cli;
 mod compare;
 mod completion;
 mod distributed;
-mod engine_runs;
 mod examples;
 mod find;
 mod flags;
@@ -37,14 +35,12 @@ mod local_users;
 mod ordinary;
 mod plans;
 mod prom;
-mod protocols;
 mod ramps;
 mod remote_write;
 mod reports;
 mod results;
 mod schema;
 mod serve;
-mod split;
 mod support;
 mod traces;
 mod verdicts;

@@ -1,7 +1,7 @@
 //! Client protocol paths against real servers: HTTP/1.1 framings (length, chunked,
 //! close-delimited, HEAD), TLS with a verified or skipped certificate, HTTP/2 via h2c and ALPN.
 
-use crate::support::{closed, run, spec, with_request};
+use crate::common::{closed, run, spec, with_request};
 use engine::RunSpec;
 use stats::ErrorKind;
 use std::io::Write;
@@ -207,7 +207,7 @@ fn http2_cleartext_streams_share_connections_and_bodies_pass_the_window() {
 /// an answer and the next send).
 #[test]
 fn each_second_counts_the_requests_in_flight_on_every_loop() {
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::common::cpu_exclusive();
     let slow = || handlers::fixed(Duration::from_millis(200));
     let plain = testkit::serve(slow()).unwrap();
     let h2c = testkit::serve_hyper(Options::default(), slow()).unwrap();

@@ -2,7 +2,7 @@
 //! it is installed), and a server that freezes 1 s in every 5 s, where only a tool that measures
 //! from the intended start sees the freeze (coordinated omission).
 
-use crate::support::{closed, open, rel, run, spec};
+use crate::common::{closed, open, rel, run, spec};
 use std::process::Command;
 use std::time::Duration;
 use testkit::handlers;
@@ -10,7 +10,7 @@ use testkit::handlers;
 #[test]
 fn coordinated_omission_is_corrected() {
     // Bounded by the clock: never beside a test that hogs the CPU.
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::common::cpu_shared();
     let srv = testkit::serve(handlers::pausing(
         Duration::from_secs(5),
         Duration::from_secs(1),
@@ -59,7 +59,7 @@ fn wrk_available() -> bool {
 #[test]
 fn agrees_with_wrk_on_a_fixed_service_time() {
     // Bounded by the clock: never beside a test that hogs the CPU.
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::common::cpu_shared();
     if !wrk_available() {
         assert!(
             std::env::var_os("BRINK_REQUIRE_WRK").is_none(),

@@ -1,7 +1,7 @@
 //! Load models and exact accounting: -n is exactly N attempts, each counted once in one bucket,
 //! under faults; open-model rates are kept; stages change the level.
 
-use crate::support::{closed, open, rel, run, spec};
+use crate::common::{closed, open, rel, run, spec};
 use engine::{Curve, Load};
 use stats::ErrorKind;
 use std::time::Duration;
@@ -42,7 +42,7 @@ fn n_requests_are_exactly_n_under_faults() {
 #[test]
 fn open_model_keeps_the_rate() {
     // Bounded by the clock: never beside a test that hogs the CPU.
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::common::cpu_shared();
     let srv = testkit::serve(handlers::fixed(Duration::from_millis(1))).unwrap();
     let out = run(&spec(&srv.url("/"), open(2000.0, 3.0, 50)));
     let t = &out.totals.all;
@@ -62,7 +62,7 @@ fn open_model_keeps_the_rate() {
 #[test]
 fn open_model_exact_count_with_n() {
     // Bounded by the clock: never beside a test that hogs the CPU.
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::common::cpu_shared();
     let srv = testkit::serve(handlers::fixed(Duration::ZERO)).unwrap();
     let mut s = spec(
         &srv.url("/"),
@@ -84,7 +84,7 @@ fn open_model_exact_count_with_n() {
 #[test]
 fn closed_stages_add_and_retire_connections() {
     // Bounded by the clock: never beside a test that hogs the CPU.
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::common::cpu_shared();
     let srv = testkit::serve(handlers::fixed(Duration::from_millis(20))).unwrap();
     // 1 s ramp to 10 connections, hold 1 s, ramp down to 0 over 1 s.
     let curve = Curve::stages(&[
@@ -115,7 +115,7 @@ fn closed_stages_add_and_retire_connections() {
 #[test]
 fn rate_stages_follow_the_ramp() {
     // Bounded by the clock: never beside a test that hogs the CPU.
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::common::cpu_shared();
     let srv = testkit::serve(handlers::fixed(Duration::ZERO)).unwrap();
     // 0 -> 400/s over 2 s (400 requests), then 400/s for 1 s (400 requests).
     let curve = Curve::stages(&[

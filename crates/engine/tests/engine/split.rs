@@ -4,7 +4,7 @@
 //! with the connections of every stage shared out. The parts run side by side in this process
 //! against one server that records every path it is sent.
 
-use crate::support::{closed, run, spec};
+use crate::common::{closed, run, spec};
 use engine::{Curve, Load, RunSpec};
 use model::Part;
 use std::sync::{Arc, Mutex};
@@ -66,7 +66,7 @@ fn sent(seen: &Mutex<Vec<String>>) -> Vec<(u64, String)> {
 #[test]
 fn the_parts_of_a_closed_run_send_exactly_n_with_every_number_once() {
     // Three parts sending as fast as they can take the machine's CPU.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::common::cpu_exclusive();
     let (server, seen) = recording();
     let url = server.url("/");
     let load = closed(5, Some(30.0));
