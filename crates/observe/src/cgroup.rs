@@ -33,7 +33,7 @@ pub fn resolve(spec: &str) -> Result<PathBuf, String> {
 }
 
 /// Where cgroup v2 is mounted (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` beside v1).
-fn mount() -> Option<PathBuf> {
+pub fn mount() -> Option<PathBuf> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     info.lines().find_map(|l| {
         let (left, right) = l.split_once(" - ")?;

@@ -146,7 +146,9 @@ fn cgroup_cfs(pid: u32) -> Option<(f64, f64)> {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?.trim());
         let dirs: Vec<String> = if controllers.is_empty() {
-            vec![format!("/sys/fs/cgroup{path}")]
+            // cgroup v2: wherever it is mounted (`/sys/fs/cgroup/unified` beside v1).
+            let root = crate::cgroup::mount().unwrap_or_else(|| "/sys/fs/cgroup".into());
+            vec![format!("{}{path}", root.display())]
         } else if controllers.split(',').any(|c| c == "cpu") {
             ["cpu", "cpu,cpuacct", "cpuacct,cpu"]
                 .iter()

@@ -890,13 +890,18 @@ fn a_port_served_by_a_userland_proxy_is_named() {
     // answering every request: brink warns that the proxy, not the service, is measured.
     let dir = tempfile::tempdir().unwrap();
     let proxy = dir.path().join("docker-proxy");
-    let python = ["/usr/bin/python3", "/usr/local/bin/python3"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists());
-    let Some(python) = python else {
-        eprintln!("skipped: no python3 here");
-        return;
-    };
+    // python3 is required here as for every test against an ordinary server: never skipped.
+    // The interpreter itself (not a shim that dispatches on its own name) is linked.
+    let exe = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 on the PATH");
+    let python = std::path::PathBuf::from(String::from_utf8_lossy(&exe.stdout).trim());
+    assert!(
+        python.is_file(),
+        "python3's interpreter: {}",
+        python.display()
+    );
     std::os::unix::fs::symlink(python, &proxy).unwrap();
     let srv = crate::support::PyServer::start(&proxy, 0);
     let url = srv.url.clone();
