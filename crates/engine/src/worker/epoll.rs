@@ -5,15 +5,15 @@
 //! `recv`, one `send`, and a share of one `epoll_wait`: no `epoll_ctl` (sockets are registered
 //! once for read and write), no futures, wakers or task queues.
 //!
-//! Everything slower than a request happens in housekeeping every [`TICK`]: request timeouts
+//! Everything slower than a request happens in housekeeping every [`TICK`](super::TICK): request timeouts
 //! (so a timeout fires at most one tick late), closed-model connection targets, and restarting
 //! slots after a connect backoff.
 
-use super::alarm::Alarm;
-use super::sys::{token_of, Connect, Epoll, Sock};
+use super::driver::{self, Conns, Core};
+use super::sys::{Connect, Sock};
 use super::{
-    backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    record_refusal, send_seconds, ALARM, READS_PER_TURN, REFUSED_REST, TICK,
+    backoff_delay, closed_may_send, micros, open_due, pace, record, record_connect_error,
+    record_refusal, READS_PER_TURN, REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::proto::h1::reader::{ReadBuf, Reader};
@@ -23,7 +23,7 @@ use stats::{Bucket, ErrorKind};
 use std::io;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use workload::Vu;
 
 /// Most spare read buffers a worker keeps (beyond these, a freed buffer is dropped).
@@ -81,28 +81,10 @@ impl Conn {
 }
 
 struct Worker<'a> {
-    shared: &'a Shared,
-    id: usize,
-    tx: &'a Sender<Msg>,
-    poll: Epoll,
+    core: Core<'a>,
     conns: Vec<Conn>,
-    /// This second's buckets, one per request of the workload.
-    rec: Vec<Bucket>,
-    second: u64,
-    in_flight: u64,
-    /// Closed model: slots `>= target` retire.
-    target: usize,
-    /// Open model: the next request (index, due time) not yet started.
-    pending: Option<(u64, Instant)>,
-    /// Open model: free slots.
-    idle: Vec<usize>,
-    /// Open model: wakes the loop when the next request is due.
-    alarm: Option<Alarm>,
     /// Read buffers not held by any connection.
     pool: Vec<ReadBuf>,
-    /// Connections that had more to read when their turn's reads ran out (edge-triggered
-    /// epoll will not report them again): served on the next turn.
-    again: Vec<usize>,
 }
 
 /// Runs the worker; returns its last partial buckets and the requests still in flight.
@@ -111,12 +93,8 @@ pub fn run(
     id: usize,
     tx: &Sender<Msg>,
 ) -> Result<(Vec<Bucket>, u64), String> {
-    let poll = Epoll::new().map_err(|e| format!("cannot create epoll: {e}"))?;
     let now = Instant::now();
-    let slots = match &shared.load {
-        Load::Closed { connections } => shared.share_of(connections.peak().round() as usize, id),
-        Load::Open { pool, .. } => shared.share_of(*pool, id),
-    };
+    let slots = driver::slots(shared, id);
     let conns = (0..slots)
         .map(|k| Conn {
             sock: None,
@@ -135,118 +113,43 @@ pub fn run(
             vu: Vu::new(&shared.connector.workload, (k * shared.workers + id) as u64),
         })
         .collect();
-    let open = matches!(shared.load, Load::Open { .. });
-    let alarm = if open {
-        Some(Alarm::new(&poll, ALARM).map_err(|e| format!("cannot create timer: {e}"))?)
-    } else {
-        None
-    };
     let mut w = Worker {
-        shared,
-        id,
-        tx,
-        poll,
+        core: Core::new(shared, id, tx, slots)?,
         conns,
-        rec: buckets(shared, 0),
-        second: 0,
-        in_flight: 0,
-        target: 0,
-        pending: if open {
-            open_due(shared, id as u64).map(|due| (id as u64, due))
-        } else {
-            None
-        },
-        idle: if open {
-            (0..slots).rev().collect()
-        } else {
-            Vec::new()
-        },
-        alarm,
         pool: Vec::new(),
-        again: Vec::new(),
     };
-    w.run_loop();
-    Ok((std::mem::take(&mut w.rec), w.in_flight))
+    driver::run(&mut w);
+    Ok((std::mem::take(&mut w.core.rec), w.core.in_flight))
 }
 
-impl Worker<'_> {
-    fn run_loop(&mut self) {
-        let mut events = Vec::with_capacity(1024);
-        let mut next_tick = Instant::now();
-        let mut closed_over = false;
-        loop {
-            let now = Instant::now();
-            if self.shared.past_end(now) {
-                return;
+impl<'a> driver::Conns<'a> for Worker<'a> {
+    fn core(&self) -> &Core<'a> {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut Core<'a> {
+        &mut self.core
+    }
+    /// Fails attempts whose connect or request deadline has passed.
+    fn expire(&mut self, now: Instant) {
+        for k in 0..self.conns.len() {
+            let c = &self.conns[k];
+            if now < c.deadline {
+                continue;
             }
-            send_seconds(
-                self.shared,
-                self.id,
-                self.tx,
-                &mut self.second,
-                &mut self.rec,
-                (now, self.in_flight),
-            );
-            if now >= next_tick {
-                next_tick = now + TICK;
-                self.expire(now);
-                closed_over = self.housekeep_closed(now);
-            }
-            self.start_due(now);
-            let open_over = self.pending.is_none();
-            let over = if matches!(self.shared.load, Load::Closed { .. }) {
-                closed_over
-            } else {
-                open_over
-            };
-            if over && self.in_flight == 0 {
-                return;
-            }
-            // Wake for the next due request, but not before a free slot can take it: slots in
-            // connect backoff are not free until their retry time.
-            let free_at = self.idle.iter().map(|&k| self.conns[k].free_at(now)).min();
-            if let (Some((_, due)), Some(free_at), Some(alarm)) =
-                (self.pending, free_at, self.alarm.as_mut())
-            {
-                alarm.set(due.max(free_at), now);
-            }
-            let wake = next_tick.min(self.shared.start + Duration::from_secs(self.second + 1));
-            let again = std::mem::take(&mut self.again);
-            let timeout = if again.is_empty() {
-                wake.saturating_duration_since(now)
-            } else {
-                Duration::ZERO
-            };
-            if let Err(e) = self.poll.wait(&mut events, timeout) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return;
-                }
-            }
-            for ev in &events {
-                match (token_of(ev), self.alarm.as_mut()) {
-                    ((ALARM, _), Some(alarm)) => alarm.fired(),
-                    ((k, writable), _) => self.on_event(k, writable),
-                }
-            }
-            for k in again {
-                self.conns[k].again = false;
-                if matches!(self.conns[k].state, State::Reading | State::Writing) {
-                    self.on_event(k, false);
-                }
+            match c.state {
+                State::Connecting => self.connect_failed(k, ErrorKind::ConnectTimeout, now),
+                State::Writing | State::Reading => self.finish(k, Err(ErrorKind::Timeout), now),
+                _ => {}
             }
         }
     }
-
     /// Closed model: follows the connection curve; true once nothing more will be started.
     fn housekeep_closed(&mut self, now: Instant) -> bool {
-        let Load::Closed { connections } = &self.shared.load else {
-            return false;
-        };
-        let Some(level) = connections.value_at(now - self.shared.start) else {
-            self.target = 0;
-            return true;
-        };
-        self.target = self.shared.share_of(level.round() as usize, self.id);
+        match self.core.follow_curve(now) {
+            None => return false,
+            Some(false) => return true,
+            Some(true) => {}
+        }
         for k in 0..self.conns.len() {
             let c = &mut self.conns[k];
             let ready = c.state == State::Idle || (c.state == State::Backoff && now >= c.retry_at);
@@ -254,36 +157,65 @@ impl Worker<'_> {
                 continue;
             }
             c.state = State::Idle;
-            if k >= self.target {
+            if k >= self.core.target {
                 c.sock = None; // retired by a ramp down
-            } else if closed_may_send(self.shared, k, self.target, now) {
+            } else if closed_may_send(self.core.shared, k, self.core.target, now) {
                 self.start(k, now, now);
             }
         }
-        self.shared.tickets_exhausted()
+        self.core.shared.tickets_exhausted()
     }
-
     /// Open model: starts every due request that has a free slot.
     fn start_due(&mut self, now: Instant) {
-        while let Some((i, due)) = self.pending {
+        while let Some((i, due)) = self.core.pending {
             if due > now {
                 return;
             }
             let Some(k) = self.take_idle(now) else { return };
-            let next = i + self.shared.workers as u64;
-            self.pending = open_due(self.shared, next).map(|d| (next, d));
-            let base = pace(&mut self.rec[0], due, now);
+            let next = i + self.core.shared.workers as u64;
+            self.core.pending = open_due(self.core.shared, next).map(|d| (next, d));
+            let base = pace(&mut self.core.rec[0], due, now);
             self.start(k, base, now);
         }
     }
+    fn free_at(&self, k: usize, now: Instant) -> Instant {
+        self.conns[k].free_at(now)
+    }
+    fn on_event(&mut self, k: usize, writable: bool) {
+        let Some(c) = self.conns.get(k) else { return };
+        match c.state {
+            // A refused connect may be reported as an error or hang-up rather than writable.
+            State::Connecting => self.connected(k),
+            // An answer may arrive before the request is all out (401/413 during an upload):
+            // read on every event, and write only while no answer has completed the attempt.
+            State::Writing => {
+                if !self.read(k) && writable {
+                    self.write(k, Instant::now());
+                }
+            }
+            State::Reading => {
+                self.read(k);
+            }
+            State::Idle | State::Backoff => self.check_idle(k),
+        }
+    }
+    fn resume(&mut self, k: usize) {
+        self.conns[k].again = false;
+        if matches!(self.conns[k].state, State::Reading | State::Writing) {
+            Worker::on_event(self, k, false);
+        }
+    }
+}
 
+impl Worker<'_> {
     /// A free open-model slot, skipping those still backing off.
     fn take_idle(&mut self, now: Instant) -> Option<usize> {
         let pos = self
+            .core
             .idle
             .iter()
             .rposition(|&k| self.conns[k].free_at(now) <= now)?;
-        let k = self.idle.swap_remove(pos);
+        let k = self.core.idle.swap_remove(pos);
         self.conns[k].state = State::Idle;
         Some(k)
     }
@@ -291,19 +223,19 @@ impl Worker<'_> {
     /// Starts an attempt on slot `k`: picks and prepares its request, connects if needed,
     /// else writes the request.
     fn start(&mut self, k: usize, base: Instant, now: Instant) {
-        let connector = &self.shared.connector;
+        let connector = &self.core.shared.connector;
         let c = &mut self.conns[k];
         let step = &connector.workload.requests[c.vu.next(&connector.workload)];
         if connector.prepare_h1(&mut c.vu).is_err() {
-            record_refusal(&mut self.rec, self.shared, &mut c.vu);
+            record_refusal(&mut self.core.rec, self.core.shared, &mut c.vu);
             c.state = State::Backoff;
             c.retry_at = now + REFUSED_REST;
-            if matches!(self.shared.load, Load::Open { .. }) {
-                self.idle.push(k);
+            if matches!(self.core.shared.load, Load::Open { .. }) {
+                self.core.idle.push(k);
             }
             return;
         }
-        self.in_flight += 1;
+        self.core.in_flight += 1;
         c.base = base;
         c.reader = match connector.capture_for(step) {
             None => Reader::new(step.is_head()),
@@ -315,30 +247,25 @@ impl Worker<'_> {
             self.write(k, now);
             return;
         }
-        match Sock::connect(self.shared.connector.addr) {
-            Ok(s) => {
-                if self.poll.add(&s, k, true).is_err() {
-                    self.connect_failed(k, ErrorKind::Connect, now);
-                    return;
-                }
-                let c = &mut self.conns[k];
-                c.sock = Some(s);
-                c.state = State::Connecting;
-                c.opened_at = now;
-                c.deadline = now + self.shared.connector.connect_timeout;
-            }
-            Err(_) => self.connect_failed(k, ErrorKind::Connect, now),
-        }
+        let Some(s) = self.core.dial(k) else {
+            self.connect_failed(k, ErrorKind::Connect, now);
+            return;
+        };
+        let c = &mut self.conns[k];
+        c.sock = Some(s);
+        c.state = State::Connecting;
+        c.opened_at = now;
+        c.deadline = now + self.core.shared.connector.connect_timeout;
     }
 
     /// Writes (the rest of) the request; moves to Reading when it is all out.
     fn write(&mut self, k: usize, now: Instant) {
         let c = &mut self.conns[k];
-        let req = self.shared.connector.h1_bytes(&c.vu);
+        let req = self.core.shared.connector.h1_bytes(&c.vu);
         let Some(sock) = c.sock.as_ref() else { return };
         if c.state != State::Writing {
             c.written = 0;
-            c.deadline = now + self.shared.timeout;
+            c.deadline = now + self.core.shared.timeout;
             c.state = State::Writing;
         }
         loop {
@@ -364,25 +291,6 @@ impl Worker<'_> {
         }
     }
 
-    fn on_event(&mut self, k: usize, writable: bool) {
-        let Some(c) = self.conns.get(k) else { return };
-        match c.state {
-            // A refused connect may be reported as an error or hang-up rather than writable.
-            State::Connecting => self.connected(k),
-            // An answer may arrive before the request is all out (401/413 during an upload):
-            // read on every event, and write only while no answer has completed the attempt.
-            State::Writing => {
-                if !self.read(k) && writable {
-                    self.write(k, Instant::now());
-                }
-            }
-            State::Reading => {
-                self.read(k);
-            }
-            State::Idle | State::Backoff => self.check_idle(k),
-        }
-    }
-
     fn connected(&mut self, k: usize) {
         let now = Instant::now();
         let c = &mut self.conns[k];
@@ -396,7 +304,7 @@ impl Worker<'_> {
                 // request that had to open its connection waited for the connect too, as the
                 // user's client would. Service time is from the send.
                 c.state = State::Idle;
-                self.rec[c.vu.current]
+                self.core.rec[c.vu.current]
                     .setup
                     .record_connect(micros(now - c.opened_at));
                 self.write(k, now);
@@ -443,7 +351,7 @@ impl Worker<'_> {
         }
         if !self.conns[k].again {
             self.conns[k].again = true;
-            self.again.push(k);
+            self.core.again.push(k);
         }
         false
     }
@@ -459,7 +367,7 @@ impl Worker<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Ok(n) if n > 0 => {
                     c.sock = None;
-                    super::record_stray(&mut self.rec[c.vu.current], true);
+                    super::record_stray(&mut self.core.rec[c.vu.current], true);
                 }
                 _ => c.sock = None,
             }
@@ -468,10 +376,10 @@ impl Worker<'_> {
 
     /// Records the attempt on slot `k` and frees the slot (or, closed model, reuses it at once).
     fn finish(&mut self, k: usize, result: Result<Reply, ErrorKind>, done: Instant) {
-        self.in_flight -= 1;
+        self.core.in_flight -= 1;
         let c = &mut self.conns[k];
-        if c.fresh && !self.shared.keepalive && result.is_ok() {
-            self.rec[c.vu.current]
+        if c.fresh && !self.core.shared.keepalive && result.is_ok() {
+            self.core.rec[c.vu.current]
                 .setup
                 .record_with_connect(micros(done - c.opened_at));
         }
@@ -483,9 +391,9 @@ impl Worker<'_> {
         let sent_len = if unsent {
             c.written
         } else {
-            self.shared.connector.h1_bytes(&c.vu).len()
+            self.core.shared.connector.h1_bytes(&c.vu).len()
         };
-        let (shared, rec) = (self.shared, &mut self.rec);
+        let (shared, rec) = (self.core.shared, &mut self.core.rec);
         let keep = record(
             rec,
             shared,
@@ -500,21 +408,21 @@ impl Worker<'_> {
         if !keep || unsent {
             c.sock = None;
         }
-        match self.shared.load {
+        match self.core.shared.load {
             Load::Closed { .. } => {
-                if closed_may_send(self.shared, k, self.target, done) {
+                if closed_may_send(self.core.shared, k, self.core.target, done) {
                     self.start(k, done, done);
-                } else if k >= self.target {
+                } else if k >= self.core.target {
                     self.conns[k].sock = None;
                 }
             }
             Load::Open { .. } => {
                 // A flow iteration goes on at once; only its first step waits for the schedule.
-                let running = self.shared.running(done);
+                let running = self.core.shared.running(done);
                 if self.conns[k].vu.in_iteration() && running {
                     self.start(k, done, done);
                 } else {
-                    self.idle.push(k);
+                    self.core.idle.push(k);
                     self.start_due(done);
                 }
             }
@@ -522,30 +430,15 @@ impl Worker<'_> {
     }
 
     fn connect_failed(&mut self, k: usize, kind: ErrorKind, now: Instant) {
-        self.in_flight -= 1;
+        self.core.in_flight -= 1;
         let c = &mut self.conns[k];
-        record_connect_error(&mut self.rec, self.shared, &mut c.vu, kind);
+        record_connect_error(&mut self.core.rec, self.core.shared, &mut c.vu, kind);
         c.sock = None;
         c.state = State::Backoff;
         c.retry_at = now + backoff_delay(c.failures);
         c.failures += 1;
-        if matches!(self.shared.load, Load::Open { .. }) {
-            self.idle.push(k);
-        }
-    }
-
-    /// Fails attempts whose connect or request deadline has passed.
-    fn expire(&mut self, now: Instant) {
-        for k in 0..self.conns.len() {
-            let c = &self.conns[k];
-            if now < c.deadline {
-                continue;
-            }
-            match c.state {
-                State::Connecting => self.connect_failed(k, ErrorKind::ConnectTimeout, now),
-                State::Writing | State::Reading => self.finish(k, Err(ErrorKind::Timeout), now),
-                _ => {}
-            }
+        if matches!(self.core.shared.load, Load::Open { .. }) {
+            self.core.idle.push(k);
         }
     }
 }

@@ -5,14 +5,14 @@
 //! completed and, in the closed model, opens the next streams at once; every connection with
 //! bytes to send is written once per turn of the loop, so many requests share one `send`.
 //!
-//! Housekeeping every [`TICK`]: deadlines (a stream past its timeout is reset with CANCEL and
+//! Housekeeping every [`TICK`](super::TICK): deadlines (a stream past its timeout is reset with CANCEL and
 //! counted as a timeout), connect deadlines, the closed model's connection curve.
 
-use super::alarm::Alarm;
-use super::sys::{token_of, Connect, Epoll, Sock};
+use super::driver::{self, Conns, Core};
+use super::sys::{Connect, Sock};
 use super::{
-    backoff_delay, buckets, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    record_refusal, send_seconds, ALARM, READS_PER_TURN, REFUSED_REST, TICK,
+    backoff_delay, closed_may_send, micros, open_due, pace, record, record_connect_error,
+    record_refusal, READS_PER_TURN, REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::proto::h2c::client::{Client, Event};
@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use workload::Vu;
 
 const READ_BUF: usize = 64 << 10;
@@ -72,21 +72,10 @@ struct Slot {
 }
 
 struct Worker<'a> {
-    shared: &'a Shared,
-    id: usize,
-    tx: &'a Sender<Msg>,
-    poll: Epoll,
+    core: Core<'a>,
     lines: Vec<Line>,
     slots: Vec<Slot>,
-    rec: Vec<Bucket>,
-    second: u64,
-    in_flight: u64,
-    target: usize,
-    pending: Option<(u64, Instant)>,
-    idle: Vec<usize>,
-    alarm: Option<Alarm>,
     readbuf: Vec<u8>,
-    again: Vec<usize>,
     dirty: Vec<usize>,
     events: Vec<Event>,
     /// Each step's header block and body when they never change (untraced static steps),
@@ -113,27 +102,14 @@ pub fn run(
     id: usize,
     tx: &Sender<Msg>,
 ) -> Result<(Vec<Bucket>, u64), String> {
-    let poll = Epoll::new().map_err(|e| format!("cannot create epoll: {e}"))?;
     let now = Instant::now();
-    let n = match &shared.load {
-        Load::Closed { connections } => shared.share_of(connections.peak().round() as usize, id),
-        Load::Open { pool, .. } => shared.share_of(*pool, id),
-    };
+    let n = driver::slots(shared, id);
     let lines = shared
         .connections
         .map_or(n, |c| shared.share_of(c, id))
         .clamp(1, n.max(1));
-    let open = matches!(shared.load, Load::Open { .. });
-    let alarm = if open {
-        Some(Alarm::new(&poll, ALARM).map_err(|e| format!("cannot create timer: {e}"))?)
-    } else {
-        None
-    };
     let mut w = Worker {
-        shared,
-        id,
-        tx,
-        poll,
+        core: Core::new(shared, id, tx, n)?,
         lines: (0..lines).map(|_| Line::new(now)).collect(),
         slots: (0..n)
             .map(|k| Slot {
@@ -149,29 +125,13 @@ pub fn run(
                 retry_at: now,
             })
             .collect(),
-        rec: buckets(shared, 0),
-        second: 0,
-        in_flight: 0,
-        target: 0,
-        pending: if open {
-            open_due(shared, id as u64).map(|due| (id as u64, due))
-        } else {
-            None
-        },
-        idle: if open {
-            (0..n).rev().collect()
-        } else {
-            Vec::new()
-        },
-        alarm,
         readbuf: vec![0; READ_BUF],
-        again: Vec::new(),
         dirty: Vec::new(),
         events: Vec::new(),
         statics: statics(shared),
     };
-    w.run_loop();
-    Ok((std::mem::take(&mut w.rec), w.in_flight))
+    driver::run(&mut w);
+    Ok((std::mem::take(&mut w.core.rec), w.core.in_flight))
 }
 
 /// The header block and body of every step that never changes.
@@ -230,75 +190,79 @@ impl Line {
     }
 }
 
-impl Worker<'_> {
-    fn run_loop(&mut self) {
-        let mut events = Vec::with_capacity(1024);
-        let mut next_tick = Instant::now();
-        let mut closed_over = false;
-        loop {
-            let now = Instant::now();
-            if self.shared.past_end(now) {
-                return;
-            }
-            send_seconds(
-                self.shared,
-                self.id,
-                self.tx,
-                &mut self.second,
-                &mut self.rec,
-                (now, self.in_flight),
-            );
-            if now >= next_tick {
-                next_tick = now + TICK;
-                self.expire(now);
-                closed_over = self.housekeep_closed(now);
-            }
-            self.start_due(now);
-            self.write_all();
-            let over = match self.shared.load {
-                Load::Closed { .. } => closed_over,
-                Load::Open { .. } => self.pending.is_none(),
-            };
-            if over && self.in_flight == 0 {
-                return;
-            }
-            let free_at = self.idle.iter().map(|&k| self.free_at(k, now)).min();
-            if let (Some((_, due)), Some(free_at), Some(alarm)) =
-                (self.pending, free_at, self.alarm.as_mut())
-            {
-                alarm.set(due.max(free_at), now);
-            }
-            let wake = next_tick.min(self.shared.start + Duration::from_secs(self.second + 1));
-            let again = std::mem::take(&mut self.again);
-            let timeout = if again.is_empty() {
-                wake.saturating_duration_since(now)
-            } else {
-                Duration::ZERO
-            };
-            if let Err(e) = self.poll.wait(&mut events, timeout) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return;
-                }
-            }
-            for ev in &events {
-                match (token_of(ev), self.alarm.as_mut()) {
-                    ((ALARM, _), Some(alarm)) => alarm.fired(),
-                    ((l, writable), _) => self.on_event(l, writable),
-                }
-            }
-            for l in again {
-                self.lines[l].again = false;
-                if self.lines[l].link == Link::Up {
-                    self.read(l);
-                }
+impl<'a> driver::Conns<'a> for Worker<'a> {
+    fn core(&self) -> &Core<'a> {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut Core<'a> {
+        &mut self.core
+    }
+    /// Fails connects and requests whose deadline has passed; reconnects after a backoff.
+    fn expire(&mut self, now: Instant) {
+        for l in 0..self.lines.len() {
+            let line = &self.lines[l];
+            if line.link == Link::Connecting && now >= line.deadline {
+                self.lines[l].sock = None;
+                self.connect_failed(l, ErrorKind::ConnectTimeout, now);
+            } else if line.link == Link::Backoff && now >= line.retry_at && !line.queue.is_empty() {
+                self.connect(l, now);
             }
         }
+        for k in 0..self.slots.len() {
+            let s = &self.slots[k];
+            if !s.busy || now < s.deadline {
+                continue;
+            }
+            let l = self.line_of(k);
+            if s.streaming {
+                self.lines[l].client.cancel(k);
+                self.mark(l);
+            } else {
+                // Still waiting for its connection or for a stream the server would take.
+                self.lines[l].queue.retain(|&q| q != k);
+            }
+            self.finish(k, Err(ErrorKind::Timeout), now);
+        }
     }
-
-    fn line_of(&self, k: usize) -> usize {
-        k % self.lines.len()
+    fn housekeep_closed(&mut self, now: Instant) -> bool {
+        match self.core.follow_curve(now) {
+            None => return false,
+            Some(false) => return true,
+            Some(true) => {}
+        }
+        for k in 0..self.slots.len().min(self.core.target) {
+            if !self.slots[k].busy
+                && self.free_at(k, now) <= now
+                && closed_may_send(self.core.shared, k, self.core.target, now)
+            {
+                self.start(k, now, now);
+            }
+        }
+        self.core.shared.tickets_exhausted()
     }
-
+    fn start_due(&mut self, now: Instant) {
+        while let Some((i, due)) = self.core.pending {
+            if due > now {
+                return;
+            }
+            let Some(pos) = self
+                .core
+                .idle
+                .iter()
+                .rposition(|&k| self.free_at(k, now) <= now)
+            else {
+                return;
+            };
+            let k = self.core.idle.swap_remove(pos);
+            let next = i + self.core.shared.workers as u64;
+            self.core.pending = open_due(self.core.shared, next).map(|d| (next, d));
+            let base = pace(&mut self.core.rec[0], due, now);
+            self.start(k, base, now);
+        }
+    }
+    fn flush(&mut self) {
+        self.write_all()
+    }
     /// When slot `k` can start: now, or when its connection's connect backoff ends.
     fn free_at(&self, k: usize, now: Instant) -> Instant {
         let line = &self.lines[self.line_of(k)];
@@ -308,47 +272,38 @@ impl Worker<'_> {
         }
         at
     }
-
-    fn housekeep_closed(&mut self, now: Instant) -> bool {
-        let Load::Closed { connections } = &self.shared.load else {
-            return false;
+    fn on_event(&mut self, l: usize, writable: bool) {
+        let Some(line) = self.lines.get(l) else {
+            return;
         };
-        let Some(level) = connections.value_at(now - self.shared.start) else {
-            self.target = 0;
-            return true;
-        };
-        self.target = self.shared.share_of(level.round() as usize, self.id);
-        for k in 0..self.slots.len().min(self.target) {
-            if !self.slots[k].busy
-                && self.free_at(k, now) <= now
-                && closed_may_send(self.shared, k, self.target, now)
-            {
-                self.start(k, now, now);
+        match line.link {
+            Link::Connecting => self.connected(l),
+            Link::Up => {
+                if writable {
+                    self.mark(l);
+                }
+                self.read(l);
             }
+            Link::Down | Link::Backoff => {}
         }
-        self.shared.tickets_exhausted()
     }
-
-    fn start_due(&mut self, now: Instant) {
-        while let Some((i, due)) = self.pending {
-            if due > now {
-                return;
-            }
-            let Some(pos) = self.idle.iter().rposition(|&k| self.free_at(k, now) <= now) else {
-                return;
-            };
-            let k = self.idle.swap_remove(pos);
-            let next = i + self.shared.workers as u64;
-            self.pending = open_due(self.shared, next).map(|d| (next, d));
-            let base = pace(&mut self.rec[0], due, now);
-            self.start(k, base, now);
+    fn resume(&mut self, l: usize) {
+        self.lines[l].again = false;
+        if self.lines[l].link == Link::Up {
+            self.read(l);
         }
+    }
+}
+
+impl Worker<'_> {
+    fn line_of(&self, k: usize) -> usize {
+        k % self.lines.len()
     }
 
     /// Starts an attempt on slot `k`: renders its request, then sends it on its connection
     /// (opening the connection, or waiting in its queue, as needed).
     fn start(&mut self, k: usize, base: Instant, now: Instant) {
-        let connector = &self.shared.connector;
+        let connector = &self.core.shared.connector;
         let s = &mut self.slots[k];
         let current = s.vu.next(&connector.workload);
         let step = &connector.workload.requests[current];
@@ -361,23 +316,23 @@ impl Worker<'_> {
                 Ok(parts) => parts,
                 Err(r) => {
                     s.vu.refused = Some(r);
-                    record_refusal(&mut self.rec, self.shared, &mut s.vu);
+                    record_refusal(&mut self.core.rec, self.core.shared, &mut s.vu);
                     s.retry_at = now + REFUSED_REST;
-                    if matches!(self.shared.load, Load::Open { .. }) {
-                        self.idle.push(k);
+                    if matches!(self.core.shared.load, Load::Open { .. }) {
+                        self.core.idle.push(k);
                     }
                     return;
                 }
             };
-            encode(&mut s.block, self.shared, step, &path, &values);
+            encode(&mut s.block, self.core.shared, step, &path, &values);
             s.body = Bytes::from(body);
         }
         s.base = base;
         // Waiting for a connection or a free stream counts against the request's timeout.
-        s.deadline = now + self.shared.timeout;
+        s.deadline = now + self.core.shared.timeout;
         s.busy = true;
         s.resends = 0;
-        self.in_flight += 1;
+        self.core.in_flight += 1;
         if step
             .headers
             .iter()
@@ -413,7 +368,7 @@ impl Worker<'_> {
         let s = &mut self.slots[k];
         s.sent = now;
         s.streaming = true;
-        let head = self.shared.connector.workload.requests[s.vu.current].method == "HEAD";
+        let head = self.core.shared.connector.workload.requests[s.vu.current].method == "HEAD";
         self.lines[l].client.open(k, &s.block, s.body.clone(), head);
         self.mark(l);
     }
@@ -429,20 +384,15 @@ impl Worker<'_> {
         let line = &mut self.lines[l];
         line.client = Client::new();
         line.written = 0;
-        match Sock::connect(self.shared.connector.addr) {
-            Ok(s) => {
-                if self.poll.add(&s, l, true).is_err() {
-                    self.connect_failed(l, ErrorKind::Connect, now);
-                    return;
-                }
-                let line = &mut self.lines[l];
-                line.sock = Some(s);
-                line.link = Link::Connecting;
-                line.opened_at = now;
-                line.deadline = now + self.shared.connector.connect_timeout;
-            }
-            Err(_) => self.connect_failed(l, ErrorKind::Connect, now),
-        }
+        let Some(s) = self.core.dial(l) else {
+            self.connect_failed(l, ErrorKind::Connect, now);
+            return;
+        };
+        let line = &mut self.lines[l];
+        line.sock = Some(s);
+        line.link = Link::Connecting;
+        line.opened_at = now;
+        line.deadline = now + self.core.shared.connector.connect_timeout;
     }
 
     fn connected(&mut self, l: usize) {
@@ -458,7 +408,7 @@ impl Worker<'_> {
                 let took = micros(now - line.opened_at);
                 if let Some(&k) = line.queue.front() {
                     let current = self.slots[k].vu.current;
-                    self.rec[current].setup.record_connect(took);
+                    self.core.rec[current].setup.record_connect(took);
                 }
                 self.dispatch_queue(l, now);
                 self.mark(l);
@@ -488,29 +438,13 @@ impl Worker<'_> {
         line.failures += 1;
         let waiting: Vec<usize> = line.queue.drain(..).collect();
         for k in waiting {
-            self.in_flight -= 1;
+            self.core.in_flight -= 1;
             let s = &mut self.slots[k];
             s.busy = false;
-            record_connect_error(&mut self.rec, self.shared, &mut s.vu, kind);
-            if matches!(self.shared.load, Load::Open { .. }) {
-                self.idle.push(k);
+            record_connect_error(&mut self.core.rec, self.core.shared, &mut s.vu, kind);
+            if matches!(self.core.shared.load, Load::Open { .. }) {
+                self.core.idle.push(k);
             }
-        }
-    }
-
-    fn on_event(&mut self, l: usize, writable: bool) {
-        let Some(line) = self.lines.get(l) else {
-            return;
-        };
-        match line.link {
-            Link::Connecting => self.connected(l),
-            Link::Up => {
-                if writable {
-                    self.mark(l);
-                }
-                self.read(l);
-            }
-            Link::Down | Link::Backoff => {}
         }
     }
 
@@ -539,7 +473,7 @@ impl Worker<'_> {
         }
         if !self.lines[l].again {
             self.lines[l].again = true;
-            self.again.push(l);
+            self.core.again.push(l);
         }
     }
 
@@ -652,14 +586,14 @@ impl Worker<'_> {
 
     /// Records slot `k`'s attempt and starts its next one as the load model says.
     fn finish(&mut self, k: usize, result: Result<Reply, ErrorKind>, done: Instant) {
-        self.in_flight -= 1;
+        self.core.in_flight -= 1;
         let s = &mut self.slots[k];
         s.busy = false;
         s.streaming = false;
         let sent = s.body.len() as u64;
         record(
-            &mut self.rec,
-            self.shared,
+            &mut self.core.rec,
+            self.core.shared,
             &mut s.vu,
             result.map(|r| (r, None)),
             sent,
@@ -667,49 +601,21 @@ impl Worker<'_> {
             s.sent,
             done,
         );
-        match self.shared.load {
+        match self.core.shared.load {
             Load::Closed { .. } => {
-                if closed_may_send(self.shared, k, self.target, done) {
+                if closed_may_send(self.core.shared, k, self.core.target, done) {
                     self.start(k, done, done);
                 }
             }
             Load::Open { .. } => {
-                let running = self.shared.running(done);
+                let running = self.core.shared.running(done);
                 if self.slots[k].vu.in_iteration() && running {
                     self.start(k, done, done);
                 } else {
-                    self.idle.push(k);
+                    self.core.idle.push(k);
                     self.start_due(done);
                 }
             }
-        }
-    }
-
-    /// Fails connects and requests whose deadline has passed; reconnects after a backoff.
-    fn expire(&mut self, now: Instant) {
-        for l in 0..self.lines.len() {
-            let line = &self.lines[l];
-            if line.link == Link::Connecting && now >= line.deadline {
-                self.lines[l].sock = None;
-                self.connect_failed(l, ErrorKind::ConnectTimeout, now);
-            } else if line.link == Link::Backoff && now >= line.retry_at && !line.queue.is_empty() {
-                self.connect(l, now);
-            }
-        }
-        for k in 0..self.slots.len() {
-            let s = &self.slots[k];
-            if !s.busy || now < s.deadline {
-                continue;
-            }
-            let l = self.line_of(k);
-            if s.streaming {
-                self.lines[l].client.cancel(k);
-                self.mark(l);
-            } else {
-                // Still waiting for its connection or for a stream the server would take.
-                self.lines[l].queue.retain(|&q| q != k);
-            }
-            self.finish(k, Err(ErrorKind::Timeout), now);
         }
     }
 }

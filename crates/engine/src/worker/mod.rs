@@ -11,6 +11,7 @@
 //! recorded, and how long to back off after a failed connect.
 
 mod alarm;
+mod driver;
 mod epoll;
 mod h2poll;
 mod pool;
