@@ -84,6 +84,7 @@ impl Executor for Fleet {
 impl Fleet {
     /// Opens every worker's stream and checks its hello, all at once.
     async fn open_all(&self, unit: Unit<'_>) -> Result<Vec<(Conn, String)>, Error> {
+        every_part_sends(unit.spec, self.workers.len())?;
         let digest = spec_digest(&self.version, &self.order, unit.spec);
         let count = self.workers.len() as u64;
         let mut tasks = Vec::new();
@@ -180,5 +181,18 @@ impl Fleet {
         let mut state = Running::new(unit.spec, joined, start_ns);
         state.follow(interrupt, observer).await;
         Ok(state.output(started))
+    }
+}
+
+/// A run of `-n` requests is shared out over the workers, each sending its share on its own
+/// connections: a worker with none (fewer connections than workers) could never send its
+/// share, and the run would never end. Refused before any load, saying what to change.
+fn every_part_sends(spec: &engine::RunSpec, workers: usize) -> Result<(), Error> {
+    let slots = spec.load.max_connections();
+    match spec.max_requests {
+        Some(n) if slots < workers => Err(Error(format!(
+            "-n {n} over {workers} workers needs at least {workers} connections (each worker sends its share on its own), not {slots}: give -c {workers} or more, or fewer workers"
+        ))),
+        _ => Ok(()),
     }
 }

@@ -16,12 +16,10 @@ fn serve_demo(port: u16) -> Result<i32, Fail> {
         ))
     })?;
     emitln!(
-        "demo service on http://{} ({} service slots, median {:?}, mean {:.2} ms: at most about {:.0} req/s); Ctrl-C stops it",
+        "demo service on http://{} ({} service slots, median {:?}); Ctrl-C stops it",
         demo.server.addr,
         demo.slots,
-        demo.median,
-        demo.mean_service().as_secs_f64() * 1000.0,
-        demo.slots as f64 / demo.mean_service().as_secs_f64()
+        demo.median
     );
     let interrupt = install_signals()?;
     while !interrupt.load(std::sync::atomic::Ordering::Relaxed) {

@@ -9,7 +9,8 @@ use std::path::Path;
 
 /// Reads a result file: one line naming the file and what is wrong with it.
 pub(super) fn read_result(path: &std::path::Path) -> Result<RunResult, Fail> {
-    let bytes = std::fs::read(path).map_err(|e| Fail::input(format!("{}: {e}", path.display())))?;
+    // A regular file within the input limit: never a device or a FIFO read without end.
+    let bytes = model::input::read(path).map_err(Fail::input)?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| Fail::input(format!("{}: not JSON: {e}", path.display())))?;
     match value.get("schema").and_then(|s| s.as_str()) {

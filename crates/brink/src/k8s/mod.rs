@@ -36,6 +36,9 @@ pub struct PodOrder {
     pub watch: WatchArgs,
     pub live: LiveArgs,
     pub quiet: bool,
+    /// The `{{env NAME}}` values the run read where it was rendered: the pod has none of
+    /// that environment, and the Secret is where credentials go.
+    pub env: Vec<(String, String)>,
 }
 
 impl PodOrder {
@@ -106,6 +109,10 @@ fn inputs(
         ("--cacert", r.load.cacert.is_some()),
         ("--cert", r.load.cert.is_some()),
         ("--key", r.load.key.is_some()),
+        (
+            "-b @FILE",
+            r.load.body.as_deref().is_some_and(|b| b.starts_with('@')),
+        ),
     ];
     if let Some((flag, _)) = named_on_the_command_line.iter().find(|(_, given)| *given) {
         return Err(Fail::input(format!(
@@ -135,6 +142,8 @@ fn inputs(
         watch: r.watch.clone(),
         live: r.live.clone(),
         quiet: r.quiet,
+        // What compiling the run here read (run_config above).
+        env: model::env::read(),
     };
     let order = crate::distribute::order_text(&order);
     let inputs = render::Inputs {
@@ -236,6 +245,10 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
     })?;
     if let Some(nonce) = &p.report {
         crate::logmark::set(nonce);
+    }
+    // The values {{env NAME}} read where the run was rendered, set before any thread starts.
+    for (name, value) in &order.env {
+        std::env::set_var(name, value);
     }
     crate::commands::run::run_cmd(&order.run_args(p))
 }

@@ -113,6 +113,20 @@ fn three_workers_send_exactly_n_and_one_merged_result() {
         assert!(skew.abs() < 50.0, "start skew {skew} ms: {w}");
     }
     assert!(text.contains("workers       3 merged"), "{text}");
+    // Fewer connections than workers: a worker without one could never send its share of
+    // -n and the run would never end. Refused before any load instead.
+    let started = std::time::Instant::now();
+    let (code, _, text) = run(
+        &[&srv.url("/"), "-n", "7", "-c", "1", "--workers", "2"],
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("-n 7 over 2 workers needs at least 2 connections"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30), "{text}");
+    assert_eq!(srv.counters.requests.load(Ordering::Relaxed), 1001);
 }
 
 #[test]

@@ -468,6 +468,41 @@ fn credentials_go_into_the_secret_only() {
             );
         }
     }
+    // A header's {{env NAME}} is read here, where the user runs render: its value goes into
+    // the Secret (the pods have none of this environment) and nowhere else.
+    let o = Command::cargo_bin("brink")
+        .unwrap()
+        .current_dir(here().join("fixtures"))
+        .env("BRINK_TEST_KEY", "env-s3cret")
+        .args(["k8s", "render", "http://10.0.0.1:8080/", "-d", "1s"])
+        .args(["-H", "X-Key: {{env BRINK_TEST_KEY}}"])
+        .args(base)
+        .output()
+        .unwrap();
+    let yaml = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for d in yaml.split("\n---\n") {
+        let secret = d.contains("kind: \"Secret\"");
+        assert_eq!(d.contains("env-s3cret"), secret, "{d}");
+    }
+    // A body read from a file here (-b @FILE) is refused as --body-file is: the pod has no
+    // such file.
+    let (code, _, err) = render(
+        &["http://10.0.0.1:8080/", "-m", "POST", "-b", "@plan.yaml"]
+            .into_iter()
+            .chain(base)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("-b @FILE names a file on this machine"),
+        "{err}"
+    );
     let mut listen = vec![
         "http://10.0.0.1:8080/",
         "-d",

@@ -214,20 +214,35 @@ fn report_refuses_what_it_cannot_read_in_one_line() {
     let other = dir.path().join("other.json");
     std::fs::write(&other, r#"{"schema":"k6/summary"}"#).unwrap();
     let out_html = dir.path().join("o.html");
+    // A FIFO nobody writes and a device without end are not read at all (they hung, and
+    // /dev/zero filled memory).
+    let fifo = dir.path().join("fifo.json");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     for (file, says) in [
         (dir.path().join("missing.json"), "No such file"),
         (not_json, "not JSON"),
         (other, "schema k6/summary is not one this brink reads"),
+        (fifo, "not a regular file"),
+        ("/dev/zero".into(), "not a regular file"),
     ] {
-        let out = brink()
-            .args(["report", file.to_str().unwrap(), "--html"])
-            .arg(&out_html)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(says), "{err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        let path = file.to_str().unwrap();
+        let html = out_html.to_str().unwrap();
+        for args in [
+            vec!["report", path, "--html", html],
+            vec!["compare", path, path],
+        ] {
+            let out = brink()
+                .args(&args)
+                .timeout(std::time::Duration::from_secs(20))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+        }
     }
     assert!(!out_html.exists(), "nothing written from bad input");
     brink()
