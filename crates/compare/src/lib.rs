@@ -104,9 +104,10 @@ impl Tolerances {
         let (name, value) = spec
             .split_once('=')
             .ok_or_else(|| format!("--tolerance '{spec}': expected NAME=PERCENT, e.g. p99=5%"))?;
+        let value = value.trim();
         let pct: f64 = value
-            .trim()
-            .trim_end_matches('%')
+            .strip_suffix('%')
+            .unwrap_or(value)
             .parse()
             .ok()
             .filter(|p: &f64| p.is_finite() && (0.0..=1000.0).contains(p))

@@ -19,6 +19,9 @@ fn sides(a: &CompareArgs) -> Result<(Vec<String>, Vec<String>), Fail> {
         (0, false) => Err(Fail::input(
             "give at least one --before and one --after result",
         )),
+        (n, true) => Err(Fail::input(format!(
+            "give two results (BEFORE AFTER), not {n}, or --before/--after lists"
+        ))),
         _ => Err(Fail::input(
             "give two results (BEFORE AFTER) or --before/--after lists, not both",
         )),

@@ -153,6 +153,11 @@ fn hooks(
     }
     let timeout = plan::parse_duration(&a.hooks.hook_timeout)
         .map_err(|e| Fail::input(format!("--hook-timeout: {e}")))?;
+    if timeout.is_zero() {
+        return Err(Fail::input(
+            "--hook-timeout 0s would stop every hook as it starts: give how long a hook may run, e.g. 30s",
+        ));
+    }
     let hook = |cmd: &Option<String>, from_plan: &Option<plan::HookSpec>| match (cmd, from_plan) {
         (Some(c), _) => Some(runner::hooks::Hook {
             command: c.clone(),

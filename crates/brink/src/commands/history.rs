@@ -53,6 +53,9 @@ fn picked(h: &History, a: &HistoryArgs) -> Result<Vec<Run>, Fail> {
                 .ok_or_else(|| Fail::input(format!("--tag '{t}': expected KEY=VALUE")))
         })
         .collect::<Result<_, _>>()?;
+    if a.limit == 0 {
+        return Err(Fail::input("--limit 0: list at least 1 run"));
+    }
     h.list(&Filter {
         target: a.target.clone(),
         name: a.name.clone(),

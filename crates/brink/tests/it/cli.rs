@@ -63,6 +63,22 @@ fn bad_input_is_one_line_and_exit_2() {
             vec!["run", &url, "-n", "many"],
             "-n/--requests expects a whole number",
         ),
+        (
+            vec!["find", &url, "--hook-timeout", "0s", "--dry-run"],
+            "--hook-timeout 0s would stop every hook as it starts",
+        ),
+        (
+            vec!["history", "--limit", "0"],
+            "--limit 0: list at least 1 run",
+        ),
+        (
+            vec!["compare", "a.json"],
+            "give two results (BEFORE AFTER), not 1",
+        ),
+        (
+            vec!["compare", "a.json", "b.json", "--tolerance", "p99=5%%"],
+            "'5%%' is not a percentage",
+        ),
     ];
     for (args, want) in cases {
         let out = brink()
