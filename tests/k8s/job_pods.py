@@ -18,6 +18,8 @@ import yaml
 
 from plane import ControlPlane
 
+NS = "brink-restricted"
+
 
 def path_of(obj):
     kind, ns = obj["kind"], obj["metadata"].get("namespace", "default")
@@ -27,6 +29,8 @@ def path_of(obj):
         return f"/api/v1/namespaces/{ns}/{plural[kind]}"
     if kind == "Job":
         return f"/apis/batch/v1/namespaces/{ns}/jobs"
+    if kind == "NetworkPolicy":
+        return f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies"
     if kind in ("Role", "RoleBinding"):
         return f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/{kind.lower()}s"
     raise SystemExit(f"unknown kind {kind}")
@@ -37,12 +41,16 @@ def main():
     out = {}
     with ControlPlane(bin_dir) as cp:
         api, work = cp.api, cp.work
+        # The namespace enforces the "restricted" Pod Security Standard: the API server's own
+        # admission refuses any pod of the Job that does not meet it.
+        cp.namespace(NS, restricted=True)
+        cp.wait_for_default_account(NS)
         with open(f"{work}/token", "w") as f:
             f.write("job-token\n")
         rendered = subprocess.run(
             [brink, "k8s", "render", "plan.yaml", "--workers", "3", "--image",
              "registry.example/brink:test", "--name", "load", "--token-file", f"{work}/token",
-             "--cpu", "500m", "--memory", "256Mi", "--rbac"],
+             "--cpu", "500m", "--memory", "256Mi", "--rbac", "--namespace", NS],
             cwd=plan_dir, check=True, capture_output=True, text=True).stdout
         objects = [o for o in yaml.safe_load_all(rendered) if o]
         out["applied"] = []
@@ -57,7 +65,7 @@ def main():
         pods = []
         end = time.time() + 60
         while time.time() < end:
-            _, body = api.call("GET", "/api/v1/namespaces/default/pods?labelSelector="
+            _, body = api.call("GET", f"/api/v1/namespaces/{NS}/pods?labelSelector="
                                "batch.kubernetes.io%2Fjob-name%3Dload")
             pods = body.get("items", [])
             if len(pods) >= 4:
@@ -76,8 +84,13 @@ def main():
                 "command": c.get("command"),
                 "env": env,
                 "volumes": [v["name"] for v in p["spec"].get("volumes", [])],
+                "labels": p["metadata"].get("labels", {}),
             })
-        _, job = api.call("GET", "/apis/batch/v1/namespaces/default/jobs/load")
+        _, job = api.call("GET", f"/apis/batch/v1/namespaces/{NS}/jobs/load")
+        _, events = api.call("GET", f"/api/v1/namespaces/{NS}/events")
+        # Why a pod was not made, in the Job controller's words (a refused pod is an event).
+        out["refused"] = [e.get("message", "") for e in events.get("items", [])
+                          if e.get("reason") == "FailedCreate"]
         out["job"] = {k: job.get("spec", {}).get(k) for k in (
             "completionMode", "completions", "parallelism", "backoffLimitPerIndex",
             "podReplacementPolicy", "successPolicy", "activeDeadlineSeconds")}

@@ -8,7 +8,22 @@ namespace and IP), in a mount namespace of its own (`unshare -m`) where:
 - a tmpfs hides the host's /run, and the pod's Secret and ConfigMap volumes are bind-mounted at
   their mount paths (which must lie under /run);
 - /etc/hosts maps every pod of the namespace that has a hostname and subdomain
-  (`NAME-I.NAME`) to its IP, as cluster DNS would for a headless Service.
+  (`NAME-I.NAME`) to its IP, as cluster DNS would for a headless Service;
+- the root filesystem is remounted read-only when the container asks
+  (`readOnlyRootFilesystem`).
+
+It runs the command as a real kubelet would with identity and files: as the container's
+`runAsUser`/`runAsGroup` (else the image's user, 65532, the Containerfile's `USER`), with the
+pod's `fsGroup` and `supplementalGroups` as supplementary groups, no new privileges and no
+capabilities (`setpriv`); a pod asking `runAsNonRoot` with user 0 is not started. Secret and
+ConfigMap volume files are written with their modes (`defaultMode`, else 0644) and owned by
+root; with an `fsGroup` they are given to that group and made group-readable, as the kubelet's
+volume ownership does; an emptyDir is 0777.
+
+The log keeps each line with the time it was written (RFC 3339, nanoseconds) as a container
+runtime does, and the log endpoint honours `timestamps` and `sinceTime`. With `cut_logs_after`,
+the first following stream of each pod is cut after that many lines, as a node's log rotation
+cuts a reader.
 
 Each pod gets an address of its own on loopback, 127.0.0.(10+K), so no load leaves this
 machine. The pod's status follows its process (Running, then Succeeded or Failed with the exit
@@ -33,10 +48,24 @@ import urllib.parse
 from plane import free_port
 
 INDEX = "batch.kubernetes.io/job-completion-index"
+# The image's user and group (the Containerfile's USER).
+IMAGE_USER = 65532
 
 
 def now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def stamp(at=None):
+    """A log line's time as a container runtime writes it: RFC 3339 with nanoseconds."""
+    at = at or datetime.datetime.now(datetime.timezone.utc)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond:06d}000Z"
+
+
+def since(text):
+    """A sinceTime (RFC 3339, whole seconds or finer) in the log's own format."""
+    at = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return stamp(at.astimezone(datetime.timezone.utc))
 
 
 class Pod:
@@ -48,13 +77,15 @@ class Pod:
         self.root = root
         self.log = f"{root}/log"
         self.proc = None
+        self.copier = None
         self.started = None
         self.code = None
         self.term_at = None
+        self.cuts_left = 0
 
 
 class Kubelet:
-    def __init__(self, api, work, brink_dir, node="proc-node"):
+    def __init__(self, api, work, brink_dir, node="proc-node", cut_logs_after=None):
         self.api = api
         self.work = f"{work}/kubelet"
         self.brink_dir = brink_dir
@@ -64,6 +95,9 @@ class Kubelet:
         self.stop_flag = threading.Event()
         self.lock = threading.Lock()
         self.errors = []
+        self.cut_logs_after = cut_logs_after
+        self.refused = []
+        self.cuts = 0
         os.makedirs(self.work, exist_ok=True)
 
     # -- the node and its log server --------------------------------------------------------
@@ -114,22 +148,47 @@ class Kubelet:
                 if pod is None or pod.started is None:
                     self.send_error(404, "no such container")
                     return
-                follow = urllib.parse.parse_qs(url.query).get("follow") == ["true"]
+                query = urllib.parse.parse_qs(url.query)
+                follow = query.get("follow") == ["true"]
+                timestamps = query.get("timestamps") == ["true"]
+                start = since(query["sinceTime"][0]) if "sinceTime" in query else None
+                cut = None
+                with kubelet.lock:
+                    if follow and pod.cuts_left > 0:
+                        pod.cuts_left -= 1
+                        cut = kubelet.cut_logs_after
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
                 self.end_headers()
+                sent = 0
                 with open(pod.log, "rb") as f:
+                    rest = b""
                     while True:
+                        # Known before reading: once the process and its log copier are
+                        # done, an empty read is the end.
+                        done = (not follow or pod.code is not None
+                                or kubelet.stop_flag.is_set())
                         chunk = f.read(65536)
-                        if chunk:
-                            self.wfile.write(chunk)
-                            self.wfile.flush()
+                        if not chunk:
+                            if done:
+                                return
+                            time.sleep(0.05)
                             continue
-                        if not follow or pod.code is not None or kubelet.stop_flag.is_set():
-                            # The last bytes a finished process wrote.
-                            self.wfile.write(f.read())
-                            return
-                        time.sleep(0.05)
+                        *lines, rest = (rest + chunk).split(b"\n")
+                        for line in lines:
+                            at, _, text = line.partition(b" ")
+                            if start is not None and at.decode() < start:
+                                continue
+                            self.wfile.write((line if timestamps else text) + b"\n")
+                            sent += 1
+                            if cut is not None and sent >= cut:
+                                # Cut, as a node rotating its logs cuts a reader.
+                                with kubelet.lock:
+                                    kubelet.cuts += 1
+                                self.wfile.flush()
+                                self.close_connection = True
+                                return
+                        self.wfile.flush()
 
         server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Logs)
         server.daemon_threads = True
@@ -184,7 +243,8 @@ class Kubelet:
             elif pod is None:
                 self.run(obj)
         for pod in list(self.pods.values()):
-            if pod.proc and pod.code is None and pod.proc.poll() is not None:
+            copied = pod.copier is None or not pod.copier.is_alive()
+            if pod.proc and pod.code is None and pod.proc.poll() is not None and copied:
                 pod.code = pod.proc.returncode
                 self.report_exit(pod)
 
@@ -199,14 +259,26 @@ class Kubelet:
         self.next_ip += 1
         uid = obj["metadata"]["uid"]
         pod = Pod(obj, ip, f"{self.work}/{uid}")
+        pod.cuts_left = 1 if self.cut_logs_after else 0
         os.makedirs(pod.root)
         with self.lock:
             self.pods[uid] = pod
         self.write_hosts(pod.ns)
-        c = obj["spec"]["containers"][0]
-        mounts = self.volumes(pod, c)
+        spec = obj["spec"]
+        c = spec["containers"][0]
+        pod_sec, sec = spec.get("securityContext", {}), c.get("securityContext", {})
+        user = sec.get("runAsUser", pod_sec.get("runAsUser", IMAGE_USER))
+        group = sec.get("runAsGroup", pod_sec.get("runAsGroup", IMAGE_USER))
+        non_root = sec.get("runAsNonRoot", pod_sec.get("runAsNonRoot", False))
+        if non_root and user == 0:
+            self.refuse(pod, "CreateContainerConfigError",
+                        "container has runAsNonRoot and image will run as root")
+            return
+        groups = ([pod_sec["fsGroup"]] if "fsGroup" in pod_sec else []) + \
+            pod_sec.get("supplementalGroups", [])
+        mounts = self.volumes(pod, c, pod_sec.get("fsGroup"))
         env = {"PATH": f"{self.brink_dir}:/usr/bin:/bin",
-               "HOSTNAME": obj["spec"].get("hostname", pod.name)}
+               "HOSTNAME": spec.get("hostname", pod.name)}
         for e in c.get("env", []):
             env[e["name"]] = self.env_value(pod, e)
         script = ["set -e", "mount -t tmpfs tmpfs /run",
@@ -214,16 +286,21 @@ class Kubelet:
         for src, dst in mounts:
             script += [f"mkdir -p {shlex.quote(dst)}",
                        f"mount --bind {shlex.quote(src)} {shlex.quote(dst)}"]
+        if sec.get("readOnlyRootFilesystem"):
+            script.append("mount -o remount,bind,ro /")
         if c.get("workingDir"):
             script.append(f"cd {shlex.quote(c['workingDir'])}")
-        script.append('exec "$@"')
+        who = [f"--reuid={user}", f"--regid={group}"]
+        who += [f"--groups={','.join(map(str, groups))}"] if groups else ["--clear-groups"]
+        script.append("exec setpriv " + " ".join(who) +
+                      ' --no-new-privs --inh-caps=-all --bounding-set=-all -- "$@"')
         command = (c.get("command") or []) + (c.get("args") or [])
-        log = open(pod.log, "wb")
         pod.proc = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "sh", "-c", "\n".join(script), "pod"]
-            + command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True)
-        log.close()
+            + command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True)
+        pod.copier = threading.Thread(target=self.copy_log, args=(pod,), daemon=True)
+        pod.copier.start()
         pod.started = now()
         self.status(pod, {
             "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "hostIP": "127.0.0.1",
@@ -233,8 +310,25 @@ class Kubelet:
             "containerStatuses": [self.container(pod, {"running": {"startedAt": pod.started}})],
         })
 
-    def volumes(self, pod, c):
-        """Each mounted volume's files in the pod's directory: (source, mount path)."""
+    def copy_log(self, pod):
+        """The container's output into its log, each line with the time it was written."""
+        with open(pod.log, "ab") as log:
+            for line in pod.proc.stdout:
+                log.write(stamp().encode() + b" " + line.rstrip(b"\n") + b"\n")
+                log.flush()
+
+    def refuse(self, pod, reason, message):
+        """A pod whose container will never start, said in its status as a kubelet does."""
+        self.refused.append(f"{pod.name}: {reason}: {message}")
+        self.status(pod, {
+            "phase": "Pending",
+            "containerStatuses": [self.container(pod, {"waiting": {
+                "reason": reason, "message": message}})],
+        })
+
+    def volumes(self, pod, c, fs_group):
+        """Each mounted volume's files in the pod's directory: (source, mount path), with
+        their modes and, with an fsGroup, that group's ownership."""
         by_name = {v["name"]: v for v in pod.obj["spec"].get("volumes", [])}
         out = []
         for m in c.get("volumeMounts", []):
@@ -243,29 +337,48 @@ class Kubelet:
             v = by_name[m["name"]]
             src = f"{pod.root}/volumes/{m['name']}"
             os.makedirs(src)
+            source = v.get("secret") or v.get("configMap")
             if "secret" in v:
                 _, obj = self.api.call(
                     "GET", f"/api/v1/namespaces/{pod.ns}/secrets/{v['secret']['secretName']}")
                 files = {k: base64.b64decode(b) for k, b in obj.get("data", {}).items()}
-                items = v["secret"].get("items")
             elif "configMap" in v:
                 _, obj = self.api.call(
                     "GET", f"/api/v1/namespaces/{pod.ns}/configmaps/{v['configMap']['name']}")
                 files = {k: t.encode() for k, t in obj.get("data", {}).items()}
                 files.update({k: base64.b64decode(b) for k, b in obj.get("binaryData", {}).items()})
-                items = v["configMap"].get("items")
             elif "emptyDir" in v:
-                files, items = {}, None
+                os.chmod(src, 0o777)
+                self.own(src, fs_group, 0o660)
+                out.append((src, m["mountPath"]))
+                continue
             else:
                 raise RuntimeError(f"{pod.name}: volume {m['name']} is not a Secret, ConfigMap or emptyDir")
-            for key, path in ([(i["key"], i["path"]) for i in items] if items else
-                              [(k, k) for k in files]):
-                dst = os.path.join(src, path)
+            mode = source.get("defaultMode", 0o644)
+            items = source.get("items") or [{"key": k, "path": k} for k in files]
+            for item in items:
+                dst = os.path.join(src, item["path"])
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 with open(dst, "wb") as f:
-                    f.write(files[key])
+                    f.write(files[item["key"]])
+                os.chmod(dst, item.get("mode", mode))
+                self.own(dst, fs_group, 0o440)
+            for d, _, _ in os.walk(src):
+                self.own(d, fs_group, 0o440)
             out.append((src, m["mountPath"]))
         return out
+
+    @staticmethod
+    def own(path, fs_group, mask):
+        """What the kubelet's volume ownership does with an fsGroup: the group's, readable
+        (and for a read-write volume writable) by it; directories setgid and searchable."""
+        if fs_group is None:
+            return
+        os.chown(path, -1, fs_group)
+        st = os.stat(path)
+        if os.path.isdir(path):
+            mask |= 0o2000 | 0o110
+        os.chmod(path, (st.st_mode & 0o7777) | mask)
 
     def env_value(self, pod, e):
         if "value" in e:

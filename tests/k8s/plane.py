@@ -19,6 +19,8 @@ import urllib.request
 import yaml
 
 TOKEN = "brink-test-admin"
+# A user with no rights of its own: the tests bind it to the Role brink prints.
+RUNNER_TOKEN = "brink-test-runner"
 
 
 def free_port():
@@ -97,6 +99,7 @@ class ControlPlane:
                         f"{w}/sa.pub"], check=True, capture_output=True)
         with open(f"{w}/tokens.csv", "w") as f:
             f.write(f"{TOKEN},admin,admin,system:masters\n")
+            f.write(f"{RUNNER_TOKEN},runner,runner\n")
         etcd_client, etcd_peer, api_port = free_port(), free_port(), free_port()
         self.spawn([
             f"{self.bin}/etcd", "--data-dir", f"{w}/etcd",
@@ -115,14 +118,9 @@ class ControlPlane:
             "--service-cluster-ip-range=127.0.100.0/24", "--advertise-address=127.0.0.1"])
         self.api = Api(api_port)
         self.api.wait_ready()
-        with open(self.kubeconfig, "w") as f:
-            yaml.safe_dump({
-                "apiVersion": "v1", "kind": "Config", "current-context": "t",
-                "clusters": [{"name": "t", "cluster": {
-                    "server": self.api.base, "insecure-skip-tls-verify": True}}],
-                "users": [{"name": "t", "user": {"token": TOKEN}}],
-                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
-            }, f)
+        self.write_kubeconfig(self.kubeconfig, TOKEN)
+        self.runner_kubeconfig = f"{w}/kubeconfig-runner"
+        self.write_kubeconfig(self.runner_kubeconfig, RUNNER_TOKEN)
         self.spawn([
             f"{self.bin}/kube-controller-manager", f"--kubeconfig={self.kubeconfig}",
             "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
@@ -130,6 +128,45 @@ class ControlPlane:
             f"--service-account-private-key-file={w}/sa.key",
             "--controllers=job-controller,serviceaccount-controller,"
             "serviceaccount-token-controller,ttl-after-finished-controller,garbagecollector"])
+
+    def write_kubeconfig(self, path, token):
+        with open(path, "w") as f:
+            yaml.safe_dump({
+                "apiVersion": "v1", "kind": "Config", "current-context": "t",
+                "clusters": [{"name": "t", "cluster": {
+                    "server": self.api.base, "insecure-skip-tls-verify": True}}],
+                "users": [{"name": "t", "user": {"token": token}}],
+                "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}],
+            }, f)
+
+    def bind_runner(self, ns, role):
+        """Gives the user `runner` the Role object `role` (as brink printed it), and nothing
+        else."""
+        code, body = self.api.call(
+            "POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles", role)
+        if code != 201:
+            raise SystemExit(f"cannot create the Role: {code} {body}")
+        name = role["metadata"]["name"]
+        code, body = self.api.call(
+            "POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings", {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": f"{name}-user"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                            "name": name},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                              "name": "runner"}]})
+        if code != 201:
+            raise SystemExit(f"cannot bind the Role: {code} {body}")
+
+    def namespace(self, name, restricted=False):
+        """A namespace; `restricted`: it enforces the "restricted" Pod Security Standard."""
+        labels = {"pod-security.kubernetes.io/enforce": "restricted",
+                  "pod-security.kubernetes.io/enforce-version": "latest"} if restricted else {}
+        code, body = self.api.call("POST", "/api/v1/namespaces", {
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": labels}})
+        if code != 201:
+            raise SystemExit(f"cannot create namespace {name}: {code} {body}")
 
     def wait_for_default_account(self, ns="default", limit=60):
         """The Job controller's pods need the namespace's `default` ServiceAccount."""

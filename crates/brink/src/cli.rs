@@ -55,14 +55,19 @@ pub struct K8sArgs {
 
 #[derive(Subcommand, Debug, Clone)]
 pub enum K8sAction {
-    /// Print the objects of a run over --workers pods (one Secret with the token, the command
-    /// and the plan with its files; headless Service, Indexed Job; with --rbac the Role), to apply
-    /// with `kubectl apply -f -` or keep in Git.
+    /// Print the objects of a run over --workers pods (one Secret with the token, the run's
+    /// certificates, the command and the plan with its files; headless Service, Indexed Job,
+    /// NetworkPolicy; with --rbac the Role, ServiceAccount and RoleBinding), to apply with
+    /// `kubectl apply -f -` or keep in Git.
     Render(Box<K8sRenderArgs>),
     /// Run over --workers pods: create the objects, wait for the pods, follow the
     /// coordinator's progress, keep its result here (history, --json/--html/--csv), and
     /// delete everything at the end or on Ctrl-C (which keeps what was measured).
     Run(Box<K8sRunArgs>),
+    /// A capacity search over --workers pods: every pod moves through the search's steps
+    /// together (the coordinator pod sends each level), the merged seconds judge each step,
+    /// and the result is the `find` result, kept here (with --render: the objects only).
+    Find(Box<K8sFindArgs>),
     /// What every pod of a rendered Job runs: index 0 coordinates, the others are workers.
     #[command(hide = true)]
     Pod(K8sPodArgs),
@@ -70,15 +75,23 @@ pub enum K8sAction {
 
 #[derive(Args, Debug, Clone)]
 pub struct K8sRenderArgs {
+    /// The run, as for `brink run` (--workers N: the worker pods; the command, the plan and
+    /// its files go into the run's Secret).
+    #[command(flatten)]
+    pub run: RunArgs,
     #[command(flatten)]
     pub objects: K8sObjectArgs,
-    /// Also print the Role (namespace permissions) that `brink k8s run` needs.
+    /// Also print the least Role `brink k8s run` needs for a run of this --name, and a
+    /// ServiceAccount bound to it (for a run started from inside the cluster).
     #[arg(long)]
     pub rbac: bool,
 }
 
 #[derive(Args, Debug, Clone)]
 pub struct K8sRunArgs {
+    /// The run, as for `brink run` (--workers N: the worker pods).
+    #[command(flatten)]
+    pub run: RunArgs,
     #[command(flatten)]
     pub objects: K8sObjectArgs,
     /// How long the pods may take to start (images pulled, nodes found).
@@ -86,13 +99,27 @@ pub struct K8sRunArgs {
     pub pod_wait: String,
 }
 
-/// What the objects of a run on Kubernetes are made of.
+#[derive(Args, Debug, Clone)]
+pub struct K8sFindArgs {
+    /// The search, as for `brink find` (--workers N: the worker pods).
+    #[command(flatten)]
+    pub find: FindArgs,
+    #[command(flatten)]
+    pub objects: K8sObjectArgs,
+    /// How long the pods may take to start (images pulled, nodes found).
+    #[arg(long = "pod-wait", default_value = "5m")]
+    pub pod_wait: String,
+    /// Print the search's objects (as `k8s render` does a run's) instead of running it.
+    #[arg(long)]
+    pub render: bool,
+    /// With --render: also the Role, ServiceAccount and RoleBinding.
+    #[arg(long, requires = "render")]
+    pub rbac: bool,
+}
+
+/// Where and how the pods of a run on Kubernetes run.
 #[derive(Args, Debug, Clone)]
 pub struct K8sObjectArgs {
-    /// The run, as for `brink run` (--workers N: the worker pods; the command, the plan and
-    /// its files go into the run's Secret).
-    #[command(flatten)]
-    pub run: RunArgs,
     /// The image the pods run (build it with the Containerfile).
     #[arg(long)]
     pub image: String,
@@ -103,7 +130,8 @@ pub struct K8sObjectArgs {
     /// The namespace of every object (default: kubectl's).
     #[arg(long)]
     pub namespace: Option<String>,
-    /// CPU for each pod, requested and limited (e.g. 2, 500m).
+    /// CPU for each pod, requested and limited (e.g. 2, 500m): with --memory the pods are
+    /// Guaranteed, and a generator is never throttled unseen.
     #[arg(long)]
     pub cpu: Option<String>,
     /// Memory for each pod, requested and limited (e.g. 1Gi).
@@ -115,12 +143,30 @@ pub struct K8sObjectArgs {
     /// Tolerate this taint (repeatable): KEY[=VALUE]:EFFECT.
     #[arg(long = "toleration", value_name = "KEY[=VALUE]:EFFECT")]
     pub toleration: Vec<String>,
+    /// Annotate the pods (repeatable), e.g. `sidecar.istio.io/inject=false`: a service-mesh
+    /// sidecar in a generator pod adds its own latency to every figure.
+    #[arg(long = "annotation", value_name = "KEY=VALUE")]
+    pub annotation: Vec<String>,
+    /// Pull the image with this Secret (repeatable).
+    #[arg(long = "image-pull-secret", value_name = "NAME")]
+    pub image_pull_secret: Vec<String>,
+    /// Run the pods as this ServiceAccount (they are given no API token either way).
+    #[arg(long = "service-account", value_name = "NAME")]
+    pub service_account: Option<String>,
     /// Spread the pods: hostname (one per node where possible), zone, or none.
     #[arg(long, default_value = "hostname")]
     pub spread: String,
     /// Keep the finished Job (and its pods' logs) this long.
     #[arg(long, default_value = "1h")]
     pub ttl: String,
+    /// No NetworkPolicy (for clusters without a policy controller); by default only the
+    /// coordinator pod may reach the workers' port.
+    #[arg(long = "no-network-policy")]
+    pub no_network_policy: bool,
+    /// Aim at a loopback address from the pods anyway (inside a pod it is the pod itself):
+    /// a warning instead of a refusal.
+    #[arg(long = "allow-loopback-target")]
+    pub allow_loopback_target: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -143,6 +189,10 @@ pub struct K8sPodArgs {
     /// load may hold credentials).
     #[arg(long = "order-file", value_name = "FILE")]
     pub order_file: PathBuf,
+    /// The run's TLS files (ca.crt, worker.crt/key, coordinator.crt/key): workers serve
+    /// mutual TLS, the coordinator presents its certificate.
+    #[arg(long = "tls-dir", value_name = "DIR")]
+    pub tls_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Clone)]

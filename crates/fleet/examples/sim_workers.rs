@@ -100,6 +100,7 @@ async fn session(
                             unfinished: 0,
                             sched: None,
                             cpu_s: 0.0,
+                            throttled: None,
                             started_ns,
                             wall_s: seconds as f64,
                             threads: 1,

@@ -184,6 +184,7 @@ impl<'a> Running<'a> {
             unfinished,
             sched,
             cpu_s,
+            throttled,
             started_ns,
             wall_s,
             threads,
@@ -203,6 +204,7 @@ impl<'a> Running<'a> {
         let local = started_ns as i64 - self.offsets[w].offset_ns;
         r.start_skew_ms = Some((local - self.start_ns as i64) as f64 / 1e6);
         r.cpu_percent = (wall_s > 0.0).then(|| cpu_s / wall_s * 100.0);
+        r.throttled_percent = throttled.map(|t| t * 100.0);
         // As the generator check counts them: the engine threads' time on a CPU, and waiting
         // for one, over the time they had.
         let capacity = wall_s * threads.max(1) as f64 * 1e9;

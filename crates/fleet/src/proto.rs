@@ -95,6 +95,9 @@ pub enum FromWorker {
         sched: Option<[u64; 3]>,
         /// Its process's CPU time over the run, seconds.
         cpu_s: f64,
+        /// Share (0..1) of the periods its cgroup's CPU limit throttled it (a pod's limit).
+        #[serde(default)]
+        throttled: Option<f64>,
         /// When its load actually started, ns since the Unix epoch on its own clock, and how
         /// long it ran (s).
         started_ns: u64,

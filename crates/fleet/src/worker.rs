@@ -329,6 +329,7 @@ fn run_at(
     let started_ns = now_ns();
     let t0 = Instant::now();
     let cpu0 = runner::own_cpu();
+    let cfs0 = observe::procfs::own_cfs();
     let mut send = |v: &merge::SecondView| {
         let parts = v.by_request.iter().map(stats::WireBucket::from).collect();
         // The coordinator is lost: stop the load too.
@@ -339,6 +340,7 @@ fn run_at(
             unfinished: out.unfinished,
             sched: out.sched.map(|s| [s.on_cpu_ns, s.waiting_ns, s.slices]),
             cpu_s: runner::own_cpu() - cpu0,
+            throttled: observe::procfs::throttled_share(cfs0, observe::procfs::own_cfs()),
             started_ns,
             wall_s: t0.elapsed().as_secs_f64(),
             threads: out.workers as u64,

@@ -28,6 +28,10 @@ pub struct WorkerReport {
     pub cpu_percent: Option<f64>,
     pub busy_percent: Option<f64>,
     pub waiting_percent: Option<f64>,
+    /// Share (0-100) of the scheduling periods in which its cgroup's CPU limit (a pod's)
+    /// throttled it; absent without a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_percent: Option<f64>,
     pub status: WorkerStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,

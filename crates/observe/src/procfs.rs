@@ -164,6 +164,20 @@ fn cgroup_cfs(pid: u32) -> Option<(f64, f64)> {
     })
 }
 
+/// (periods, throttled periods) of this process's CPU cgroup, when it has a CPU limit: read
+/// before and after a run, [`throttled_share`] says whether the limit held brink back.
+pub fn own_cfs() -> Option<(f64, f64)> {
+    cgroup_cfs(std::process::id())
+}
+
+/// The share (0..1) of the scheduling periods between two [`own_cfs`] readings in which the
+/// cgroup's CPU limit throttled it; `None` without a limit or without a period between them.
+pub fn throttled_share(before: Option<(f64, f64)>, after: Option<(f64, f64)>) -> Option<f64> {
+    let ((p0, t0), (p1, t1)) = (before?, after?);
+    let periods = p1 - p0;
+    (periods > 0.0).then(|| ((t1 - t0) / periods).clamp(0.0, 1.0))
+}
+
 /// `nr_periods` and `nr_throttled` of a `cpu.stat` (absent without a CPU limit).
 pub fn cfs_of(stat: &str) -> Option<(f64, f64)> {
     let get = |name: &str| {

@@ -149,6 +149,10 @@ pub struct GeneratorJson {
     /// how late a response could be seen because others held the CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake_delay_ms: Option<f64>,
+    /// Share (0-100) of the scheduling periods in which the CPU limit of brink's cgroup (a
+    /// container's, a pod's) throttled it; absent without a limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_percent: Option<f64>,
     /// Open model: share of requests started late, and the worst lag.
     pub late_share: f64,
     pub max_lag_ms: f64,

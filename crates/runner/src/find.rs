@@ -39,6 +39,18 @@ pub struct Search {
     pub run_id: String,
 }
 
+impl Search {
+    /// How the search steps, as the history keeps it: `by connections from 1 to 1000`.
+    pub fn how(&self) -> String {
+        format!(
+            "by {} from {} to {}",
+            self.by.name(),
+            self.by.cell(self.from),
+            self.by.cell(self.to)
+        )
+    }
+}
+
 /// Runs the search of `job` with `search`'s settings, observing the server as `observing`
 /// says, telling `sinks` what happens (the header, every step, but not the final result: the
 /// caller emits that once it has added what it wants). Returns the whole result, with its

@@ -369,14 +369,31 @@ fn late_responses(delay_ms: f64, waiting_percent: Option<f64>, p50_ms: f64) -> O
     })
 }
 
-/// Whether brink itself limited the run: its workers' load ([`generator_load`] of `cpu`
-/// seconds over `wall`), and in the open model the share started late and the worst lag.
+/// A share of scheduling periods throttled by a cgroup's CPU limit from which the limit, not
+/// the service, may have set the pace.
+const THROTTLED: f64 = 0.10;
+
+/// What this process used over a run: CPU seconds over `wall` seconds, and the share of
+/// periods its cgroup's CPU limit throttled it (`None` without a limit).
+pub struct Used {
+    pub cpu: f64,
+    pub wall: f64,
+    pub throttled: Option<f64>,
+}
+
+/// Whether brink itself limited the run: its workers' load ([`generator_load`] of the CPU
+/// it used), its cgroup's CPU limit, and in the open model the share started late and the
+/// worst lag.
 pub fn generator_check(
-    cpu: f64,
-    wall: f64,
+    used: Used,
     out: &RunOutput,
     summary: &results::SummaryJson,
 ) -> GeneratorJson {
+    let Used {
+        cpu,
+        wall,
+        throttled,
+    } = used;
     let (busy, waiting) = generator_load(cpu, wall, out);
     let (late_share, max_lag_ms) = summary.schedule.as_ref().map_or((0.0, 0.0), |s| {
         (s.late as f64 / s.intended.max(1) as f64, s.max_lag_ms)
@@ -389,6 +406,11 @@ pub fn generator_check(
         .map(|s| s.waiting_ns as f64 / s.slices as f64 / 1e6);
     let why = if let Some(w) = limited_worker(&out.remote) {
         Some(w)
+    } else if let Some(t) = throttled.filter(|t| *t >= THROTTLED) {
+        Some(format!(
+            "the CPU limit of brink's cgroup (its container's or pod's) throttled it in {:.0}% of its scheduling periods: the limit, not the service, may have set the pace (give brink more CPU: a larger limit, --cpu on pods)",
+            t * 100.0
+        ))
     } else if search::generator_limited(busy, waiting) {
         Some(format!(
             "{words}: the generator, not the service, limited this run ({})",
@@ -415,6 +437,7 @@ pub fn generator_check(
     GeneratorJson {
         busy_percent: busy * 100.0,
         waiting_percent,
+        throttled_percent: throttled.map(|t| t * 100.0),
         wake_delay_ms,
         late_share,
         max_lag_ms,
@@ -427,6 +450,30 @@ pub fn generator_check(
 /// A distributed run: the worker that had no time to spare (the busiest, if several), named,
 /// with what to do. The run's own figures average the workers and would hide one.
 fn limited_worker(workers: &[model::WorkerReport]) -> Option<String> {
+    throttled_worker(workers).or_else(|| busy_worker(workers))
+}
+
+/// The worker its cgroup's CPU limit (a pod's) throttled most, when that was often enough to
+/// set the pace.
+fn throttled_worker(workers: &[model::WorkerReport]) -> Option<String> {
+    let w = workers
+        .iter()
+        .filter(|w| w.throttled_percent.is_some_and(|t| t >= THROTTLED * 100.0))
+        .max_by(|a, b| {
+            let t = |w: &model::WorkerReport| w.throttled_percent.unwrap_or(0.0);
+            t(a).total_cmp(&t(b))
+        })?;
+    Some(format!(
+        "worker {} ({} of {}): its CPU limit throttled it in {:.0}% of its scheduling periods: the limit, not the service, may have set the pace (give the workers more CPU: --cpu on pods)",
+        w.name,
+        w.index + 1,
+        w.count,
+        w.throttled_percent.unwrap_or(0.0)
+    ))
+}
+
+/// The worker that had no time to spare (the busiest, if several).
+fn busy_worker(workers: &[model::WorkerReport]) -> Option<String> {
     let ready = |w: &model::WorkerReport| {
         let busy = w.busy_percent? / 100.0;
         let waiting = w.waiting_percent.map(|x| x / 100.0);

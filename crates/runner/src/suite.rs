@@ -123,6 +123,7 @@ fn run_one(
     let total = job.spec.load.end();
     let mut watch = Watch::new(sinks, &job.slos, &names, Judged::Whole, total);
     let (cpu0, t0) = (crate::outcome::own_cpu(), Instant::now());
+    let cfs0 = observe::procfs::own_cfs();
     let probe = job.completion.clone().map(|p| p.start(t0));
     let unit = crate::Unit {
         spec: &job.spec,
@@ -131,6 +132,7 @@ fn run_one(
     };
     let out = exec.run(unit, interrupt, &mut watch);
     let (cpu, wall) = (crate::outcome::own_cpu() - cpu0, t0.elapsed().as_secs_f64());
+    let throttled = observe::procfs::throttled_share(cfs0, observe::procfs::own_cfs());
     watch.finish();
     let out = out?;
     let mut slo = watch.verdicts(out.scheduled.as_secs_f64());
@@ -160,8 +162,11 @@ fn run_one(
     crate::outcome::judge_async(&job.slos, scenario.async_jobs.as_ref(), &mut scenario.slo);
     scenario.slo_passed = (!scenario.slo.is_empty()).then(|| scenario.slo.iter().all(|s| s.pass));
     scenario.generator = Some(crate::outcome::generator_check(
-        cpu,
-        wall,
+        crate::outcome::Used {
+            cpu,
+            wall,
+            throttled,
+        },
         &out,
         &scenario.summary,
     ));

@@ -305,16 +305,10 @@ pub fn run_search(
     if let Some(m) = live {
         sinks.push(Box::new(m));
     }
-    let how = format!(
-        "by {} from {} to {}",
-        search.by.name(),
-        search.by.cell(search.from),
-        search.by.cell(search.to)
-    );
     let meta = crate::record::meta(
         model::RunCommand::Find,
         std::slice::from_ref(&job),
-        Some((how, search.by.model())),
+        Some((search.how(), search.by.model())),
         &session.recording,
     );
     sinks.push(Box::new(crate::record::Recorder::new(

@@ -6,9 +6,11 @@
 use super::render::Objects;
 use crate::exit::Fail;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::NamespaceResourceScope;
-use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams, PropagationPolicy};
+use kube::api::{
+    Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams, PropagationPolicy,
+};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -36,11 +38,9 @@ pub struct Cluster {
     pub ns: String,
 }
 
-/// What this run created, deleted at its end.
+/// What this run created: its Job, which owns everything else; deleted at the end.
 #[derive(Default)]
 pub struct Created {
-    secret: Option<String>,
-    service: Option<String>,
     job: Option<String>,
 }
 
@@ -82,20 +82,43 @@ impl Cluster {
         Api::namespaced(self.client.clone(), &self.ns)
     }
 
-    /// Creates the run's objects in order, noting each in `created` as it is made; a Job
+    /// Creates the run's objects: the Job first, suspended (no pod starts before what it
+    /// mounts exists), then the others owned by it, then the Job started. Once the Job
+    /// exists it is noted in `created`: deleting it removes everything (the garbage
+    /// collector follows the owner references), whatever becomes of this process. A Job
     /// whose fields the cluster dropped is refused.
-    pub async fn create(&self, o: &Objects, created: &mut Created) -> Result<(), Fail> {
-        created.secret = Some(self.post(&o.secret).await?);
-        created.service = Some(self.post(&o.service).await?);
-        let job: Job = self.post_kept(&o.job).await?;
+    pub async fn create(&self, o: &mut Objects, created: &mut Created) -> Result<(), Fail> {
+        let mut job = o.job.clone();
+        if let Some(spec) = job.spec.as_mut() {
+            spec.suspend = Some(true);
+        }
+        let job: Job = self.post_kept(&job).await?;
         created.job = job.metadata.name.clone();
-        let spec = job.spec.unwrap_or_default();
+        let spec = job.spec.clone().unwrap_or_default();
         if spec.backoff_limit_per_index.is_none() || spec.success_policy.is_none() {
             return Err(Fail::input(format!(
                 "the cluster dropped backoffLimitPerIndex or successPolicy from the Job in namespace {}: a run on pods needs Kubernetes {}.{}+ with those Job features on",
                 self.ns, OLDEST.0, OLDEST.1
             )));
         }
+        o.owned_by(&job);
+        self.post(&o.secret).await?;
+        self.post(&o.service).await?;
+        if let Some(p) = &o.policy {
+            self.post(p).await?;
+        }
+        let name = job.metadata.name.unwrap_or_default();
+        let start = serde_json::json!({ "spec": { "suspend": false } });
+        self.api::<Job>()
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&start))
+            .await
+            .map_err(|e| {
+                Fail::input(format!(
+                    "cannot start job {name} in namespace {}: {}",
+                    self.ns,
+                    reason(&e)
+                ))
+            })?;
         Ok(())
     }
 
@@ -124,7 +147,7 @@ impl Cluster {
                         " (another run of that name: delete it, or give another --name)"
                     }
                     kube::Error::Api(s) if s.code == 403 => {
-                        " (brink k8s render --rbac prints the Role a run needs)"
+                        " (brink k8s render --rbac --name NAME prints the Role a run of that name needs)"
                     }
                     _ => "",
                 };
@@ -136,25 +159,16 @@ impl Cluster {
             })
     }
 
-    /// Deletes what the run created (the Job's pods with it); what could not be deleted is
-    /// said with the command that deletes it.
-    pub async fn delete(&self, c: &Created) -> Vec<String> {
-        let mut left = Vec::new();
+    /// Deletes the run's Job: its pods and the objects it owns go with it (in the
+    /// background, by the garbage collector). What could not be deleted is said with the
+    /// command that deletes it.
+    pub async fn delete(&self, c: &Created) -> Option<String> {
         let background = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Background),
             ..DeleteParams::default()
         };
-        if let Some(n) = &c.job {
-            left.extend(self.gone::<Job>(n, &background).await);
-        }
-        let plain = DeleteParams::default();
-        if let Some(n) = &c.service {
-            left.extend(self.gone::<Service>(n, &plain).await);
-        }
-        if let Some(n) = &c.secret {
-            left.extend(self.gone::<Secret>(n, &plain).await);
-        }
-        left
+        let n = c.job.as_ref()?;
+        self.gone::<Job>(n, &background).await
     }
 
     async fn gone<K>(&self, name: &str, dp: &DeleteParams) -> Option<String>
@@ -216,14 +230,18 @@ impl Cluster {
         }
     }
 
-    /// The log of the pod's container from its start, followed while it runs.
+    /// The log of the pod's container from its start (or from `since`, a whole second),
+    /// each line with the node's time, followed while it runs.
     pub async fn log(
         &self,
         pod: &str,
+        since: Option<k8s_openapi::jiff::Timestamp>,
     ) -> Result<impl futures_util::AsyncBufRead + Unpin + Send + 'static, Fail> {
         let lp = LogParams {
             container: Some("brink".into()),
             follow: true,
+            timestamps: true,
+            since_time: since,
             ..LogParams::default()
         };
         self.api::<Pod>()

@@ -4,14 +4,17 @@
 //! index a worker, so the protocol, the split and the merge are those of `--worker`.
 //! `render` prints the objects for `kubectl apply` or Git.
 
+mod certs;
 mod cluster;
+mod pod;
+mod rbac;
 mod render;
 mod run;
 mod yaml;
 
 use crate::cli::{
-    FleetArgs, K8sAction, K8sArgs, K8sObjectArgs, K8sPodArgs, K8sRenderArgs, KeepArgs, LiveArgs,
-    LoadArgs, RunArgs, WatchArgs, WorkerArgs,
+    FindArgs, FleetArgs, HookArgs, K8sAction, K8sArgs, K8sObjectArgs, K8sPodArgs, KeepArgs,
+    LiveArgs, LoadArgs, RunArgs, SearchArgs, WatchArgs, WorkerArgs,
 };
 use crate::exit::Fail;
 use crate::resolve::run_config;
@@ -20,19 +23,42 @@ use std::time::Duration;
 
 pub fn k8s_cmd(a: &K8sArgs) -> Result<i32, Fail> {
     match &a.action {
-        K8sAction::Render(r) => render_cmd(r),
-        K8sAction::Run(r) => run::run_cmd(r),
+        K8sAction::Render(r) => render_cmd(&What::run(&r.run), &r.objects, r.rbac),
+        K8sAction::Run(r) => run::run_cmd(&What::run(&r.run), &r.objects, &r.pod_wait),
+        K8sAction::Find(f) if f.render => render_cmd(&What::find(&f.find), &f.objects, f.rbac),
+        K8sAction::Find(f) => run::run_cmd(&What::find(&f.find), &f.objects, &f.pod_wait),
         K8sAction::Pod(p) => pod_cmd(p),
     }
 }
 
-/// What a rendered Job's coordinator runs, in the run's Secret: the load, the watching of the
-/// server, the live metrics it pushes (`--out`) and whether it prints. Its workers are the
-/// Job's other pods and a pod keeps no history, so nothing else of this machine's flags goes.
+/// What the pods do: a run, or a search (its steps, and the hooks it was given, refused).
+pub struct What<'a> {
+    pub run: &'a RunArgs,
+    pub search: Option<(&'a SearchArgs, &'a HookArgs)>,
+}
+
+impl<'a> What<'a> {
+    fn run(run: &'a RunArgs) -> What<'a> {
+        What { run, search: None }
+    }
+
+    fn find(f: &'a FindArgs) -> What<'a> {
+        What {
+            run: &f.run,
+            search: Some((&f.search, &f.hooks)),
+        }
+    }
+}
+
+/// What a rendered Job's coordinator runs, in the run's Secret: the load (and the search,
+/// for `k8s find`), the watching of the server, the live metrics it pushes (`--out`) and
+/// whether it prints. Its workers are the Job's other pods and a pod keeps no history, so
+/// nothing else of this machine's flags goes.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct PodOrder {
     pub load: LoadArgs,
+    pub search: Option<SearchArgs>,
     pub watch: WatchArgs,
     pub live: LiveArgs,
     pub quiet: bool,
@@ -42,8 +68,10 @@ pub struct PodOrder {
 }
 
 impl PodOrder {
-    /// The run of the coordinator pod of `p`: this order, with its sibling pods as workers.
+    /// The run of the coordinator pod of `p`: this order, with its sibling pods as workers,
+    /// reached over the run's TLS.
     fn run_args(self, p: &K8sPodArgs) -> RunArgs {
+        let tls = |f: &str| p.tls_dir.as_ref().map(|d| d.join(f));
         RunArgs {
             load: self.load,
             watch: self.watch,
@@ -60,41 +88,108 @@ impl PodOrder {
                     .collect(),
                 token_file: Some(p.token_file.clone()),
                 worker_wait: Some("5m".into()),
+                worker_cacert: tls(certs::CA),
+                worker_cert: tls(certs::COORDINATOR_CERT),
+                worker_key: tls(certs::COORDINATOR_KEY),
                 ..FleetArgs::default()
             },
         }
     }
 }
 
-fn render_cmd(a: &K8sRenderArgs) -> Result<i32, Fail> {
-    let name = a.objects.job_name.as_deref().unwrap_or("brink");
-    let (inputs, _) = inputs(&a.objects, name, None)?;
-    let objects = render::objects(&a.objects, &inputs)?;
-    crate::console::emit(&yaml::documents(&objects.values(a.rbac)?));
+fn render_cmd(what: &What, o: &K8sObjectArgs, rbac: bool) -> Result<i32, Fail> {
+    let name = o.job_name.as_deref().unwrap_or("brink");
+    if rbac && o.namespace.is_none() {
+        return Err(Fail::input(
+            "--rbac needs --namespace: the RoleBinding names its ServiceAccount's namespace",
+        ));
+    }
+    let (inputs, _) = inputs(what, o, name, None)?;
+    let objects = render::objects(o, &inputs)?;
+    crate::console::emit(&yaml::documents(&objects.values(rbac)?));
     Ok(0)
 }
 
-/// What the objects of the run `a` are made of, checked, and the run as this machine checked
-/// it; `report`: the mark of the coordinator's report lines (`k8s run`).
+/// What the objects of the run `what` are made of, checked, and the run as this machine
+/// checked it; `report`: the mark of the coordinator's report lines (`k8s run`).
 fn inputs(
-    a: &K8sObjectArgs,
+    what: &What,
+    o: &K8sObjectArgs,
     name: &str,
     report: Option<String>,
 ) -> Result<(render::Inputs, crate::resolve::RunConfig), Fail> {
-    let r = &a.run;
+    let r = what.run;
     let workers = r
         .fleet
         .workers
-        .ok_or_else(|| Fail::input("k8s render needs --workers N: the worker pods"))?;
+        .ok_or_else(|| Fail::input("a run on pods needs --workers N: the worker pods"))?;
     if workers == 0 || workers > 1000 {
         return Err(Fail::input(format!("--workers {workers}: from 1 to 1000")));
     }
     if !r.fleet.worker.is_empty() {
         return Err(Fail::input(
-            "--worker names workers elsewhere; k8s render starts its own (--workers N)",
+            "--worker names workers elsewhere; a run on pods starts its own (--workers N)",
         ));
     }
     check_name(name)?;
+    refuse_local_inputs(r)?;
+    let mut cfg = run_config(r)?;
+    let length = match what.search {
+        None => cfg.jobs.iter().try_fold(Duration::ZERO, |sum, j| {
+            j.spec.load.end().map(|d| sum + d + j.pause)
+        }),
+        Some((search, hooks)) => {
+            // A search has one job: the scenario it searches.
+            let job = crate::commands::find::base_job(search, std::mem::take(&mut cfg.jobs))?;
+            let length = search_length(r, search, hooks, &cfg.hooks, &job)?;
+            cfg.jobs = vec![job];
+            Some(length)
+        }
+    };
+    for j in &cfg.jobs {
+        loopback(&j.spec.target.host, o.allow_loopback_target)?;
+    }
+    let token = match &r.fleet.token_file {
+        Some(f) => fleet::trust::read_token(f).map_err(Fail::input)?,
+        None => fleet::trust::new_token().map_err(Fail::input)?,
+    };
+    let files = if crate::resolve::is_plan(&r.load.url) {
+        plan_files(Path::new(&r.load.url), &cfg.plan_files)?
+    } else {
+        Vec::new()
+    };
+    let mut load = r.load.clone();
+    if let Some((plan, _)) = files.first() {
+        // The plan is in the pod's working directory, under its own name.
+        load.url = plan.clone();
+    }
+    let order = PodOrder {
+        load,
+        search: what.search.map(|(s, _)| s.clone()),
+        watch: r.watch.clone(),
+        live: r.live.clone(),
+        quiet: r.quiet,
+        // What compiling the run here read (run_config above).
+        env: model::env::read(),
+    };
+    let order = crate::distribute::order_text(&order);
+    let ttl = plan::parse_duration(&o.ttl).map_err(|e| Fail::input(format!("--ttl: {e}")))?;
+    let life = length.unwrap_or(render::UNKNOWN_LENGTH) + render::SLACK + ttl;
+    let inputs = render::Inputs {
+        name: name.to_string(),
+        workers,
+        token,
+        tls: certs::make(name, workers, life)?,
+        files,
+        order,
+        length,
+        report,
+    };
+    Ok((inputs, cfg))
+}
+
+/// Flags that name something only this machine has.
+fn refuse_local_inputs(r: &RunArgs) -> Result<(), Fail> {
     if r.live.metrics_listen.is_some() {
         return Err(Fail::input(
             "--metrics-listen would listen inside the coordinator's pod, where nothing scrapes it: send the run's metrics with --out prometheus=URL (the coordinator pod sends them)",
@@ -116,46 +211,75 @@ fn inputs(
     ];
     if let Some((flag, _)) = named_on_the_command_line.iter().find(|(_, given)| *given) {
         return Err(Fail::input(format!(
-            "k8s render: {flag} names a file on this machine; name it in a plan (a plan and its files go into the run's Secret)"
+            "a run on pods: {flag} names a file on this machine; name it in a plan (a plan and its files go into the run's Secret)"
         )));
     }
-    let cfg = run_config(r)?;
-    let token = match &r.fleet.token_file {
-        Some(f) => fleet::trust::read_token(f).map_err(Fail::input)?,
-        None => fleet::trust::new_token().map_err(Fail::input)?,
-    };
-    let files = if crate::resolve::is_plan(&r.load.url) {
-        plan_files(Path::new(&r.load.url), &cfg.plan_files)?
-    } else {
-        Vec::new()
-    };
-    let length = cfg.jobs.iter().try_fold(Duration::ZERO, |sum, j| {
-        j.spec.load.end().map(|d| sum + d + j.pause)
-    });
-    let mut load = r.load.clone();
-    if let Some((plan, _)) = files.first() {
-        // The plan is in the pod's working directory, under its own name.
-        load.url = plan.clone();
+    Ok(())
+}
+
+/// The longest a search can take: every level doubling from --from to --to, then halving
+/// the gap to --precision, each step with its cool-down and the service's recovery. Hooks
+/// are refused: they would run in the coordinator's pod, which has no shell.
+fn search_length(
+    r: &RunArgs,
+    search: &SearchArgs,
+    hooks: &HookArgs,
+    plan_hooks: &plan::Hooks,
+    job: &runner::Job,
+) -> Result<Duration, Fail> {
+    let given = [
+        &hooks.at_peak,
+        &hooks.hook_each_step,
+        &hooks.hook_on_fail,
+        &hooks.hook_after,
+    ]
+    .iter()
+    .any(|h| h.is_some());
+    let planned = [
+        &plan_hooks.peak,
+        &plan_hooks.each_step,
+        &plan_hooks.on_fail,
+        &plan_hooks.after,
+    ]
+    .iter()
+    .any(|h| h.is_some());
+    if given || planned {
+        return Err(Fail::input(
+            "a search on pods runs no hooks: they would run in the coordinator's pod, which has no shell; run `brink find --worker ...` from a machine that can run them",
+        ));
     }
-    let order = PodOrder {
-        load,
-        watch: r.watch.clone(),
-        live: r.live.clone(),
-        quiet: r.quiet,
-        // What compiling the run here read (run_config above).
-        env: model::env::read(),
-    };
-    let order = crate::distribute::order_text(&order);
-    let inputs = render::Inputs {
-        name: name.to_string(),
-        workers,
-        token,
-        files,
-        order,
-        length,
-        report,
-    };
-    Ok((inputs, cfg))
+    let s = crate::commands::find::steps(search, &r.load, job)?;
+    let doublings = (s.to / s.from.max(1.0)).log2().ceil().max(0.0);
+    let halvings = (1.0 / s.precision).log2().ceil().max(0.0);
+    let steps = (doublings + halvings + 2.0) as u32;
+    Ok((s.step + s.cooldown + s.recovery) * steps)
+}
+
+/// A loopback target from a pod is the pod itself: refused, or with
+/// --allow-loopback-target said once.
+fn loopback(host: &str, allowed: bool) -> Result<(), Fail> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let is_loopback = bare
+        .parse::<std::net::IpAddr>()
+        .map(|ip| ip.is_loopback())
+        .unwrap_or_else(|_| {
+            let h = bare.trim_end_matches('.').to_ascii_lowercase();
+            h == "localhost" || h.ends_with(".localhost")
+        });
+    if !is_loopback {
+        return Ok(());
+    }
+    let what = format!(
+        "the target {host} is loopback: inside a pod that is the pod itself, not your service"
+    );
+    if allowed {
+        crate::console::warn(&format!("{what} (--allow-loopback-target)"));
+        Ok(())
+    } else {
+        Err(Fail::input(format!(
+            "{what}; aim at the service's address in the cluster (e.g. http://checkout.shop.svc:8080), or --allow-loopback-target"
+        )))
+    }
 }
 
 /// A Job name that leaves room for `-runner` and pod names: a DNS label of at most 52.
@@ -220,7 +344,7 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
         })?;
     if index > 0 {
         // The pod's own address, so pods that share a host (and tests) do not collide.
-        let ip = std::env::var(render::POD_IP)
+        let ip = std::env::var(pod::POD_IP)
             .ok()
             .and_then(|v| v.parse::<std::net::IpAddr>().ok())
             .unwrap_or(std::net::IpAddr::from([0u8; 4]));
@@ -228,16 +352,16 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
             listen: std::net::SocketAddr::new(ip, p.port).to_string(),
             token_file: Some(p.token_file.clone()),
             keep_dir: None,
-            tls_cert: None,
-            tls_key: None,
-            client_ca: None,
+            tls_cert: p.tls_dir.as_ref().map(|d| d.join(certs::WORKER_CERT)),
+            tls_key: p.tls_dir.as_ref().map(|d| d.join(certs::WORKER_KEY)),
+            client_ca: p.tls_dir.as_ref().map(|d| d.join(certs::CA)),
             read_anywhere: false,
         };
         // A worker has nothing left to do a minute after its coordinator's last session.
         return crate::commands::worker::serve_worker(&w, Some(Duration::from_secs(60)));
     }
     let text = model::input::read_string(&p.order_file).map_err(Fail::input)?;
-    let order: PodOrder = serde_json::from_str(&text).map_err(|e| {
+    let mut order: PodOrder = serde_json::from_str(&text).map_err(|e| {
         Fail::input(format!(
             "{}: not a coordinator's order: {e}",
             p.order_file.display()
@@ -250,5 +374,20 @@ fn pod_cmd(p: &K8sPodArgs) -> Result<i32, Fail> {
     for (name, value) in &order.env {
         std::env::set_var(name, value);
     }
-    crate::commands::run::run_cmd(&order.run_args(p))
+    let search = order.search.take();
+    let run = order.run_args(p);
+    match search {
+        None => crate::commands::run::run_cmd(&run),
+        Some(search) => crate::commands::find::find_cmd(&FindArgs {
+            run,
+            search,
+            // No hooks on a pod (refused where the search was made); the flags' defaults.
+            hooks: HookArgs {
+                hook_at: 0.5,
+                hook_timeout: "60s".into(),
+                ..HookArgs::default()
+            },
+            dry_run: false,
+        }),
+    }
 }

@@ -6,11 +6,13 @@
 
 use super::cluster::{self, Cluster, Created};
 use super::render;
-use crate::cli::K8sRunArgs;
+use super::What;
+use crate::cli::K8sObjectArgs;
 use crate::exit::{Fail, INTERRUPTED};
 use crate::logmark::Line;
 use crate::progress::Progress;
 use futures_util::{AsyncBufRead, AsyncBufReadExt};
+use k8s_openapi::jiff::Timestamp;
 use results::RunResult;
 use runner::{Event, Sinks};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,26 +28,37 @@ const RESULT_MAX: usize = 256 << 20;
 /// The coordinator's time to stop its workers and report after Ctrl-C.
 const STOP_GRACE: u32 = 30;
 
-pub fn run_cmd(a: &K8sRunArgs) -> Result<i32, Fail> {
-    let o = &a.objects;
+pub fn run_cmd(what: &What, o: &K8sObjectArgs, pod_wait: &str) -> Result<i32, Fail> {
     let name = match &o.job_name {
         Some(n) => n.clone(),
         None => format!("brink-{}", &fresh()?[..5]),
     };
     let nonce = fresh()?[..16].to_string();
-    let (inputs, cfg) = super::inputs(o, &name, Some(nonce.clone()))?;
-    let objects = render::objects(o, &inputs)?;
+    let (inputs, cfg) = super::inputs(what, o, &name, Some(nonce.clone()))?;
+    let mut objects = render::objects(o, &inputs)?;
     let pod_wait =
-        plan::parse_duration(&a.pod_wait).map_err(|e| Fail::input(format!("--pod-wait: {e}")))?;
+        plan::parse_duration(pod_wait).map_err(|e| Fail::input(format!("--pod-wait: {e}")))?;
     // Result files are opened before anything is created: a path that cannot be written
     // fails first.
     let mut sinks = crate::sinks::files_only(&cfg.session.files)?;
-    let meta = crate::record::meta(
-        model::RunCommand::K8sRun,
-        &cfg.jobs,
-        None,
-        &cfg.session.recording,
-    );
+    let meta = match what.search {
+        None => crate::record::meta(
+            model::RunCommand::K8sRun,
+            &cfg.jobs,
+            None,
+            &cfg.session.recording,
+        ),
+        Some((search, _)) => {
+            // The search's one job (super::inputs).
+            let s = crate::commands::find::steps(search, &what.run.load, &cfg.jobs[0])?;
+            crate::record::meta(
+                model::RunCommand::Find,
+                &cfg.jobs,
+                Some((s.how(), s.by.model())),
+                &cfg.session.recording,
+            )
+        }
+    };
     sinks.push(Box::new(crate::record::Recorder::new(
         &cfg.session.recording,
         meta,
@@ -65,11 +78,11 @@ pub fn run_cmd(a: &K8sRunArgs) -> Result<i32, Fail> {
             signals,
             pods: inputs.workers + 1,
         };
-        let outcome = match cluster.create(&objects, &mut created).await {
+        let outcome = match cluster.create(&mut objects, &mut created).await {
             Ok(()) => run.follow(pod_wait).await,
             Err(e) => Err(e),
         };
-        for left in cluster.delete(&created).await {
+        if let Some(left) = cluster.delete(&created).await {
             crate::console::warn(&left);
         }
         keep(outcome?, &mut sinks)
@@ -134,11 +147,10 @@ impl Run<'_> {
         };
         let mut reader = LogReader::new(self.nonce);
         let mut stopping = false;
-        for again in 0.. {
-            if again > 0 {
-                reader.skip = reader.lines;
-            }
-            let mut log = self.cluster.log(&coordinator).await?;
+        loop {
+            // From the start, then (the stream cut) from the second of the last line read:
+            // the lines read again are skipped by their time and number.
+            let mut log = self.cluster.log(&coordinator, reader.resume()).await?;
             let ended = self
                 .read(&mut log, &mut reader, &coordinator, &mut stopping)
                 .await?;
@@ -275,9 +287,12 @@ struct LogReader {
     progress: Progress,
     json: String,
     said: Said,
-    /// Lines read; a log read again from its start skips that many.
-    lines: usize,
-    skip: usize,
+    /// The node's time of the newest line taken, and how many lines carried it.
+    last: Option<(Timestamp, usize)>,
+    /// While reading a log again: lines up to this time, and this many at it, were taken.
+    skip: Option<(Timestamp, usize)>,
+    /// The number of the last marked line taken.
+    seq: u64,
 }
 
 impl LogReader {
@@ -287,19 +302,70 @@ impl LogReader {
             progress: Progress::new(None),
             json: String::new(),
             said: Said::default(),
-            lines: 0,
-            skip: 0,
+            last: None,
+            skip: None,
+            seq: 0,
         }
     }
 
+    /// Where to read the log from again: the second of the last line taken (the API takes
+    /// whole seconds), skipping what was taken.
+    fn resume(&mut self) -> Option<Timestamp> {
+        self.skip = self.last;
+        let (at, _) = self.last?;
+        Timestamp::from_second(at.as_second()).ok()
+    }
+
+    /// Whether the line the node wrote at `at` was taken before the stream was cut.
+    fn taken_before(&mut self, at: Timestamp) -> bool {
+        let taken = match &mut self.skip {
+            Some((t, _)) if at < *t => true,
+            Some((t, n)) if at == *t && *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        };
+        if !taken {
+            self.skip = None;
+            self.last = match self.last {
+                Some((t, n)) if t == at => Some((t, n + 1)),
+                _ => Some((at, 1)),
+            };
+        }
+        taken
+    }
+
     fn take(&mut self, raw: &[u8]) -> Result<(), Fail> {
-        if self.skip > 0 {
-            self.skip -= 1;
+        let text = String::from_utf8_lossy(raw);
+        let text = text.trim_end_matches('\r');
+        // Asked with timestamps: `2026-11-26T17:00:00.123456789Z line`.
+        let (at, text) = match text.split_once(' ') {
+            Some((t, rest)) => match t.parse::<Timestamp>() {
+                Ok(at) => (Some(at), rest),
+                Err(_) => (None, text),
+            },
+            None => (None, text),
+        };
+        if at.is_some_and(|at| self.taken_before(at)) {
             return Ok(());
         }
-        self.lines += 1;
-        let text = String::from_utf8_lossy(raw);
-        match Line::parse(&self.nonce, text.trim_end_matches('\r')) {
+        let (seq, line) = Line::parse(&self.nonce, text);
+        if let Some(seq) = seq {
+            if seq <= self.seq {
+                return Ok(());
+            }
+            if seq > self.seq + 1 {
+                self.progress.finish();
+                crate::console::warn(&format!(
+                    "the coordinator's log lost lines {} to {} (the node dropped them)",
+                    self.seq + 1,
+                    seq - 1
+                ));
+            }
+            self.seq = seq;
+        }
+        match line {
             Line::Progress(p) => self.progress.relay(p),
             Line::Result(chunk) => {
                 if self.json.len() + chunk.len() > RESULT_MAX {
@@ -327,5 +393,39 @@ impl LogReader {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(r: &mut LogReader, lines: &[&str]) {
+        for l in lines {
+            r.take(l.as_bytes()).unwrap();
+        }
+    }
+
+    /// A stream cut and read again from the second of its last line: every line once.
+    #[test]
+    fn a_log_read_again_after_a_cut_gives_every_line_once() {
+        let line =
+            |t: &str, seq: u64, rest: &str| format!("2026-11-26T17:00:{t}Z brink:n:{seq} {rest}");
+        let all = [
+            line("01.100000000", 1, "progress p1"),
+            line("01.500000000", 2, "result {\"a\""),
+            line("01.500000000", 3, "result :1}"),
+            line("02.000000000", 4, "exit 0"),
+        ];
+        let mut r = LogReader::new("n");
+        // The first stream ends after the first result chunk.
+        feed(&mut r, &[&all[0], &all[1]]);
+        let since = r.resume().unwrap();
+        assert_eq!(since.to_string(), "2026-11-26T17:00:01Z");
+        // The node sends again everything from that second on.
+        let again: Vec<&str> = all.iter().map(String::as_str).collect();
+        feed(&mut r, &again);
+        assert_eq!((r.seq, r.said.exit), (4, Some(0)));
+        assert_eq!(r.json, r#"{"a":1}"#, "each chunk once");
     }
 }

@@ -778,10 +778,10 @@ fn a_plans_hooks_reach_the_search() {
 /// A CPU cgroup limited to `quota_us` per 100 ms, when this machine lets the test create
 /// one: cgroup v2 (`cpu.max`) where its `cpu` controller is available, else v1's `cpu`
 /// controller (`cpu.cfs_quota_us`); removed on drop.
-struct CpuLimit(std::path::PathBuf);
+pub(crate) struct CpuLimit(pub(crate) std::path::PathBuf);
 
 impl CpuLimit {
-    fn new(quota_us: u32) -> Option<CpuLimit> {
+    pub(crate) fn new(quota_us: u32) -> Option<CpuLimit> {
         let name = format!("brink-test-{}", std::process::id());
         let v2 = observe::cgroup::mount().filter(|m| {
             std::fs::read_to_string(m.join("cgroup.controllers"))

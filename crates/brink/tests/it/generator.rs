@@ -339,3 +339,65 @@ fn compare_calls_no_difference_the_service_s_when_brink_was_short_of_cpu() {
         );
     }
 }
+
+/// brink in a cgroup allowed a twentieth of a core (a pod's `--cpu 50m`): the kernel throttles
+/// it for real, and the result says so and blames the limit, not the service.
+#[test]
+fn a_generator_throttled_by_its_cgroup_says_so() {
+    let _cpu = crate::support::cpu_shared();
+    let Some(limit) = crate::find::CpuLimit::new(5_000) else {
+        assert!(
+            std::env::var_os("BRINK_REQUIRE_CPU_LIMIT").is_none(),
+            "a CPU cgroup is required here but this machine does not let the test create one"
+        );
+        eprintln!("skipped: this machine does not let the test create a CPU cgroup");
+        return;
+    };
+    let server = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    // brink joins the cgroup before it starts: its first reading is already the limited one.
+    let script = format!(
+        "echo $$ > '{}/cgroup.procs' && exec \"$0\" \"$@\"",
+        limit.0.display()
+    );
+    let o = std::process::Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_brink")])
+        .args([
+            "run",
+            &server.url("/"),
+            "-c",
+            "8",
+            "-d",
+            "3s",
+            "--no-history",
+            "-q",
+        ])
+        .arg("--json")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{text}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let g = &r["scenarios"][0]["generator"];
+    let throttled = g["throttled_percent"].as_f64().expect("throttled_percent");
+    assert!(throttled >= 10.0, "{g}");
+    assert_eq!(g["limited"], true, "{g}");
+    assert!(
+        g["why"]
+            .as_str()
+            .unwrap()
+            .contains("CPU limit of brink's cgroup"),
+        "{g}"
+    );
+    // Without a limit there is nothing to say (where this test itself runs without one).
+    if observe::procfs::own_cfs().is_some() {
+        return;
+    }
+    let free = brink_json(&["run", &server.url("/"), "-c", "2", "-d", "1s"]).result;
+    assert!(
+        free["scenarios"][0]["generator"]["throttled_percent"].is_null(),
+        "{free}"
+    );
+}

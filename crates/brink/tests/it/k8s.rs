@@ -25,7 +25,7 @@ fn render(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
-const FLAGS: [&str; 20] = [
+const FLAGS: [&str; 26] = [
     "k8s/plan.yaml",
     "--workers",
     "3",
@@ -45,21 +45,59 @@ const FLAGS: [&str; 20] = [
     "pool=load",
     "--toleration",
     "dedicated=load:NoSchedule",
+    "--annotation",
+    "sidecar.istio.io/inject=false",
+    "--image-pull-secret",
+    "regcred",
+    "--service-account",
+    "load-gen",
     "--rbac",
 ];
+
+/// The rendered objects without the bodies of their PEM blocks (a run's CA and keys are
+/// fresh each time); the blocks' first and last lines stay.
+fn without_key_material(yaml: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for line in yaml.lines() {
+        let t = line.trim();
+        if t.starts_with("-----END") {
+            inside = false;
+        }
+        if !inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if t.starts_with("-----BEGIN") {
+            inside = true;
+        }
+    }
+    out
+}
 
 #[test]
 fn rendered_objects_are_the_golden_file_and_pass_the_schemas() {
     let (code, yaml, err) = render(&FLAGS);
     assert_eq!(code, Some(0), "{err}");
     let golden = here().join("golden/k8s-render.yaml");
+    let stable = without_key_material(&yaml);
     if std::env::var_os("BRINK_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &yaml).unwrap();
+        std::fs::write(&golden, &stable).unwrap();
     }
     let want =
         std::fs::read_to_string(&golden).expect("golden file (BRINK_UPDATE_GOLDEN=1 writes it)");
+    // Each run makes its own CA: two renders share no key.
+    let (_, again, _) = render(&FLAGS);
+    assert_ne!(again, yaml, "a fresh CA and keys per render");
+    assert_eq!(without_key_material(&again), stable);
+    for block in ["CERTIFICATE", "PRIVATE KEY"] {
+        assert!(
+            yaml.contains(&format!("-----BEGIN {block}-----")),
+            "{block}"
+        );
+    }
     assert_eq!(
-        yaml, want,
+        stable, want,
         "the rendered objects changed: check them, then BRINK_UPDATE_GOLDEN=1"
     );
     // The pods run the plan from the Secret, under its own name (a pod keeps no history).
@@ -80,7 +118,15 @@ fn rendered_objects_are_the_golden_file_and_pass_the_schemas() {
             let text = String::from_utf8_lossy(&o.stdout).to_string()
                 + &String::from_utf8_lossy(&o.stderr);
             assert!(o.status.success(), "{text}");
-            for kind in ["role", "secret", "service", "job"] {
+            for kind in [
+                "role",
+                "serviceaccount",
+                "rolebinding",
+                "secret",
+                "service",
+                "networkpolicy",
+                "job",
+            ] {
                 assert!(
                     text.contains(&format!("passed for resource {kind}/")),
                     "{kind}: {text}"
@@ -103,7 +149,7 @@ fn what_cannot_go_into_a_cluster_is_one_line_and_exit_2() {
     let up = dir.path().join("sub/up.yaml");
     std::fs::write(
         &up,
-        "target: http://127.0.0.1:9/\ndata:\n  u: { csv: ../users.csv }\nscenarios:\n  - name: s\n    load: { connections: 1, duration: 1s }\n    requests: [ { path: / } ]\n",
+        "target: http://svc.test:9/\ndata:\n  u: { csv: ../users.csv }\nscenarios:\n  - name: s\n    load: { connections: 1, duration: 1s }\n    requests: [ { path: / } ]\n",
     )
     .unwrap();
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -160,6 +206,42 @@ fn what_cannot_go_into_a_cluster_is_one_line_and_exit_2() {
         (
             vec![up.to_str().unwrap(), "--workers", "2", "--image", "i"],
             "outside its own directory",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--cpu",
+                "abc",
+            ],
+            "--cpu abc: a Kubernetes quantity",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--memory",
+                "1GB",
+            ],
+            "--memory 1GB: a Kubernetes quantity",
+        ),
+        (
+            vec!["k8s/plan.yaml", "--workers", "2", "--image", "i", "--rbac"],
+            "--rbac needs --namespace",
+        ),
+        (
+            vec!["http://127.0.0.1:8080/", "--workers", "2", "--image", "i"],
+            "the target 127.0.0.1 is loopback",
+        ),
+        (
+            vec!["http://localhost:8080/", "--workers", "2", "--image", "i"],
+            "or --allow-loopback-target",
         ),
     ];
     for (args, says) in cases {
@@ -220,6 +302,8 @@ fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
     );
     assert_eq!(job["backoffLimitPerIndex"], 0);
     assert_eq!(job["successPolicy"]["rules"][0]["succeededIndexes"], "0");
+    // The namespace enforces the "restricted" Pod Security Standard: no pod was refused.
+    assert_eq!(r["refused"], serde_json::json!([]), "{r}");
     let pods = r["pods"].as_array().unwrap();
     assert_eq!(pods.len(), 4, "{r}");
     let mut indexes: Vec<&str> = pods.iter().map(|p| p["index"].as_str().unwrap()).collect();
@@ -240,17 +324,36 @@ fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
         assert_eq!(&cmd[..3], ["brink", "k8s", "pod"], "{p}");
         // The command the coordinator runs is in the Secret, not in the pod's spec.
         assert!(
-            cmd.ends_with(&["--order-file", "/run/brink/token/order"]),
+            cmd.ends_with(&[
+                "--order-file",
+                "/run/brink/token/order",
+                "--tls-dir",
+                "/run/brink/token"
+            ]),
             "{cmd:?}"
         );
         assert!(!cmd.contains(&"plan.yaml"), "{cmd:?}");
-        assert_eq!(p["volumes"], serde_json::json!(["token", "plan"]), "{p}");
+        assert_eq!(
+            p["volumes"],
+            serde_json::json!(["token", "plan", "scratch"]),
+            "{p}"
+        );
+        // The label the NetworkPolicy admits the coordinator by is the one the Job
+        // controller puts on its pods.
+        assert_eq!(
+            p["labels"]["batch.kubernetes.io/job-completion-index"], i,
+            "{p}"
+        );
     }
 }
 
-/// The whole `brink k8s run` against the real control plane, its pods run as local processes
-/// by the test's process kubelet (tests/k8s/kubelet.py): one run clashes with an existing
-/// Service, one runs to its end over 3 workers, one is interrupted.
+/// The whole `brink k8s run` and `k8s find` against the real control plane, in a namespace
+/// enforcing the "restricted" Pod Security Standard, as a user bound only to the Role brink
+/// prints, the pods run as local processes by the test's process kubelet (tests/k8s/
+/// kubelet.py: the image's non-root user, Secret files with their modes and the pod's
+/// fsGroup, a read-only root, log streams cut once): one run clashes with an existing
+/// Service, one runs to its end over 3 workers, one is interrupted, one loses its CLI to
+/// SIGKILL, and one searches a server of known capacity.
 #[test]
 fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
     let Some(bin) = control_plane() else { return };
@@ -258,6 +361,16 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
     let server = testkit::serve(testkit::handlers::fixed(std::time::Duration::from_millis(
         1,
     )))
+    .expect("server");
+    // 4 slots of 20 ms: at most 200 req/s, whoever sends them.
+    let slotted = testkit::serve_with(
+        testkit::Options {
+            threads: 2,
+            slots: Some(4),
+            ..testkit::Options::default()
+        },
+        testkit::handlers::slotted(std::time::Duration::from_millis(20)),
+    )
     .expect("server");
     let dir = tempfile::tempdir().unwrap();
     let (plans, out) = (dir.path().join("plans"), dir.path().join("out"));
@@ -272,6 +385,7 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
     };
     plan("plan", "rate: 200/s, duration: 3s");
     plan("long", "rate: 100/s, duration: 60s");
+    plan("short", "rate: 100/s, duration: 4s");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/k8s/k8s_run.py");
     let o = std::process::Command::new("python3")
         .arg(&script)
@@ -279,45 +393,57 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
         .arg(env!("CARGO_BIN_EXE_brink"))
         .arg(&plans)
         .arg(&out)
+        .arg(slotted.url("/"))
         .output()
         .expect("python3 runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let nothing_left = serde_json::json!({
-        "jobs": [], "pods": [], "services": [], "configmaps": [], "secrets": []
+        "jobs": [], "pods": [], "services": [], "configmaps": [], "secrets": [],
+        "networkpolicies": []
     });
     assert_eq!(r["kubelet_errors"], serde_json::json!([]), "{r}");
+    // Every pod could read what was mounted for it as the image's non-root user.
+    assert_eq!(r["kubelet_refused"], serde_json::json!([]), "{r}");
+    // The coordinators' log streams were cut (and read on from where they were): those of
+    // the full, interrupted and searching runs at least.
+    assert!(r["log_cuts"].as_u64().unwrap() >= 3, "{r}");
 
     // No node runs the pods: said in one line once --pod-wait is over, everything deleted.
     let lost = &r["no_node"];
     assert_eq!(lost["code"], 2, "{lost}");
     let err = lost["stderr"].as_str().unwrap().trim();
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.contains("--allow-loopback-target"))
+        .collect();
     assert!(
-        err.lines().count() == 1
-            && err.contains("did not start within 3s")
-            && err.contains("Pending"),
+        said.len() == 1 && err.contains("did not start within 3s") && err.contains("Pending"),
         "{err}"
     );
     assert_eq!(lost["left"], nothing_left, "{lost}");
 
-    // A name taken: one line, exit 2, and what the run had made before is gone again.
+    // A name taken: one line, exit 2, and what the run had made before is gone again (the
+    // garbage collector follows the Job it owned).
     let clash = &r["clash"];
     assert_eq!(clash["code"], 2, "{clash}");
-    let err = clash["stderr"].as_str().unwrap().trim();
-    assert!(
-        err.lines().count() == 1 && err.contains("already exists"),
-        "{err}"
-    );
+    let err = clash["stderr"].as_str().unwrap();
+    assert!(err.contains("already exists"), "{err}");
     let mut only_theirs = nothing_left.clone();
     only_theirs["services"] = serde_json::json!(["clash"]);
     assert_eq!(clash["left"], only_theirs);
 
-    // To its end: the exact split and the merged result, kept here, nothing left there.
+    // To its end, its log stream cut once: the exact split and the merged result, whole,
+    // kept here, nothing left there.
     let full = &r["full"];
     assert_eq!(full["code"], 0, "{full}");
     assert_eq!(full["left"], nothing_left, "{full}");
     let stdout = full["stdout"].as_str().unwrap();
     assert!(stdout.contains("workers       3 merged"), "{stdout}");
+    assert!(
+        !full["stderr"].as_str().unwrap().contains("lost lines"),
+        "{full}"
+    );
     let result: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("full.json")).unwrap()).unwrap();
     assert_eq!(result["summary"]["requests"], 600);
@@ -340,10 +466,76 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
     assert_eq!(kept["interrupted"], true);
     let cut_requests = kept["summary"]["requests"].as_u64().unwrap();
     assert!(cut_requests > 0 && cut_requests < 6000, "{cut_requests}");
-    // Every request the server answered is in one of the two results.
-    assert_eq!(server.counters.requests(), 600 + cut_requests);
 
-    // Both runs are in the local history.
+    // The CLI killed outright: the Job ran to its end, and its TTL and the garbage collector
+    // removed it, its pods, its Secret, Service and NetworkPolicy.
+    let killed = &r["killed"];
+    assert_eq!(killed["code"], -9, "{killed}");
+    assert_eq!(killed["left"], nothing_left, "{killed}");
+    // Every request the server answered is in a result, or was sent by the run no one
+    // waited for (its 400).
+    assert_eq!(server.counters.requests(), 600 + cut_requests + 400);
+
+    // The search over 3 pods: the server's 200 req/s, as one machine finds it.
+    let found = &r["found"];
+    assert_eq!(found["left"], nothing_left, "{found}");
+    let pods: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("found.json")).unwrap()).unwrap();
+    let url = slotted.url("/");
+    let (code, local, text) = crate::find::find(
+        &[
+            &url,
+            "--by",
+            "rate",
+            "--from",
+            "50",
+            "--to",
+            "800",
+            "--slo",
+            "p99<100ms",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--grace",
+            "1s",
+        ],
+        std::time::Duration::from_secs(180),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    for (who, f) in [("pods", &pods), ("one machine", &local)] {
+        let best = f["find"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["ok_rps"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!(
+            (best - 200.0).abs() / 200.0 < 0.10,
+            "{who}: max throughput {best}, capacity 200: {found}"
+        );
+    }
+    let level = |f: &serde_json::Value| f["find"]["max_sustainable"]["level"].as_f64().unwrap();
+    let (on_pods, alone) = (level(&pods), level(&local));
+    eprintln!("max sustainable: {on_pods}/s over 3 pods, {alone}/s on one machine");
+    // Each search ends within its last bracket (--precision 5%): two of them within two.
+    assert!(
+        (on_pods - alone).abs() / alone.max(on_pods) <= 0.10,
+        "pods {on_pods}, one machine {alone}: {found}"
+    );
+    for step in pods["scenarios"].as_array().unwrap() {
+        let names: Vec<&str> = step["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.len(), 3, "every step over the 3 worker pods: {step}");
+    }
+
+    // The runs are in the local history, the search as a search.
     let h = Command::cargo_bin("brink")
         .unwrap()
         .args(["history", "--json", "--history"])
@@ -357,8 +549,16 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    // The runs that never started have nothing to keep; the two others are there.
-    assert_eq!(names, ["long", "plan"], "{runs}");
+    // The runs that never started, and the one whose CLI was killed, have nothing kept.
+    assert_eq!(names.len(), 3, "{runs}");
+    assert!(names.contains(&"long") && names.contains(&"plan"), "{runs}");
+    assert!(
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["command"] == "find" && r["name"] == names[0]),
+        "the search is the newest run, kept as a search: {runs}"
+    );
 }
 
 #[test]
@@ -523,4 +723,72 @@ fn yaml_files_hold(doc: &str, text: &str) -> bool {
         .filter_map(|l| l.trim().strip_prefix("f0: \"")?.strip_suffix('"'))
         .filter_map(|v| base64::engine::general_purpose::STANDARD.decode(v).ok())
         .any(|b| String::from_utf8_lossy(&b).contains(text))
+}
+
+/// `k8s find --render`: the search travels in the Secret with the load (the coordinator pod
+/// runs the search); hooks, which would run in a pod with no shell, are refused; a loopback
+/// target with --allow-loopback-target is one warning, not a refusal.
+#[test]
+fn a_search_on_pods_renders_its_order_and_refuses_hooks() {
+    let find = |extra: &[&str]| {
+        let o = Command::cargo_bin("brink")
+            .unwrap()
+            .current_dir(here().join("fixtures"))
+            .args(["k8s", "find", "http://checkout.shop.svc:8080/", "--render"])
+            .args([
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--token-file",
+                "k8s/token",
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (code, yaml, err) = find(&["--by", "rate", "--to", "5000", "--slo", "p99<50ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    let order = yaml
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("order: "))
+        .expect("the order in the Secret");
+    let order: String = serde_json::from_str(order).unwrap();
+    let order: serde_json::Value = serde_json::from_str(&order).unwrap();
+    assert_eq!(order["search"]["by"], "rate", "{order}");
+    assert_eq!(order["search"]["to"], "5000", "{order}");
+    assert_eq!(
+        order["load"]["slo"],
+        serde_json::json!(["p99<50ms"]),
+        "{order}"
+    );
+    // The Job lasts as long as the longest search, not the hour of an unknown length.
+    let deadline: u64 = yaml
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("activeDeadlineSeconds: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(deadline > 600 && deadline < 3600, "{deadline}");
+    let (code, out, err) = find(&["--hook-after", "echo done"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(err.contains("a search on pods runs no hooks"), "{err}");
+    let o = Command::cargo_bin("brink")
+        .unwrap()
+        .current_dir(here().join("fixtures"))
+        .args(["k8s", "render", "http://127.0.0.1:8080/", "-d", "2s"])
+        .args(["--workers", "2", "--image", "i", "--allow-loopback-target"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.trim().lines().count() == 1 && err.contains("--allow-loopback-target"),
+        "{err}"
+    );
 }
