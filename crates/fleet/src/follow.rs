@@ -159,11 +159,11 @@ impl<'a> Running<'a> {
         self.heard[w] = Instant::now();
         match m {
             Ok(FromWorker::Second { parts }) => match self.buckets(parts) {
-                Ok(b) => {
+                Ok((requests, b)) => {
                     let r = &mut self.reports[w];
-                    r.requests += b.iter().map(|x| x.requests).sum::<u64>();
+                    r.requests += requests;
                     r.seconds += 1;
-                    self.merger.bucket(w, b);
+                    self.merger.decoded(w, &b);
                 }
                 Err(e) => self.fail(
                     w,
@@ -228,23 +228,29 @@ impl<'a> Running<'a> {
         self.merger.done(w, unfinished, sched);
     }
 
-    /// A second's buckets, checked: one per request of the workload.
-    fn buckets(&self, parts: Vec<stats::WireBucket>) -> Result<Vec<stats::Bucket>, String> {
+    /// A second's buckets, checked whole: one per request of the workload, all of one second
+    /// that is not from the future. With the requests they hold.
+    fn buckets(&self, parts: Vec<stats::WireBucket>) -> Result<(u64, Vec<stats::Decoded>), String> {
         let want = self.spec.workload.requests.len().max(1);
         if parts.len() != want {
             return Err(format!("{} buckets for {want} requests", parts.len()));
         }
-        let b = parts
-            .into_iter()
-            .map(stats::Bucket::try_from)
-            .collect::<Result<Vec<_>, _>>()?;
         // Seconds are held until every worker has sent them: one from the future would be
         // held (and a flood of them would grow without bound) until the others caught up.
         let elapsed = now_ns().saturating_sub(self.start_ns) / 1_000_000_000;
-        if let Some(x) = b.iter().find(|x| !plausible(x.second, elapsed)) {
+        let second = parts[0].second;
+        if let Some(x) = parts
+            .iter()
+            .find(|x| x.second != second || !plausible(x.second, elapsed))
+        {
             return Err(format!("second {} of a run {elapsed} s old", x.second));
         }
-        Ok(b)
+        let requests = parts.iter().map(|p| p.requests).sum();
+        let b = parts
+            .into_iter()
+            .map(stats::Decoded::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((requests, b))
     }
 
     pub(crate) fn output(self, started: Instant) -> RunOutput {

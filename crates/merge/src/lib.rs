@@ -132,6 +132,11 @@ impl<'a> Merger<'a> {
         self.timeline.add(w, b);
     }
 
+    /// Part `w`'s second as it came over the wire, checked.
+    pub fn decoded(&mut self, w: usize, parts: &[stats::Decoded]) {
+        self.timeline.add_decoded(w, parts);
+    }
+
     /// Part `w` has sent everything, with `unfinished` requests in flight and its scheduler
     /// figures (`None`: it has none, or it ended without saying).
     pub fn done(&mut self, w: usize, unfinished: u64, sched: Option<observe::procfs::Sched>) {

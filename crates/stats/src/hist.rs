@@ -34,6 +34,20 @@ pub fn encode(h: &Histogram) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// `h` as base64 of its plain V2 encoding (no DEFLATE): what workers send their coordinator,
+/// which reads it sparse ([`crate::sparse::Sparse`]) without inflating it first. Any
+/// HdrHistogram V2 decoder reads it too.
+pub fn encode_plain(h: &Histogram) -> String {
+    let mut bytes = Vec::new();
+    if hdrhistogram::serialization::V2Serializer::new()
+        .serialize(h, &mut bytes)
+        .is_err()
+    {
+        return String::new();
+    }
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
 /// Why a stored histogram could not be read back.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DecodeError {

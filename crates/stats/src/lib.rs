@@ -8,6 +8,7 @@ mod hist;
 mod kind;
 pub mod rng;
 pub mod slo;
+pub mod sparse;
 mod summary;
 mod timeline;
 pub mod traces;
@@ -18,4 +19,4 @@ pub use hist::{decode, encode, new_histogram, DecodeError, Histogram, HIST_DIGIT
 pub use kind::ErrorKind;
 pub use summary::{Grace, LatencySummary, Totals};
 pub use timeline::Timeline;
-pub use wire::{WireBucket, WireChecked, WireTrace};
+pub use wire::{Decoded, WireBucket, WireChecked, WireTrace};

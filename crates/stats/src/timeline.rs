@@ -48,6 +48,25 @@ impl Timeline {
         }
     }
 
+    /// Adds `source`'s checked wire buckets for one second (a remote worker's): merged into
+    /// what is pending without building their histograms.
+    pub fn add_decoded(&mut self, source: usize, parts: &[crate::wire::Decoded]) {
+        let Some(second) = parts.first().map(|d| d.second()) else {
+            return;
+        };
+        if let Some(seen) = self.seen.get_mut(source) {
+            *seen = Some(seen.map_or(second, |s| s.max(second)));
+        }
+        let width = self.width;
+        let pending = self
+            .pending
+            .entry(second)
+            .or_insert_with(|| vec![Bucket::new(second); width]);
+        for (p, d) in pending.iter_mut().zip(parts) {
+            p.merge_decoded(d);
+        }
+    }
+
     /// `source` will send nothing more.
     pub fn finish(&mut self, source: usize) {
         if let Some(f) = self.finished.get_mut(source) {

@@ -5,8 +5,9 @@
 //! the one a single process would have measured (the test below proves the round trip exact).
 
 use crate::bucket::{Bucket, Checked, Refusal, Setup, StatusCounts, Streamed};
-use crate::hist::{decode, encode, Histogram};
+use crate::hist::{decode, encode, encode_plain, Histogram};
 use crate::kind::ErrorKind;
+use crate::sparse::Sparse;
 use crate::traces::{TraceOutcome, TraceRow, Traces};
 use serde::{Deserialize, Serialize};
 
@@ -72,8 +73,9 @@ impl From<&Bucket> for WireBucket {
         let opt = |h: &Option<Box<Histogram>>| h.as_deref().map(encode);
         WireBucket {
             second: b.second,
-            corrected: encode(&b.corrected),
-            service: encode(&b.service),
+            // Plain: the coordinator reads them sparse, with no inflating.
+            corrected: encode_plain(&b.corrected),
+            service: encode_plain(&b.service),
             requests: b.requests,
             ok: b.ok,
             status: b.status.sorted(),
@@ -120,86 +122,138 @@ impl TryFrom<WireBucket> for Bucket {
     type Error = String;
 
     fn try_from(w: WireBucket) -> Result<Bucket, String> {
-        let hist = |what: &str, s: &str| decode(s).map_err(|e| format!("{what}: {e}"));
-        let opt = |what: &str, s: &Option<String>| -> Result<Option<Box<Histogram>>, String> {
-            s.as_deref()
-                .map(|s| hist(what, s).map(Box::new))
-                .transpose()
-        };
-        let errors_by_kind: [u64; ErrorKind::COUNT] =
-            w.errors_by_kind.as_slice().try_into().map_err(|_| {
-                format!(
-                    "{} error kinds where this version has {}",
-                    w.errors_by_kind.len(),
-                    ErrorKind::COUNT
-                )
-            })?;
-        let mut status = StatusCounts::default();
-        for (s, n) in &w.status {
-            status.add(*s, *n);
-        }
-        let mut grpc = StatusCounts::default();
-        for (s, n) in &w.grpc {
-            grpc.add(*s, *n);
-        }
-        let stream = match &w.stream {
-            Some((calls, sent, received, first)) => Some(Box::new(Streamed {
-                calls: *calls,
-                sent: *sent,
-                received: *received,
-                first_message: hist("first message", first)?,
-            })),
-            None => None,
-        };
-        let traces = match &w.traces {
-            Some((slowest, failed)) => {
-                let rows = |v: &[WireTrace]| v.iter().map(trace_in).collect::<Result<_, _>>();
-                Some(Box::new(Traces {
-                    slowest: rows(slowest)?,
-                    failed: rows(failed)?,
-                }))
-            }
-            None => None,
-        };
-        Ok(Bucket {
-            second: w.second,
-            corrected: hist("latency", &w.corrected)?,
-            service: hist("service time", &w.service)?,
-            requests: w.requests,
-            ok: w.ok,
-            status,
-            grpc,
-            errors_by_kind,
-            bytes_in: w.bytes_in,
-            bytes_out: w.bytes_out,
-            late: w.late,
-            max_lag_us: w.max_lag_us,
-            in_flight: w.in_flight,
-            refused: w
-                .refused
-                .map(|(part, value)| Box::new(Refusal { part, value })),
-            extract_failure: w.extract_failure.map(Box::new),
-            checks: w
-                .checks
-                .into_iter()
-                .map(|c| Checked {
-                    passed: c.passed,
-                    failed: c.failed,
-                    first_failure: c.first_failure.map(String::into_boxed_str),
-                    unchecked: c.unchecked,
-                    first_unchecked: c.first_unchecked.map(String::into_boxed_str),
-                })
-                .collect(),
-            setup: Setup {
-                opened: w.opened,
-                connect: opt("connect", &w.connect)?,
-                tls: opt("tls", &w.tls)?,
-                with_connect: opt("with connect", &w.with_connect)?,
-            },
-            stream,
-            traces,
+        let d = Decoded::try_from(w)?;
+        let mut b = Bucket::new(d.rest.second);
+        b.merge_decoded(&d);
+        Ok(b)
+    }
+}
+
+/// A second as a worker sent it, checked whole and ready to merge: its two latency
+/// histograms as their non-zero buckets ([`Sparse`]), the rest as a bucket whose own two
+/// histograms are empty and tiny. Merging it costs what was measured, not the histograms'
+/// range.
+pub struct Decoded {
+    corrected: Sparse,
+    service: Sparse,
+    rest: Bucket,
+}
+
+impl Decoded {
+    /// The second it belongs to.
+    pub fn second(&self) -> u64 {
+        self.rest.second
+    }
+}
+
+impl Bucket {
+    /// Adds a checked wire second to this one.
+    pub fn merge_decoded(&mut self, d: &Decoded) {
+        d.corrected.add_to(&mut self.corrected);
+        d.service.add_to(&mut self.service);
+        self.merge(&d.rest);
+    }
+}
+
+impl TryFrom<WireBucket> for Decoded {
+    type Error = String;
+
+    fn try_from(w: WireBucket) -> Result<Decoded, String> {
+        let sparse = |what: &str, s: &str| Sparse::read(s).map_err(|e| format!("{what}: {e}"));
+        let corrected = sparse("latency", &w.corrected)?;
+        let service = sparse("service time", &w.service)?;
+        // Empty: `merge` adds nothing from them, and they cost next to nothing to make.
+        let tiny = || Histogram::new_with_bounds(1, 2, 1).map_err(|e| format!("{e:?}"));
+        Ok(Decoded {
+            corrected,
+            service,
+            rest: rest_of(w, tiny()?, tiny()?)?,
         })
     }
+}
+
+/// Everything of a wire second but its two latency histograms, given as `corrected` and
+/// `service`.
+fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bucket, String> {
+    let hist = |what: &str, s: &str| decode(s).map_err(|e| format!("{what}: {e}"));
+    let opt = |what: &str, s: &Option<String>| -> Result<Option<Box<Histogram>>, String> {
+        s.as_deref()
+            .map(|s| hist(what, s).map(Box::new))
+            .transpose()
+    };
+    let errors_by_kind: [u64; ErrorKind::COUNT] =
+        w.errors_by_kind.as_slice().try_into().map_err(|_| {
+            format!(
+                "{} error kinds where this version has {}",
+                w.errors_by_kind.len(),
+                ErrorKind::COUNT
+            )
+        })?;
+    let mut status = StatusCounts::default();
+    for (s, n) in &w.status {
+        status.add(*s, *n);
+    }
+    let mut grpc = StatusCounts::default();
+    for (s, n) in &w.grpc {
+        grpc.add(*s, *n);
+    }
+    let stream = match &w.stream {
+        Some((calls, sent, received, first)) => Some(Box::new(Streamed {
+            calls: *calls,
+            sent: *sent,
+            received: *received,
+            first_message: hist("first message", first)?,
+        })),
+        None => None,
+    };
+    let traces = match &w.traces {
+        Some((slowest, failed)) => {
+            let rows = |v: &[WireTrace]| v.iter().map(trace_in).collect::<Result<_, _>>();
+            Some(Box::new(Traces {
+                slowest: rows(slowest)?,
+                failed: rows(failed)?,
+            }))
+        }
+        None => None,
+    };
+    Ok(Bucket {
+        second: w.second,
+        corrected,
+        service,
+        requests: w.requests,
+        ok: w.ok,
+        status,
+        grpc,
+        errors_by_kind,
+        bytes_in: w.bytes_in,
+        bytes_out: w.bytes_out,
+        late: w.late,
+        max_lag_us: w.max_lag_us,
+        in_flight: w.in_flight,
+        refused: w
+            .refused
+            .map(|(part, value)| Box::new(Refusal { part, value })),
+        extract_failure: w.extract_failure.map(Box::new),
+        checks: w
+            .checks
+            .into_iter()
+            .map(|c| Checked {
+                passed: c.passed,
+                failed: c.failed,
+                first_failure: c.first_failure.map(String::into_boxed_str),
+                unchecked: c.unchecked,
+                first_unchecked: c.first_unchecked.map(String::into_boxed_str),
+            })
+            .collect(),
+        setup: Setup {
+            opened: w.opened,
+            connect: opt("connect", &w.connect)?,
+            tls: opt("tls", &w.tls)?,
+            with_connect: opt("with connect", &w.with_connect)?,
+        },
+        stream,
+        traces,
+    })
 }
 
 fn trace_out(r: &TraceRow) -> WireTrace {
