@@ -2,7 +2,7 @@
 //! answer in the order it is read (capacity, throughput around the knee, how the search ended,
 //! the USL fit, the diagnosis, the plain reading).
 
-use results::find::{By, FindResult, KneeInfo, StepRow, FALL_PERCENT, GENERATOR_WAITED};
+use results::find::{By, FindResult, KneeInfo, StepRow, Stop, FALL_PERCENT, GENERATOR_WAITED};
 use results::fmt::{fmt_count, fmt_ms, fmt_rate, observed_value};
 use std::fmt::Write;
 
@@ -233,6 +233,15 @@ fn capacity_line(f: &FindResult) -> String {
     let res = m.resolution.map_or(String::new(), |r| {
         format!(", bisected to +-{:.0}%", r * 100.0)
     });
+    if let Some(Stop::AllPassed { to }) = &f.stop {
+        // The search never found where the objectives break: a floor, not the limit.
+        return format!(
+            "Capacity: at least {} req/s (every level up to --to {} met {}: the limit is further on; raise --to to find it)",
+            fmt_rate(m.rps),
+            f.by.describe(*to),
+            m.slo.join(", ")
+        );
+    }
     format!(
         "Capacity: {} req/s (maximum sustainable: {} with {}{res})",
         fmt_rate(m.rps),
@@ -337,7 +346,12 @@ pub fn reading(f: &FindResult) -> Option<String> {
             f.by.describe(top.level)
         )
     } else {
-        format!("throughput stays near {} req/s", fmt_rate(peak))
+        // The knee's figure, as the Throughput line gives it.
+        let at_knee = steps
+            .iter()
+            .find(|x| x.level == k.level)
+            .map_or(peak, |x| x.ok_rps);
+        format!("throughput stays near {} req/s", fmt_rate(at_knee))
     };
     Some(format!(
         "past ~{} the service takes no more work at once, so extra requests only queue: {held}, while latency grows with the queue (Little's law: latency = {unit} in flight / throughput). The maximum sustainable level is the longest queue the objectives allow.",

@@ -176,14 +176,20 @@ pub struct Knee {
     pub reason: String,
 }
 
+/// A level is where throughput stopped growing only if no level above it gained more than
+/// this share over it: a stall between two steps that the curve then climbs past (a noisy
+/// step, a machine busy for a moment) is not the service saturating.
+const PLATEAU_SLACK: f64 = 0.10;
+
 /// Where the curve bends (steps sorted by level): the first step at which latency grows much
 /// faster than load (p90 3x the load's growth: the step where it broke), or the first level
-/// past which throughput stops growing (more load gains under a fifth of its growth: the level
-/// where the service saturates, not the one above it).
+/// past which throughput stops growing (more load gains under a fifth of its growth, and no
+/// level above gains more than [`PLATEAU_SLACK`] over it: the level where the service
+/// saturates, not the one above it).
 pub fn knee(points: &[Point]) -> Option<Knee> {
     let mut sorted: Vec<(usize, Point)> = points.iter().copied().enumerate().collect();
     sorted.sort_by(|a, b| a.1.level.total_cmp(&b.1.level));
-    for w in sorted.windows(2) {
+    for (at, w) in sorted.windows(2).enumerate() {
         let ((before, prev), (i, cur)) = (w[0], w[1]);
         if prev.level <= 0.0 || prev.throughput <= 0.0 || prev.p90_ms <= 0.0 {
             continue;
@@ -201,7 +207,12 @@ pub fn knee(points: &[Point]) -> Option<Knee> {
                 reason: format!("p90 x{} for {}x load", fmt_ratio(lat), fmt_ratio(load)),
             });
         }
-        if gain - 1.0 < 0.2 * (load - 1.0) {
+        let best_above = sorted[at + 1..]
+            .iter()
+            .map(|(_, p)| p.throughput)
+            .fold(0.0, f64::max);
+        let held = best_above <= prev.throughput * (1.0 + PLATEAU_SLACK);
+        if gain - 1.0 < 0.2 * (load - 1.0) && held {
             return Some(Knee {
                 index: before,
                 level: prev.level,
@@ -315,6 +326,29 @@ mod tests {
             throughput,
             p90_ms,
         }
+    }
+
+    #[test]
+    fn a_stall_the_curve_climbs_past_is_not_the_knee() {
+        // Throughput stalls from 4 to 8 connections (a busy moment), then grows a third more:
+        // the service saturates at 64, where it stops for good.
+        let p = |level: f64, throughput: f64| Point {
+            level,
+            throughput,
+            p90_ms: 0.05 * level,
+        };
+        let points = [
+            p(1.0, 30_000.0),
+            p(4.0, 83_000.0),
+            p(8.0, 84_000.0),
+            p(16.0, 96_000.0),
+            p(64.0, 110_000.0),
+            p(256.0, 111_000.0),
+            p(1000.0, 112_000.0),
+        ];
+        let k = knee(&points).unwrap();
+        assert_eq!(k.level, 64.0, "{k:?}");
+        assert!(k.reason.starts_with("throughput stops growing"), "{k:?}");
     }
 
     #[test]

@@ -873,3 +873,41 @@ fn a_cpu_throttled_service_is_diagnosed_throttled() {
         "{throttled}"
     );
 }
+
+/// A search whose every level met the objectives found a floor, not the service's limit: the
+/// headline says "at least" and how to go further, and the result says why it stopped.
+#[test]
+fn a_search_that_never_failed_gives_a_floor_not_a_limit() {
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
+    let (code, r, text) = find(
+        &[
+            &srv.url("/"),
+            "--to",
+            "4",
+            "--slo",
+            "p99<2s",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        r["find"]["stop"],
+        serde_json::json!({"reason": "all_passed", "to": 4.0})
+    );
+    let headline = text
+        .lines()
+        .find(|l| l.starts_with(" Capacity: "))
+        .unwrap_or_default();
+    assert!(
+        headline.starts_with(" Capacity: at least ")
+            && headline.contains("every level up to --to 4 connections met p99 < 2s")
+            && headline.contains("raise --to"),
+        "{text}"
+    );
+}
