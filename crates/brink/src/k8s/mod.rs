@@ -5,6 +5,7 @@
 //! `render` prints the objects for `kubectl apply` or Git.
 
 mod certs;
+mod check;
 mod cluster;
 mod pod;
 mod rbac;
@@ -25,7 +26,13 @@ pub fn k8s_cmd(a: &K8sArgs) -> Result<i32, Fail> {
     match &a.action {
         K8sAction::Render(r) => render_cmd(&What::run(&r.run), &r.objects, r.rbac),
         K8sAction::Run(r) => run::run_cmd(&What::run(&r.run), &r.objects, &r.pod_wait),
+        K8sAction::Find(f) if f.render && f.find.dry_run => Err(Fail::input(
+            "--dry-run with --render: --render already runs nothing; drop one",
+        )),
         K8sAction::Find(f) if f.render => render_cmd(&What::find(&f.find), &f.objects, f.rbac),
+        K8sAction::Find(f) if f.find.dry_run => Err(Fail::input(
+            "--dry-run: a search on pods shows what it would create with --render",
+        )),
         K8sAction::Find(f) => run::run_cmd(&What::find(&f.find), &f.objects, &f.pod_wait),
         K8sAction::Pod(p) => pod_cmd(p),
     }
@@ -99,6 +106,20 @@ impl PodOrder {
 
 fn render_cmd(what: &What, o: &K8sObjectArgs, rbac: bool) -> Result<i32, Fail> {
     let name = o.job_name.as_deref().unwrap_or("brink");
+    let k = &what.run.keep;
+    let kept = [
+        ("--json", k.json.is_some()),
+        ("--html", k.html.is_some()),
+        ("--csv", k.csv.is_some()),
+        ("--history", k.history.is_some()),
+        ("--tag", !k.tags.is_empty()),
+        ("--note", k.note.is_some()),
+    ];
+    if let Some((flag, _)) = kept.iter().find(|(_, given)| *given) {
+        return Err(Fail::input(format!(
+            "{flag}: rendering runs nothing, so there is no result to keep; `brink k8s run` (or `k8s find` without --render) keeps it here"
+        )));
+    }
     if rbac && o.namespace.is_none() {
         return Err(Fail::input(
             "--rbac needs --namespace: the RoleBinding names its ServiceAccount's namespace",
@@ -132,6 +153,7 @@ fn inputs(
         ));
     }
     check_name(name)?;
+    check_objects(o)?;
     refuse_local_inputs(r)?;
     let mut cfg = run_config(r)?;
     let length = match what.search {
@@ -146,9 +168,22 @@ fn inputs(
             Some(length)
         }
     };
-    for j in &cfg.jobs {
-        loopback(&j.spec.target.host, o.allow_loopback_target)?;
+    for (what, host) in addresses(what, &cfg)? {
+        loopback(&what, &host, o.allow_loopback_target)?;
     }
+    if length.is_none() {
+        crate::console::warn(&format!(
+            "the run has no known length (-n without -d): its Job ends by itself after {} minutes",
+            (render::UNKNOWN_LENGTH + render::SLACK).as_secs() / 60
+        ));
+    }
+    // Waiting for what the load started (`complete_when`) is part of the run too.
+    let waits: Duration = cfg
+        .jobs
+        .iter()
+        .filter_map(|j| j.completion.as_ref().map(|p| p.within))
+        .sum();
+    let length = length.map(|l| l + waits);
     let token = match &r.fleet.token_file {
         Some(f) => fleet::trust::read_token(f).map_err(Fail::input)?,
         None => fleet::trust::new_token().map_err(Fail::input)?,
@@ -186,6 +221,51 @@ fn inputs(
         report,
     };
     Ok((inputs, cfg))
+}
+
+/// The pod flags, as the API server will check them.
+fn check_objects(o: &K8sObjectArgs) -> Result<(), Fail> {
+    check::image(&o.image)?;
+    if let Some(ns) = &o.namespace {
+        check::dns_label("--namespace", ns)?;
+    }
+    if let Some(sa) = &o.service_account {
+        check::dns_subdomain("--service-account", sa)?;
+    }
+    for s in &o.image_pull_secret {
+        check::dns_subdomain("--image-pull-secret", s)?;
+    }
+    Ok(())
+}
+
+/// Every address the coordinator's pod reaches, with what names it: the targets, the
+/// health check of a search, completion probes, `--out` and `--observe prometheus=`.
+fn addresses(what: &What, cfg: &crate::resolve::RunConfig) -> Result<Vec<(String, String)>, Fail> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for j in &cfg.jobs {
+        out.push(("the target".into(), j.spec.target.host.clone()));
+        if let Some(p) = &j.completion {
+            out.push(("the completion check".into(), p.target.host.clone()));
+        }
+    }
+    if let Some(h) = what.search.and_then(|(s, _)| s.health.as_ref()) {
+        let t = engine::Target::parse(h).map_err(|e| Fail::input(format!("--health: {e}")))?;
+        out.push(("--health".into(), t.host));
+    }
+    let r = what.run;
+    let urls = r.live.out.iter().map(|o| ("--out", o));
+    for (flag, given) in urls.chain(r.watch.observe.iter().map(|o| ("--observe", o))) {
+        let (kind, value) = given.split_once('=').unwrap_or(("", given));
+        if flag == "--observe" && matches!(kind, "pid" | "cgroup") {
+            return Err(Fail::input(format!(
+                "--observe {given}: in a run on pods that is a process of the coordinator's pod, not your service; observe it with --observe prometheus=URL"
+            )));
+        }
+        if let Ok(t) = engine::Target::parse(value) {
+            out.push((format!("{flag} {given}"), t.host));
+        }
+    }
+    Ok(out)
 }
 
 /// Flags that name something only this machine has.
@@ -255,29 +335,21 @@ fn search_length(
     Ok((s.step + s.cooldown + s.recovery) * steps)
 }
 
-/// A loopback target from a pod is the pod itself: refused, or with
+/// A loopback address from a pod is the pod itself: refused, or with
 /// --allow-loopback-target said once.
-fn loopback(host: &str, allowed: bool) -> Result<(), Fail> {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let is_loopback = bare
-        .parse::<std::net::IpAddr>()
-        .map(|ip| ip.is_loopback())
-        .unwrap_or_else(|_| {
-            let h = bare.trim_end_matches('.').to_ascii_lowercase();
-            h == "localhost" || h.ends_with(".localhost")
-        });
-    if !is_loopback {
+fn loopback(what: &str, host: &str, allowed: bool) -> Result<(), Fail> {
+    if !check::is_local(host) {
         return Ok(());
     }
-    let what = format!(
-        "the target {host} is loopback: inside a pod that is the pod itself, not your service"
+    let said = format!(
+        "{what} {host} is this machine: inside a pod that is the pod itself, not your service"
     );
     if allowed {
-        crate::console::warn(&format!("{what} (--allow-loopback-target)"));
+        crate::console::warn(&format!("{said} (--allow-loopback-target)"));
         Ok(())
     } else {
         Err(Fail::input(format!(
-            "{what}; aim at the service's address in the cluster (e.g. http://checkout.shop.svc:8080), or --allow-loopback-target"
+            "{said}; aim at the service's address in the cluster (e.g. http://checkout.shop.svc:8080), or --allow-loopback-target"
         )))
     }
 }

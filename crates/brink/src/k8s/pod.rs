@@ -6,6 +6,7 @@
 //! a generator is Guaranteed and never throttled unseen, node selectors, tolerations,
 //! spreading, annotations, pull secrets, service account).
 
+use super::check;
 use super::render::{labels, secret_name, Inputs, JOB_LABEL, PORT};
 use crate::cli::K8sObjectArgs;
 use crate::exit::Fail;
@@ -73,7 +74,7 @@ pub fn pod_template(a: &K8sObjectArgs, i: &Inputs) -> Result<PodTemplateSpec, Fa
     Ok(PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(pod_labels),
-            annotations: pairs("--annotation", &a.annotation)?,
+            annotations: pairs("--annotation", &a.annotation, false)?,
             ..ObjectMeta::default()
         }),
         spec: Some(PodSpec {
@@ -92,7 +93,7 @@ pub fn pod_template(a: &K8sObjectArgs, i: &Inputs) -> Result<PodTemplateSpec, Fa
             security_context: Some(pod_security()),
             containers: vec![container],
             volumes: Some(volumes(i)),
-            node_selector: pairs("--node-selector", &a.node_selector)?,
+            node_selector: pairs("--node-selector", &a.node_selector, true)?,
             tolerations: tolerations(a)?,
             topology_spread_constraints: spread(a, i)?,
             ..PodSpec::default()
@@ -231,40 +232,84 @@ fn resources(a: &K8sObjectArgs) -> Result<Option<ResourceRequirements>, Fail> {
 }
 
 /// A Kubernetes quantity as the API accepts it: a positive decimal number and one of its
-/// suffixes (`2`, `500m`, `1.5`, `1Gi`, `512M`, `1e3`).
+/// suffixes (`2`, `500m`, `1.5`, `1Gi`, `512M`, `1e3`), of a size a pod can have: CPU from
+/// 1m to 10,000 cores, memory from 4Mi to 1Pi (a bare `1` is one byte, surely a mistake).
 pub fn quantity(flag: &str, v: &str) -> Result<String, Fail> {
-    const SUFFIXES: [&str; 14] = [
-        "", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+    const SUFFIXES: [(&str, f64); 14] = [
+        ("", 1.0),
+        ("m", 1e-3),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+        ("Ki", 1024.0),
+        ("Mi", 1048576.0),
+        ("Gi", 1073741824.0),
+        ("Ti", 1099511627776.0),
+        ("Pi", 1125899906842624.0),
+        ("Ei", 1152921504606846976.0),
     ];
+    let bad = || {
+        Fail::input(format!(
+            "{flag} {v}: a Kubernetes quantity, e.g. 2, 500m (CPU), 1Gi, 512Mi (memory)"
+        ))
+    };
     let end = v
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(v.len());
     let (number, suffix) = v.split_at(end);
-    let exponent = suffix
-        .strip_prefix(['e', 'E'])
-        .is_some_and(|e| !e.is_empty() && e.chars().all(|c| c.is_ascii_digit()));
-    let positive = number
-        .parse::<f64>()
-        .is_ok_and(|n| n > 0.0 && n.is_finite());
-    if positive && (SUFFIXES.contains(&suffix) || exponent) {
-        Ok(v.to_string())
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let scale = match suffix.strip_prefix(['e', 'E']) {
+        Some(e) if !e.is_empty() && e.chars().all(|c| c.is_ascii_digit()) => {
+            10f64.powi(e.parse::<i32>().map_err(|_| bad())?)
+        }
+        _ => SUFFIXES
+            .iter()
+            .find(|(s, _)| *s == suffix)
+            .map(|(_, x)| *x)
+            .ok_or_else(bad)?,
+    };
+    let amount = number * scale;
+    let (low, high, unit) = if flag == "--cpu" {
+        (1e-3, 1e4, "CPU: from 1m to 10000 cores")
     } else {
-        Err(Fail::input(format!(
-            "{flag} {v}: a Kubernetes quantity, e.g. 2, 500m (CPU), 1Gi, 512Mi (memory)"
-        )))
+        (
+            4.0 * 1048576.0,
+            1125899906842624.0,
+            "memory: from 4Mi to 1Pi",
+        )
+    };
+    if !(amount.is_finite() && (low..=high).contains(&amount)) {
+        return Err(Fail::input(format!("{flag} {v}: out of range ({unit})")));
     }
+    Ok(v.to_string())
 }
 
-/// `KEY=VALUE` flags (--node-selector, --annotation) as a map.
-fn pairs(flag: &str, given: &[String]) -> Result<Option<BTreeMap<String, String>>, Fail> {
-    let pairs = given
-        .iter()
-        .map(|s| match s.split_once('=') {
-            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-            _ => Err(Fail::input(format!("{flag} {s}: expected KEY=VALUE"))),
-        })
-        .collect::<Result<BTreeMap<_, _>, _>>()?;
-    Ok((!pairs.is_empty()).then_some(pairs))
+/// `KEY=VALUE` flags (--node-selector, --annotation) as a map: each key as the API server
+/// takes it, each given once; `labels`: the values are label values too.
+fn pairs(
+    flag: &str,
+    given: &[String],
+    labels: bool,
+) -> Result<Option<BTreeMap<String, String>>, Fail> {
+    let mut out = BTreeMap::new();
+    for s in given {
+        let Some((k, v)) = s.split_once('=') else {
+            return Err(Fail::input(format!("{flag} {s}: expected KEY=VALUE")));
+        };
+        check::qualified_name(flag, k)?;
+        if labels && !check::label_value(v) {
+            return Err(Fail::input(format!(
+                "{flag} {s}: a label value is at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+            )));
+        }
+        if out.insert(k.to_string(), v.to_string()).is_some() {
+            return Err(Fail::input(format!("{flag}: {k} is given twice")));
+        }
+    }
+    Ok((!out.is_empty()).then_some(out))
 }
 
 fn tolerations(a: &K8sObjectArgs) -> Result<Option<Vec<Toleration>>, Fail> {
@@ -287,6 +332,10 @@ fn tolerations(a: &K8sObjectArgs) -> Result<Option<Vec<Toleration>>, Fail> {
                 Some((k, v)) => (k, Some(v.to_string())),
                 None => (kv, None),
             };
+            check::qualified_name("--toleration", key)?;
+            if value.as_deref().is_some_and(|v| !check::label_value(v)) {
+                return Err(bad());
+            }
             Ok(Toleration {
                 key: Some(key.to_string()),
                 operator: Some(if value.is_some() { "Equal" } else { "Exists" }.into()),

@@ -146,10 +146,14 @@ pub fn secret_name(i: &Inputs) -> String {
 /// The Secret: the token, what the coordinator runs (`order`, JSON), the run's TLS files and
 /// the plan's files (`f0`, `f1`, ...).
 fn secret(a: &K8sObjectArgs, i: &Inputs) -> Result<Secret, Fail> {
-    let size: usize = i.files.iter().map(|(_, b)| b.len()).sum();
-    if size > SECRET_MAX {
+    // Everything the Secret holds counts against its limit, not only the plan's files.
+    let files: usize = i.files.iter().map(|(_, b)| b.len()).sum();
+    let rest =
+        i.token.len() + i.order.len() + i.tls.files.iter().map(|(_, p)| p.len()).sum::<usize>();
+    if files + rest > SECRET_MAX {
         return Err(Fail::input(format!(
-            "the plan and its files take {size} bytes; a Secret holds at most 1 MiB: make the data files smaller"
+            "the plan and its files take {files} bytes, and with the run's token, certificates and order the Secret would hold {} bytes; a Secret holds at most 1 MiB: make the data files smaller",
+            files + rest
         )));
     }
     let files: BTreeMap<String, k8s_openapi::ByteString> = i
@@ -229,6 +233,8 @@ fn job(a: &K8sObjectArgs, i: &Inputs) -> Result<Job, Fail> {
     let pods = i32::try_from(i.workers + 1).map_err(|_| Fail::input("too many workers"))?;
     let length = i.length.unwrap_or(UNKNOWN_LENGTH);
     let ttl = plan::parse_duration(&a.ttl).map_err(|e| Fail::input(format!("--ttl: {e}")))?;
+    // Whole seconds, rounded up: `--ttl 500ms` is not "delete at once".
+    let ttl = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
     Ok(Job {
         metadata: meta(a, &i.name, &i.name),
         spec: Some(JobSpec {
@@ -245,7 +251,7 @@ fn job(a: &K8sObjectArgs, i: &Inputs) -> Result<Job, Fail> {
                 }],
             }),
             active_deadline_seconds: Some((length + SLACK).as_secs() as i64),
-            ttl_seconds_after_finished: Some(ttl.as_secs().min(i32::MAX as u64) as i32),
+            ttl_seconds_after_finished: Some(ttl.min(i32::MAX as u64) as i32),
             template: pod_template(a, i)?,
             ..JobSpec::default()
         }),

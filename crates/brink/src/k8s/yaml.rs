@@ -20,10 +20,35 @@ pub fn documents(docs: &[Value]) -> String {
 
 fn scalar(v: &Value) -> String {
     match v {
-        Value::String(s) => Value::String(s.clone()).to_string(),
+        Value::String(s) => quoted(s),
         Value::Null => "null".into(),
         other => other.to_string(),
     }
+}
+
+/// `s` double-quoted: JSON's escapes, and `\uXXXX` for what JSON leaves raw but YAML does not
+/// read back as it is (DEL and the C1 controls, NEL among them, which YAML refuses or folds
+/// into a space; the Unicode line and paragraph separators; the non-characters).
+fn quoted(s: &str) -> String {
+    let json = Value::String(s.to_string()).to_string();
+    let raw_in_yaml = |c: char| {
+        matches!(
+            c,
+            '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}'
+        )
+    };
+    if !json.contains(raw_in_yaml) {
+        return json;
+    }
+    json.chars()
+        .map(|c| {
+            if raw_in_yaml(c) {
+                format!("\\u{:04x}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn key(k: &str) -> String {
@@ -34,7 +59,7 @@ fn key(k: &str) -> String {
     if plain {
         k.to_string()
     } else {
-        Value::String(k.to_string()).to_string()
+        quoted(k)
     }
 }
 
@@ -166,6 +191,14 @@ spec:
   none: []
 "#
         );
+    }
+
+    /// DEL and NEL (and the other C1 controls) are escaped: raw, YAML refuses the first and
+    /// reads the second as a space.
+    #[test]
+    fn characters_yaml_reads_otherwise_are_escaped() {
+        let y = documents(&[serde_json::json!({ "a\u{85}k": "x\u{7f}y\u{85}z\u{2028}" })]);
+        assert_eq!(y, "---\n\"a\\u0085k\": \"x\\u007fy\\u0085z\\u2028\"\n");
     }
 
     #[test]

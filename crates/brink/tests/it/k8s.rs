@@ -237,7 +237,154 @@ fn what_cannot_go_into_a_cluster_is_one_line_and_exit_2() {
         ),
         (
             vec!["http://127.0.0.1:8080/", "--workers", "2", "--image", "i"],
-            "the target 127.0.0.1 is loopback",
+            "the target 127.0.0.1 is this machine",
+        ),
+        (
+            vec!["http://2130706433:8080/", "--workers", "2", "--image", "i"],
+            "the target 2130706433 is this machine",
+        ),
+        (
+            vec!["http://[::]:8080/", "--workers", "2", "--image", "i"],
+            "is this machine",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--out",
+                "prometheus=http://127.1:9090/api/v1/write",
+            ],
+            "--out prometheus=http://127.1:9090/api/v1/write 127.1 is this machine",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--observe",
+                "pid=1",
+            ],
+            "--observe pid=1: in a run on pods that is a process of the coordinator's pod",
+        ),
+        (
+            vec!["k8s/plan.yaml", "--workers", "2", "--image", ""],
+            "--image \"\"",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--annotation",
+                "Bad Key=v",
+            ],
+            "--annotation \"Bad Key\"",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--annotation",
+                "k=v",
+                "--annotation",
+                "k=w",
+            ],
+            "--annotation: k is given twice",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--node-selector",
+                "k=bad value!",
+            ],
+            "--node-selector k=bad value!: a label value",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--toleration",
+                "k=v=w:NoSchedule",
+            ],
+            "--toleration k=v=w:NoSchedule",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--memory",
+                "1",
+            ],
+            "--memory 1: out of range (memory: from 4Mi to 1Pi)",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--cpu",
+                "1e400",
+            ],
+            "--cpu 1e400",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--service-account",
+                "Bad Name",
+            ],
+            "--service-account \"Bad Name\"",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--rbac",
+                "--namespace",
+                "",
+            ],
+            "--namespace \"\"",
+        ),
+        (
+            vec![
+                "k8s/plan.yaml",
+                "--workers",
+                "2",
+                "--image",
+                "i",
+                "--json",
+                "r.json",
+            ],
+            "--json: rendering runs nothing",
         ),
         (
             vec!["http://localhost:8080/", "--workers", "2", "--image", "i"],
@@ -791,4 +938,54 @@ fn a_search_on_pods_renders_its_order_and_refuses_hooks() {
         err.trim().lines().count() == 1 && err.contains("--allow-loopback-target"),
         "{err}"
     );
+}
+
+/// Values YAML would refuse or change (DEL, NEL) read back exactly through a YAML parser; the
+/// Job's deadline counts the time completion checks may take; a sub-second --ttl is a second,
+/// not "delete at once".
+#[test]
+fn odd_values_read_back_exactly_and_the_deadline_counts_the_wait() {
+    let (code, yaml, err) = render(&[
+        "http://checkout.shop.svc:8080/",
+        "-d",
+        "30s",
+        "--complete-when",
+        "/sold until $.sold >= 1",
+        "--complete-within",
+        "20m",
+        "--workers",
+        "1",
+        "--image",
+        "i",
+        "--ttl",
+        "500ms",
+        "--annotation",
+        "k=del\u{7f}here",
+        "-H",
+        "X-A: a\u{7f}b\u{85}c",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("objects.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let script = "import yaml,sys,json\n\
+        docs=list(yaml.safe_load_all(open(sys.argv[1])))\n\
+        job=[d for d in docs if d['kind']=='Job'][0]\n\
+        sec=[d for d in docs if d['kind']=='Secret'][0]\n\
+        print(json.dumps({'annotation': job['spec']['template']['metadata']['annotations']['k'],\n\
+          'headers': json.loads(sec['stringData']['order'])['load']['headers'],\n\
+          'deadline': job['spec']['activeDeadlineSeconds'],\n\
+          'ttl': job['spec']['ttlSecondsAfterFinished']}))";
+    let o = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(&file)
+        .output()
+        .expect("python3 with PyYAML");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["annotation"], "del\u{7f}here");
+    assert_eq!(r["headers"], serde_json::json!(["X-A: a\u{7f}b\u{85}c"]));
+    // 30 s of load, up to 20 minutes of waiting for the work to complete, 10 minutes slack.
+    assert_eq!(r["deadline"], 30 + 20 * 60 + 600);
+    assert_eq!(r["ttl"], 1);
 }
