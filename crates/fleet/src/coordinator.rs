@@ -66,7 +66,15 @@ impl Executor for Fleet {
     fn check(&self, unit: Unit) -> Result<(), Error> {
         self.rt.block_on(async {
             // Connected and agreeing; the workers end these sessions when the streams close.
-            self.open_all(unit).await.map(|_| ())
+            let conns = self.open_all(unit).await?;
+            let drivers: Vec<_> = conns.into_iter().map(|(c, _)| c.close()).collect();
+            // Their connections end before the run's are made, so a coordinator of many
+            // workers never holds both sets of buffers (a second at most).
+            let until = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+            for d in drivers {
+                let _ = tokio::time::timeout_at(until, d).await;
+            }
+            Ok(())
         })
     }
 

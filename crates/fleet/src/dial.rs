@@ -31,6 +31,8 @@ pub(crate) struct Conn {
     pub(crate) queue: VecDeque<FromWorker>,
     /// Keeps the HTTP/2 connection open.
     _h2: hyper::client::conn::http2::SendRequest<accept::ChannelBody>,
+    /// The task driving the connection.
+    driver: tokio::task::JoinHandle<()>,
 }
 
 impl Conn {
@@ -56,6 +58,11 @@ impl Conn {
     pub(crate) async fn send(&self, m: &ToWorker) -> bool {
         self.tx.send(line(m)).await.is_ok()
     }
+
+    /// Closes the stream; the task driving its connection, which ends soon after.
+    pub(crate) fn close(self) -> tokio::task::JoinHandle<()> {
+        self.driver
+    }
 }
 
 /// Connects to `name`, retrying for `wait` (a name that does not resolve yet, a port not
@@ -77,18 +84,22 @@ async fn connect(name: &str, wait: Duration) -> Result<tokio::net::TcpStream, St
 }
 
 /// An HTTP/2 connection over `io`, its driver running on the runtime.
-async fn h2_over<I>(
-    name: &str,
-    io: I,
-) -> Result<hyper::client::conn::http2::SendRequest<accept::ChannelBody>, String>
+type H2 = (
+    hyper::client::conn::http2::SendRequest<accept::ChannelBody>,
+    tokio::task::JoinHandle<()>,
+);
+
+async fn h2_over<I>(name: &str, io: I) -> Result<H2, String>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let (h2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
         .await
         .map_err(|e| format!("worker {name}: not a brink worker ({e})"))?;
-    tokio::spawn(conn);
-    Ok(h2)
+    let driver = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok((h2, driver))
 }
 
 /// Connects to `name` (over TLS with `tls`), opens the run stream and sends `run`.
@@ -101,7 +112,7 @@ pub(crate) async fn open(
 ) -> Result<Conn, String> {
     let tcp = connect(name, wait).await?;
     let _ = tcp.set_nodelay(true);
-    let mut h2 = match tls {
+    let (mut h2, driver) = match tls {
         None => h2_over(name, tcp).await?,
         Some(c) => {
             let host = name.rsplit_once(':').map_or(name, |(h, _)| h);
@@ -159,6 +170,7 @@ pub(crate) async fn open(
         lines: Lines::default(),
         queue: VecDeque::new(),
         _h2: h2,
+        driver,
     })
 }
 

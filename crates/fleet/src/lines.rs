@@ -20,20 +20,30 @@ impl Lines {
     pub fn feed<T: DeserializeOwned>(&mut self, chunk: &[u8]) -> Result<Vec<T>, String> {
         let mut out = Vec::new();
         let mut rest = chunk;
-        while let Some(at) = rest.iter().position(|&b| b == b'\n') {
+        while let Some(at) = memchr::memchr(b'\n', rest) {
             if self.buf.len() + at > MAX_LINE {
                 return Err(too_long());
             }
-            self.buf.extend_from_slice(&rest[..at]);
+            // A line whole in this chunk is read where it is; a line begun in an earlier
+            // chunk is completed in the buffer, which is then given back (a coordinator
+            // holds one per worker: room kept for the longest line would add up).
+            let line = if self.buf.is_empty() {
+                &rest[..at]
+            } else {
+                self.buf.extend_from_slice(&rest[..at]);
+                &self.buf[..]
+            };
             rest = &rest[at + 1..];
-            let line = std::mem::take(&mut self.buf);
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                let msg = serde_json::from_slice(line).map_err(|e| {
+                    let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+                    format!("not a message ({e}): {}", shown.escape_debug())
+                });
+                self.buf = Vec::new();
+                out.push(msg?);
+            } else {
+                self.buf = Vec::new();
             }
-            out.push(serde_json::from_slice(&line).map_err(|e| {
-                let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
-                format!("not a message ({e}): {}", shown.escape_debug())
-            })?);
         }
         if self.buf.len() + rest.len() > MAX_LINE {
             return Err(too_long());

@@ -18,9 +18,13 @@ const HEADER: usize = 40;
 /// The most bytes a V2 encoding of the project's bounds takes (every counter at 9 bytes).
 const MOST: usize = HEADER + 9 * 30_000;
 
-/// The non-zero buckets of one histogram: (lowest value of the bucket, count).
+/// The non-zero buckets of one histogram: (bucket index at the project's bounds, count), or
+/// for an encoding of other bounds (lowest value of the bucket, count).
 #[derive(Debug, Default, PartialEq)]
-pub struct Sparse(Vec<(u64, u64)>);
+pub struct Sparse {
+    pairs: Vec<(u64, u64)>,
+    by_index: bool,
+}
 
 impl Sparse {
     /// The buckets of a base64 V2 encoding (compressed or not), checked whole.
@@ -34,23 +38,58 @@ impl Sparse {
             _ => return Err(DecodeError::NotHdr("no V2 cookie".into())),
         };
         match Shape::of(&plain)? {
-            Some(shape) => shape.buckets(&plain[HEADER..]).map(Sparse),
+            Some(shape) => Ok(Sparse {
+                pairs: shape.buckets(&plain[HEADER..])?,
+                by_index: true,
+            }),
             // Other bounds: the library reads it into the project's, then its buckets.
             None => {
                 let h = decode(text)?;
-                Ok(Sparse(
-                    h.iter_recorded()
+                Ok(Sparse {
+                    pairs: h
+                        .iter_recorded()
                         .map(|v| (v.value_iterated_to(), v.count_at_value()))
                         .collect(),
-                ))
+                    by_index: false,
+                })
             }
         }
     }
 
     /// Adds these buckets to `h` (one of the project's bounds).
     pub fn add_to(&self, h: &mut Histogram) {
-        for &(value, count) in &self.0 {
+        let shape = Shape::ours();
+        for &(at, count) in &self.pairs {
+            let value = if self.by_index { shape.value(at) } else { at };
             h.saturating_record_n(value, count);
+        }
+    }
+
+    /// Adds these buckets to `counts`, one counter per bucket of the project's bounds (many
+    /// seconds added there cost an addition each, and [`flush`] records the sum once);
+    /// `false` for an encoding of other bounds, which must go through [`Sparse::add_to`].
+    pub fn add_to_counts(&self, counts: &mut Vec<u64>) -> bool {
+        if !self.by_index {
+            return false;
+        }
+        if counts.is_empty() {
+            counts.resize(Shape::ours().value_index_limit() as usize, 0);
+        }
+        for &(index, count) in &self.pairs {
+            if let Some(c) = counts.get_mut(index as usize) {
+                *c = c.saturating_add(count);
+            }
+        }
+        true
+    }
+}
+
+/// Records counters summed by [`Sparse::add_to_counts`] into `h`.
+pub fn flush(counts: &[u64], h: &mut Histogram) {
+    let shape = Shape::ours();
+    for (index, &count) in counts.iter().enumerate() {
+        if count > 0 {
+            h.saturating_record_n(shape.value(index as u64), count);
         }
     }
 }
@@ -89,6 +128,18 @@ struct Shape {
 }
 
 impl Shape {
+    /// The project's bounds (1 µs to 1 h at 3 digits).
+    fn ours() -> Shape {
+        // As HdrHistogram sizes sub-buckets: 2 x 10^digits values at unit resolution.
+        let single = 2 * 10u64.pow(u32::from(HIST_DIGITS));
+        let magnitude = 64 - (single - 1).leading_zeros();
+        Shape {
+            half_magnitude: magnitude - 1,
+            half_count: 1 << (magnitude - 1),
+            payload: 0,
+        }
+    }
+
     /// The shape of a plain V2 header when it has the project's bounds (`None`: others).
     fn of(b: &[u8]) -> Result<Option<Shape>, DecodeError> {
         let bad = || DecodeError::NotHdr("cut header".into());
@@ -114,13 +165,9 @@ impl Shape {
         if !ours {
             return Ok(None);
         }
-        // As HdrHistogram sizes sub-buckets: 2 x 10^digits values at unit resolution.
-        let single = 2 * 10u64.pow(u32::from(HIST_DIGITS));
-        let magnitude = 64 - (single - 1).leading_zeros();
         Ok(Some(Shape {
-            half_magnitude: magnitude - 1,
-            half_count: 1 << (magnitude - 1),
             payload,
+            ..Shape::ours()
         }))
     }
 
@@ -143,7 +190,11 @@ impl Shape {
         let mut out = Vec::with_capacity(payload.len());
         let (mut at, mut index) = (0usize, 0u64);
         while at < payload.len() {
-            let (raw, used) = varint(&payload[at..]).ok_or_else(|| bad("cut count"))?;
+            // Most counts and runs of zeros take one byte.
+            let (raw, used) = match payload[at] {
+                b if b < 0x80 => (u64::from(b), 1),
+                _ => varint(&payload[at..]).ok_or_else(|| bad("cut count"))?,
+            };
             at += used;
             let n = ((raw >> 1) as i64) ^ -((raw & 1) as i64);
             if n < 0 {
@@ -154,7 +205,7 @@ impl Shape {
                 return Err(DecodeError::OutOfBounds(format!("bucket {index}")));
             }
             if n > 0 {
-                out.push((self.value(index), n as u64));
+                out.push((index, n as u64));
             }
             index += 1;
         }
@@ -223,6 +274,13 @@ mod tests {
             want.add(decode(&text).unwrap()).unwrap();
             assert_eq!(into, want, "{n} values");
             assert_eq!(into.max(), want.max());
+            // Summed as counters, then recorded once: the same histogram.
+            let mut counts = Vec::new();
+            assert!(Sparse::read(&text).unwrap().add_to_counts(&mut counts));
+            let mut summed = new_histogram();
+            summed.saturating_record(42);
+            flush(&counts, &mut summed);
+            assert_eq!(summed, want, "{n} values, summed");
         }
     }
 

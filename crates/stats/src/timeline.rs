@@ -14,6 +14,9 @@ pub struct Timeline {
     /// Buckets per second (one per request name).
     width: usize,
     pending: BTreeMap<u64, Vec<Bucket>>,
+    /// Remote seconds' latency histograms summed as counters per bucket (latency, service
+    /// time; one pair per request), recorded into `pending` when the second is taken.
+    counts: BTreeMap<u64, Vec<[Vec<u64>; 2]>>,
     /// Highest second received from each source.
     seen: Vec<Option<u64>>,
     finished: Vec<bool>,
@@ -26,6 +29,7 @@ impl Timeline {
         Timeline {
             width: width.max(1),
             pending: BTreeMap::new(),
+            counts: BTreeMap::new(),
             seen: vec![None; sources],
             finished: vec![false; sources],
             next: 0,
@@ -62,8 +66,12 @@ impl Timeline {
             .pending
             .entry(second)
             .or_insert_with(|| vec![Bucket::new(second); width]);
-        for (p, d) in pending.iter_mut().zip(parts) {
-            p.merge_decoded(d);
+        let counts = self
+            .counts
+            .entry(second)
+            .or_insert_with(|| vec![[Vec::new(), Vec::new()]; width]);
+        for ((p, c), d) in pending.iter_mut().zip(counts.iter_mut()).zip(parts) {
+            d.merge_counted(p, c);
         }
     }
 
@@ -108,10 +116,17 @@ impl Timeline {
 
     fn take(&mut self, s: u64) -> (u64, Vec<Bucket>) {
         self.next = s + 1;
-        let buckets = self
+        let mut buckets = self
             .pending
             .remove(&s)
             .unwrap_or_else(|| vec![Bucket::new(s); self.width]);
+        for (b, [latency, service]) in buckets
+            .iter_mut()
+            .zip(self.counts.remove(&s).unwrap_or_default())
+        {
+            crate::sparse::flush(&latency, &mut b.corrected);
+            crate::sparse::flush(&service, &mut b.service);
+        }
         (s, buckets)
     }
 }

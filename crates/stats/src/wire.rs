@@ -144,6 +144,18 @@ impl Decoded {
     pub fn second(&self) -> u64 {
         self.rest.second
     }
+
+    /// Adds it to `into`, its two latency histograms to the counters `counts` (latency,
+    /// service time) when their bounds allow, else to `into`'s histograms.
+    pub fn merge_counted(&self, into: &mut Bucket, counts: &mut [Vec<u64>; 2]) {
+        if !self.corrected.add_to_counts(&mut counts[0]) {
+            self.corrected.add_to(&mut into.corrected);
+        }
+        if !self.service.add_to_counts(&mut counts[1]) {
+            self.service.add_to(&mut into.service);
+        }
+        into.merge(&self.rest);
+    }
 }
 
 impl Bucket {
