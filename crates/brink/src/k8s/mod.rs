@@ -7,6 +7,7 @@
 mod certs;
 mod check;
 mod cluster;
+mod inputs;
 mod pod;
 mod rbac;
 mod render;

@@ -7,7 +7,7 @@
 //! spreading, annotations, pull secrets, service account).
 
 use super::check;
-use super::render::{labels, secret_name, Inputs, JOB_LABEL, PORT};
+use super::inputs::{labels, secret_name, Inputs, JOB_LABEL, PORT};
 use crate::cli::K8sObjectArgs;
 use crate::exit::Fail;
 use k8s_openapi::api::core::v1::{

@@ -5,7 +5,7 @@
 //! with the Job as their owner, so the garbage collector removes them with it. Kubernetes
 //! cannot limit `create` or `list` to names: those rules name no object.
 
-use super::render::{meta, Inputs};
+use super::inputs::{meta, Inputs};
 use crate::cli::K8sObjectArgs;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};

@@ -10,7 +10,8 @@
 //! run's length plus slack (`activeDeadlineSeconds`) and is cleaned up after `--ttl`. `k8s
 //! run` makes the Job the owner of the others, so the garbage collector removes them with it.
 
-use super::certs::RunTls;
+use super::inputs::{meta, secret_name, JOB_LABEL, PORT};
+pub use super::inputs::{Inputs, SLACK, UNKNOWN_LENGTH};
 use super::pod::pod_template;
 use crate::cli::K8sObjectArgs;
 use crate::exit::Fail;
@@ -25,37 +26,11 @@ use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-/// The port workers listen on in their pods.
-pub const PORT: u16 = 7700;
-/// Added to the run's length for the Job's deadline: pods to start, workers to be reached.
-pub const SLACK: Duration = Duration::from_secs(600);
-/// A run whose length is not known (`-n` only) gets this long.
-pub const UNKNOWN_LENGTH: Duration = Duration::from_secs(3600);
 /// A Secret holds at most 1 MiB.
 const SECRET_MAX: usize = 1 << 20;
-/// The label the Job controller puts on its pods, and the one with a pod's index.
-pub const JOB_LABEL: &str = "batch.kubernetes.io/job-name";
+/// The label with a pod's index in its Job.
 const INDEX_LABEL: &str = "batch.kubernetes.io/job-completion-index";
-
-/// What goes into the objects, checked.
-pub struct Inputs {
-    pub name: String,
-    pub workers: usize,
-    pub token: String,
-    /// The run's CA and certificates.
-    pub tls: RunTls,
-    /// The plan's file name and every file it names (path in the plan's directory, bytes).
-    pub files: Vec<(String, Vec<u8>)>,
-    /// What the coordinator runs (in the plan's directory in the pod), a JSON `PodOrder`.
-    pub order: String,
-    /// The run's length (all scenarios and pauses, or a search's longest); `None`: not
-    /// known (`-n` only).
-    pub length: Option<Duration>,
-    /// The mark of the coordinator's report lines (`k8s run`; render has none).
-    pub report: Option<String>,
-}
 
 /// The objects of one run.
 pub struct Objects {
@@ -117,30 +92,6 @@ impl Objects {
 
 fn json<T: serde::Serialize>(o: &T) -> Result<serde_json::Value, Fail> {
     serde_json::to_value(o).map_err(|e| Fail::input(format!("cannot write an object: {e}")))
-}
-
-pub fn meta(a: &K8sObjectArgs, instance: &str, name: &str) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.to_string()),
-        namespace: a.namespace.clone(),
-        labels: Some(labels(instance)),
-        ..ObjectMeta::default()
-    }
-}
-
-pub fn labels(instance: &str) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("app.kubernetes.io/name".to_string(), "brink".to_string()),
-        (
-            "app.kubernetes.io/instance".to_string(),
-            instance.to_string(),
-        ),
-    ])
-}
-
-/// The Secret's name.
-pub fn secret_name(i: &Inputs) -> String {
-    format!("{}-token", i.name)
 }
 
 /// The Secret: the token, what the coordinator runs (`order`, JSON), the run's TLS files and
