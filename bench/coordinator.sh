@@ -6,6 +6,7 @@
 #
 #   bash bench/coordinator.sh [N] [SECONDS]      (from the project root; default 100 30)
 #   BRINK=path/to/brink bash bench/coordinator.sh ...   (another build, e.g. for an A/B)
+#   WRAP="perf record -g" bash bench/coordinator.sh ...  (the coordinator under a profiler)
 set -euo pipefail
 N=${1:-100}; S=${2:-30}
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)"; exit 2; }
@@ -21,7 +22,7 @@ for _ in $(seq 50); do [ "$(wc -l < "$out/addrs")" -ge "$N" ] && break; sleep 0.
 args=()
 while read -r a; do args+=(--worker "$a"); done < "$out/addrs"
 # The simulated workers send no load: the target is never contacted.
-/usr/bin/time -f "%U %S %e %M" -o "$out/time" ${BRINK:-target/release/brink} run http://127.0.0.1:9/ \
+/usr/bin/time -f "%U %S %e %M" -o "$out/time" ${WRAP:-} ${BRINK:-target/release/brink} run http://127.0.0.1:9/ \
   --rate 1 -d "${S}s" --no-history -q --token-file "$out/token" "${args[@]}" --json "$out/r.json" || true
 read -r user sys wall rss < "$out/time"
 python3 - "$out/r.json" "$N" "$S" "$user" "$sys" "$wall" "$rss" <<'PY'

@@ -177,9 +177,9 @@ impl Fleet {
                 .unwrap_or_default();
         let start_ns = now_ns() + lead.as_nanos() as u64;
         let started = Instant::now() + lead;
-        for j in &joined {
+        for j in &mut joined {
             let at = j.offset.to_worker(start_ns);
-            if !j.conn.send(&ToWorker::StartAt { unix_ns: at }).await {
+            if !j.conn.send(&ToWorker::StartAt { unix_ns: at }) {
                 return Err(Error(format!(
                     "worker {}: gone before the start",
                     j.conn.name

@@ -8,12 +8,8 @@ use crate::lines::Lines;
 use crate::now_ns;
 use crate::proto::{FromWorker, ToWorker};
 use bytes::Bytes;
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
 
 /// How long a worker may take to connect.
 const CONNECT: Duration = Duration::from_secs(5);
@@ -21,30 +17,51 @@ const CONNECT: Duration = Duration::from_secs(5);
 pub(crate) const HELLO: Duration = Duration::from_secs(60);
 /// Clock pings per worker; the one with the shortest round trip counts.
 const PINGS: u32 = 8;
+/// How much of a refusal's body is read and quoted.
+const REFUSAL: usize = 200;
 
-/// One worker's stream.
+/// One worker's stream, on the `h2` crate itself: a coordinator of a thousand workers holds a
+/// thousand of these, and hyper's client would add its dispatch channel and a task to each.
 pub(crate) struct Conn {
     pub(crate) name: String,
-    pub(crate) tx: mpsc::Sender<Bytes>,
-    pub(crate) body: Incoming,
-    pub(crate) lines: Lines,
-    pub(crate) queue: VecDeque<FromWorker>,
+    /// What the coordinator says to the worker.
+    out: Outbox,
+    /// What the worker says.
+    inbox: Inbox,
+}
+
+/// The coordinator's half of a worker's stream.
+pub(crate) struct Outbox(h2::SendStream<Bytes>);
+
+impl Outbox {
+    /// Queues `m` (the connection's task writes it); false once the stream is gone.
+    pub(crate) fn send(&mut self, m: &ToWorker) -> bool {
+        self.0.send_data(line(m), false).is_ok()
+    }
+}
+
+/// The worker's half: its lines as messages.
+pub(crate) struct Inbox {
+    name: String,
+    body: h2::RecvStream,
+    lines: Lines,
+    queue: VecDeque<FromWorker>,
     /// Keeps the HTTP/2 connection open.
-    _h2: hyper::client::conn::http2::SendRequest<accept::ChannelBody>,
+    _h2: h2::client::SendRequest<Bytes>,
     /// The task driving the connection.
     driver: tokio::task::JoinHandle<()>,
 }
 
-impl Conn {
+impl Inbox {
     /// The next message; `Ok(None)` when the worker closed its stream.
     pub(crate) async fn next(&mut self) -> Result<Option<FromWorker>, String> {
         loop {
             if let Some(m) = self.queue.pop_front() {
                 return Ok(Some(m));
             }
-            match self.body.frame().await {
-                Some(Ok(f)) => {
-                    let data = f.into_data().unwrap_or_default();
+            match self.body.data().await {
+                Some(Ok(data)) => {
+                    let _ = self.body.flow_control().release_capacity(data.len());
                     let msgs = self.lines.feed(&data);
                     self.queue
                         .extend(msgs.map_err(|e| format!("worker {}: {e}", self.name))?);
@@ -54,14 +71,26 @@ impl Conn {
             }
         }
     }
+}
 
-    pub(crate) async fn send(&self, m: &ToWorker) -> bool {
-        self.tx.send(line(m)).await.is_ok()
+impl Conn {
+    /// The next message; `Ok(None)` when the worker closed its stream.
+    pub(crate) async fn next(&mut self) -> Result<Option<FromWorker>, String> {
+        self.inbox.next().await
+    }
+
+    pub(crate) fn send(&mut self, m: &ToWorker) -> bool {
+        self.out.send(m)
+    }
+
+    /// The two halves, to be read and written from different places.
+    pub(crate) fn split(self) -> (Outbox, Inbox) {
+        (self.out, self.inbox)
     }
 
     /// Closes the stream; the task driving its connection, which ends soon after.
     pub(crate) fn close(self) -> tokio::task::JoinHandle<()> {
-        self.driver
+        self.inbox.driver
     }
 }
 
@@ -84,17 +113,15 @@ async fn connect(name: &str, wait: Duration) -> Result<tokio::net::TcpStream, St
 }
 
 /// An HTTP/2 connection over `io`, its driver running on the runtime.
-type H2 = (
-    hyper::client::conn::http2::SendRequest<accept::ChannelBody>,
-    tokio::task::JoinHandle<()>,
-);
+type H2 = (h2::client::SendRequest<Bytes>, tokio::task::JoinHandle<()>);
 
 async fn h2_over<I>(name: &str, io: I) -> Result<H2, String>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (h2, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io))
+    let (h2, conn) = tokio::time::timeout(CONNECT, h2::client::handshake(io))
         .await
+        .map_err(|_| format!("worker {name}: no HTTP/2 handshake within {CONNECT:?}"))?
         .map_err(|e| format!("worker {name}: not a brink worker ({e})"))?;
     let driver = tokio::spawn(async move {
         let _ = conn.await;
@@ -112,7 +139,7 @@ pub(crate) async fn open(
 ) -> Result<Conn, String> {
     let tcp = connect(name, wait).await?;
     let _ = tcp.set_nodelay(true);
-    let (mut h2, driver) = match tls {
+    let (h2, driver) = match tls {
         None => h2_over(name, tcp).await?,
         Some(c) => {
             let host = name.rsplit_once(':').map_or(name, |(h, _)| h);
@@ -126,52 +153,73 @@ pub(crate) async fn open(
             h2_over(name, stream).await?
         }
     };
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
-    let req = hyper::Request::post(format!("http://{name}/run"))
-        .header(hyper::header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(accept::ChannelBody(rx))
+    let hint = if tls.is_none() {
+        "is it a brink worker? one serving TLS needs --worker-cacert"
+    } else {
+        "a worker that demands a client certificate needs --worker-cert and --worker-key"
+    };
+    let cannot = |e: h2::Error| format!("worker {name}: the run could not be opened ({e}): {hint}");
+    let req = http::Request::post(format!("http://{name}/run"))
+        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(())
         .map_err(|e| format!("worker {name}: {e}"))?;
-    let _ = tx.send(line(run)).await;
-    let resp = tokio::time::timeout(HELLO, h2.send_request(req))
+    let mut ready = tokio::time::timeout(HELLO, h2.clone().ready())
         .await
         .map_err(|_| format!("worker {name}: no answer within {HELLO:?}"))?
-        .map_err(|e| {
-            let hint = if tls.is_none() {
-                "is it a brink worker? one serving TLS needs --worker-cacert"
-            } else {
-                "a worker that demands a client certificate needs --worker-cert and --worker-key"
-            };
-            format!("worker {name}: the run could not be opened ({e}): {hint}")
-        })?;
-    match resp.status() {
-        hyper::StatusCode::OK => {}
-        hyper::StatusCode::UNAUTHORIZED => {
+        .map_err(cannot)?;
+    let (answer, send) = ready.send_request(req, false).map_err(cannot)?;
+    let mut out = Outbox(send);
+    out.send(run);
+    let resp = tokio::time::timeout(HELLO, answer)
+        .await
+        .map_err(|_| format!("worker {name}: no answer within {HELLO:?}"))?
+        .map_err(cannot)?;
+    let (head, body) = resp.into_parts();
+    match head.status {
+        http::StatusCode::OK => {}
+        http::StatusCode::UNAUTHORIZED => {
             return Err(format!(
                 "worker {name} refused the token: give it the same --token-file"
             ))
         }
         s => {
-            let body = resp
-                .into_body()
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .unwrap_or_default();
-            let why = String::from_utf8_lossy(&body[..body.len().min(200)])
-                .trim()
-                .to_string();
+            let why = refusal(body).await;
             return Err(format!("worker {name}: {s}: {}", why.escape_debug()));
         }
     }
-    Ok(Conn {
+    let inbox = Inbox {
         name: name.to_string(),
-        tx,
-        body: resp.into_body(),
+        body,
         lines: Lines::default(),
         queue: VecDeque::new(),
         _h2: h2,
         driver,
+    };
+    Ok(Conn {
+        name: name.to_string(),
+        out,
+        inbox,
     })
+}
+
+/// The start of a refusal's body, read for a few seconds at most.
+async fn refusal(mut body: h2::RecvStream) -> String {
+    let mut got = Vec::new();
+    let read = async {
+        while got.len() < REFUSAL {
+            match body.data().await {
+                Some(Ok(d)) => {
+                    let _ = body.flow_control().release_capacity(d.len());
+                    got.extend_from_slice(&d);
+                }
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(CONNECT, read).await;
+    String::from_utf8_lossy(&got[..got.len().min(REFUSAL)])
+        .trim()
+        .to_string()
 }
 
 /// Pings `conn` [`PINGS`] times; its clock offset from the shortest round trip.
@@ -179,7 +227,7 @@ pub(crate) async fn measure_clock(conn: &mut Conn) -> Result<Offset, String> {
     let mut pings = Vec::new();
     for id in 0..PINGS {
         let sent = now_ns();
-        if !conn.send(&ToWorker::Ping { id }).await {
+        if !conn.send(&ToWorker::Ping { id }) {
             return Err(format!("worker {}: gone during the clock check", conn.name));
         }
         let pong = tokio::time::timeout(Duration::from_secs(5), async {

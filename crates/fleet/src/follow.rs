@@ -5,11 +5,9 @@
 //! with what it sent and named, the run then reported short.
 
 use crate::clock::Offset;
-use crate::dial::Conn;
-use crate::line;
+use crate::dial::{Conn, Outbox};
 use crate::now_ns;
 use crate::proto::{FromWorker, ToWorker, HEARTBEAT};
-use bytes::Bytes;
 use merge::{Merger, OnSecond, RunOutput};
 use model::{WorkerReport, WorkerStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +29,7 @@ pub(crate) struct Joined {
 /// The load under way: the workers' senders, their reports, and the merge.
 pub(crate) struct Running<'a> {
     spec: &'a engine::RunSpec,
-    senders: Vec<mpsc::Sender<Bytes>>,
+    senders: Vec<Outbox>,
     reports: Vec<WorkerReport>,
     offsets: Vec<Offset>,
     start_ns: u64,
@@ -58,14 +56,14 @@ impl<'a> Running<'a> {
         let mut reports = Vec::new();
         let mut offsets = Vec::new();
         for (i, j) in joined.into_iter().enumerate() {
-            senders.push(j.conn.tx.clone());
+            let (out, mut inbox) = j.conn.split();
+            senders.push(out);
             reports.push(j.report);
             offsets.push(j.offset);
             let tx = tx.clone();
-            let mut conn = j.conn;
             tokio::spawn(async move {
                 loop {
-                    let m = conn.next().await;
+                    let m = inbox.next().await;
                     let end = !matches!(m, Ok(Some(FromWorker::Second { .. })));
                     let m = m.and_then(|m| m.ok_or_else(|| "closed its stream".to_string()));
                     if tx.send((i, m)).await.is_err() || end {
@@ -91,10 +89,10 @@ impl<'a> Running<'a> {
     }
 
     /// Tells every worker still running.
-    async fn tell(&self, m: &ToWorker) {
-        for (i, s) in self.senders.iter().enumerate() {
+    fn tell(&mut self, m: &ToWorker) {
+        for (i, s) in self.senders.iter_mut().enumerate() {
             if !self.merger.is_done(i) {
-                let _ = s.send(line(m)).await;
+                let _ = s.send(m);
             }
         }
     }
@@ -114,20 +112,19 @@ impl<'a> Running<'a> {
             }
             if beat.elapsed() >= HEARTBEAT {
                 beat = Instant::now();
-                self.tell(&ToWorker::Heartbeat).await;
+                self.tell(&ToWorker::Heartbeat);
                 self.lose_silent();
             }
             if interrupt.load(Ordering::Relaxed) && !stopping {
                 stopping = true;
                 self.interrupted = true;
-                self.tell(&ToWorker::Stop).await;
+                self.tell(&ToWorker::Stop);
             }
             if self.merger.emit_ready(observer) && !stopping {
                 stopping = true;
                 self.tell(&ToWorker::Abort {
                     why: "an objective with abort broke".into(),
-                })
-                .await;
+                });
             }
         }
         for w in 0..self.reports.len() {
