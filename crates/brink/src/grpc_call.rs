@@ -124,7 +124,7 @@ pub fn list(a: &LoadArgs) -> Result<i32, Fail> {
     let src = sources(a);
     let pool = if src.is_empty() {
         let target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
-        if !target.is_grpc() {
+        if target.protocol != model::Protocol::Grpc {
             return Err(Fail::input(
                 "--list needs a grpc:// or grpcs:// URL, or --proto/--protoset",
             ));

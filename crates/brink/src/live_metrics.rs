@@ -153,12 +153,15 @@ fn outs(a: &LiveArgs) -> Result<Vec<metrics::Destination>, Fail> {
                 }
             };
             let url = model::Target::parse(url).map_err(|e| bad(e.to_string()))?;
-            if url.is_grpc() {
+            if !url.protocol.is_http() {
                 return Err(bad("remote write goes to an http:// or https:// URL".into()));
             }
             let tls = if url.tls {
-                let config = engine::tls::client_config(&engine::TlsOptions::default(), false)
-                    .map_err(|e| bad(e.to_string()))?;
+                let config = engine::tls::client_config(
+                    &engine::TlsOptions::default(),
+                    model::Protocol::Http1,
+                )
+                .map_err(|e| bad(e.to_string()))?;
                 let name = engine::tls::server_name(&url.host).map_err(|e| bad(e.to_string()))?;
                 Some((tokio_rustls::TlsConnector::from(config), name))
             } else {

@@ -8,6 +8,7 @@
 use crate::cli::{KeepArgs, LoadArgs, RunArgs, WatchArgs};
 use crate::exit::Fail;
 use engine::{RequestSpec, RunSpec, StatusSet, Target, Workload};
+use model::Protocol;
 use plan::load::{self, LoadInput, FLAGS};
 use plan::{parse_duration, Settings};
 pub use runner::Job;
@@ -219,21 +220,24 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     let mut target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
     // The run is named for what it loads (`GET /api/items`, a gRPC method), so the history and
     // results tell single-URL runs apart.
-    let name = match (&a.call, target.is_grpc()) {
-        (Some(call), true) => call.clone(),
-        _ => format!("{} {}", a.method.as_deref().unwrap_or("GET"), target.path),
-    };
-    let request = if target.is_grpc() {
-        crate::grpc_call::request(a, &mut target)?
-    } else {
-        crate::grpc_call::refuse_flags(a, false)?;
-        let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
-        let method = a.method.as_deref().unwrap_or("GET");
-        let mut req = RequestSpec::new(target.clone(), method, &a.headers, body.into())
-            .map_err(|e| Fail::input(e.to_string()))?
-            .request();
-        req.headers = crate::grpc_call::flag_headers(a)?;
-        req
+    let (name, request) = match target.protocol {
+        Protocol::Grpc => {
+            let name = a
+                .call
+                .clone()
+                .unwrap_or_else(|| format!("GET {}", target.path));
+            (name, crate::grpc_call::request(a, &mut target)?)
+        }
+        Protocol::Http1 | Protocol::Http2 => {
+            crate::grpc_call::refuse_flags(a, false)?;
+            let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
+            let method = a.method.as_deref().unwrap_or("GET");
+            let mut req = RequestSpec::new(target.clone(), method, &a.headers, body.into())
+                .map_err(|e| Fail::input(e.to_string()))?
+                .request();
+            req.headers = crate::grpc_call::flag_headers(a)?;
+            (format!("{method} {}", target.path), req)
+        }
     };
     let mut workload = Workload::new(vec![request], false, Vec::new(), Vec::new(), seed);
     let run_id = crate::trace_flags::run_id(seed);
@@ -428,7 +432,7 @@ fn spec(
         None => engine::workload::capture::DEFAULT_LIMIT,
     };
     let target = target.with_http2(a.http2 || plan.http2.unwrap_or(false));
-    let grpc = target.is_grpc();
+    let grpc = target.protocol == Protocol::Grpc;
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -462,7 +466,7 @@ fn spec(
         threads,
         grace,
         capture_limit,
-        grpc_max_message: match &a.max_message_size {
+        max_message: match &a.max_message_size {
             Some(m) => plan::parse_size(m)
                 .map_err(|e| Fail::input(format!("--max-message-size: {e}")))?
                 as usize,

@@ -53,12 +53,12 @@ pub fn grpc_call(
         }
         let mut h2 = H2Conn::handshake(stream).await.map_err(describe)?;
         let outcome = h2
-            .roundtrip(req, Some(&connector.captures), connector.grpc_max_message)
+            .roundtrip(req, Some(&connector.captures), connector.max_message)
             .await
             .map_err(|_| "the server closed the connection".to_string())?;
         let (reply, kept) = outcome.map_err(describe)?;
         Ok(Answer {
-            code: reply.grpc.map_or(2, |g| g.code),
+            code: reply.call.map_or(2, |g| g.code),
             body: kept.map(|k| k.body.clone()).unwrap_or_default(),
         })
     };
@@ -98,7 +98,7 @@ fn connector(
 ) -> Result<Connector, String> {
     Ok(Connector {
         addr: target.resolve().map_err(|e| e.to_string())?,
-        tls: tls_for(target, tls, protocol.multiplexed()).map_err(|e| e.to_string())?,
+        tls: tls_for(target, tls, protocol).map_err(|e| e.to_string())?,
         protocol,
         connect_timeout: timeout,
         keepalive: true,
@@ -114,8 +114,8 @@ fn connector(
         h1_static: vec![None],
         captures: Budget::new(MOST),
         headers_only: Budget::new(0),
-        grpc_timeout: None,
-        grpc_max_message: crate::net::conn::DEFAULT_GRPC_MAX_MESSAGE,
+        timeout,
+        max_message: crate::net::conn::DEFAULT_GRPC_MAX_MESSAGE,
     })
 }
 

@@ -41,7 +41,7 @@ pub struct RunSpec {
     /// Bytes all responses kept for extraction may hold together (`--capture-limit`).
     pub capture_limit: usize,
     /// Largest gRPC message an answer may carry (`--max-message-size`).
-    pub grpc_max_message: usize,
+    pub max_message: usize,
 }
 
 /// Why a run could not start.
@@ -58,15 +58,10 @@ pub enum RunError {
     Request(String),
 }
 
-/// `timeout` as a `grpc-timeout` value: whole milliseconds, at most eight digits.
-fn grpc_timeout(timeout: Duration) -> String {
-    format!("{}m", timeout.as_millis().clamp(1, 99_999_999))
-}
-
 fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     let target = &spec.target;
     let addr = target.resolve()?;
-    let tls = tls_for(target, &spec.tls, target.protocol.multiplexed())?;
+    let tls = tls_for(target, &spec.tls, target.protocol)?;
     let connector = Connector {
         addr,
         tls,
@@ -81,8 +76,8 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
             .map_err(RunError::Request)?,
         captures: Budget::new(spec.capture_limit),
         headers_only: Budget::new(0),
-        grpc_timeout: target.is_grpc().then(|| grpc_timeout(spec.timeout)),
-        grpc_max_message: spec.grpc_max_message,
+        timeout: spec.timeout,
+        max_message: spec.max_message,
     };
     // Every worker needs a slot, and with shared connections at least one connection.
     let most = spec.connections.map_or(spec.load.max_connections(), |n| {

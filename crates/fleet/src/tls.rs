@@ -56,6 +56,6 @@ pub fn connector(
         client: identity,
         server_name: None,
     };
-    let config = client_config(&opts, true).map_err(|e| e.to_string())?;
+    let config = client_config(&opts, model::Protocol::Http2).map_err(|e| e.to_string())?;
     Ok(TlsConnector::from(config))
 }

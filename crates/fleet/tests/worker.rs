@@ -35,7 +35,7 @@ fn spec(url: &str) -> engine::RunSpec {
         threads: 1,
         grace: Duration::from_secs(1),
         capture_limit: workload::capture::DEFAULT_LIMIT,
-        grpc_max_message: engine::DEFAULT_GRPC_MAX_MESSAGE,
+        max_message: engine::DEFAULT_GRPC_MAX_MESSAGE,
     }
 }
 

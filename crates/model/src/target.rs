@@ -8,7 +8,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 pub enum TargetError {
     #[error("invalid URL '{0}': {1}")]
     Url(String, String),
-    #[error("unsupported scheme '{0}' in '{1}' (use http://, https://, grpc:// or grpcs://)")]
+    #[error("unsupported scheme '{0}' in '{1}' (use {schemes})", schemes = Protocol::schemes())]
     Scheme(String, String),
     #[error("cannot resolve host '{0}': {1}")]
     Resolve(String, String),
@@ -33,9 +33,75 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Every protocol, in the order a scheme error lists them.
+    pub const ALL: [Protocol; 3] = [Protocol::Http1, Protocol::Http2, Protocol::Grpc];
+
+    /// The protocol a URL scheme names, and whether TLS carries it (`None`: not ours).
+    /// HTTP/2 has no scheme of its own: `--http2` picks it for an `http(s)://` URL.
+    pub fn from_scheme(scheme: &str) -> Option<(Protocol, bool)> {
+        Protocol::ALL.into_iter().find_map(|p| {
+            [false, true]
+                .into_iter()
+                .find(|&tls| p.scheme(tls).eq_ignore_ascii_case(scheme) && p.named_by_scheme())
+                .map(|tls| (p, tls))
+        })
+    }
+
+    /// The URL scheme this protocol is written with, over TCP or over TLS.
+    pub fn scheme(self, tls: bool) -> &'static str {
+        match (self, tls) {
+            (Protocol::Http1 | Protocol::Http2, false) => "http",
+            (Protocol::Http1 | Protocol::Http2, true) => "https",
+            (Protocol::Grpc, false) => "grpc",
+            (Protocol::Grpc, true) => "grpcs",
+        }
+    }
+
+    /// Whether a URL's scheme alone selects it (HTTP/2 is chosen by a flag over `http://`).
+    fn named_by_scheme(self) -> bool {
+        match self {
+            Protocol::Http1 | Protocol::Grpc => true,
+            Protocol::Http2 => false,
+        }
+    }
+
+    /// The port a URL without one means.
+    pub fn default_port(self, tls: bool) -> u16 {
+        match self {
+            Protocol::Http1 | Protocol::Http2 | Protocol::Grpc => {
+                if tls {
+                    443
+                } else {
+                    80
+                }
+            }
+        }
+    }
+
+    /// What a TLS client offers in ALPN, most wanted first (a server answering HTTP/1.1 to
+    /// an HTTP/2 offer is seen, and said, by the run).
+    pub fn alpn(self) -> &'static [&'static [u8]] {
+        match self {
+            Protocol::Http1 => &[b"http/1.1"],
+            Protocol::Http2 | Protocol::Grpc => &[b"h2", b"http/1.1"],
+        }
+    }
+
     /// Whether requests in flight share connections as streams (`--connections`).
     pub fn multiplexed(self) -> bool {
-        !matches!(self, Protocol::Http1)
+        match self {
+            Protocol::Http1 => false,
+            Protocol::Http2 | Protocol::Grpc => true,
+        }
+    }
+
+    /// Whether each exchange is an HTTP request judged by its status (what a completion
+    /// probe or a remote-write endpoint must be); a gRPC call is judged by its own code.
+    pub fn is_http(self) -> bool {
+        match self {
+            Protocol::Http1 | Protocol::Http2 => true,
+            Protocol::Grpc => false,
+        }
     }
 
     /// The wire protocol it speaks (gRPC is HTTP/2).
@@ -44,6 +110,17 @@ impl Protocol {
             Protocol::Http1 => Wire::Http1,
             Protocol::Http2 | Protocol::Grpc => Wire::H2,
         }
+    }
+
+    /// The schemes a URL may use, for an error naming them.
+    pub fn schemes() -> String {
+        let mut all: Vec<String> = Vec::new();
+        for p in Protocol::ALL.into_iter().filter(|p| p.named_by_scheme()) {
+            for tls in [false, true] {
+                all.push(format!("{}://", p.scheme(tls)));
+            }
+        }
+        all.join(", ")
     }
 }
 
@@ -92,13 +169,8 @@ impl Target {
         let (scheme, _) = url
             .split_once("://")
             .ok_or_else(|| bad("expected scheme://host"))?;
-        let (tls, protocol) = match scheme.to_ascii_lowercase().as_str() {
-            "http" => (false, Protocol::Http1),
-            "https" => (true, Protocol::Http1),
-            "grpc" => (false, Protocol::Grpc),
-            "grpcs" => (true, Protocol::Grpc),
-            other => return Err(TargetError::Scheme(other.to_string(), url.to_string())),
-        };
+        let (protocol, tls) = Protocol::from_scheme(scheme)
+            .ok_or_else(|| TargetError::Scheme(scheme.to_ascii_lowercase(), url.to_string()))?;
         let uri: http::Uri = url
             .parse()
             .map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
@@ -108,7 +180,7 @@ impl Target {
         if host.is_empty() {
             return Err(bad("missing host"));
         }
-        let default_port = if tls { 443 } else { 80 };
+        let default_port = protocol.default_port(tls);
         let port = match port {
             None => default_port,
             Some(p) => match p.parse::<u16>() {
@@ -137,11 +209,6 @@ impl Target {
             path: path.to_string(),
             authority,
         })
-    }
-
-    /// gRPC calls (`grpc://`, `grpcs://`).
-    pub fn is_grpc(&self) -> bool {
-        self.protocol == Protocol::Grpc
     }
 
     /// This target spoken over HTTP/2 when `on` (an HTTP URL with `--http2`); gRPC is HTTP/2
@@ -180,12 +247,7 @@ impl Target {
 
     /// Scheme name.
     pub fn scheme(&self) -> &'static str {
-        match (self.is_grpc(), self.tls) {
-            (false, false) => "http",
-            (false, true) => "https",
-            (true, false) => "grpc",
-            (true, true) => "grpcs",
-        }
+        self.protocol.scheme(self.tls)
     }
 
     /// The full URL, normalised.
@@ -304,6 +366,25 @@ mod tests {
             (t.host.as_str(), t.authority.as_str()),
             ("::1", "[::1]:9000")
         );
+    }
+
+    #[test]
+    fn every_protocol_reads_back_from_its_scheme() {
+        for p in Protocol::ALL {
+            for tls in [false, true] {
+                let url = format!("{}://h/", p.scheme(tls));
+                let t = Target::parse(&url).unwrap();
+                let t = t.with_http2(p == Protocol::Http2);
+                assert_eq!((t.protocol, t.tls, t.url()), (p, tls, url.clone()));
+                assert_eq!(t.port, p.default_port(tls), "{url}");
+            }
+        }
+        let e = Target::parse("ftp://x/").unwrap_err().to_string();
+        assert!(
+            e.ends_with("(use http://, https://, grpc://, grpcs://)"),
+            "{e}"
+        );
+        assert_eq!(Protocol::from_scheme("GRPCS"), Some((Protocol::Grpc, true)));
     }
 
     #[test]

@@ -279,7 +279,7 @@ impl Probe {
         within: Duration,
     ) -> Result<Probe, String> {
         let target = if get.starts_with('/') {
-            if base.is_grpc() {
+            if !base.protocol.is_http() {
                 return Err(format!(
                     "get {get}: a gRPC target has no URL to poll; give a full http(s):// URL"
                 ));
@@ -290,7 +290,7 @@ impl Probe {
             }
         } else {
             let t = Target::parse(get).map_err(|e| format!("get {get}: {e}"))?;
-            if t.is_grpc() {
+            if !t.protocol.is_http() {
                 return Err(format!(
                     "get {get}: the probe polls http:// or https:// URLs"
                 ));

@@ -427,7 +427,7 @@ impl Cx<'_> {
         let name = &s.value.name.value;
         let vars = names.vars;
         let mut steps: Vec<Request> = Vec::new();
-        if target.is_grpc() {
+        if target.protocol == model::Protocol::Grpc {
             if raw_steps.is_empty() {
                 errs.push(self.err(s, format!("scenario '{name}' has a gRPC target: its requests are grpc: calls (requests: [{{ grpc: {{ call: package.Service/Method }} }}])")));
                 return steps;

@@ -23,7 +23,7 @@ impl Cx<'_> {
         names: &Names,
     ) -> Result<Request, PlanError> {
         let r = &st.value;
-        if !target.is_grpc() {
+        if target.protocol != model::Protocol::Grpc {
             return Err(self.err(
                 g,
                 format!(

@@ -80,13 +80,13 @@ pub fn scenario_result(
         checks: checks(spec, &out.totals.all),
         error: None,
         ok_status: spec.ok_status.ranges().to_vec(),
-        ok_codes: if spec.target.is_grpc() {
-            spec.ok_codes
+        ok_codes: match spec.target.protocol {
+            model::Protocol::Grpc => spec
+                .ok_codes
                 .iter()
                 .map(|c| model::grpc::name(*c))
-                .collect()
-        } else {
-            Vec::new()
+                .collect(),
+            model::Protocol::Http1 | model::Protocol::Http2 => Vec::new(),
         },
         traces: traces(spec, out),
         completion: None,

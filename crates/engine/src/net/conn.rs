@@ -41,12 +41,11 @@ pub struct Connector {
     pub captures: Arc<Budget>,
     /// No room at all: answers kept for their headers (and body length) only.
     pub headers_only: Arc<Budget>,
-    /// gRPC targets: the call's deadline as sent in `grpc-timeout` (the run's `--timeout`).
-    /// Every call then also says `content-type: application/grpc` and `te: trailers`, unless
-    /// the request sets them itself.
-    pub grpc_timeout: Option<String>,
-    /// Largest gRPC message an answer may carry.
-    pub grpc_max_message: usize,
+    /// How long a request may take (`--timeout`): protocols that tell the server their
+    /// deadline send it (gRPC's `grpc-timeout`).
+    pub timeout: Duration,
+    /// Largest message an answer may carry (gRPC).
+    pub max_message: usize,
 }
 
 /// How long opening one connection took.

@@ -37,8 +37,12 @@ pub struct TlsOptions {
     pub server_name: Option<String>,
 }
 
-/// Builds the client configuration shared by every connection of a run.
-pub fn client_config(opts: &TlsOptions, http2: bool) -> Result<Arc<ClientConfig>, TlsError> {
+/// Builds the client configuration shared by every connection of a run, offering
+/// `protocol`'s ALPN names.
+pub fn client_config(
+    opts: &TlsOptions,
+    protocol: model::Protocol,
+) -> Result<Arc<ClientConfig>, TlsError> {
     let provider = Arc::new(ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -59,11 +63,7 @@ pub fn client_config(opts: &TlsOptions, http2: bool) -> Result<Arc<ClientConfig>
                 .map_err(|e| TlsError::Config(format!("client certificate and key: {e}")))?
         }
     };
-    config.alpn_protocols = if http2 {
-        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
-    } else {
-        vec![b"http/1.1".to_vec()]
-    };
+    config.alpn_protocols = protocol.alpn().iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))
 }
 
@@ -186,7 +186,7 @@ impl ServerCertVerifier for AcceptAny {
 pub(crate) fn tls_for(
     target: &model::Target,
     opts: &TlsOptions,
-    http2: bool,
+    protocol: model::Protocol,
 ) -> Result<
     Option<(
         Arc<rustls::ClientConfig>,
@@ -198,7 +198,7 @@ pub(crate) fn tls_for(
         return Ok(None);
     }
     Ok(Some((
-        client_config(opts, http2)?,
+        client_config(opts, protocol)?,
         server_name(opts.server_name.as_deref().unwrap_or(&target.host))?,
     )))
 }

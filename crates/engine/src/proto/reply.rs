@@ -1,5 +1,5 @@
 //! What every protocol's exchange ends in, protocol-neutral: a [`Reply`] (status, bytes,
-//! whether the connection goes on, a gRPC call's status and messages), what an idle
+//! whether the connection goes on, a call's own code and messages), what an idle
 //! kept-alive connection holds ([`Idle`]), and the error kind an I/O failure counts as. The
 //! worker loops and the recording read only these, whichever protocol produced them.
 
@@ -23,20 +23,20 @@ pub struct Reply {
     /// the framing was wrong or the server misbehaves. The response still counts; the
     /// connection is closed and one `protocol` error is counted for the stray bytes.
     pub stray: bool,
-    /// A gRPC call's answer (`None` for plain HTTP): its code decides success, not `status`.
-    pub grpc: Option<GrpcReply>,
+    /// A call's own outcome (`None` for plain HTTP): its code decides success, not `status`.
+    pub call: Option<Call>,
 }
 
 impl Reply {
-    /// A gRPC call that ended with `code` and no answer to count (its stream was reset, or
-    /// its deadline passed): the connection carries on.
-    pub fn grpc_ended(code: u16) -> Reply {
+    /// A call that ended with `code` and no answer to count (its stream was reset, or its
+    /// deadline passed): the connection carries on.
+    pub fn call_ended(code: u16) -> Reply {
         Reply {
             status: 200,
             bytes_in: 0,
             keep_alive: true,
             stray: false,
-            grpc: Some(GrpcReply {
+            call: Some(Call {
                 code,
                 messages: 0,
                 first_message: None,
@@ -45,9 +45,10 @@ impl Reply {
     }
 }
 
-/// What a gRPC call's answer said: its status code, and the messages it carried.
+/// What a call said of itself, whatever protocol carried it (a gRPC status today): the code
+/// that decides its success (`ok_codes`), and the messages it carried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GrpcReply {
+pub struct Call {
     pub code: u16,
     /// Complete messages received.
     pub messages: u64,

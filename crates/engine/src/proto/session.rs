@@ -27,6 +27,14 @@ pub trait Session {
 
     /// Sends `vu`'s current request and reads its whole answer.
     fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a>;
+
+    /// What an exchange counts as when the worker timed it out, or it ended with `passed`
+    /// its deadline: a protocol whose calls carry a deadline reads it its own way (gRPC's
+    /// DEADLINE_EXCEEDED); by default the outcome stands (a timeout is a timeout).
+    fn at_deadline(&self, connector: &Connector, outcome: Outcome, passed: bool) -> Outcome {
+        let _ = (connector, passed);
+        outcome
+    }
 }
 
 /// An open connection of whichever protocol the run speaks.

@@ -214,7 +214,7 @@ fn record(
         Err(kind) => (Err(kind), None),
     };
     let workload = &shared.connector.workload;
-    let answered_ok = result.as_ref().map(|r| match r.grpc {
+    let answered_ok = result.as_ref().map(|r| match r.call {
         Some(g) => shared.ok_codes.contains(&g.code),
         None => shared.ok_status.contains(r.status),
     });
@@ -232,7 +232,7 @@ fn record(
     }
     if let Some(id) = vu.trace_id.take() {
         let outcome = match (&result, extracted) {
-            (Ok(r), Ok(())) => match r.grpc {
+            (Ok(r), Ok(())) => match r.call {
                 Some(g) => TraceOutcome::Grpc(g.code),
                 None => TraceOutcome::Status(r.status),
             },
@@ -254,7 +254,7 @@ fn record(
         (Ok(reply), Ok(())) => {
             let (corrected, service) = (micros(done - base), micros(done - sent));
             let ok = answered_ok == Ok(true);
-            match reply.grpc {
+            match reply.call {
                 Some(g) => {
                     rec.record_grpc(g.code, ok, corrected, service);
                     let stream = workload.requests[vu.current]
@@ -277,7 +277,7 @@ fn record(
         (Ok(reply), Err(kind)) => {
             // An answer that failed its extraction or checks: counted as answered, not ok.
             let (corrected, service) = (micros(done - base), micros(done - sent));
-            let grpc = reply.grpc.map(|g| g.code);
+            let grpc = reply.call.map(|g| g.code);
             rec.record_failed_answer(reply.status, grpc, kind, corrected, service);
             if kind == ErrorKind::Extract {
                 rec.note_extract_failure(vu.extract_failure.take());

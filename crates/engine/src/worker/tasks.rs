@@ -10,7 +10,7 @@ use super::{
 };
 use super::{Msg, Shared};
 use crate::proto::connect::connect;
-use crate::proto::reply::{Idle, Outcome, Reply};
+use crate::proto::reply::Idle;
 use crate::proto::session::{self, Conn};
 use model::Curve;
 use model::Load;
@@ -378,8 +378,7 @@ impl Slot {
             }
         };
         let deadline = sent + shared.timeout;
-        let grpc = connector.grpc_timeout.is_some();
-        let (mut result, bytes_out) = {
+        let (result, bytes_out) = {
             let mut send = c.send(connector, &mut self.vu);
             loop {
                 // The deadline first: a server streaming without end keeps `send` busy until
@@ -397,9 +396,7 @@ impl Slot {
                 }
             }
         };
-        if grpc {
-            past_deadline(&mut result, Instant::now() >= deadline);
-        }
+        let result = c.at_deadline(connector, result, Instant::now() >= deadline);
         let done = Instant::now();
         if let (Some(started), false, Ok(_)) = (opened_at, shared.keepalive, &result) {
             ctx.rec.borrow_mut()[self.vu.current]
@@ -427,24 +424,5 @@ impl Slot {
         if refused {
             tokio::time::sleep(REFUSED_REST).await;
         }
-    }
-}
-
-/// A gRPC call whose deadline passed is DEADLINE_EXCEEDED, whoever noticed first: brink (its
-/// stream is cancelled, the connection and its other calls carry on) or the server (a
-/// CANCEL reset after the deadline, as grpc-go reads it). Trailers saying so count as they are.
-fn past_deadline(result: &mut Outcome, passed: bool) {
-    let ended = match result {
-        Err(ErrorKind::Timeout) => true,
-        Ok((reply, _)) => {
-            passed
-                && reply
-                    .grpc
-                    .is_some_and(|g| g.code == model::grpc::CANCELLED && reply.bytes_in == 0)
-        }
-        Err(_) => false,
-    };
-    if ended {
-        *result = Ok((Reply::grpc_ended(model::grpc::DEADLINE_EXCEEDED), None));
     }
 }

@@ -26,7 +26,7 @@ pub fn spec(url: &str, load: Load) -> RunSpec {
         threads: 2,
         grace: Duration::from_secs(2),
         capture_limit: engine::workload::capture::DEFAULT_LIMIT,
-        grpc_max_message: engine::DEFAULT_GRPC_MAX_MESSAGE,
+        max_message: engine::DEFAULT_GRPC_MAX_MESSAGE,
     }
 }
 

@@ -155,7 +155,7 @@ impl Reader {
             bytes_in: self.bytes_in,
             keep_alive: self.keep_alive,
             stray: false,
-            grpc: None,
+            call: None,
         }
     }
 
@@ -264,7 +264,7 @@ mod tests {
                     bytes_in: resp.len() as u64,
                     keep_alive: true,
                     stray: false,
-                    grpc: None,
+                    call: None,
                 },
                 "step {step}"
             );

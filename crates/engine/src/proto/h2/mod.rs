@@ -9,7 +9,7 @@ mod session;
 pub use session::session;
 
 use crate::proto::body::CallBody;
-use crate::proto::reply::{io_kind, GrpcReply, Reply};
+use crate::proto::reply::{io_kind, Call, Reply};
 use http_body_util::BodyExt;
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -49,7 +49,7 @@ impl H2Conn {
         &mut self,
         req: http::Request<CallBody>,
         capture: Option<&Arc<Budget>>,
-        grpc_max_message: usize,
+        max_message: usize,
     ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
         let grpc = req
             .headers()
@@ -65,7 +65,7 @@ impl H2Conn {
             Err(e) if unprocessed(&e) => return Err(Unprocessed),
             Err(e) => return Ok(reset_call(&e, grpc).ok_or_else(|| hyper_kind(&e))),
         };
-        let grpc = grpc.then_some(grpc_max_message);
+        let grpc = grpc.then_some(max_message);
         Ok(read_response(resp, capture, grpc).await)
     }
 }
@@ -141,7 +141,7 @@ async fn read_response(
         bytes_in,
         keep_alive: true,
         stray: false,
-        grpc: grpc.map(|_| GrpcReply {
+        call: grpc.map(|_| Call {
             code: messages.fault().map_or_else(
                 || model::grpc::status_of(status, grpc_status.as_deref()),
                 |fault| fault.code(),
@@ -168,7 +168,7 @@ fn reset_call(e: &hyper::Error, grpc: bool) -> Option<(Reply, Option<Captured>)>
                 return None;
             }
             let code = model::grpc::status_of_reset(u32::from(h2e.reason()?), false);
-            return Some((Reply::grpc_ended(code), None));
+            return Some((Reply::call_ended(code), None));
         }
         src = s.source();
     }

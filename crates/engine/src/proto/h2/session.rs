@@ -5,16 +5,23 @@
 use super::{H2Conn, Unprocessed};
 use crate::net::conn::{Connector, Stream};
 use crate::proto::body::{messages, CallBody};
-use crate::proto::reply::{Idle, Outcome};
+use crate::proto::reply::{Idle, Outcome, Reply};
 use crate::proto::session::{Conn, Exchange, Session};
 use bytes::Bytes;
+use model::Protocol;
 use stats::ErrorKind;
 use std::task::Context;
+use std::time::Duration;
 use workload::Vu;
 
 /// How many fresh connections an unprocessed HTTP/2 request is tried on before it counts as
 /// `closed`.
 const RESENDS: usize = 3;
+
+/// `timeout` as a `grpc-timeout` value: whole milliseconds, at most eight digits.
+fn grpc_timeout(timeout: Duration) -> String {
+    format!("{}m", timeout.as_millis().clamp(1, 99_999_999))
+}
 
 /// An HTTP/2 session over `stream` (h2c with prior knowledge, or TLS that agreed on `h2`).
 pub async fn session(stream: Stream) -> Result<Conn, ErrorKind> {
@@ -33,6 +40,14 @@ impl Session for H2Conn {
 
     fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
         Box::pin(self.exchange(connector, vu))
+    }
+
+    fn at_deadline(&self, connector: &Connector, mut outcome: Outcome, passed: bool) -> Outcome {
+        match connector.protocol {
+            Protocol::Grpc => past_deadline(&mut outcome, passed),
+            Protocol::Http1 | Protocol::Http2 => {}
+        }
+        outcome
     }
 }
 
@@ -56,6 +71,11 @@ impl H2Conn {
             .and_then(|m| m.stream)
             .filter(|s| s.client && !s.interval.is_zero())
             .map(|s| s.interval);
+        // gRPC calls say their deadline, and that they are gRPC, unless the step says so.
+        let deadline = match connector.protocol {
+            Protocol::Grpc => Some(grpc_timeout(connector.timeout)),
+            Protocol::Http1 | Protocol::Http2 => None,
+        };
         let build = || {
             let mut req = http::Request::builder()
                 .method(step.method.as_str())
@@ -63,7 +83,7 @@ impl H2Conn {
             for ((name, _), value) in step.headers.iter().zip(&values) {
                 req = req.header(name.as_str(), value.as_slice());
             }
-            if let Some(deadline) = &connector.grpc_timeout {
+            if let Some(deadline) = &deadline {
                 for (name, value) in [
                     ("content-type", "application/grpc"),
                     ("te", "trailers"),
@@ -89,10 +109,7 @@ impl H2Conn {
             let Ok(req) = build() else {
                 return (Err(ErrorKind::Protocol), 0);
             };
-            match self
-                .roundtrip(req, capture, connector.grpc_max_message)
-                .await
-            {
+            match self.roundtrip(req, capture, connector.max_message).await {
                 Ok(outcome) => return (outcome, len),
                 Err(Unprocessed) => match self.reopen(connector).await {
                     Ok(()) => {}
@@ -113,5 +130,24 @@ impl H2Conn {
         }
         *self = Box::pin(H2Conn::handshake(stream)).await?;
         Ok(())
+    }
+}
+
+/// A gRPC call whose deadline passed is DEADLINE_EXCEEDED, whoever noticed first: brink (its
+/// stream is cancelled, the connection and its other calls carry on) or the server (a
+/// CANCEL reset after the deadline, as grpc-go reads it). Trailers saying so count as they are.
+fn past_deadline(result: &mut Outcome, passed: bool) {
+    let ended = match result {
+        Err(ErrorKind::Timeout) => true,
+        Ok((reply, _)) => {
+            passed
+                && reply
+                    .call
+                    .is_some_and(|g| g.code == model::grpc::CANCELLED && reply.bytes_in == 0)
+        }
+        Err(_) => false,
+    };
+    if ended {
+        *result = Ok((Reply::call_ended(model::grpc::DEADLINE_EXCEEDED), None));
     }
 }

@@ -530,7 +530,7 @@ impl Client {
                 bytes_in: s.bytes_in,
                 keep_alive: true,
                 stray: false,
-                grpc: None,
+                call: None,
             },
         ));
     }
