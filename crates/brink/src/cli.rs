@@ -303,6 +303,13 @@ pub struct LoadArgs {
     /// Read the request body from a file.
     #[arg(long = "body-file")]
     pub body_file: Option<PathBuf>,
+    /// WebSocket (ws:// or wss:// URLs): the message sent on each connection, templated as a
+    /// body is; each waits for its answer (the next message the server sends).
+    #[arg(long, conflicts_with = "message_file")]
+    pub message: Option<String>,
+    /// WebSocket: read the message from a file (sent as binary unless it is UTF-8 text).
+    #[arg(long = "message-file")]
+    pub message_file: Option<PathBuf>,
     /// gRPC (grpc:// or grpcs:// URLs): the unary method to call, package.Service/Method.
     #[arg(long)]
     pub call: Option<String>,
@@ -409,8 +416,9 @@ pub struct LoadArgs {
     /// that does not fit fails its extraction, with its size in the summary.
     #[arg(long = "capture-limit", value_name = "SIZE")]
     pub capture_limit: Option<String>,
-    /// Largest gRPC message an answer may carry (default 4MiB, as gRPC clients receive); a
-    /// larger one fails the call as RESOURCE_EXHAUSTED.
+    /// Largest message an answer may carry (default 4MiB, as gRPC clients receive): a larger
+    /// gRPC message fails the call as RESOURCE_EXHAUSTED, a larger WebSocket message closes
+    /// the connection (1009) and counts as a protocol error.
     #[arg(long = "max-message-size", value_name = "SIZE")]
     pub max_message_size: Option<String>,
     /// Service-level objective, e.g. 'p95<100ms', 'errors<0.1%', 'rps>=190', 'p99<1s over 10s abort'

@@ -18,6 +18,7 @@ mod resolve;
 mod signals;
 mod sinks;
 mod trace_flags;
+mod ws_flags;
 
 use clap::Parser;
 use std::io::Write;

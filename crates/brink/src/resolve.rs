@@ -222,14 +222,20 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     // results tell single-URL runs apart.
     let (name, request) = match target.protocol {
         Protocol::Grpc => {
+            crate::ws_flags::refuse_flags(a)?;
             let name = a
                 .call
                 .clone()
                 .unwrap_or_else(|| format!("GET {}", target.path));
             (name, crate::grpc_call::request(a, &mut target)?)
         }
+        Protocol::Ws => {
+            let request = crate::ws_flags::request(a, &target)?;
+            (format!("WS {}", target.path), request)
+        }
         Protocol::Http1 | Protocol::Http2 => {
             crate::grpc_call::refuse_flags(a, false)?;
+            crate::ws_flags::refuse_flags(a)?;
             let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
             let method = a.method.as_deref().unwrap_or("GET");
             let mut req = RequestSpec::new(target.clone(), method, &a.headers, body.into())

@@ -30,11 +30,18 @@ pub enum Protocol {
     Http2,
     /// gRPC calls over HTTP/2 (`grpc://` is h2c, `grpcs://` TLS).
     Grpc,
+    /// WebSocket (RFC 6455): an HTTP/1.1 upgrade, then messages (`ws://`, `wss://`).
+    Ws,
 }
 
 impl Protocol {
     /// Every protocol, in the order a scheme error lists them.
-    pub const ALL: [Protocol; 3] = [Protocol::Http1, Protocol::Http2, Protocol::Grpc];
+    pub const ALL: [Protocol; 4] = [
+        Protocol::Http1,
+        Protocol::Http2,
+        Protocol::Grpc,
+        Protocol::Ws,
+    ];
 
     /// The protocol a URL scheme names, and whether TLS carries it (`None`: not ours).
     /// HTTP/2 has no scheme of its own: `--http2` picks it for an `http(s)://` URL.
@@ -54,13 +61,15 @@ impl Protocol {
             (Protocol::Http1 | Protocol::Http2, true) => "https",
             (Protocol::Grpc, false) => "grpc",
             (Protocol::Grpc, true) => "grpcs",
+            (Protocol::Ws, false) => "ws",
+            (Protocol::Ws, true) => "wss",
         }
     }
 
     /// Whether a URL's scheme alone selects it (HTTP/2 is chosen by a flag over `http://`).
     fn named_by_scheme(self) -> bool {
         match self {
-            Protocol::Http1 | Protocol::Grpc => true,
+            Protocol::Http1 | Protocol::Grpc | Protocol::Ws => true,
             Protocol::Http2 => false,
         }
     }
@@ -68,7 +77,7 @@ impl Protocol {
     /// The port a URL without one means.
     pub fn default_port(self, tls: bool) -> u16 {
         match self {
-            Protocol::Http1 | Protocol::Http2 | Protocol::Grpc => {
+            Protocol::Http1 | Protocol::Http2 | Protocol::Grpc | Protocol::Ws => {
                 if tls {
                     443
                 } else {
@@ -82,7 +91,7 @@ impl Protocol {
     /// an HTTP/2 offer is seen, and said, by the run).
     pub fn alpn(self) -> &'static [&'static [u8]] {
         match self {
-            Protocol::Http1 => &[b"http/1.1"],
+            Protocol::Http1 | Protocol::Ws => &[b"http/1.1"],
             Protocol::Http2 | Protocol::Grpc => &[b"h2", b"http/1.1"],
         }
     }
@@ -90,7 +99,7 @@ impl Protocol {
     /// Whether requests in flight share connections as streams (`--connections`).
     pub fn multiplexed(self) -> bool {
         match self {
-            Protocol::Http1 => false,
+            Protocol::Http1 | Protocol::Ws => false,
             Protocol::Http2 | Protocol::Grpc => true,
         }
     }
@@ -100,7 +109,7 @@ impl Protocol {
     pub fn is_http(self) -> bool {
         match self {
             Protocol::Http1 | Protocol::Http2 => true,
-            Protocol::Grpc => false,
+            Protocol::Grpc | Protocol::Ws => false,
         }
     }
 
@@ -109,6 +118,7 @@ impl Protocol {
         match self {
             Protocol::Http1 => Wire::Http1,
             Protocol::Http2 | Protocol::Grpc => Wire::H2,
+            Protocol::Ws => Wire::Ws,
         }
     }
 
@@ -131,6 +141,9 @@ pub enum Wire {
     Http1,
     #[serde(rename = "h2")]
     H2,
+    /// WebSocket, after its HTTP/1.1 upgrade.
+    #[serde(rename = "websocket")]
+    Ws,
 }
 
 impl Wire {
@@ -138,6 +151,7 @@ impl Wire {
         match self {
             Wire::Http1 => "http/1.1",
             Wire::H2 => "h2",
+            Wire::Ws => "websocket",
         }
     }
 }
@@ -381,7 +395,7 @@ mod tests {
         }
         let e = Target::parse("ftp://x/").unwrap_err().to_string();
         assert!(
-            e.ends_with("(use http://, https://, grpc://, grpcs://)"),
+            e.ends_with("(use http://, https://, grpc://, grpcs://, ws://, wss://)"),
             "{e}"
         );
         assert_eq!(Protocol::from_scheme("GRPCS"), Some((Protocol::Grpc, true)));

@@ -86,7 +86,7 @@ pub fn scenario_result(
                 .iter()
                 .map(|c| model::grpc::name(*c))
                 .collect(),
-            model::Protocol::Http1 | model::Protocol::Http2 => Vec::new(),
+            model::Protocol::Http1 | model::Protocol::Http2 | model::Protocol::Ws => Vec::new(),
         },
         traces: traces(spec, out),
         completion: None,

@@ -184,6 +184,8 @@ pub struct Setup {
     pub opened: u64,
     pub connect: Option<Box<Histogram>>,
     pub tls: Option<Box<Histogram>>,
+    /// WebSocket upgrades: from the request sent to the 101 read.
+    pub upgrade: Option<Box<Histogram>>,
     /// `--no-keepalive`: from the start of the connect to the end of the response.
     pub with_connect: Option<Box<Histogram>>,
 }
@@ -200,6 +202,11 @@ impl Setup {
         record_in(&mut self.tls, us);
     }
 
+    /// A completed WebSocket upgrade that took `us`.
+    pub fn record_upgrade(&mut self, us: u64) {
+        record_in(&mut self.upgrade, us);
+    }
+
     /// Connect plus request, `us`, for a request on a connection opened for it.
     pub fn record_with_connect(&mut self, us: u64) {
         record_in(&mut self.with_connect, us);
@@ -209,6 +216,7 @@ impl Setup {
         self.opened += other.opened;
         merge_in(&mut self.connect, &other.connect);
         merge_in(&mut self.tls, &other.tls);
+        merge_in(&mut self.upgrade, &other.upgrade);
         merge_in(&mut self.with_connect, &other.with_connect);
     }
 }

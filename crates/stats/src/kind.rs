@@ -16,6 +16,9 @@ pub enum ErrorKind {
     ConnectTimeout,
     /// The TLS handshake failed (bad certificate, protocol mismatch).
     Tls,
+    /// A WebSocket upgrade was refused (a status other than 101) or answered wrongly (no
+    /// upgrade, a wrong `Sec-WebSocket-Accept`), or its answer never ended.
+    Handshake,
     /// No complete response within `--timeout`.
     Timeout,
     /// The peer reset the connection (ECONNRESET, EPIPE).
@@ -35,10 +38,11 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in the order used for arrays and reports.
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Tls,
+        ErrorKind::Handshake,
         ErrorKind::Timeout,
         ErrorKind::Reset,
         ErrorKind::Closed,
@@ -56,6 +60,7 @@ impl ErrorKind {
             ErrorKind::Connect => "connect",
             ErrorKind::ConnectTimeout => "connect_timeout",
             ErrorKind::Tls => "tls",
+            ErrorKind::Handshake => "handshake",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Reset => "reset",
             ErrorKind::Closed => "closed",

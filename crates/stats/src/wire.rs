@@ -40,6 +40,8 @@ pub struct WireBucket {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub with_connect: Option<String>,
     /// Streaming calls: (calls, sent, received, time to the first message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,6 +96,7 @@ impl From<&Bucket> for WireBucket {
             opened: b.setup.opened,
             connect: opt(&b.setup.connect),
             tls: opt(&b.setup.tls),
+            upgrade: opt(&b.setup.upgrade),
             with_connect: opt(&b.setup.with_connect),
             stream: b
                 .stream
@@ -261,6 +264,7 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
             opened: w.opened,
             connect: opt("connect", &w.connect)?,
             tls: opt("tls", &w.tls)?,
+            upgrade: opt("upgrade", &w.upgrade)?,
             with_connect: opt("with connect", &w.with_connect)?,
         },
         stream,
@@ -334,6 +338,7 @@ mod tests {
         b.record_check(0, crate::CheckOutcome::Unchecked("too large".into()));
         b.setup.record_connect(150);
         b.setup.record_tls(2_000);
+        b.setup.record_upgrade(3_000);
         b.setup.record_with_connect(9_000);
         b.stream = Some(Box::new(Streamed {
             calls: 1,
@@ -370,6 +375,7 @@ mod tests {
         assert_eq!(b2.service, b.service);
         assert_eq!(b2.setup.connect, b.setup.connect);
         assert_eq!(b2.setup.tls, b.setup.tls);
+        assert_eq!(b2.setup.upgrade, b.setup.upgrade);
         assert_eq!(b2.setup.with_connect, b.setup.with_connect);
         assert_eq!(b2.traces, b.traces);
         assert_eq!(b2.refused, b.refused);

@@ -476,31 +476,13 @@ impl Vu {
     /// same wire rules as HTTP/1.1.
     pub fn render_parts(&mut self, w: &Workload) -> Result<H2Parts, Refusal> {
         let (step, mut scope) = self.scope(w);
-        let mut path = Vec::new();
-        step.path.render(&mut scope, &mut path);
-        if guard::path_fault(&path).is_some() {
-            return Err(Refusal::new("path", &path));
-        }
-        let mut headers = Vec::with_capacity(step.headers.len());
-        for (n, v) in &step.headers {
-            let mut out = Vec::new();
-            v.render(&mut scope, &mut out);
-            if guard::header_value_fault(&out).is_some() {
-                return Err(Refusal::new(format!("header {n}"), &out));
-            }
-            headers.push(out);
-        }
+        let (path, mut headers) = head_in(step, &mut scope)?;
+        let mut body = Vec::new();
+        body_in(step, &mut scope, &mut body)?;
         let traced = step
             .headers
             .iter()
             .position(|(n, _)| n.eq_ignore_ascii_case("traceparent"));
-        let mut body = Vec::new();
-        match &step.message {
-            Some(m) => m
-                .render(&mut scope, &mut body)
-                .map_err(|doc| Refusal::new("message", doc.as_bytes()))?,
-            None => step.body.render(&mut scope, &mut body),
-        }
         if let (Some(t), Some(i)) = (&w.trace, traced) {
             self.trace_id = Some(crate::trace::stamp(
                 &mut headers[i],
@@ -509,6 +491,21 @@ impl Vu {
             ));
         }
         Ok((String::from_utf8_lossy(&path).into_owned(), headers, body))
+    }
+
+    /// Renders the current request's path and header values alone (a WebSocket upgrade, made
+    /// once per connection), under the wire rules.
+    pub fn render_head(&mut self, w: &Workload) -> Result<(String, Vec<Vec<u8>>), Refusal> {
+        let (step, mut scope) = self.scope(w);
+        let (path, headers) = head_in(step, &mut scope)?;
+        Ok((String::from_utf8_lossy(&path).into_owned(), headers))
+    }
+
+    /// Renders the current request's body (or message) alone into `out` (a WebSocket
+    /// message on an open connection).
+    pub fn render_body(&mut self, w: &Workload, out: &mut Vec<u8>) -> Result<(), Refusal> {
+        let (step, mut scope) = self.scope(w);
+        body_in(step, &mut scope, out)
     }
 
     /// Takes the outcome of the current request (an answer: its status, whether that counts
@@ -631,6 +628,38 @@ fn decode(m: &Message, c: &Captured) -> Result<Captured, String> {
         c.headers.clone(),
         json.to_string().into_bytes(),
     ))
+}
+
+/// `step`'s path and header values rendered in `scope`, refused when one breaks the wire rules.
+fn head_in(step: &Request, scope: &mut Scope) -> Result<(Vec<u8>, Vec<Vec<u8>>), Refusal> {
+    let mut path = Vec::new();
+    step.path.render(scope, &mut path);
+    if guard::path_fault(&path).is_some() {
+        return Err(Refusal::new("path", &path));
+    }
+    let mut headers = Vec::with_capacity(step.headers.len());
+    for (n, v) in &step.headers {
+        let mut out = Vec::new();
+        v.render(scope, &mut out);
+        if guard::header_value_fault(&out).is_some() {
+            return Err(Refusal::new(format!("header {n}"), &out));
+        }
+        headers.push(out);
+    }
+    Ok((path, headers))
+}
+
+/// `step`'s body, or its message, rendered in `scope` into `out`.
+fn body_in(step: &Request, scope: &mut Scope, out: &mut Vec<u8>) -> Result<(), Refusal> {
+    match &step.message {
+        Some(m) => m
+            .render(scope, out)
+            .map_err(|doc| Refusal::new("message", doc.as_bytes())),
+        None => {
+            step.body.render(scope, out);
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -53,6 +53,8 @@ pub struct Connector {
 pub struct SetupTimes {
     pub connect: Duration,
     pub tls: Option<Duration>,
+    /// A WebSocket's upgrade (request sent to 101 read).
+    pub upgrade: Option<Duration>,
 }
 
 /// An open transport, before any protocol is spoken on it: what [`Connector::open`] hands to
@@ -138,6 +140,7 @@ impl Connector {
         let mut times = SetupTimes {
             connect: connected - started,
             tls: None,
+            upgrade: None,
         };
         let _ = tcp.set_nodelay(true);
         let Some((config, name)) = &self.tls else {

@@ -1,7 +1,8 @@
 //! The protocols brink speaks, together, one folder each: HTTP/1.1 ([`h1`]: the fast
 //! sans-I/O reader both epoll loops drive, and the async client for TLS), HTTP/2 through
 //! hyper ([`h2`], gRPC included: its status and messages are read there, and its streamed
-//! messages go out in [`body`]), and brink's own h2c client ([`h2c`]) for the epoll loop.
+//! messages go out in [`body`]), brink's own h2c client ([`h2c`]) for the epoll loop, and
+//! WebSocket ([`ws`]: an HTTP/1.1 upgrade, then messages).
 //! The tokio worker reaches any of them through one seam, [`session::Session`], and
 //! [`connect`] says which one an opened connection speaks.
 
@@ -12,3 +13,4 @@ pub mod h2;
 pub mod h2c;
 pub mod reply;
 pub mod session;
+pub mod ws;

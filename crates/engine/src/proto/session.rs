@@ -11,10 +11,14 @@ use crate::proto::reply::{Idle, Outcome};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Context;
+use std::time::Duration;
 use workload::Vu;
 
 /// One request's exchange in progress: its outcome and the bytes it sent.
 pub type Exchange<'a> = Pin<Box<dyn Future<Output = (Outcome, u64)> + 'a>>;
+
+/// A connection's close in progress.
+pub type Closing<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 
 /// An open connection speaking one protocol, as the tokio worker drives it.
 pub trait Session {
@@ -34,6 +38,13 @@ pub trait Session {
     fn at_deadline(&self, connector: &Connector, outcome: Outcome, passed: bool) -> Outcome {
         let _ = (connector, passed);
         outcome
+    }
+
+    /// Ends a connection brink is done with as its protocol asks (a WebSocket's close
+    /// handshake), waiting at most `within`; by default it is simply dropped.
+    fn close(&mut self, within: Duration) -> Closing<'_> {
+        let _ = within;
+        Box::pin(std::future::ready(()))
     }
 }
 

@@ -54,6 +54,9 @@ struct Local {
     over: Cell<bool>,
 }
 
+/// How long a connection's close handshake may take at the end of a slot.
+const CLOSE_WITHIN: Duration = Duration::from_secs(1);
+
 /// Runs the worker; returns its last partial buckets and the requests still in flight.
 pub fn run(
     shared: &Arc<Shared>,
@@ -183,6 +186,7 @@ async fn closed_task(ctx: Rc<Local>, slot: usize) {
         }
         conn.exchange(&ctx, now, now).await;
     }
+    conn.close().await;
     if let Some(a) = ctx.alive.borrow_mut().get_mut(slot) {
         *a = false;
     }
@@ -205,6 +209,7 @@ async fn open_task(ctx: Rc<Local>, slot: usize) {
         let base = pace(&mut ctx.rec.borrow_mut()[0], due, now);
         conn.exchange(&ctx, base, now).await;
     }
+    conn.close().await;
 }
 
 /// Open model: waits, idle, for the next arrival [`dispatch`] hands out; `None` once the
@@ -275,6 +280,15 @@ struct Slot {
 }
 
 impl Slot {
+    /// Closes the slot's own connection as its protocol asks (a shared one stays for the
+    /// others), within [`CLOSE_WITHIN`].
+    async fn close(&mut self) {
+        if let (Some(c), None) = (self.conn.as_mut(), self.pooled) {
+            c.close(CLOSE_WITHIN).await;
+        }
+        self.conn = None;
+    }
+
     fn new(ctx: &Local, slot: usize) -> Slot {
         let shared = &ctx.shared;
         Slot {
@@ -335,7 +349,7 @@ impl Slot {
                 let started = Instant::now();
                 // Boxed: a connect (TLS handshake included) is a large future, and a slot
                 // that kept room for it inline would hold it for every request in flight.
-                let connect = Box::pin(connect(connector));
+                let connect = Box::pin(connect(connector, &mut self.vu));
                 let opened = tokio::time::timeout(connector.connect_timeout, connect)
                     .await
                     .unwrap_or(Err(ErrorKind::ConnectTimeout));
@@ -347,6 +361,9 @@ impl Slot {
                         setup.record_connect(micros(times.connect));
                         if let Some(t) = times.tls {
                             setup.record_tls(micros(t));
+                        }
+                        if let Some(t) = times.upgrade {
+                            setup.record_upgrade(micros(t));
                         }
                         // Latency keeps the attempt's start (the intended one in the open
                         // model): the connect and handshake are part of what the caller

@@ -45,7 +45,7 @@ impl Session for H2Conn {
     fn at_deadline(&self, connector: &Connector, mut outcome: Outcome, passed: bool) -> Outcome {
         match connector.protocol {
             Protocol::Grpc => past_deadline(&mut outcome, passed),
-            Protocol::Http1 | Protocol::Http2 => {}
+            Protocol::Http1 | Protocol::Http2 | Protocol::Ws => {}
         }
         outcome
     }
@@ -74,7 +74,7 @@ impl H2Conn {
         // gRPC calls say their deadline, and that they are gRPC, unless the step says so.
         let deadline = match connector.protocol {
             Protocol::Grpc => Some(grpc_timeout(connector.timeout)),
-            Protocol::Http1 | Protocol::Http2 => None,
+            Protocol::Http1 | Protocol::Http2 | Protocol::Ws => None,
         };
         let build = || {
             let mut req = http::Request::builder()

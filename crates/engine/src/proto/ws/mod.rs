@@ -1,0 +1,7 @@
+//! WebSocket (RFC 6455): the framing ([`frame`], sans-I/O and strict), the opening handshake
+//! ([`handshake`]) and the tokio worker's [`session`]: one upgraded connection per slot, a
+//! message sent and its answer awaited per request.
+
+pub mod frame;
+pub mod handshake;
+pub mod session;

@@ -1,0 +1,306 @@
+//! WebSocket as a [`Session`] of the tokio worker: the upgrade made once per connection
+//! (its time kept apart from the messages'), then each request a message sent and its answer
+//! awaited (the next data message; pings are answered with pongs on the way, a close ends
+//! the exchange as `closed` with the server's code, a broken rule ends it as `protocol`
+//! after brink's own close frame). The read buffer never holds more than one frame of the
+//! message limit.
+
+use super::frame::{self, Decoder, Event, Violation};
+use super::handshake::{self, Refused};
+use crate::net::conn::{Connector, Stream};
+use crate::proto::reply::{io_kind, Idle, Outcome, Reply};
+use crate::proto::session::{Closing, Conn, Exchange, Session};
+use stats::ErrorKind;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use workload::Vu;
+
+/// The read buffer's first size; it grows to one frame of the message limit at most.
+const FIRST_READ: usize = 4096;
+/// The header bytes a frame may add to its payload.
+const MOST_HEADER: usize = 14;
+
+/// One upgraded connection.
+pub struct WsConn {
+    io: Stream,
+    /// Bytes read and not yet taken: `rbuf[..filled]`.
+    rbuf: Vec<u8>,
+    filled: usize,
+    decoder: Decoder,
+    /// The most a frame may take in `rbuf`.
+    most: usize,
+    wbuf: Vec<u8>,
+    msg: Vec<u8>,
+    /// xorshift state for masking keys (seeded from the system's randomness).
+    rng: u64,
+    /// Bytes taken since the exchange began.
+    taken: u64,
+}
+
+/// Upgrades `stream` with `vu`'s current request (its path and headers) and returns the
+/// session and how long the upgrade took; refused or wrong answers are `handshake` errors.
+pub async fn session(
+    stream: Stream,
+    connector: &Connector,
+    vu: &mut Vu,
+) -> Result<(Conn, Duration), ErrorKind> {
+    let started = Instant::now();
+    let (path, values) = vu.render_head(&connector.workload).map_err(|r| {
+        vu.refused = Some(r);
+        ErrorKind::InvalidRequest
+    })?;
+    let step = &connector.workload.requests[vu.current];
+    let headers: Vec<(&str, &[u8])> = step
+        .headers
+        .iter()
+        .zip(&values)
+        .map(|((n, _), v)| (n.as_str(), v.as_slice()))
+        .collect();
+    let mut conn = WsConn::new(stream, connector.max_message);
+    let mut random = [0u8; 16];
+    for chunk in random.chunks_mut(8) {
+        chunk.copy_from_slice(&conn.next_random().to_ne_bytes());
+    }
+    let key = handshake::key(random);
+    let req = handshake::request(&path, &connector.authority, &key, &headers);
+    let upgrade = conn.upgrade(&req, &key);
+    match tokio::time::timeout(connector.connect_timeout, upgrade).await {
+        Ok(Ok(())) => Ok((Box::new(conn), started.elapsed())),
+        Ok(Err(kind)) => Err(kind),
+        Err(_) => Err(ErrorKind::Handshake),
+    }
+}
+
+impl WsConn {
+    fn new(io: Stream, max_message: usize) -> WsConn {
+        let rng = seed();
+        WsConn {
+            io,
+            rbuf: vec![0; FIRST_READ],
+            filled: 0,
+            decoder: Decoder::new(max_message),
+            most: max_message.saturating_add(MOST_HEADER),
+            wbuf: Vec::new(),
+            msg: Vec::new(),
+            rng,
+            taken: 0,
+        }
+    }
+
+    /// Sends the upgrade request and reads its answer; what follows the answer's head stays
+    /// in the buffer (a server may speak first).
+    async fn upgrade(&mut self, req: &[u8], key: &str) -> Result<(), ErrorKind> {
+        self.io.write_all(req).await.map_err(|e| io_kind(&e))?;
+        loop {
+            match handshake::answer(&self.rbuf[..self.filled], key) {
+                Ok(Some(n)) => {
+                    self.take(n);
+                    return Ok(());
+                }
+                Ok(None) => {
+                    if self.read_more(handshake::MAX_HEAD).await? == 0 {
+                        return Err(ErrorKind::Handshake);
+                    }
+                }
+                Err(Refused::Status(_) | Refused::Wrong(_) | Refused::Malformed) => {
+                    return Err(ErrorKind::Handshake)
+                }
+            }
+        }
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*: masking keys need to be unpredictable to a proxy, not secret.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn mask_key(&mut self) -> [u8; 4] {
+        (self.next_random() as u32).to_ne_bytes()
+    }
+
+    /// Drops the first `n` buffered bytes.
+    fn take(&mut self, n: usize) {
+        self.rbuf.copy_within(n..self.filled, 0);
+        self.filled -= n;
+        self.taken += n as u64;
+    }
+
+    /// Reads more into the buffer, growing it up to `most`; 0 at the end of the stream.
+    async fn read_more(&mut self, most: usize) -> Result<usize, ErrorKind> {
+        if self.filled == self.rbuf.len() {
+            if self.rbuf.len() >= most {
+                return Err(ErrorKind::Protocol);
+            }
+            let grown = (self.rbuf.len() * 2).min(most);
+            self.rbuf.resize(grown, 0);
+        }
+        let n = self
+            .io
+            .read(&mut self.rbuf[self.filled..])
+            .await
+            .map_err(|e| io_kind(&e))?;
+        self.filled += n;
+        Ok(n)
+    }
+
+    /// Writes one masked frame.
+    async fn write_frame(&mut self, opcode: u8, payload: &[u8]) -> Result<u64, ErrorKind> {
+        let key = self.mask_key();
+        self.wbuf.clear();
+        frame::encode(opcode, payload, key, &mut self.wbuf);
+        self.io
+            .write_all(&self.wbuf)
+            .await
+            .map_err(|e| io_kind(&e))?;
+        Ok(self.wbuf.len() as u64)
+    }
+
+    /// The next event the server sends; a broken rule is answered with a close frame.
+    async fn event(&mut self) -> Result<Event, ErrorKind> {
+        loop {
+            match self.decoder.next(&self.rbuf[..self.filled]) {
+                Ok(Some((n, event))) => {
+                    self.take(n);
+                    if let Some(e) = event {
+                        return Ok(e);
+                    }
+                }
+                Ok(None) => {
+                    if self.read_more(self.most).await? == 0 {
+                        return Err(ErrorKind::Closed);
+                    }
+                }
+                Err(v) => return Err(self.refuse(v).await),
+            }
+        }
+    }
+
+    /// Closes with the code `v` calls for; the exchange counts as a protocol error.
+    async fn refuse(&mut self, v: Violation) -> ErrorKind {
+        let code = frame::close_payload(v.close_code());
+        let _ = self.write_frame(frame::CLOSE, &code).await;
+        ErrorKind::Protocol
+    }
+
+    /// Sends `vu`'s message and reads the answer to it.
+    async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> (Outcome, u64) {
+        let mut msg = std::mem::take(&mut self.msg);
+        msg.clear();
+        if let Err(r) = vu.render_body(&connector.workload, &mut msg) {
+            vu.refused = Some(r);
+            self.msg = msg;
+            return (Err(ErrorKind::InvalidRequest), 0);
+        }
+        let opcode = match std::str::from_utf8(&msg) {
+            Ok(_) => frame::TEXT,
+            Err(_) => frame::BINARY,
+        };
+        let sent = self.write_frame(opcode, &msg).await;
+        self.msg = msg;
+        let mut out = match sent {
+            Ok(n) => n,
+            Err(kind) => return (Err(kind), 0),
+        };
+        self.taken = 0;
+        loop {
+            match self.event().await {
+                Ok(Event::Message { .. }) => return (Ok((self.reply(), None)), out),
+                Ok(Event::Ping(p)) => match self.write_frame(frame::PONG, &p).await {
+                    Ok(n) => out += n,
+                    Err(kind) => return (Err(kind), out),
+                },
+                Ok(Event::Pong) => {}
+                Ok(Event::Close { code, .. }) => {
+                    // The close handshake: echo the server's code (RFC 6455 §5.5.1).
+                    let echo = frame::close_payload(code.unwrap_or(1000));
+                    let _ = self.write_frame(frame::CLOSE, &echo).await;
+                    return (Err(ErrorKind::Closed), out);
+                }
+                Err(kind) => return (Err(kind), out),
+            }
+        }
+    }
+
+    /// Sends a normal close (1000) and reads until the server's close or the end of the
+    /// stream (RFC 6455 §7.1.1: the server closes the TCP connection first).
+    async fn close_handshake(&mut self) {
+        if self
+            .write_frame(frame::CLOSE, &frame::close_payload(1000))
+            .await
+            .is_err()
+        {
+            return;
+        }
+        while let Ok(e) = self.event().await {
+            if matches!(e, Event::Close { .. }) {
+                break;
+            }
+        }
+        let _ = self.io.shutdown().await;
+    }
+
+    /// An answered message: status 101 is the upgrade's, the one HTTP status a WebSocket
+    /// message travels under.
+    fn reply(&self) -> Reply {
+        Reply {
+            status: 101,
+            bytes_in: self.taken,
+            keep_alive: true,
+            stray: false,
+            call: None,
+        }
+    }
+}
+
+impl Session for WsConn {
+    fn share(&self) -> Option<Conn> {
+        None
+    }
+
+    fn idle(&mut self, cx: &mut Context<'_>) -> Idle {
+        // Bytes that come between messages (a ping, a pushed message) are kept for the next
+        // exchange; only the end of the stream makes the connection unusable.
+        if self.filled == self.rbuf.len() {
+            return Idle::Open;
+        }
+        let mut rb = ReadBuf::new(&mut self.rbuf[self.filled..]);
+        match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
+            Poll::Pending => Idle::Open,
+            Poll::Ready(Ok(())) if rb.filled().is_empty() => Idle::Closed,
+            Poll::Ready(Ok(())) => {
+                self.filled += rb.filled().len();
+                Idle::Open
+            }
+            Poll::Ready(Err(_)) => Idle::Closed,
+        }
+    }
+
+    fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
+        Box::pin(self.exchange(connector, vu))
+    }
+
+    fn close(&mut self, within: Duration) -> Closing<'_> {
+        Box::pin(async move {
+            let _ = tokio::time::timeout(within, self.close_handshake()).await;
+        })
+    }
+}
+
+/// A masking seed from the system's randomness (the clock if it has none).
+fn seed() -> u64 {
+    let mut b = [0u8; 8];
+    match ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b) {
+        Ok(()) => u64::from_ne_bytes(b) | 1,
+        Err(_) => {
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64);
+            t | 1
+        }
+    }
+}
