@@ -1,0 +1,230 @@
+//! Hostile WebSocket servers, one raw socket each: upgrades that never finish or lie, frames
+//! that break the rules (masked, 2^63 bytes long), a message that never ends, a ping flood
+//! at a reader that never reads, a close with an error code. Every case ends within its
+//! deadline as a counted error of the right kind, with brink's memory bounded.
+
+use crate::hostile::RawServer;
+use crate::support::{brink_json, watch_peak};
+use base64::Engine as _;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Reads an upgrade request's head; its `Sec-WebSocket-Key`.
+fn read_upgrade(sock: &mut TcpStream) -> Option<String> {
+    let mut seen = Vec::new();
+    let mut b = [0u8; 1];
+    while !seen.ends_with(b"\r\n\r\n") {
+        if sock.read(&mut b).ok()? != 1 || seen.len() > 1 << 16 {
+            return None;
+        }
+        seen.push(b[0]);
+    }
+    let head = String::from_utf8_lossy(&seen).into_owned();
+    head.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case("sec-websocket-key")
+            .then(|| v.trim().to_string())
+    })
+}
+
+fn accept(key: &str) -> String {
+    let input = format!("{key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    let d = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, input.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(d.as_ref())
+}
+
+/// A server that upgrades properly, then does `then` with the socket.
+fn upgraded<F>(then: F) -> RawServer
+where
+    F: Fn(TcpStream, Instant) + Send + Sync + 'static,
+{
+    RawServer::start(move |mut sock, until| {
+        let Some(key) = read_upgrade(&mut sock) else {
+            return;
+        };
+        let answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+            accept(&key)
+        );
+        if sock.write_all(answer.as_bytes()).is_ok() {
+            then(sock, until);
+        }
+    })
+}
+
+/// `-c 2 -d 2s --timeout 1s --connect-timeout 1s --grace 1s` against `srv`: ends within 6 s
+/// with every attempt counted as `kind`; the summary.
+fn bounded(name: &str, srv: &RawServer, extra: &[&str], kind: &str) -> serde_json::Value {
+    let url = format!("ws://127.0.0.1:{}/", srv.port);
+    let mut args = vec![
+        "run",
+        &url,
+        "--message",
+        "hi",
+        "-c",
+        "2",
+        "--threads",
+        "1",
+        "-d",
+        "2s",
+        "--timeout",
+        "1s",
+        "--connect-timeout",
+        "1s",
+        "--grace",
+        "1s",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    let t = Instant::now();
+    let ran = brink_json(&args);
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(6), "{name}: took {took:?}");
+    let s = ran.result["summary"].clone();
+    let counted = s["errors_by_kind"][kind].as_u64().unwrap_or(0);
+    assert!(
+        counted >= 2,
+        "{name}: attempts counted as {kind}: {}\n{}",
+        s["errors_by_kind"],
+        ran.stderr
+    );
+    assert_eq!(s["ok"], 0, "{name}: nothing succeeds");
+    s
+}
+
+#[test]
+fn upgrades_that_never_finish_or_lie_are_handshake_errors() {
+    let _cpu = crate::support::cpu_shared();
+    let silent = RawServer::start(|mut sock, until| {
+        if read_upgrade(&mut sock).is_some() {
+            while Instant::now() < until && sock.write_all(b"").is_ok() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    });
+    bounded("never answers", &silent, &[], "handshake");
+    let wrong = RawServer::start(|mut sock, _| {
+        if read_upgrade(&mut sock).is_some() {
+            let _ = sock.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n");
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    });
+    bounded("a wrong Sec-WebSocket-Accept", &wrong, &[], "handshake");
+    let refused = RawServer::start(|mut sock, _| {
+        if read_upgrade(&mut sock).is_some() {
+            let _ = sock.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    bounded("403", &refused, &[], "handshake");
+    let endless = RawServer::start(|mut sock, until| {
+        if read_upgrade(&mut sock).is_some() {
+            let _ = sock.write_all(b"HTTP/1.1 101 Switching Protocols\r\n");
+            let line =
+                b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n".repeat(100);
+            while Instant::now() < until && sock.write_all(&line).is_ok() {}
+        }
+    });
+    bounded("an endless head", &endless, &[], "handshake");
+}
+
+#[test]
+fn frames_that_break_the_rules_are_protocol_errors() {
+    let _cpu = crate::support::cpu_shared();
+    // A masked frame from the server.
+    let masked = upgraded(|mut sock, _| {
+        let mut b = [0u8; 64];
+        let _ = sock.read(&mut b);
+        let _ = sock.write_all(&[0x81, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'i' ^ 2]);
+        std::thread::sleep(Duration::from_secs(1));
+    });
+    bounded("a masked frame", &masked, &[], "protocol");
+    // A frame announcing 2^63 bytes.
+    let huge = upgraded(|mut sock, _| {
+        let mut b = [0u8; 64];
+        let _ = sock.read(&mut b);
+        let mut f = vec![0x82, 127];
+        f.extend_from_slice(&(1u64 << 63).to_be_bytes());
+        let _ = sock.write_all(&f);
+        std::thread::sleep(Duration::from_secs(1));
+    });
+    bounded("2^63 bytes announced", &huge, &[], "protocol");
+}
+
+/// A message whose fragments never end, and a frame longer than the limit, are refused at
+/// `--max-message-size` (close 1009): brink holds no more than that.
+#[test]
+fn a_message_that_never_ends_is_cut_at_the_limit() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = upgraded(|mut sock, until| {
+        let mut b = [0u8; 64];
+        let _ = sock.read(&mut b);
+        let mut frag = vec![0x02, 126, 0xFF, 0xFF];
+        frag.extend(std::iter::repeat_n(b'a', 0xFFFF));
+        if sock.write_all(&frag).is_err() {
+            return;
+        }
+        frag[0] = 0x00;
+        while Instant::now() < until && sock.write_all(&frag).is_ok() {}
+    });
+    let url = format!("ws://127.0.0.1:{}/", srv.port);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        .args([
+            "run",
+            &url,
+            "--message",
+            "hi",
+            "-c",
+            "4",
+            "--threads",
+            "1",
+            "-d",
+            "2s",
+            "--timeout",
+            "5s",
+            "--grace",
+            "1s",
+            "--max-message-size",
+            "1MiB",
+            "--no-history",
+            "-q",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("brink runs");
+    let (code, peak) = watch_peak(child, Duration::from_secs(10));
+    assert!(code.is_some(), "brink ended by itself");
+    assert!(peak < 100, "peak RSS {peak} MiB with a 1 MiB message limit");
+    bounded(
+        "an endless message",
+        &srv,
+        &["--max-message-size", "1MiB"],
+        "protocol",
+    );
+}
+
+/// A server that floods pings and never reads the pongs: the exchange ends at `--timeout`.
+#[test]
+fn a_ping_flood_at_a_reader_that_never_reads_times_out() {
+    let _cpu = crate::support::cpu_shared();
+    let srv = upgraded(|mut sock, until| {
+        let ping = [0x89u8, 4, b'p', b'i', b'n', b'g'].repeat(10_000);
+        while Instant::now() < until && sock.write_all(&ping).is_ok() {}
+    });
+    bounded("a ping flood", &srv, &[], "timeout");
+}
+
+/// A server that closes with 1011: each exchange ends as `closed`, the close echoed.
+#[test]
+fn a_server_close_ends_the_exchange_as_closed() {
+    let _cpu = crate::support::cpu_shared();
+    let srv = upgraded(|mut sock, _| {
+        let mut b = [0u8; 64];
+        let _ = sock.read(&mut b);
+        let _ = sock.write_all(&[0x88, 2, 0x03, 0xF3]);
+        let mut echo = [0u8; 8];
+        let _ = sock.read(&mut echo);
+    });
+    bounded("close 1011", &srv, &[], "closed");
+}

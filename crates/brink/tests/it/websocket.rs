@@ -1,0 +1,227 @@
+//! WebSocket against servers nobody here wrote: Python's `websockets` echo server and
+//! Debian's `websocketd` running `cat`. Counts, bytes and round trips are held to what the
+//! servers must have done, and the close handshake to what the server logged.
+
+use crate::support::{brink_json, Killed};
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+
+/// Python's `websockets` echo server on a free port, its stderr kept in `log`.
+fn python_echo(log: &std::path::Path) -> Option<(Killed, u16)> {
+    let script = r#"
+import asyncio, sys
+from websockets.asyncio.server import serve
+async def echo(ws):
+    async for m in ws:
+        await ws.send(m)
+async def main():
+    async with serve(echo, "127.0.0.1", 0) as s:
+        print(s.sockets[0].getsockname()[1], flush=True)
+        await asyncio.get_running_loop().create_future()
+asyncio.run(main())
+"#;
+    let have = Command::new("python3")
+        .args(["-c", "import websockets"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        assert!(
+            std::env::var_os("BRINK_REQUIRE_WS_SERVERS").is_none(),
+            "Python's websockets is required here but not installed"
+        );
+        eprintln!("python3 websockets not installed: skipping");
+        return None;
+    }
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).expect("log"))
+        .spawn()
+        .expect("python3 runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut port = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut port)
+        .expect("the server prints its port");
+    Some((Killed(child), port.trim().parse().expect("a port")))
+}
+
+/// Every message is answered once, the counts and bytes are exact, and every connection ends
+/// with a close handshake the server saw (it logs a connection closed without one).
+#[test]
+fn python_websockets_echo_answers_every_message() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("server.log");
+    let Some((_server, port)) = python_echo(&log) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/echo");
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "hello {{seq}}",
+        "-c",
+        "4",
+        "-n",
+        "2000",
+        "-q",
+    ]);
+    let r = &ran.result;
+    let s = &r["summary"];
+    assert_eq!(s["requests"], 2000, "{}", ran.stderr);
+    assert_eq!(s["ok"], 2000, "{}", ran.stderr);
+    assert_eq!(s["errors"], 0, "{}", s["errors_by_kind"]);
+    assert_eq!(r["target"]["protocol"], "websocket");
+    // Each message goes out in one masked frame (6 header bytes) and comes back unchanged in
+    // one unmasked frame (2 header bytes): 4 bytes more out than in, per message.
+    let (bytes_in, bytes_out) = (s["bytes_in"].as_u64(), s["bytes_out"].as_u64());
+    let (bytes_in, bytes_out) = (bytes_in.expect("in"), bytes_out.expect("out"));
+    assert_eq!(
+        bytes_out - bytes_in,
+        4 * 2000,
+        "in {bytes_in}, out {bytes_out}"
+    );
+    assert!(
+        bytes_in >= 2000 * (2 + "hello 0".len() as u64),
+        "in {bytes_in}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !logged.contains("no close frame"),
+        "the server saw connections end without a close handshake:\n{logged}"
+    );
+}
+
+/// Little's law holds on a closed-model run: connections / throughput = mean latency.
+#[test]
+fn python_websockets_round_trips_hold_littles_law() {
+    let _cpu = crate::support::cpu_exclusive();
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some((_server, port)) = python_echo(&dir.path().join("server.log")) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "ping",
+        "-c",
+        "8",
+        "-d",
+        "2s",
+        "--threads",
+        "1",
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    let rps = s["rps"].as_f64().expect("rps");
+    let mean = s["latency_ms"]["mean"].as_f64().expect("mean");
+    let predicted = 8.0 / rps * 1000.0;
+    assert!(
+        crate::support::rel(mean, predicted) < 0.15,
+        "mean {mean:.3} ms against 8 / {rps:.0}/s = {predicted:.3} ms"
+    );
+}
+
+/// websocketd runs `cat` per connection: each message comes back as a line.
+#[test]
+fn websocketd_running_cat_echoes_each_message() {
+    let _cpu = crate::support::cpu_shared();
+    let Ok(bin) = which("websocketd") else {
+        assert!(
+            std::env::var_os("BRINK_REQUIRE_WS_SERVERS").is_none(),
+            "websocketd is required here but not installed"
+        );
+        eprintln!("websocketd not installed: skipping");
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let child = Command::new(bin)
+        .args([
+            &format!("--port={port}"),
+            "--address=127.0.0.1",
+            "--loglevel=error",
+            "cat",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("websocketd runs");
+    let _server = Killed(child);
+    wait_for_port(port);
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "line",
+        "-c",
+        "2",
+        "-n",
+        "300",
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    assert_eq!(s["requests"], 300, "{}", ran.stderr);
+    assert_eq!(s["ok"], 300, "{}", s["errors_by_kind"]);
+}
+
+/// Flags that would go unused are refused in one line, before any load.
+#[test]
+fn flags_that_do_not_apply_are_refused() {
+    for (args, want) in [
+        (
+            vec!["run", "ws://127.0.0.1:9/"],
+            "needs the message it sends",
+        ),
+        (
+            vec!["run", "ws://127.0.0.1:9/", "--message", "x", "-b", "y"],
+            "-b/--body applies to http://",
+        ),
+        (
+            vec!["run", "ws://127.0.0.1:9/", "--message", "x", "--http2"],
+            "--http2 applies to http://",
+        ),
+        (
+            vec!["run", "http://127.0.0.1:9/", "--message", "x"],
+            "--message and --message-file apply to ws://",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_brink"))
+            .args(&args)
+            .output()
+            .expect("brink runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|f| f.is_file())
+        })
+        .ok_or(())
+}
+
+fn wait_for_port(port: u16) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < until,
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
