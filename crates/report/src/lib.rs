@@ -16,5 +16,5 @@ pub use terminal::{describe_load, failed_answers, render};
 pub(crate) use results::fmt;
 pub(crate) use results::{
     AsyncJson, CheckJson, CompletionJson, LoadInfo, RunResult, ScenarioResult, SecondRow,
-    SloResult, SummaryJson, TraceJson, TracesJson,
+    SloResult, SummaryJson, TraceJson, TracesJson, WebSocketJson,
 };

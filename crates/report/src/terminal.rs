@@ -140,6 +140,9 @@ fn counts(o: &mut String, r: &ScenarioResult) {
         }
         row(o, "messages", text);
     }
+    if let Some(w) = &s.websocket {
+        websocket(o, w);
+    }
     row(
         o,
         "transfer",
@@ -149,6 +152,37 @@ fn counts(o: &mut String, r: &ScenarioResult) {
             fmt_bytes(s.bytes_out)
         ),
     );
+}
+
+/// A WebSocket run's upgrades, messages each way and how its connections were closed.
+fn websocket(o: &mut String, w: &crate::WebSocketJson) {
+    let mut up = format!("{} upgraded", fmt_count(w.upgrades));
+    if let Some(u) = &w.upgrade_ms {
+        up.push_str(&format!(
+            "; upgrade p50 {} p99 {} max {}",
+            fmt_ms(u.p50),
+            fmt_ms(u.p99),
+            fmt_ms(u.max)
+        ));
+    }
+    row_to(o, "websocket", up);
+    let mut msgs = format!(
+        "{} sent, {} received",
+        fmt_count(w.messages_sent),
+        fmt_count(w.messages_received)
+    );
+    if w.pings > 0 {
+        msgs.push_str(&format!(", {} pings answered", fmt_count(w.pings)));
+    }
+    row_to(o, "messages", msgs);
+    if !w.close_codes.is_empty() {
+        let codes: Vec<String> = w
+            .close_codes
+            .iter()
+            .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
+            .collect();
+        row_to(o, "closed", codes.join("  "));
+    }
 }
 
 /// Connections opened and how long opening them took.

@@ -17,6 +17,6 @@ pub use run::{
     summary_json, AsyncJson, CheckJson, CompletionJson, ErrorsByKind, ExtractFailureJson,
     GeneratorJson, HistBin, LoadInfo, RefusedJson, RequestResult, RunResult, ScenarioResult,
     ScheduleInfo, SecondRow, Shortfall, SloResult, Span, StageJson, StreamJson, SummaryJson,
-    TargetInfo, TraceJson, TracesJson, SCHEMA,
+    TargetInfo, TraceJson, TracesJson, WebSocketJson, SCHEMA,
 };
 pub use time::rfc3339_utc;

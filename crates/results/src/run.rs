@@ -435,6 +435,10 @@ pub struct SummaryJson {
     /// Streaming gRPC calls: messages each way, time to the first message; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_stream: Option<StreamJson>,
+    /// WebSocket runs: the upgrades, messages each way, pings and close codes; absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WebSocketJson>,
     pub errors_by_kind: ErrorsByKind,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -476,6 +480,43 @@ pub struct StreamJson {
     pub received_per_s: f64,
     /// From the intended start to the first message received; `null` when none came.
     pub first_message_ms: Option<LatencySummary>,
+}
+
+/// What a WebSocket run's connections did besides the answered messages (`summary.requests`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WebSocketJson {
+    /// Upgrades that succeeded (`connections_opened` counts every TCP connect).
+    pub upgrades: u64,
+    /// From the upgrade request sent to the 101 read; `null` when none succeeded.
+    pub upgrade_ms: Option<LatencySummary>,
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    /// Pings the server sent, each answered with a pong.
+    pub pings: u64,
+    /// Connections closed, by the server's close code (`1006`: ended without a close frame).
+    pub close_codes: BTreeMap<String, u64>,
+}
+
+/// The `websocket` section, when connections upgraded or carried messages.
+fn websocket(b: &stats::Bucket) -> Option<WebSocketJson> {
+    let upgrade = b.setup.upgrade.as_deref();
+    if upgrade.is_none() && b.ws.is_none() {
+        return None;
+    }
+    let counts = b.ws.as_deref().cloned().unwrap_or_default();
+    Some(WebSocketJson {
+        upgrades: upgrade.map_or(0, |h| h.len()),
+        upgrade_ms: upgrade.map(LatencySummary::of),
+        messages_sent: counts.sent,
+        messages_received: counts.received,
+        pings: counts.pings,
+        close_codes: counts
+            .closes
+            .sorted()
+            .into_iter()
+            .map(|(c, n)| (c.to_string(), n))
+            .collect(),
+    })
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -723,6 +764,7 @@ pub fn summary_json(
             first_message_ms: (!s.first_message.is_empty())
                 .then(|| LatencySummary::of(&s.first_message)),
         }),
+        websocket: websocket(&totals.all),
         errors_by_kind: ErrorKind::ALL
             .iter()
             .map(|k| (k.name().to_string(), b.errors_by_kind[k.index()]))

@@ -205,6 +205,7 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
             fields::<HistBin>(),
         ),
         (format!("{summary}/grpc_stream"), fields::<StreamJson>()),
+        (format!("{summary}/websocket"), fields::<WebSocketJson>()),
         ("#/$defs/second".into(), fields::<SecondRow>()),
         ("#/$defs/slo".into(), fields::<SloResult>()),
         ("#/$defs/scenario".into(), fields::<ScenarioResult>()),

@@ -109,6 +109,9 @@ pub struct Bucket {
     /// Streaming gRPC calls: messages each way and the time to the first message received;
     /// only in seconds that finished streaming calls.
     pub stream: Option<Box<Streamed>>,
+    /// WebSocket connections: messages each way, pings, close codes; only in seconds whose
+    /// connections carried any.
+    pub ws: Option<Box<WsCounts>>,
     /// `--trace`: the slowest and the first failed requests of this second, by trace id.
     pub traces: Option<Box<crate::traces::Traces>>,
 }
@@ -152,6 +155,34 @@ impl Checked {
     /// Runs counted.
     pub fn runs(&self) -> u64 {
         self.passed + self.failed
+    }
+}
+
+/// What WebSocket connections carried, apart from the answers counted as requests.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WsCounts {
+    /// Data messages sent.
+    pub sent: u64,
+    /// Data messages received.
+    pub received: u64,
+    /// Pings the server sent (each answered with a pong).
+    pub pings: u64,
+    /// Connections closed, by the server's close code (1005: its close frame had none; 1006:
+    /// the connection ended without one).
+    pub closes: StatusCounts,
+}
+
+impl WsCounts {
+    pub fn merge(&mut self, other: &WsCounts) {
+        self.sent += other.sent;
+        self.received += other.received;
+        self.pings += other.pings;
+        self.closes.merge(&other.closes);
+    }
+
+    /// Whether nothing was counted.
+    pub fn is_empty(&self) -> bool {
+        *self == WsCounts::default()
     }
 }
 
@@ -257,6 +288,7 @@ impl Bucket {
             checks: Vec::new(),
             setup: Setup::default(),
             stream: None,
+            ws: None,
             traces: None,
         }
     }
@@ -284,6 +316,13 @@ impl Bucket {
         s.received += received;
         if let Some(us) = first_us {
             s.first_message.saturating_record(us.clamp(1, HIST_MAX_US));
+        }
+    }
+
+    /// Adds what WebSocket connections carried.
+    pub fn record_ws(&mut self, counts: &WsCounts) {
+        if !counts.is_empty() {
+            self.ws.get_or_insert_with(Box::default).merge(counts);
         }
     }
 
@@ -428,6 +467,9 @@ impl Bucket {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.stream = Some(b.clone()),
             _ => {}
+        }
+        if let Some(w) = &other.ws {
+            self.record_ws(w);
         }
         if let Some(t) = &other.traces {
             self.traces.get_or_insert_with(Box::default).merge(t);

@@ -14,7 +14,7 @@ mod timeline;
 pub mod traces;
 mod wire;
 
-pub use bucket::{Bucket, CheckOutcome, Checked, Refusal, Setup, StatusCounts, Streamed};
+pub use bucket::{Bucket, CheckOutcome, Checked, Refusal, Setup, StatusCounts, Streamed, WsCounts};
 pub use hist::{decode, encode, new_histogram, DecodeError, Histogram, HIST_DIGITS, HIST_MAX_US};
 pub use kind::ErrorKind;
 pub use summary::{Grace, LatencySummary, Totals};

@@ -4,7 +4,7 @@
 //! HDR form ([`encode`](crate::encode)), every counter as it is, so a merged percentile equals
 //! the one a single process would have measured (the test below proves the round trip exact).
 
-use crate::bucket::{Bucket, Checked, Refusal, Setup, StatusCounts, Streamed};
+use crate::bucket::{Bucket, Checked, Refusal, Setup, StatusCounts, Streamed, WsCounts};
 use crate::hist::{decode, encode, encode_plain, Histogram};
 use crate::kind::ErrorKind;
 use crate::sparse::Sparse;
@@ -46,6 +46,9 @@ pub struct WireBucket {
     /// Streaming calls: (calls, sent, received, time to the first message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<(u64, u64, u64, String)>,
+    /// WebSocket: (sent, received, pings, close codes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<(u64, u64, u64, Vec<(u16, u64)>)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<(Vec<WireTrace>, Vec<WireTrace>)>,
     /// Response checks by slot.
@@ -102,6 +105,10 @@ impl From<&Bucket> for WireBucket {
                 .stream
                 .as_ref()
                 .map(|s| (s.calls, s.sent, s.received, encode(&s.first_message))),
+            ws: b
+                .ws
+                .as_ref()
+                .map(|w| (w.sent, w.received, w.pings, w.closes.sorted())),
             traces: b.traces.as_ref().map(|t| {
                 let rows = |v: &[TraceRow]| v.iter().map(trace_out).collect();
                 (rows(&t.slowest), rows(&t.failed))
@@ -221,6 +228,18 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
         })),
         None => None,
     };
+    let ws = w.ws.as_ref().map(|(sent, received, pings, codes)| {
+        let mut closes = StatusCounts::default();
+        for (c, n) in codes {
+            closes.add(*c, *n);
+        }
+        Box::new(WsCounts {
+            sent: *sent,
+            received: *received,
+            pings: *pings,
+            closes,
+        })
+    });
     let traces = match &w.traces {
         Some((slowest, failed)) => {
             let rows = |v: &[WireTrace]| v.iter().map(trace_in).collect::<Result<_, _>>();
@@ -268,6 +287,7 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
             with_connect: opt("with connect", &w.with_connect)?,
         },
         stream,
+        ws,
         traces,
     })
 }
@@ -350,6 +370,14 @@ mod tests {
                 h
             },
         }));
+        let mut closes = StatusCounts::default();
+        closes.add(1006, 2);
+        b.record_ws(&WsCounts {
+            sent: 7,
+            received: 8,
+            pings: 1,
+            closes,
+        });
         let mut t = Traces::default();
         let row = |o| TraceRow {
             id: [0xab; 16],
@@ -376,6 +404,7 @@ mod tests {
         assert_eq!(b2.setup.connect, b.setup.connect);
         assert_eq!(b2.setup.tls, b.setup.tls);
         assert_eq!(b2.setup.upgrade, b.setup.upgrade);
+        assert_eq!(b2.ws, b.ws);
         assert_eq!(b2.setup.with_connect, b.setup.with_connect);
         assert_eq!(b2.traces, b.traces);
         assert_eq!(b2.refused, b.refused);

@@ -226,5 +226,7 @@ fn a_server_close_ends_the_exchange_as_closed() {
         let mut echo = [0u8; 8];
         let _ = sock.read(&mut echo);
     });
-    bounded("close 1011", &srv, &[], "closed");
+    let s = bounded("close 1011", &srv, &[], "closed");
+    let closes = s["websocket"]["close_codes"]["1011"].as_u64().unwrap_or(0);
+    assert!(closes >= 2, "{}", s["websocket"]);
 }

@@ -74,6 +74,18 @@ fn python_websockets_echo_answers_every_message() {
     assert_eq!(s["ok"], 2000, "{}", ran.stderr);
     assert_eq!(s["errors"], 0, "{}", s["errors_by_kind"]);
     assert_eq!(r["target"]["protocol"], "websocket");
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, r);
+    assert!(problems.is_empty(), "{problems:?}");
+    let ws = &s["websocket"];
+    assert_eq!(ws["upgrades"], 4, "{ws}");
+    assert_eq!(ws["messages_sent"], 2000, "{ws}");
+    assert_eq!(ws["messages_received"], 2000, "{ws}");
+    // Each connection ended with the close handshake: the server's 1000 echoed back.
+    assert_eq!(ws["close_codes"], serde_json::json!({"1000": 4}), "{ws}");
+    assert!(
+        ws["upgrade_ms"]["p50"].as_f64().is_some_and(|p| p > 0.0),
+        "{ws}"
+    );
     // Each message goes out in one masked frame (6 header bytes) and comes back unchanged in
     // one unmasked frame (2 header bytes): 4 bytes more out than in, per message.
     let (bytes_in, bytes_out) = (s["bytes_in"].as_u64(), s["bytes_out"].as_u64());

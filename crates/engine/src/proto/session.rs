@@ -40,6 +40,12 @@ pub trait Session {
         outcome
     }
 
+    /// Adds what the connection carried since it was last asked, beyond the exchanges'
+    /// outcomes (a WebSocket's messages each way, pings, close codes), to `rec`.
+    fn account(&mut self, rec: &mut stats::Bucket) {
+        let _ = rec;
+    }
+
     /// Ends a connection brink is done with as its protocol asks (a WebSocket's close
     /// handshake), waiting at most `within`; by default it is simply dropped.
     fn close(&mut self, within: Duration) -> Closing<'_> {

@@ -186,7 +186,7 @@ async fn closed_task(ctx: Rc<Local>, slot: usize) {
         }
         conn.exchange(&ctx, now, now).await;
     }
-    conn.close().await;
+    conn.close(&ctx).await;
     if let Some(a) = ctx.alive.borrow_mut().get_mut(slot) {
         *a = false;
     }
@@ -209,7 +209,7 @@ async fn open_task(ctx: Rc<Local>, slot: usize) {
         let base = pace(&mut ctx.rec.borrow_mut()[0], due, now);
         conn.exchange(&ctx, base, now).await;
     }
-    conn.close().await;
+    conn.close(&ctx).await;
 }
 
 /// Open model: waits, idle, for the next arrival [`dispatch`] hands out; `None` once the
@@ -282,9 +282,10 @@ struct Slot {
 impl Slot {
     /// Closes the slot's own connection as its protocol asks (a shared one stays for the
     /// others), within [`CLOSE_WITHIN`].
-    async fn close(&mut self) {
+    async fn close(&mut self, ctx: &Local) {
         if let (Some(c), None) = (self.conn.as_mut(), self.pooled) {
             c.close(CLOSE_WITHIN).await;
+            c.account(&mut ctx.rec.borrow_mut()[self.vu.current]);
         }
         self.conn = None;
     }
@@ -422,6 +423,7 @@ impl Slot {
         }
         let refused = matches!(result, Err(ErrorKind::InvalidRequest));
         ctx.in_flight.set(ctx.in_flight.get() - 1);
+        c.account(&mut ctx.rec.borrow_mut()[self.vu.current]);
         let keep = record(
             &mut ctx.rec.borrow_mut(),
             shared,

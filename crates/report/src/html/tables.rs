@@ -287,6 +287,9 @@ pub fn errors(s: &ScenarioResult) -> String {
             &[row],
         ));
     }
+    if let Some(w) = &m.websocket {
+        o.push_str(&websocket(w));
+    }
     let refused: Vec<_> = s
         .refused
         .iter()
@@ -618,5 +621,42 @@ pub fn hooks(f: &FindResult) -> String {
         "Hooks",
         &["hook", "command", "step", "ran", "ended", "output"],
         &rows,
+    )
+}
+
+/// A WebSocket run's upgrades, messages each way and close codes, as one table.
+fn websocket(w: &crate::WebSocketJson) -> String {
+    let upgrade = |f: fn(&stats::LatencySummary) -> f64| {
+        w.upgrade_ms
+            .as_ref()
+            .map_or("-".to_string(), |l| fmt_ms(f(l)))
+    };
+    let closes: Vec<String> = w
+        .close_codes
+        .iter()
+        .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
+        .collect();
+    let row = vec![
+        fmt_count(w.upgrades),
+        upgrade(|l| l.p50),
+        upgrade(|l| l.p99),
+        fmt_count(w.messages_sent),
+        fmt_count(w.messages_received),
+        fmt_count(w.pings),
+        closes.join(", "),
+    ];
+    table(
+        "num",
+        "WebSocket",
+        &[
+            "upgrades",
+            "upgrade p50",
+            "upgrade p99",
+            "sent",
+            "received",
+            "pings",
+            "closed (code: count)",
+        ],
+        &[row],
     )
 }

@@ -10,7 +10,7 @@ use super::handshake::{self, Refused};
 use crate::net::conn::{Connector, Stream};
 use crate::proto::reply::{io_kind, Idle, Outcome, Reply};
 use crate::proto::session::{Closing, Conn, Exchange, Session};
-use stats::ErrorKind;
+use stats::{ErrorKind, WsCounts};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -37,6 +37,8 @@ pub struct WsConn {
     rng: u64,
     /// Bytes taken since the exchange began.
     taken: u64,
+    /// What the connection carried since it was last accounted.
+    counts: WsCounts,
 }
 
 /// Upgrades `stream` with `vu`'s current request (its path and headers) and returns the
@@ -86,6 +88,7 @@ impl WsConn {
             msg: Vec::new(),
             rng,
             taken: 0,
+            counts: WsCounts::default(),
         }
     }
 
@@ -167,16 +170,31 @@ impl WsConn {
                 Ok(Some((n, event))) => {
                     self.take(n);
                     if let Some(e) = event {
+                        self.count(&e);
                         return Ok(e);
                     }
                 }
-                Ok(None) => {
-                    if self.read_more(self.most).await? == 0 {
+                Ok(None) => match self.read_more(self.most).await {
+                    Ok(0) | Err(ErrorKind::Reset | ErrorKind::Closed) => {
+                        // The connection ended without a close frame.
+                        self.counts.closes.add(1006, 1);
                         return Err(ErrorKind::Closed);
                     }
-                }
+                    Ok(_) => {}
+                    Err(kind) => return Err(kind),
+                },
                 Err(v) => return Err(self.refuse(v).await),
             }
+        }
+    }
+
+    /// Counts what the server sent.
+    fn count(&mut self, e: &Event) {
+        match e {
+            Event::Message { .. } => self.counts.received += 1,
+            Event::Ping(_) => self.counts.pings += 1,
+            Event::Pong => {}
+            Event::Close { code, .. } => self.counts.closes.add(code.unwrap_or(1005), 1),
         }
     }
 
@@ -202,6 +220,9 @@ impl WsConn {
         };
         let sent = self.write_frame(opcode, &msg).await;
         self.msg = msg;
+        if sent.is_ok() {
+            self.counts.sent += 1;
+        }
         let mut out = match sent {
             Ok(n) => n,
             Err(kind) => return (Err(kind), 0),
@@ -282,6 +303,10 @@ impl Session for WsConn {
 
     fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
         Box::pin(self.exchange(connector, vu))
+    }
+
+    fn account(&mut self, rec: &mut stats::Bucket) {
+        rec.record_ws(&std::mem::take(&mut self.counts));
     }
 
     fn close(&mut self, within: Duration) -> Closing<'_> {
