@@ -12,6 +12,9 @@ use crate::traces::{TraceOutcome, TraceRow, Traces};
 use serde::{Deserialize, Serialize};
 
 /// A [`Bucket`] as it travels.
+/// A second's WebSocket counts on the wire: (sent, received, pings, close codes).
+pub type WireWs = (u64, u64, u64, Vec<(u16, u64)>);
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WireBucket {
     pub second: u64,
@@ -46,9 +49,8 @@ pub struct WireBucket {
     /// Streaming calls: (calls, sent, received, time to the first message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<(u64, u64, u64, String)>,
-    /// WebSocket: (sent, received, pings, close codes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ws: Option<(u64, u64, u64, Vec<(u16, u64)>)>,
+    pub ws: Option<WireWs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<(Vec<WireTrace>, Vec<WireTrace>)>,
     /// Response checks by slot.
