@@ -159,6 +159,12 @@ impl OnSecond for Watch<'_> {
             Judged::Step { from } => view.second.t >= from,
         };
         if !judged {
+            // A step's WebSocket connections upgrade in its warm-up: those upgrades are the
+            // step's, and judged with it (`handshake.p99`).
+            self.judged.setup.merge_upgrades(&view.all.setup);
+            for (acc, b) in self.judged_by_request.iter_mut().zip(view.by_request) {
+                acc.setup.merge_upgrades(&b.setup);
+            }
             return false;
         }
         self.judged.merge(view.all);

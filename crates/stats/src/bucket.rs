@@ -243,6 +243,11 @@ impl Setup {
         record_in(&mut self.with_connect, us);
     }
 
+    /// Adds `other`'s WebSocket upgrade times alone.
+    pub fn merge_upgrades(&mut self, other: &Setup) {
+        merge_in(&mut self.upgrade, &other.upgrade);
+    }
+
     fn merge(&mut self, other: &Setup) {
         self.opened += other.opened;
         merge_in(&mut self.connect, &other.connect);

@@ -9,6 +9,9 @@
 //!            | "complete"                    (async completion: first send to done; a duration)
 //!            | "async." latency-metric       (per-request completion: send to job done)
 //!            | "checks" | "check." NAME      (share of response checks passed; a percentage)
+//!            | "closed"                      (share of attempts whose connection closed under them)
+//!            | "handshake." latency-metric   (WebSocket upgrades: request sent to 101 read)
+//!            | "msg." latency-metric         (a WebSocket message's answer: the latency itself)
 //! op        := "<" | "<=" | ">" | ">="
 //! value     := duration for latency ("200ms", "1.5s"; a bare number is milliseconds, as in k6)
 //!            | percentage for errors ("0.1%", "1 %"; a bare number is a percentage too)
@@ -58,6 +61,10 @@ pub enum Metric {
     /// The share of response checks that passed: all of them (`checks`), or the one in this
     /// slot (`check.NAME`).
     Check(Option<usize>),
+    /// The share of attempts that failed because the connection closed under them (`closed`).
+    Closed,
+    /// A quantile (or the mean, `None`) of WebSocket upgrade times, ms (`handshake.p99`).
+    Handshake(Option<f64>),
 }
 
 /// Comparison that must hold for the objective to pass.
@@ -120,7 +127,8 @@ impl fmt::Display for SloError {
 impl std::error::Error for SloError {}
 
 /// Metrics by name, besides quantiles (`p` and a number).
-const METRICS: [(&str, Metric); 6] = [
+const METRICS: [(&str, Metric); 7] = [
+    ("closed", Metric::Closed),
     ("complete", Metric::Complete),
     ("mean", Metric::Latency(None)),
     ("min", Metric::Latency(Some(0.0))),
@@ -203,11 +211,12 @@ impl Slo {
             .map(|(n, m, _)| (None, n, m))
             .or(checked)
             .or_else(|| async_metric(left))
+            .or_else(|| message_metric(left))
             .or_else(|| split_metric(left))
             .or_else(|| share_metric(left))
             .ok_or_else(|| {
                 bad(format!(
-                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|rps|status.CODE|code.NAME|checks, check.NAME, complete, or k6's p(N)|avg|med|http_req_failed)"
+                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|closed|rps|status.CODE|code.NAME|checks, check.NAME, complete, handshake.pN, msg.pN, or k6's p(N)|avg|med|http_req_failed)"
                 ))
             })?;
         let mut words = rest.split_whitespace().peekable();
@@ -227,7 +236,7 @@ impl Slo {
         }
         let threshold = match metric {
             // A bare number is milliseconds, as k6 reads it.
-            Metric::Latency(_) | Metric::Complete | Metric::Async(_) => {
+            Metric::Latency(_) | Metric::Complete | Metric::Async(_) | Metric::Handshake(_) => {
                 match value.parse::<f64>() {
                     Ok(ms) if ms.is_finite() && ms >= 0.0 => ms,
                     _ => {
@@ -243,10 +252,12 @@ impl Slo {
                 .ok()
                 .filter(|r| (0.0..=1.0).contains(r))
                 .ok_or_else(|| bad(format!("'{value}' is not a rate from 0 to 1 (e.g. 0.01)")))?,
-            Metric::Errors | Metric::Code(_) | Metric::Status(_) | Metric::Check(_) => {
-                parse_percent(value)
-                    .ok_or_else(|| bad(format!("'{value}' is not a percentage (e.g. 0.1%)")))?
-            }
+            Metric::Errors
+            | Metric::Closed
+            | Metric::Code(_)
+            | Metric::Status(_)
+            | Metric::Check(_) => parse_percent(value)
+                .ok_or_else(|| bad(format!("'{value}' is not a percentage (e.g. 0.1%)")))?,
             Metric::Rps => parse_number(value)
                 .ok_or_else(|| bad(format!("'{value}' is not a number of requests per second")))?,
         };
@@ -318,10 +329,14 @@ impl Slo {
     /// A measured value in this objective's unit.
     pub fn fmt_value(&self, v: f64) -> String {
         match self.metric {
-            Metric::Latency(_) | Metric::Complete | Metric::Async(_) => fmt_ms(v),
-            Metric::Errors | Metric::Code(_) | Metric::Status(_) | Metric::Check(_) => {
-                format!("{}%", trim_float(v * 100.0))
+            Metric::Latency(_) | Metric::Complete | Metric::Async(_) | Metric::Handshake(_) => {
+                fmt_ms(v)
             }
+            Metric::Errors
+            | Metric::Closed
+            | Metric::Code(_)
+            | Metric::Status(_)
+            | Metric::Check(_) => format!("{}%", trim_float(v * 100.0)),
             Metric::Rps => format!("{} req/s", trim_float_to(v, 1)),
         }
     }
@@ -354,6 +369,17 @@ impl Slo {
                 })
             }
             Metric::Errors => (w.requests > 0).then(|| w.errors() as f64 / w.requests as f64),
+            Metric::Closed => (w.requests > 0).then(|| {
+                w.errors_by_kind[crate::ErrorKind::Closed.index()] as f64 / w.requests as f64
+            }),
+            Metric::Handshake(q) => {
+                let h = w.setup.upgrade.as_deref().filter(|h| !h.is_empty())?;
+                Some(match q {
+                    None => h.mean() / 1000.0,
+                    Some(q) if q >= 1.0 => h.max() as f64 / 1000.0,
+                    Some(q) => h.value_at_quantile(q) as f64 / 1000.0,
+                })
+            }
             Metric::Code(c) => (w.requests > 0).then(|| w.grpc.get(c) as f64 / w.requests as f64),
             Metric::Status(c) => {
                 (w.requests > 0).then(|| w.status.get(c) as f64 / w.requests as f64)
@@ -455,6 +481,23 @@ fn check_metric(
 fn async_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
     match named_metric(left.strip_prefix("async.")?)? {
         (name, Metric::Latency(q)) => Some((None, format!("async.{name}"), Metric::Async(q))),
+        _ => None,
+    }
+}
+
+/// `handshake.p99` (WebSocket upgrade times) and `msg.p99` (a WebSocket message's answer: the
+/// latency, named as WebSocket users name it).
+fn message_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
+    if let Some(rest) = left.strip_prefix("handshake.") {
+        return match named_metric(rest)? {
+            (name, Metric::Latency(q)) => {
+                Some((None, format!("handshake.{name}"), Metric::Handshake(q)))
+            }
+            _ => None,
+        };
+    }
+    match named_metric(left.strip_prefix("msg.")?)? {
+        (name, m @ Metric::Latency(_)) => Some((None, format!("msg.{name}"), m)),
         _ => None,
     }
 }
@@ -574,6 +617,10 @@ struct Kept {
     status: crate::StatusCounts,
     grpc: crate::StatusCounts,
     checks: Vec<crate::Checked>,
+    /// Attempts that failed as `closed` (for `closed`).
+    closed: u64,
+    /// WebSocket upgrade times, (value, count) (for `handshake.pN`).
+    upgrades: Vec<(u64, u64)>,
 }
 
 impl Kept {
@@ -589,6 +636,12 @@ impl Kept {
             status: b.status.clone(),
             grpc: b.grpc.clone(),
             checks: b.checks.clone(),
+            closed: b.errors_by_kind[crate::ErrorKind::Closed.index()],
+            upgrades: b.setup.upgrade.as_deref().map_or_else(Vec::new, |h| {
+                h.iter_recorded()
+                    .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                    .collect()
+            }),
         }
     }
 
@@ -602,6 +655,16 @@ impl Kept {
         w.status.merge(&self.status);
         w.grpc.merge(&self.grpc);
         w.merge_checks(&self.checks);
+        w.errors_by_kind[crate::ErrorKind::Closed.index()] += self.closed;
+        if !self.upgrades.is_empty() {
+            let h = w
+                .setup
+                .upgrade
+                .get_or_insert_with(|| Box::new(crate::new_histogram()));
+            for &(v, n) in &self.upgrades {
+                let _ = h.record_n(v, n);
+            }
+        }
     }
 }
 
@@ -718,6 +781,35 @@ mod tests {
 
     fn parse(s: &str) -> Result<Slo, SloError> {
         Slo::parse(s, dur)
+    }
+
+    #[test]
+    fn websocket_objectives_read_and_measure() {
+        let h = parse("handshake.p99 < 200ms").unwrap();
+        assert_eq!(h.metric, Metric::Handshake(Some(0.99)));
+        assert_eq!(h.text, "handshake.p99 < 200ms");
+        let m = parse("msg.p99<50ms over 10s").unwrap();
+        assert_eq!(
+            (m.metric, m.text.as_str()),
+            (Metric::Latency(Some(0.99)), "msg.p99 < 50ms over 10s")
+        );
+        let c = parse("closed < 0.1%").unwrap();
+        assert_eq!((c.metric, c.threshold), (Metric::Closed, 0.001));
+        let mut b = Bucket::new(0);
+        assert_eq!(h.measure(&b, 1.0), None, "no upgrade, nothing to judge");
+        for us in [1_000, 2_000, 300_000] {
+            b.setup.record_upgrade(us);
+        }
+        b.requests = 1000;
+        b.errors_by_kind[crate::ErrorKind::Closed.index()] = 2;
+        let p99 = h.measure(&b, 1.0).unwrap();
+        assert!((299.0..=301.0).contains(&p99), "{p99}");
+        assert!(!h.holds(p99));
+        assert_eq!(c.measure(&b, 1.0), Some(0.002));
+        // Judged per window too: a window keeps the upgrades and the closes.
+        let mut t = Tracker::new(parse("handshake.max < 100ms over 1s").unwrap());
+        t.second(&b, &b);
+        assert_eq!(t.verdict(&b, 1.0).failed_windows, 1);
     }
 
     #[test]
