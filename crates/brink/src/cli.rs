@@ -310,6 +310,15 @@ pub struct LoadArgs {
     /// WebSocket: read the message from a file (sent as binary unless it is UTF-8 text).
     #[arg(long = "message-file")]
     pub message_file: Option<PathBuf>,
+    /// WebSocket: hold the -c connections open for the run, each sending a ping (or the
+    /// --message) every --every (default 1s); measures upgrades, how long connections stay
+    /// up and how they end.
+    #[arg(long)]
+    pub hold: bool,
+    /// WebSocket, closed model: each connection sends at most one message (or ping) per this
+    /// interval (`500ms`, `5s`).
+    #[arg(long, value_name = "DURATION")]
+    pub every: Option<String>,
     /// gRPC (grpc:// or grpcs:// URLs): the unary method to call, package.Service/Method.
     #[arg(long)]
     pub call: Option<String>,

@@ -453,6 +453,7 @@ fn spec(
         }
         Some(n) => Some(plan::load::connections("--connections", n).map_err(Fail::input)?),
     };
+    let every = crate::ws_flags::every(a, &load, &target)?;
     Ok(RunSpec {
         target,
         workload: Arc::new(workload),
@@ -472,6 +473,7 @@ fn spec(
         threads,
         grace,
         capture_limit,
+        every,
         max_message: match &a.max_message_size {
             Some(m) => plan::parse_size(m)
                 .map_err(|e| Fail::input(format!("--max-message-size: {e}")))?

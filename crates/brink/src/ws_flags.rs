@@ -6,6 +6,7 @@
 use crate::cli::LoadArgs;
 use crate::exit::Fail;
 use engine::{Request, RequestSpec, Target};
+use std::time::Duration;
 
 /// The request a `ws://` URL sends: a GET upgrade to the URL's path with the `-H` headers,
 /// then the message (templated as a body is).
@@ -23,28 +24,55 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
         )));
     }
     let message = match (&a.message, &a.message_file) {
-        (Some(m), _) => m.as_bytes().to_vec(),
-        (None, Some(p)) => {
-            model::input::read(p).map_err(|e| Fail::input(format!("--message-file {e}")))?
-        }
+        (Some(m), _) => Some(m.as_bytes().to_vec()),
+        (None, Some(p)) => Some(
+            model::input::read(p).map_err(|e| Fail::input(format!("--message-file {e}")))?,
+        ),
+        // Held connections ping when they have no message.
+        (None, None) if a.hold => None,
         (None, None) => {
             return Err(Fail::input(
-                "a ws:// URL needs the message it sends: --message TEXT or --message-file FILE",
+                "a ws:// URL needs the message it sends: --message TEXT or --message-file FILE (or --hold to hold connections that ping)",
             ))
         }
     };
-    let mut req = RequestSpec::new(target.clone(), "GET", &a.headers, message.into())
+    let ping = message.is_none();
+    let body = message.unwrap_or_default();
+    let mut req = RequestSpec::new(target.clone(), "GET", &a.headers, body.into())
         .map_err(|e| Fail::input(e.to_string()))?
         .request();
     req.headers = crate::grpc_call::flag_headers(a)?;
+    req.ping = ping;
     Ok(req)
 }
 
-/// `--message` and `--message-file` given for a URL that is not a WebSocket.
-pub fn refuse_flags(a: &LoadArgs) -> Result<(), Fail> {
-    if a.message.is_some() || a.message_file.is_some() {
+/// `--every` (and `--hold`'s default of one second): the least time between a connection's
+/// messages; closed model only.
+pub fn every(a: &LoadArgs, load: &engine::Load, target: &Target) -> Result<Option<Duration>, Fail> {
+    if target.protocol != engine::Protocol::Ws {
+        refuse_flags(a)?;
+    }
+    let every = match (&a.every, a.hold) {
+        (Some(e), _) => Some(plan::load::positive_duration("--every", e).map_err(Fail::input)?),
+        (None, true) => Some(HOLD_EVERY),
+        (None, false) => None,
+    };
+    if every.is_some() && !matches!(load, engine::Load::Closed { .. }) {
         return Err(Fail::input(
-            "--message and --message-file apply to ws:// and wss:// URLs",
+            "--hold and --every pace each connection of the closed model (-c); with --rate the schedule sets the pace",
+        ));
+    }
+    Ok(every)
+}
+
+/// How often a held connection pings when `--every` is not given.
+const HOLD_EVERY: Duration = Duration::from_secs(1);
+
+/// WebSocket flags given for a URL that is not a WebSocket.
+pub fn refuse_flags(a: &LoadArgs) -> Result<(), Fail> {
+    if a.message.is_some() || a.message_file.is_some() || a.hold || a.every.is_some() {
+        return Err(Fail::input(
+            "--message, --message-file, --hold and --every apply to ws:// and wss:// URLs",
         ));
     }
     Ok(())

@@ -40,8 +40,11 @@ pub struct RunSpec {
     pub grace: Duration,
     /// Bytes all responses kept for extraction may hold together (`--capture-limit`).
     pub capture_limit: usize,
-    /// Largest gRPC message an answer may carry (`--max-message-size`).
+    /// Largest message an answer may carry (`--max-message-size`: gRPC, WebSocket).
     pub max_message: usize,
+    /// Closed model: each connection starts at most one request per this interval (a held
+    /// WebSocket's ping or message every `--every`); `None`: one after another.
+    pub every: Option<Duration>,
 }
 
 /// Why a run could not start.
@@ -100,6 +103,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         start,
         end: spec.load.end().map(|d| start + d),
         grace: spec.grace,
+        every: spec.every,
         workers,
         stop: AtomicBool::new(false),
         tickets: AtomicU64::new(0),

@@ -107,6 +107,7 @@ impl Cx<'_> {
             extract,
             checks: Vec::new(), // compiled by the scenario, apart (see `Cx::checks`)
             weight,
+            ping: false,
         })
     }
 

@@ -175,13 +175,31 @@ fn websocket(o: &mut String, w: &crate::WebSocketJson) {
         msgs.push_str(&format!(", {} pings answered", fmt_count(w.pings)));
     }
     row_to(o, "messages", msgs);
-    if !w.close_codes.is_empty() {
-        let codes: Vec<String> = w
+    if !w.close_codes.is_empty() || w.unexpected_closes > 0 {
+        let mut codes: Vec<String> = w
             .close_codes
             .iter()
             .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
             .collect();
+        if w.unexpected_closes > 0 {
+            codes.push(format!(
+                "({} ended by the server)",
+                fmt_count(w.unexpected_closes)
+            ));
+        }
         row_to(o, "closed", codes.join("  "));
+    }
+    if let Some(c) = &w.connected_ms {
+        row_to(
+            o,
+            "held",
+            format!(
+                "connections stayed up p50 {} min {} max {}",
+                fmt_ms(c.p50),
+                fmt_ms(c.min),
+                fmt_ms(c.max)
+            ),
+        );
     }
 }
 

@@ -495,6 +495,10 @@ pub struct WebSocketJson {
     pub pings: u64,
     /// Connections closed, by the server's close code (`1006`: ended without a close frame).
     pub close_codes: BTreeMap<String, u64>,
+    /// Connections the server ended (a close, a drop, a broken rule) before brink closed them.
+    pub unexpected_closes: u64,
+    /// How long connections stayed up, from the upgrade to their end; `null` when none ended.
+    pub connected_ms: Option<LatencySummary>,
 }
 
 /// The `websocket` section, when connections upgraded or carried messages.
@@ -516,6 +520,8 @@ fn websocket(b: &stats::Bucket) -> Option<WebSocketJson> {
             .into_iter()
             .map(|(c, n)| (c.to_string(), n))
             .collect(),
+        unexpected_closes: counts.unexpected,
+        connected_ms: counts.up.as_deref().map(LatencySummary::of),
     })
 }
 

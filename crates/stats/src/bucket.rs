@@ -159,7 +159,7 @@ impl Checked {
 }
 
 /// What WebSocket connections carried, apart from the answers counted as requests.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct WsCounts {
     /// Data messages sent.
     pub sent: u64,
@@ -170,6 +170,10 @@ pub struct WsCounts {
     /// Connections closed, by the server's close code (1005: its close frame had none; 1006:
     /// the connection ended without one).
     pub closes: StatusCounts,
+    /// Connections the server closed (or that dropped) before brink closed them.
+    pub unexpected: u64,
+    /// How long each connection that ended stayed up (upgrade to close), µs.
+    pub up: Option<Box<Histogram>>,
 }
 
 impl WsCounts {
@@ -178,6 +182,13 @@ impl WsCounts {
         self.received += other.received;
         self.pings += other.pings;
         self.closes.merge(&other.closes);
+        self.unexpected += other.unexpected;
+        merge_in(&mut self.up, &other.up);
+    }
+
+    /// A connection that ended after `us` up.
+    pub fn record_up(&mut self, us: u64) {
+        record_in(&mut self.up, us);
     }
 
     /// Whether nothing was counted.

@@ -12,8 +12,17 @@ use crate::traces::{TraceOutcome, TraceRow, Traces};
 use serde::{Deserialize, Serialize};
 
 /// A [`Bucket`] as it travels.
-/// A second's WebSocket counts on the wire: (sent, received, pings, close codes).
-pub type WireWs = (u64, u64, u64, Vec<(u16, u64)>);
+/// A second's WebSocket counts on the wire.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WireWs {
+    pub sent: u64,
+    pub received: u64,
+    pub pings: u64,
+    pub closes: Vec<(u16, u64)>,
+    pub unexpected: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up: Option<String>,
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WireBucket {
@@ -107,10 +116,14 @@ impl From<&Bucket> for WireBucket {
                 .stream
                 .as_ref()
                 .map(|s| (s.calls, s.sent, s.received, encode(&s.first_message))),
-            ws: b
-                .ws
-                .as_ref()
-                .map(|w| (w.sent, w.received, w.pings, w.closes.sorted())),
+            ws: b.ws.as_ref().map(|w| WireWs {
+                sent: w.sent,
+                received: w.received,
+                pings: w.pings,
+                closes: w.closes.sorted(),
+                unexpected: w.unexpected,
+                up: opt(&w.up),
+            }),
             traces: b.traces.as_ref().map(|t| {
                 let rows = |v: &[TraceRow]| v.iter().map(trace_out).collect();
                 (rows(&t.slowest), rows(&t.failed))
@@ -230,18 +243,23 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
         })),
         None => None,
     };
-    let ws = w.ws.as_ref().map(|(sent, received, pings, codes)| {
-        let mut closes = StatusCounts::default();
-        for (c, n) in codes {
-            closes.add(*c, *n);
+    let ws = match &w.ws {
+        Some(x) => {
+            let mut closes = StatusCounts::default();
+            for (c, n) in &x.closes {
+                closes.add(*c, *n);
+            }
+            Some(Box::new(WsCounts {
+                sent: x.sent,
+                received: x.received,
+                pings: x.pings,
+                closes,
+                unexpected: x.unexpected,
+                up: opt("up", &x.up)?,
+            }))
         }
-        Box::new(WsCounts {
-            sent: *sent,
-            received: *received,
-            pings: *pings,
-            closes,
-        })
-    });
+        None => None,
+    };
     let traces = match &w.traces {
         Some((slowest, failed)) => {
             let rows = |v: &[WireTrace]| v.iter().map(trace_in).collect::<Result<_, _>>();
@@ -374,12 +392,16 @@ mod tests {
         }));
         let mut closes = StatusCounts::default();
         closes.add(1006, 2);
-        b.record_ws(&WsCounts {
+        let mut ws = WsCounts {
             sent: 7,
             received: 8,
             pings: 1,
             closes,
-        });
+            unexpected: 1,
+            up: None,
+        };
+        ws.record_up(4_000_000);
+        b.record_ws(&ws);
         let mut t = Traces::default();
         let row = |o| TraceRow {
             id: [0xab; 16],

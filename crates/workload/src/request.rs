@@ -48,6 +48,9 @@ pub struct Request {
     pub checks: Vec<Check>,
     /// Mix: relative weight. Flow: times the step runs in a row per iteration.
     pub weight: u32,
+    /// WebSocket: the step sends a ping and waits for its pong instead of a message (a held
+    /// connection's heartbeat).
+    pub ping: bool,
 }
 
 impl Request {
@@ -74,6 +77,7 @@ impl Request {
             extract: Vec::new(),
             checks: Vec::new(),
             weight: 1,
+            ping: false,
         }
     }
 

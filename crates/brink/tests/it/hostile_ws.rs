@@ -230,3 +230,64 @@ fn a_server_close_ends_the_exchange_as_closed() {
     let closes = s["websocket"]["close_codes"]["1011"].as_u64().unwrap_or(0);
     assert!(closes >= 2, "{}", s["websocket"]);
 }
+
+/// Held connections that the server ends after 300 ms (a close 1001, or a plain drop) are
+/// counted as ended by the server, with their code (1006 for the drop) and how long they
+/// stayed up; the slots reconnect.
+#[test]
+fn held_connections_the_server_ends_are_counted() {
+    let _cpu = crate::support::cpu_shared();
+    for (name, close, code) in [("close 1001", true, "1001"), ("drop", false, "1006")] {
+        let srv = upgraded(move |mut sock, _| {
+            let t = Instant::now();
+            let mut b = [0u8; 256];
+            let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
+            // Answer pings with pongs for 300 ms, then end the connection.
+            while t.elapsed() < Duration::from_millis(300) {
+                if let Ok(n) = sock.read(&mut b) {
+                    if n == 0 {
+                        return;
+                    }
+                    if n >= 14 && b[0] == 0x89 {
+                        let key = [b[2], b[3], b[4], b[5]];
+                        let mut pong = vec![0x8A, 8];
+                        pong.extend((0..8).map(|i| b[6 + i] ^ key[i % 4]));
+                        let _ = sock.write_all(&pong);
+                    }
+                }
+            }
+            if close {
+                let _ = sock.write_all(&[0x88, 2, 0x03, 0xE9]);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let url = format!("ws://127.0.0.1:{}/", srv.port);
+        let ran = brink_json(&[
+            "run",
+            &url,
+            "--hold",
+            "-c",
+            "2",
+            "--every",
+            "100ms",
+            "-d",
+            "2s",
+            "--threads",
+            "1",
+            "-q",
+        ]);
+        let ws = &ran.result["summary"]["websocket"];
+        let unexpected = ws["unexpected_closes"].as_u64().unwrap_or(0);
+        assert!(unexpected >= 4, "{name}: {ws}\n{}", ran.stderr);
+        assert!(
+            ws["close_codes"][code].as_u64().unwrap_or(0) >= 4,
+            "{name}: {ws}"
+        );
+        let up = ws["connected_ms"]["p50"].as_f64().unwrap_or(0.0);
+        assert!((250.0..=800.0).contains(&up), "{name}: stayed up {up} ms");
+        assert!(
+            ws["upgrades"].as_u64().unwrap_or(0) >= 4,
+            "{name}: the slots reconnect"
+        );
+    }
+}

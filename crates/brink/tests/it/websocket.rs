@@ -139,6 +139,39 @@ fn python_websockets_round_trips_hold_littles_law() {
     );
 }
 
+/// Held connections ping every interval: each ping's pong is a request, every connection
+/// stays up the whole run and ends with brink's close.
+#[test]
+fn held_connections_ping_and_stay_up() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some((_server, port)) = python_echo(&dir.path().join("server.log")) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&[
+        "run", &url, "--hold", "-c", "20", "--every", "200ms", "-d", "2s", "-q",
+    ]);
+    let s = &ran.result["summary"];
+    let requests = s["requests"].as_u64().expect("requests");
+    // 20 connections x one ping per 200 ms x 2 s.
+    assert!(
+        (160..=220).contains(&requests),
+        "{requests} pings\n{}",
+        ran.stderr
+    );
+    assert_eq!(s["ok"], requests);
+    let ws = &s["websocket"];
+    assert_eq!(ws["upgrades"], 20, "{ws}");
+    assert_eq!(ws["unexpected_closes"], 0, "{ws}");
+    assert_eq!(ws["close_codes"], serde_json::json!({"1000": 20}), "{ws}");
+    let up = ws["connected_ms"]["p50"].as_f64().expect("up");
+    assert!(
+        (1700.0..=2500.0).contains(&up),
+        "connections stayed up {up} ms"
+    );
+}
+
 /// websocketd runs `cat` per connection: each message comes back as a line.
 #[test]
 fn websocketd_running_cat_echoes_each_message() {
@@ -202,8 +235,12 @@ fn flags_that_do_not_apply_are_refused() {
             "--http2 applies to http://",
         ),
         (
+            vec!["run", "ws://127.0.0.1:9/", "--hold", "--rate", "10"],
+            "--hold and --every pace each connection of the closed model",
+        ),
+        (
             vec!["run", "http://127.0.0.1:9/", "--message", "x"],
-            "--message and --message-file apply to ws://",
+            "--message, --message-file, --hold and --every apply to ws://",
         ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_brink"))

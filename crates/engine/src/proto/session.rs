@@ -41,9 +41,11 @@ pub trait Session {
     }
 
     /// Adds what the connection carried since it was last asked, beyond the exchanges'
-    /// outcomes (a WebSocket's messages each way, pings, close codes), to `rec`.
-    fn account(&mut self, rec: &mut stats::Bucket) {
-        let _ = rec;
+    /// outcomes (a WebSocket's messages each way, pings, close codes, and once `ending`, how
+    /// long it was up and whether the server ended it), to `rec`. `ending`: the worker drops
+    /// the connection now.
+    fn account(&mut self, rec: &mut stats::Bucket, ending: bool) {
+        let _ = (rec, ending);
     }
 
     /// Ends a connection brink is done with as its protocol asks (a WebSocket's close

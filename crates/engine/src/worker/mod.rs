@@ -73,6 +73,8 @@ pub struct Shared {
     pub start: Instant,
     pub end: Option<Instant>,
     pub grace: Duration,
+    /// Closed model: the least time between the starts of a connection's requests.
+    pub every: Option<Duration>,
     pub workers: usize,
     /// Set when the run must end now (an interrupt, or an observer's abort).
     pub stop: AtomicBool,

@@ -179,7 +179,15 @@ async fn closed_driver(ctx: Rc<Local>, curve: Curve) {
 
 async fn closed_task(ctx: Rc<Local>, slot: usize) {
     let mut conn = Slot::new(&ctx, slot);
+    let mut next = Instant::now();
     loop {
+        if let Some(every) = ctx.shared.every {
+            // Paced: each request starts `every` after the last one started (at once when
+            // the last took longer), never past the schedule's end.
+            let until = ctx.shared.end.map_or(next, |end| next.min(end));
+            tokio::time::sleep_until(until.into()).await;
+            next = (next + every).max(Instant::now());
+        }
         let now = Instant::now();
         if !closed_may_send(&ctx.shared, slot, ctx.target.get(), now) {
             break;
@@ -285,7 +293,7 @@ impl Slot {
     async fn close(&mut self, ctx: &Local) {
         if let (Some(c), None) = (self.conn.as_mut(), self.pooled) {
             c.close(CLOSE_WITHIN).await;
-            c.account(&mut ctx.rec.borrow_mut()[self.vu.current]);
+            c.account(&mut ctx.rec.borrow_mut()[self.vu.current], true);
         }
         self.conn = None;
     }
@@ -332,7 +340,10 @@ impl Slot {
         if let Some(c) = self.conn.as_mut() {
             match session::idle(c).await {
                 Idle::Open => {}
-                Idle::Closed => self.conn = None,
+                Idle::Closed => {
+                    c.account(&mut ctx.rec.borrow_mut()[self.vu.current], true);
+                    self.conn = None;
+                }
                 Idle::Stray => {
                     self.conn = None;
                     super::record_stray(&mut ctx.rec.borrow_mut()[self.vu.current], true);
@@ -423,7 +434,7 @@ impl Slot {
         }
         let refused = matches!(result, Err(ErrorKind::InvalidRequest));
         ctx.in_flight.set(ctx.in_flight.get() - 1);
-        c.account(&mut ctx.rec.borrow_mut()[self.vu.current]);
+        let current = self.vu.current;
         let keep = record(
             &mut ctx.rec.borrow_mut(),
             shared,
@@ -434,6 +445,7 @@ impl Slot {
             sent,
             done,
         );
+        c.account(&mut ctx.rec.borrow_mut()[current], !keep);
         if !keep {
             self.conn = None;
             if let (Some(g), Some(pool)) = (self.pooled.take(), &ctx.pool) {

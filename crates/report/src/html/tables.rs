@@ -644,6 +644,10 @@ fn websocket(w: &crate::WebSocketJson) -> String {
         fmt_count(w.messages_received),
         fmt_count(w.pings),
         closes.join(", "),
+        fmt_count(w.unexpected_closes),
+        w.connected_ms
+            .as_ref()
+            .map_or("-".to_string(), |l| fmt_ms(l.p50)),
     ];
     table(
         "num",
@@ -656,6 +660,8 @@ fn websocket(w: &crate::WebSocketJson) -> String {
             "received",
             "pings",
             "closed (code: count)",
+            "ended by the server",
+            "up p50",
         ],
         &[row],
     )

@@ -24,8 +24,8 @@ pub enum Event {
     Message { text: bool, data: Vec<u8> },
     /// A ping, to be answered with a pong carrying its payload.
     Ping(Vec<u8>),
-    /// A pong (unsolicited ones are allowed and ignored).
-    Pong,
+    /// A pong, with the payload of the ping it answers (unsolicited ones are allowed).
+    Pong(Vec<u8>),
     /// The server closes: its code (`None`: it gave none) and reason.
     Close { code: Option<u16>, reason: String },
 }
@@ -140,7 +140,7 @@ impl Decoder {
         let event = match h.opcode {
             CLOSE => Some(close(payload)?),
             PING => Some(Event::Ping(payload.to_vec())),
-            PONG => Some(Event::Pong),
+            PONG => Some(Event::Pong(payload.to_vec())),
             _ => self.data(h.fin, h.opcode, payload)?,
         };
         Ok(Some((end, event)))
@@ -313,7 +313,7 @@ mod tests {
                     text: true,
                     data: b"hello".to_vec()
                 },
-                Event::Pong,
+                Event::Pong(Vec::new()),
                 Event::Close {
                     code: Some(1000),
                     reason: "bye".into()
@@ -326,7 +326,7 @@ mod tests {
         for cut in 0..frame.len() {
             assert_eq!(d.next(&frame[..cut]), Ok(None), "cut {cut}");
         }
-        assert!(matches!(d.next(&frame), Ok(Some((303, Some(_))))));
+        assert!(matches!(d.next(&frame), Ok(Some((304, Some(_))))));
     }
 
     #[test]

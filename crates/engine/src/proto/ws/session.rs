@@ -39,6 +39,14 @@ pub struct WsConn {
     taken: u64,
     /// What the connection carried since it was last accounted.
     counts: WsCounts,
+    /// When the upgrade completed.
+    up_since: Instant,
+    /// The server ended the connection (a close, a drop, a broken rule).
+    server_ended: bool,
+    /// Its end (up time, how) is accounted.
+    ended: bool,
+    /// The payload of the ping awaiting its pong.
+    ping_id: u64,
 }
 
 /// Upgrades `stream` with `vu`'s current request (its path and headers) and returns the
@@ -89,6 +97,10 @@ impl WsConn {
             rng,
             taken: 0,
             counts: WsCounts::default(),
+            up_since: Instant::now(),
+            server_ended: false,
+            ended: false,
+            ping_id: 0,
         }
     }
 
@@ -100,6 +112,7 @@ impl WsConn {
             match handshake::answer(&self.rbuf[..self.filled], key) {
                 Ok(Some(n)) => {
                     self.take(n);
+                    self.up_since = Instant::now();
                     return Ok(());
                 }
                 Ok(None) => {
@@ -178,6 +191,7 @@ impl WsConn {
                     Ok(0) | Err(ErrorKind::Reset | ErrorKind::Closed) => {
                         // The connection ended without a close frame.
                         self.counts.closes.add(1006, 1);
+                        self.server_ended = true;
                         return Err(ErrorKind::Closed);
                     }
                     Ok(_) => {}
@@ -188,31 +202,87 @@ impl WsConn {
         }
     }
 
+    /// The server ended the connection between messages: its close code, if a close frame
+    /// came before the end (what else came is counted as it is read), else 1006.
+    fn ended_while_idle(&mut self) {
+        self.server_ended = true;
+        let mut at = 0;
+        while let Ok(Some((n, event))) = self.decoder.next(&self.rbuf[at..self.filled]) {
+            at += n;
+            if let Some(e) = event {
+                self.count(&e);
+                if matches!(e, Event::Close { .. }) {
+                    return;
+                }
+            }
+        }
+        self.counts.closes.add(1006, 1);
+    }
+
     /// Counts what the server sent.
     fn count(&mut self, e: &Event) {
         match e {
             Event::Message { .. } => self.counts.received += 1,
             Event::Ping(_) => self.counts.pings += 1,
-            Event::Pong => {}
+            Event::Pong(_) => {}
             Event::Close { code, .. } => self.counts.closes.add(code.unwrap_or(1005), 1),
         }
     }
 
     /// Closes with the code `v` calls for; the exchange counts as a protocol error.
     async fn refuse(&mut self, v: Violation) -> ErrorKind {
+        self.server_ended = true;
         let code = frame::close_payload(v.close_code());
         let _ = self.write_frame(frame::CLOSE, &code).await;
         ErrorKind::Protocol
     }
 
-    /// Sends `vu`'s message and reads the answer to it.
+    /// Sends `vu`'s message (or, for a ping step, a ping) and reads the answer to it: the next
+    /// data message, or the pong carrying the ping's payload.
     async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> (Outcome, u64) {
+        let ping = connector.workload.requests[vu.current].ping;
+        let sent = if ping {
+            self.send_ping().await
+        } else {
+            self.send_message(connector, vu).await
+        };
+        let mut out = match sent {
+            Ok(n) => n,
+            Err(kind) => return (Err(kind), 0),
+        };
+        self.taken = 0;
+        loop {
+            match self.event().await {
+                Ok(Event::Message { .. }) if !ping => return (Ok((self.reply(), None)), out),
+                Ok(Event::Pong(p)) if ping && p == self.ping_id.to_be_bytes() => {
+                    return (Ok((self.reply(), None)), out)
+                }
+                // A message pushed while a ping waits, an unsolicited pong: counted, no answer.
+                Ok(Event::Message { .. } | Event::Pong(_)) => {}
+                Ok(Event::Ping(p)) => match self.write_frame(frame::PONG, &p).await {
+                    Ok(n) => out += n,
+                    Err(kind) => return (Err(kind), out),
+                },
+                Ok(Event::Close { code, .. }) => {
+                    // The close handshake: echo the server's code (RFC 6455 §5.5.1).
+                    self.server_ended = true;
+                    let echo = frame::close_payload(code.unwrap_or(1000));
+                    let _ = self.write_frame(frame::CLOSE, &echo).await;
+                    return (Err(ErrorKind::Closed), out);
+                }
+                Err(kind) => return (Err(kind), out),
+            }
+        }
+    }
+
+    /// Renders and sends `vu`'s message (text when it is UTF-8, else binary).
+    async fn send_message(&mut self, connector: &Connector, vu: &mut Vu) -> Result<u64, ErrorKind> {
         let mut msg = std::mem::take(&mut self.msg);
         msg.clear();
         if let Err(r) = vu.render_body(&connector.workload, &mut msg) {
             vu.refused = Some(r);
             self.msg = msg;
-            return (Err(ErrorKind::InvalidRequest), 0);
+            return Err(ErrorKind::InvalidRequest);
         }
         let opcode = match std::str::from_utf8(&msg) {
             Ok(_) => frame::TEXT,
@@ -223,28 +293,14 @@ impl WsConn {
         if sent.is_ok() {
             self.counts.sent += 1;
         }
-        let mut out = match sent {
-            Ok(n) => n,
-            Err(kind) => return (Err(kind), 0),
-        };
-        self.taken = 0;
-        loop {
-            match self.event().await {
-                Ok(Event::Message { .. }) => return (Ok((self.reply(), None)), out),
-                Ok(Event::Ping(p)) => match self.write_frame(frame::PONG, &p).await {
-                    Ok(n) => out += n,
-                    Err(kind) => return (Err(kind), out),
-                },
-                Ok(Event::Pong) => {}
-                Ok(Event::Close { code, .. }) => {
-                    // The close handshake: echo the server's code (RFC 6455 §5.5.1).
-                    let echo = frame::close_payload(code.unwrap_or(1000));
-                    let _ = self.write_frame(frame::CLOSE, &echo).await;
-                    return (Err(ErrorKind::Closed), out);
-                }
-                Err(kind) => return (Err(kind), out),
-            }
-        }
+        sent
+    }
+
+    /// Sends a ping whose payload is its number on this connection.
+    async fn send_ping(&mut self) -> Result<u64, ErrorKind> {
+        self.ping_id += 1;
+        self.write_frame(frame::PING, &self.ping_id.to_be_bytes())
+            .await
     }
 
     /// Sends a normal close (1000) and reads until the server's close or the end of the
@@ -292,12 +348,14 @@ impl Session for WsConn {
         let mut rb = ReadBuf::new(&mut self.rbuf[self.filled..]);
         match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
             Poll::Pending => Idle::Open,
-            Poll::Ready(Ok(())) if rb.filled().is_empty() => Idle::Closed,
-            Poll::Ready(Ok(())) => {
+            Poll::Ready(Ok(())) if !rb.filled().is_empty() => {
                 self.filled += rb.filled().len();
                 Idle::Open
             }
-            Poll::Ready(Err(_)) => Idle::Closed,
+            Poll::Ready(_) => {
+                self.ended_while_idle();
+                Idle::Closed
+            }
         }
     }
 
@@ -305,7 +363,15 @@ impl Session for WsConn {
         Box::pin(self.exchange(connector, vu))
     }
 
-    fn account(&mut self, rec: &mut stats::Bucket) {
+    fn account(&mut self, rec: &mut stats::Bucket, ending: bool) {
+        if ending && !self.ended {
+            self.ended = true;
+            let up = self.up_since.elapsed().as_micros();
+            self.counts.record_up(u64::try_from(up).unwrap_or(u64::MAX));
+            if self.server_ended {
+                self.counts.unexpected += 1;
+            }
+        }
         rec.record_ws(&std::mem::take(&mut self.counts));
     }
 
