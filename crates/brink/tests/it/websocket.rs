@@ -218,6 +218,97 @@ fn websocketd_running_cat_echoes_each_message() {
     assert_eq!(s["ok"], 300, "{}", s["errors_by_kind"]);
 }
 
+/// The gorilla/websocket echo server (Go), built from the Go module proxy by
+/// tests/ws/goecho.sh, started with `args`; its port.
+fn go_echo(args: &[&str]) -> Option<(Killed, u16)> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/ws/goecho.sh");
+    let built = Command::new("bash").arg(script).output();
+    let path = match built {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        _ => {
+            assert!(
+                std::env::var_os("BRINK_REQUIRE_WS_SERVERS").is_none(),
+                "the Go echo server is required here but could not be built"
+            );
+            eprintln!("Go echo server not built: skipping");
+            return None;
+        }
+    };
+    let mut child = Command::new(path)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the Go echo server runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut port = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut port)
+        .expect("the server prints its port");
+    Some((Killed(child), port.trim().parse().expect("a port")))
+}
+
+/// Against gorilla/websocket: every message answered, in binary too (a message that is not
+/// UTF-8 goes as a binary frame and comes back as one), each connection closed cleanly.
+#[test]
+fn go_gorilla_echo_answers_text_and_binary() {
+    let _cpu = crate::support::cpu_shared();
+    let Some((_server, port)) = go_echo(&[]) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let dir = tempfile::tempdir().expect("tmp");
+    let bin = dir.path().join("msg.bin");
+    std::fs::write(&bin, [0xFFu8, 0xFE, 0x00, 0x01]).expect("write");
+    for args in [
+        vec!["--message", "{\"id\": {{seq}}}"],
+        vec!["--message-file", bin.to_str().expect("utf-8 path")],
+    ] {
+        let mut all = vec!["run", url.as_str(), "-c", "8", "-n", "4000", "-q"];
+        all.extend(args.iter().copied());
+        let ran = brink_json(&all);
+        let s = &ran.result["summary"];
+        assert_eq!(
+            s["ok"], 4000,
+            "{args:?}: {}\n{}",
+            s["errors_by_kind"], ran.stderr
+        );
+        let ws = &s["websocket"];
+        assert_eq!(ws["messages_received"], 4000, "{ws}");
+        assert_eq!(ws["close_codes"], serde_json::json!({"1000": 8}), "{ws}");
+    }
+}
+
+/// A server that closes each connection (1001, going away) after one message: the next
+/// message on it ends as `closed`, the close code is counted, and the slot reconnects.
+#[test]
+fn go_server_going_away_is_counted_by_its_code() {
+    let _cpu = crate::support::cpu_shared();
+    let Some((_server, port)) = go_echo(&["-close", "1001"]) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&["run", &url, "--message", "x", "-c", "2", "-n", "200", "-q"]);
+    let s = &ran.result["summary"];
+    let (ok, closed) = (
+        s["ok"].as_u64().unwrap_or(0),
+        s["errors_by_kind"]["closed"].as_u64().unwrap_or(0),
+    );
+    assert_eq!(ok + closed, 200, "{}", ran.stderr);
+    assert!(
+        (80..=120).contains(&ok),
+        "one answer per connection: {ok} ok, {closed} closed"
+    );
+    let ws = &s["websocket"];
+    let going_away = ws["close_codes"]["1001"].as_u64().unwrap_or(0);
+    assert!(going_away >= 80, "{ws}");
+    assert!(ws["unexpected_closes"].as_u64().unwrap_or(0) >= 80, "{ws}");
+    assert!(
+        ws["upgrades"].as_u64().unwrap_or(0) >= 80,
+        "the slots reconnect: {ws}"
+    );
+}
+
 /// Flags that would go unused are refused in one line, before any load.
 #[test]
 fn flags_that_do_not_apply_are_refused() {

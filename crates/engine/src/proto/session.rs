@@ -27,7 +27,8 @@ pub trait Session {
     fn share(&self) -> Option<Conn>;
 
     /// Whether a kept-alive connection can take the next request, looked at without waiting.
-    fn idle(&mut self, cx: &mut Context<'_>) -> Idle;
+    /// `idle_for`: how long since its last exchange ended.
+    fn idle(&mut self, cx: &mut Context<'_>, idle_for: Duration) -> Idle;
 
     /// Sends `vu`'s current request and reads its whole answer.
     fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a>;
@@ -60,6 +61,6 @@ pub trait Session {
 pub type Conn = Box<dyn Session>;
 
 /// Whether `conn` can take a request now (see [`Session::idle`]).
-pub async fn idle(conn: &mut Conn) -> Idle {
-    std::future::poll_fn(|cx| std::task::Poll::Ready(conn.idle(cx))).await
+pub async fn idle(conn: &mut Conn, idle_for: Duration) -> Idle {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(conn.idle(cx, idle_for))).await
 }

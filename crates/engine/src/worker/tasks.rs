@@ -281,6 +281,8 @@ struct Slot {
     /// The pool generation of `conn` when it is shared.
     pooled: Option<u64>,
     failures: u32,
+    /// When its last exchange ended.
+    last_done: Instant,
     /// Lazy deadline: armed for some earlier request's deadline, which is never later than the
     /// current one. When it fires before the current deadline it is re-armed, so a fast
     /// connection touches the timer wheel about once per timeout period instead of per request.
@@ -309,6 +311,7 @@ impl Slot {
             conn: None,
             pooled: None,
             failures: 0,
+            last_done: Instant::now(),
             timer: Box::pin(tokio::time::sleep(shared.timeout)),
         }
     }
@@ -338,7 +341,7 @@ impl Slot {
         let shared = &ctx.shared;
         let connector = &shared.connector;
         if let Some(c) = self.conn.as_mut() {
-            match session::idle(c).await {
+            match session::idle(c, now.saturating_duration_since(self.last_done)).await {
                 Idle::Open => {}
                 Idle::Closed => {
                     c.account(&mut ctx.rec.borrow_mut()[self.vu.current], true);
@@ -427,6 +430,7 @@ impl Slot {
         };
         let result = c.at_deadline(connector, result, Instant::now() >= deadline);
         let done = Instant::now();
+        self.last_done = done;
         if let (Some(started), false, Ok(_)) = (opened_at, shared.keepalive, &result) {
             ctx.rec.borrow_mut()[self.vu.current]
                 .setup

@@ -20,7 +20,7 @@ impl Session for H1Conn<Stream> {
         None
     }
 
-    fn idle(&mut self, cx: &mut Context<'_>) -> Idle {
+    fn idle(&mut self, cx: &mut Context<'_>, _: std::time::Duration) -> Idle {
         self.poll_idle(cx)
     }
 

@@ -33,7 +33,7 @@ impl Session for H2Conn {
         Some(Box::new(self.clone()))
     }
 
-    fn idle(&mut self, _: &mut Context<'_>) -> Idle {
+    fn idle(&mut self, _: &mut Context<'_>, _: Duration) -> Idle {
         // A closing connection shows on the next request, which is then sent again.
         Idle::Open
     }

@@ -20,6 +20,8 @@ use workload::Vu;
 /// The read buffer's first size (small: ten thousand held connections each keep one); it
 /// doubles as frames need, to one frame of the message limit at most.
 const FIRST_READ: usize = 512;
+/// How recently a connection must have finished an exchange to skip the idle check.
+const JUST_USED: Duration = Duration::from_millis(1);
 /// The header bytes a frame may add to its payload.
 const MOST_HEADER: usize = 14;
 
@@ -340,10 +342,12 @@ impl Session for WsConn {
         None
     }
 
-    fn idle(&mut self, cx: &mut Context<'_>) -> Idle {
+    fn idle(&mut self, cx: &mut Context<'_>, idle_for: Duration) -> Idle {
         // Bytes that come between messages (a ping, a pushed message) are kept for the next
-        // exchange; only the end of the stream makes the connection unusable.
-        if self.filled == self.rbuf.len() {
+        // exchange; only the end of the stream makes the connection unusable. A connection
+        // whose last exchange ended a moment ago is not asked (a system call per message on
+        // a busy connection): an end in that moment shows on the exchange itself.
+        if self.filled == self.rbuf.len() || idle_for < JUST_USED {
             return Idle::Open;
         }
         let mut rb = ReadBuf::new(&mut self.rbuf[self.filled..]);
