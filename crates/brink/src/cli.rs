@@ -319,6 +319,15 @@ pub struct LoadArgs {
     /// interval (`500ms`, `5s`).
     #[arg(long, value_name = "DURATION")]
     pub every: Option<String>,
+    /// WebSocket: each connection takes the messages the server pushes (sending --message
+    /// once, when given, to subscribe); each message is a request, its latency the wait for
+    /// it.
+    #[arg(long, conflicts_with = "hold")]
+    pub subscribe: bool,
+    /// WebSocket subscriptions: the JSON path where a pushed message carries its send time
+    /// (epoch seconds, ms, µs or ns), for the delivery delay (`$.ts`).
+    #[arg(long = "sent-at", value_name = "JSONPATH", requires = "subscribe")]
+    pub sent_at: Option<String>,
     /// gRPC (grpc:// or grpcs:// URLs): the unary method to call, package.Service/Method.
     #[arg(long)]
     pub call: Option<String>,

@@ -5,6 +5,7 @@
 
 use crate::cli::LoadArgs;
 use crate::exit::Fail;
+use engine::workload::WsStep;
 use engine::{Request, RequestSpec, Target};
 use std::time::Duration;
 
@@ -28,21 +29,32 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
         (None, Some(p)) => Some(
             model::input::read(p).map_err(|e| Fail::input(format!("--message-file {e}")))?,
         ),
-        // Held connections ping when they have no message.
-        (None, None) if a.hold => None,
+        // Held connections ping when they have no message; a subscription may send none.
+        (None, None) if a.hold || a.subscribe => None,
         (None, None) => {
             return Err(Fail::input(
                 "a ws:// URL needs the message it sends: --message TEXT or --message-file FILE (or --hold to hold connections that ping)",
             ))
         }
     };
-    let ping = message.is_none();
+    let ws = match (a.subscribe, &message) {
+        (true, _) => WsStep::Await,
+        (false, None) => WsStep::Ping,
+        (false, Some(_)) => WsStep::Message,
+    };
     let body = message.unwrap_or_default();
     let mut req = RequestSpec::new(target.clone(), "GET", &a.headers, body.into())
         .map_err(|e| Fail::input(e.to_string()))?
         .request();
     req.headers = crate::grpc_call::flag_headers(a)?;
-    req.ping = ping;
+    req.ws = ws;
+    req.sent_at = match &a.sent_at {
+        Some(p) => Some(
+            serde_json_path::JsonPath::parse(p)
+                .map_err(|e| Fail::input(format!("--sent-at {p}: {e}")))?,
+        ),
+        None => None,
+    };
     Ok(req)
 }
 
@@ -57,6 +69,11 @@ pub fn every(a: &LoadArgs, load: &engine::Load, target: &Target) -> Result<Optio
         (None, true) => Some(HOLD_EVERY),
         (None, false) => None,
     };
+    if a.subscribe && !matches!(load, engine::Load::Closed { .. }) {
+        return Err(Fail::input(
+            "--subscribe takes what the server pushes on each of the -c connections; the server sets the rate, not --rate",
+        ));
+    }
     if every.is_some() && !matches!(load, engine::Load::Closed { .. }) {
         return Err(Fail::input(
             "--hold and --every pace each connection of the closed model (-c); with --rate the schedule sets the pace",
@@ -70,9 +87,15 @@ const HOLD_EVERY: Duration = Duration::from_secs(1);
 
 /// WebSocket flags given for a URL that is not a WebSocket.
 pub fn refuse_flags(a: &LoadArgs) -> Result<(), Fail> {
-    if a.message.is_some() || a.message_file.is_some() || a.hold || a.every.is_some() {
+    if a.message.is_some()
+        || a.message_file.is_some()
+        || a.hold
+        || a.every.is_some()
+        || a.subscribe
+        || a.sent_at.is_some()
+    {
         return Err(Fail::input(
-            "--message, --message-file, --hold and --every apply to ws:// and wss:// URLs",
+            "--message, --message-file, --hold, --every, --subscribe and --sent-at apply to ws:// and wss:// URLs",
         ));
     }
     Ok(())

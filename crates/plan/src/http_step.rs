@@ -107,7 +107,8 @@ impl Cx<'_> {
             extract,
             checks: Vec::new(), // compiled by the scenario, apart (see `Cx::checks`)
             weight,
-            ping: false,
+            ws: workload::WsStep::Message,
+            sent_at: None,
         })
     }
 

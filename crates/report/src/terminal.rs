@@ -189,6 +189,30 @@ fn websocket(o: &mut String, w: &crate::WebSocketJson) {
         }
         row_to(o, "closed", codes.join("  "));
     }
+    if let Some(d) = &w.delay_ms {
+        let mut text = format!(
+            "p50 {} p99 {} max {} from the send time each message carries",
+            fmt_ms(d.p50),
+            fmt_ms(d.p99),
+            fmt_ms(d.max)
+        );
+        if w.undated > 0 {
+            text.push_str(&format!(
+                "; {} without a readable one",
+                fmt_count(w.undated)
+            ));
+        }
+        row_to(o, "delivery", text);
+    } else if w.undated > 0 {
+        row_to(
+            o,
+            "delivery",
+            format!(
+                "{} messages without a readable send time",
+                fmt_count(w.undated)
+            ),
+        );
+    }
     if let Some(c) = &w.connected_ms {
         row_to(
             o,

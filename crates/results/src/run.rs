@@ -499,6 +499,12 @@ pub struct WebSocketJson {
     pub unexpected_closes: u64,
     /// How long connections stayed up, from the upgrade to their end; `null` when none ended.
     pub connected_ms: Option<LatencySummary>,
+    /// Subscriptions with `--sent-at`: each pushed message's delivery delay, from the send
+    /// time it carries to its arrival; `null` otherwise.
+    pub delay_ms: Option<LatencySummary>,
+    /// Subscriptions with `--sent-at`: pushed messages whose send time could not be read (not
+    /// JSON, no number there, or a time in the future).
+    pub undated: u64,
 }
 
 /// The `websocket` section, when connections upgraded or carried messages.
@@ -522,6 +528,8 @@ fn websocket(b: &stats::Bucket) -> Option<WebSocketJson> {
             .collect(),
         unexpected_closes: counts.unexpected,
         connected_ms: counts.up.as_deref().map(LatencySummary::of),
+        delay_ms: counts.delay.as_deref().map(LatencySummary::of),
+        undated: counts.undated,
     })
 }
 

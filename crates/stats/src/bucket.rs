@@ -174,6 +174,11 @@ pub struct WsCounts {
     pub unexpected: u64,
     /// How long each connection that ended stayed up (upgrade to close), µs.
     pub up: Option<Box<Histogram>>,
+    /// Subscriptions: each pushed message's delivery delay (from the send time it carries to
+    /// its arrival), µs.
+    pub delay: Option<Box<Histogram>>,
+    /// Subscriptions: pushed messages whose send time could not be read.
+    pub undated: u64,
 }
 
 impl WsCounts {
@@ -184,6 +189,13 @@ impl WsCounts {
         self.closes.merge(&other.closes);
         self.unexpected += other.unexpected;
         merge_in(&mut self.up, &other.up);
+        merge_in(&mut self.delay, &other.delay);
+        self.undated += other.undated;
+    }
+
+    /// A pushed message that arrived `us` after the send time it carries.
+    pub fn record_delay(&mut self, us: u64) {
+        record_in(&mut self.delay, us);
     }
 
     /// A connection that ended after `us` up.

@@ -22,6 +22,10 @@ pub struct WireWs {
     pub unexpected: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub up: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    #[serde(default)]
+    pub undated: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -123,6 +127,8 @@ impl From<&Bucket> for WireBucket {
                 closes: w.closes.sorted(),
                 unexpected: w.unexpected,
                 up: opt(&w.up),
+                delay: opt(&w.delay),
+                undated: w.undated,
             }),
             traces: b.traces.as_ref().map(|t| {
                 let rows = |v: &[TraceRow]| v.iter().map(trace_out).collect();
@@ -256,6 +262,8 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
                 closes,
                 unexpected: x.unexpected,
                 up: opt("up", &x.up)?,
+                delay: opt("delay", &x.delay)?,
+                undated: x.undated,
             }))
         }
         None => None,
@@ -399,8 +407,11 @@ mod tests {
             closes,
             unexpected: 1,
             up: None,
+            delay: None,
+            undated: 3,
         };
         ws.record_up(4_000_000);
+        ws.record_delay(2_500);
         b.record_ws(&ws);
         let mut t = Traces::default();
         let row = |o| TraceRow {

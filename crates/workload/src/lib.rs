@@ -18,5 +18,5 @@ pub use capture::{Captured, Extractor};
 pub use cells::Cells;
 pub use check::Check;
 pub use message::{Codec, Message, Streaming};
-pub use request::{Answer, H2Parts, Request, StepComplete, Vu, Workload};
+pub use request::{Answer, H2Parts, Request, StepComplete, Vu, Workload, WsStep};
 pub use template::Table;

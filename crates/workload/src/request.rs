@@ -48,9 +48,24 @@ pub struct Request {
     pub checks: Vec<Check>,
     /// Mix: relative weight. Flow: times the step runs in a row per iteration.
     pub weight: u32,
-    /// WebSocket: the step sends a ping and waits for its pong instead of a message (a held
-    /// connection's heartbeat).
-    pub ping: bool,
+    /// WebSocket: what the step does on its connection.
+    pub ws: WsStep,
+    /// WebSocket subscriptions: where a pushed message (JSON) carries its send time, for the
+    /// delivery delay.
+    pub sent_at: Option<serde_json_path::JsonPath>,
+}
+
+/// What a WebSocket step does on its connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WsStep {
+    /// Sends the step's message and waits for the answer (the next data message).
+    #[default]
+    Message,
+    /// Sends a ping and waits for its pong (a held connection's heartbeat).
+    Ping,
+    /// Waits for the next message the server pushes (a subscription); the step's message,
+    /// when it has one, is sent once, when the connection opens.
+    Await,
 }
 
 impl Request {
@@ -77,7 +92,8 @@ impl Request {
             extract: Vec::new(),
             checks: Vec::new(),
             weight: 1,
-            ping: false,
+            ws: WsStep::Message,
+            sent_at: None,
         }
     }
 

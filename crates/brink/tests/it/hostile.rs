@@ -269,7 +269,7 @@ fn a_job_url_from_a_response_never_reaches_the_wire() {
 }
 
 /// Every place in brink's source that writes an HTTP/1.1 request head: the load's (whose
-/// rendered values the workload checks) and the one guard for everything sent beside it
+/// rendered values the workload checks: requests, and WebSocket upgrades) and the one guard for everything sent beside it
 /// (scrapes, health and completion probes). A new place must go through the guard.
 #[test]
 fn every_request_head_is_written_in_a_guarded_place() {
@@ -297,6 +297,9 @@ fn every_request_head_is_written_in_a_guarded_place() {
     assert_eq!(
         found,
         [
+            // A WebSocket's upgrade: the load's, its path and header values rendered by
+            // `Vu::render_head` under the same checks as every request's.
+            "crates/engine/src/proto/ws/handshake.rs",
             "crates/model/src/guard.rs",
             "crates/workload/src/request.rs"
         ],

@@ -8,18 +8,43 @@ use std::process::{Command, Stdio};
 
 /// Python's `websockets` echo server on a free port, its stderr kept in `log`.
 fn python_echo(log: &std::path::Path) -> Option<(Killed, u16)> {
-    let script = r#"
-import asyncio, sys
-from websockets.asyncio.server import serve
+    python_echo_with(log, &[])
+}
+
+/// [`python_echo`], over TLS with `tls` = [certificate, key] when given.
+fn python_echo_with(log: &std::path::Path, tls: &[&std::path::Path]) -> Option<(Killed, u16)> {
+    let echo = r#"
 async def echo(ws):
     async for m in ws:
         await ws.send(m)
+"#;
+    python_server(echo, log, tls)
+}
+
+/// A Python `websockets` server whose handler is `echo(ws)` as `handler` defines it.
+fn python_server(
+    handler: &str,
+    log: &std::path::Path,
+    tls: &[&std::path::Path],
+) -> Option<(Killed, u16)> {
+    let script = format!(
+        "{}{handler}{}",
+        r#"
+import asyncio, json, ssl, sys, time
+from websockets.asyncio.server import serve
+"#,
+        r#"
 async def main():
-    async with serve(echo, "127.0.0.1", 0) as s:
+    tls = None
+    if len(sys.argv) > 2:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[1], sys.argv[2])
+    async with serve(echo, "127.0.0.1", 0, ssl=tls) as s:
         print(s.sockets[0].getsockname()[1], flush=True)
         await asyncio.get_running_loop().create_future()
 asyncio.run(main())
-"#;
+"#
+    );
     let have = Command::new("python3")
         .args(["-c", "import websockets"])
         .status()
@@ -33,7 +58,8 @@ asyncio.run(main())
         return None;
     }
     let mut child = Command::new("python3")
-        .args(["-c", script])
+        .args(["-c", &script])
+        .args(tls)
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log).expect("log"))
         .spawn()
@@ -105,6 +131,137 @@ fn python_websockets_echo_answers_every_message() {
         !logged.contains("no close frame"),
         "the server saw connections end without a close handshake:\n{logged}"
     );
+}
+
+/// wss:// over TLS (a certificate from a test CA): upgraded and answered as over TCP, the TLS
+/// handshake timed apart; a CA that did not issue the server's certificate is a `tls` error.
+#[test]
+fn wss_over_tls_answers_and_checks_the_certificate() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let files = testkit::tls::files(dir.path()).expect("certificates");
+    let tls = [files.server_cert.as_path(), files.server_key.as_path()];
+    let Some((_server, port)) = python_echo_with(&dir.path().join("server.log"), &tls) else {
+        return;
+    };
+    let url = format!("wss://127.0.0.1:{port}/");
+    let ca = files.ca.to_str().expect("utf-8");
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "hi",
+        "-c",
+        "2",
+        "-n",
+        "200",
+        "--cacert",
+        ca,
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    assert_eq!(s["ok"], 200, "{}\n{}", s["errors_by_kind"], ran.stderr);
+    assert!(
+        s["tls_ms"]["p50"].as_f64().is_some_and(|t| t > 0.0),
+        "{}",
+        s["tls_ms"]
+    );
+    assert_eq!(s["websocket"]["upgrades"], 2);
+    let other = files.other_ca.to_str().expect("utf-8");
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "hi",
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "--cacert",
+        other,
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    assert_eq!(s["ok"], 0);
+    assert!(
+        s["errors_by_kind"]["tls"].as_u64().unwrap_or(0) >= 1,
+        "{}",
+        s["errors_by_kind"]
+    );
+}
+
+/// A subscription: each connection sends its subscribe message once, then takes what the
+/// server pushes (a message every 10 ms carrying its send time): the messages are the
+/// requests, their latency the wait for each, and the delivery delay is read from `$.ts`.
+#[test]
+fn a_subscription_counts_pushed_messages_and_their_delay() {
+    let _cpu = crate::support::cpu_shared();
+    let feed = r#"
+async def echo(ws):
+    sub = await ws.recv()
+    i = 0
+    while True:
+        await ws.send(json.dumps({"ts": time.time() * 1000, "n": i, "sub": sub}))
+        i += 1
+        await asyncio.sleep(0.01)
+"#;
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some((_server, port)) = python_server(feed, &dir.path().join("server.log"), &[]) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/prices");
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--subscribe",
+        "--message",
+        "{\"sub\": \"prices\"}",
+        "--sent-at",
+        "$.ts",
+        "-c",
+        "4",
+        "-d",
+        "2s",
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    let got = s["ok"].as_u64().unwrap_or(0);
+    // Four connections, a message every 10 ms (a little more with Python's scheduling).
+    assert!((400..=850).contains(&got), "{got} messages\n{}", ran.stderr);
+    let gap = s["latency_ms"]["p50"].as_f64().expect("p50");
+    assert!(
+        (8.0..=20.0).contains(&gap),
+        "the wait for each message, p50 {gap} ms"
+    );
+    let ws = &s["websocket"];
+    assert_eq!(
+        ws["messages_sent"], 4,
+        "one subscribe message per connection: {ws}"
+    );
+    assert_eq!(ws["undated"], 0, "{ws}");
+    let delay = ws["delay_ms"]["p50"].as_f64().expect("delay");
+    assert!(
+        (0.0..=5.0).contains(&delay),
+        "delivery delay p50 {delay} ms"
+    );
+    // A path that finds nothing: every message undated, none dated.
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--subscribe",
+        "--message",
+        "x",
+        "--sent-at",
+        "$.nope",
+        "-c",
+        "1",
+        "-d",
+        "1s",
+        "-q",
+    ]);
+    let ws = &ran.result["summary"]["websocket"];
+    assert!(ws["undated"].as_u64().unwrap_or(0) > 20, "{ws}");
+    assert!(ws["delay_ms"].is_null(), "{ws}");
 }
 
 /// Little's law holds on a closed-model run: connections / throughput = mean latency.
@@ -331,7 +488,7 @@ fn flags_that_do_not_apply_are_refused() {
         ),
         (
             vec!["run", "http://127.0.0.1:9/", "--message", "x"],
-            "--message, --message-file, --hold and --every apply to ws://",
+            "--message, --message-file, --hold, --every, --subscribe and --sent-at apply to ws://",
         ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_brink"))

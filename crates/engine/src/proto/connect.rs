@@ -12,14 +12,20 @@ use workload::Vu;
 
 /// Opens a connection for `connector`'s protocol: its transport, then the protocol's own
 /// set-up over it. Over TLS the server's ALPN answer decides between HTTP/2 and HTTP/1.1. A
-/// WebSocket upgrades with `vu`'s current request (its path and headers).
+/// WebSocket upgrades with `vu`'s current request (its path and headers). Each stage has
+/// `--connect-timeout` (TCP and TLS in `Connector::open`; HTTP/2's handshake here, counted
+/// as `connect_timeout`; a WebSocket's upgrade in its session, counted as `handshake`).
 pub async fn connect(connector: &Connector, vu: &mut Vu) -> Result<(Conn, SetupTimes), ErrorKind> {
     let (stream, mut times) = connector.open().await?;
     let conn = match (connector.protocol, stream.alpn_h2()) {
         (Protocol::Http1, _) | (Protocol::Http2 | Protocol::Grpc, Some(false)) => {
             h1::session(stream)
         }
-        (Protocol::Http2 | Protocol::Grpc, _) => h2::session(stream).await?,
+        (Protocol::Http2 | Protocol::Grpc, _) => {
+            tokio::time::timeout(connector.connect_timeout, h2::session(stream))
+                .await
+                .unwrap_or(Err(ErrorKind::ConnectTimeout))?
+        }
         (Protocol::Ws, _) => {
             let (conn, upgrade) = ws::session::session(stream, connector, vu).await?;
             times.upgrade = Some(upgrade);

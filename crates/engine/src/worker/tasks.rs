@@ -364,10 +364,8 @@ impl Slot {
                 let started = Instant::now();
                 // Boxed: a connect (TLS handshake included) is a large future, and a slot
                 // that kept room for it inline would hold it for every request in flight.
-                let connect = Box::pin(connect(connector, &mut self.vu));
-                let opened = tokio::time::timeout(connector.connect_timeout, connect)
-                    .await
-                    .unwrap_or(Err(ErrorKind::ConnectTimeout));
+                // Each stage of the opening keeps its own deadline (`proto::connect`).
+                let opened = Box::pin(connect(connector, &mut self.vu)).await;
                 match opened {
                     Ok((c, times)) => {
                         self.failures = 0;

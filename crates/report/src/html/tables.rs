@@ -648,6 +648,9 @@ fn websocket(w: &crate::WebSocketJson) -> String {
         w.connected_ms
             .as_ref()
             .map_or("-".to_string(), |l| fmt_ms(l.p50)),
+        w.delay_ms
+            .as_ref()
+            .map_or("-".to_string(), |l| fmt_ms(l.p99)),
     ];
     table(
         "num",
@@ -662,6 +665,7 @@ fn websocket(w: &crate::WebSocketJson) -> String {
             "closed (code: count)",
             "ended by the server",
             "up p50",
+            "delivery p99",
         ],
         &[row],
     )

@@ -4,4 +4,5 @@
 
 pub mod frame;
 pub mod handshake;
+pub mod sent_at;
 pub mod session;

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
-use workload::Vu;
+use workload::{Vu, WsStep};
 
 /// The read buffer's first size (small: ten thousand held connections each keep one); it
 /// doubles as frames need, to one frame of the message limit at most.
@@ -50,6 +50,9 @@ pub struct WsConn {
     ended: bool,
     /// The payload of the ping awaiting its pong.
     ping_id: u64,
+    /// Bytes sent as the connection opened (a subscription's message), counted with the
+    /// first exchange.
+    unsent: u64,
 }
 
 /// Upgrades `stream` with `vu`'s current request (its path and headers) and returns the
@@ -80,10 +83,16 @@ pub async fn session(
     let req = handshake::request(&path, &connector.authority, &key, &headers);
     let upgrade = conn.upgrade(&req, &key);
     match tokio::time::timeout(connector.connect_timeout, upgrade).await {
-        Ok(Ok(())) => Ok((Box::new(conn), started.elapsed())),
-        Ok(Err(kind)) => Err(kind),
-        Err(_) => Err(ErrorKind::Handshake),
+        Ok(Ok(())) => {}
+        Ok(Err(kind)) => return Err(kind),
+        Err(_) => return Err(ErrorKind::Handshake),
     }
+    let took = started.elapsed();
+    if connector.workload.requests[vu.current].ws == WsStep::Await {
+        // A subscription's message (when it has one) goes once, as the connection opens.
+        conn.unsent = conn.send_message(connector, vu).await?;
+    }
+    Ok((Box::new(conn), took))
 }
 
 impl WsConn {
@@ -104,6 +113,7 @@ impl WsConn {
             server_ended: false,
             ended: false,
             ping_id: 0,
+            unsent: 0,
         }
     }
 
@@ -240,24 +250,31 @@ impl WsConn {
         ErrorKind::Protocol
     }
 
-    /// Sends `vu`'s message (or, for a ping step, a ping) and reads the answer to it: the next
-    /// data message, or the pong carrying the ping's payload.
+    /// One exchange of `vu`'s step: its message sent and the next data message awaited, a
+    /// ping and its pong, or (a subscription) the next message the server pushes.
     async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> (Outcome, u64) {
-        let ping = connector.workload.requests[vu.current].ping;
-        let sent = if ping {
-            self.send_ping().await
-        } else {
-            self.send_message(connector, vu).await
+        let step = &connector.workload.requests[vu.current];
+        let sent = match step.ws {
+            WsStep::Message => self.send_message(connector, vu).await,
+            WsStep::Ping => self.send_ping().await,
+            WsStep::Await => Ok(0),
         };
         let mut out = match sent {
-            Ok(n) => n,
+            Ok(n) => n + std::mem::take(&mut self.unsent),
             Err(kind) => return (Err(kind), 0),
         };
         self.taken = 0;
         loop {
             match self.event().await {
-                Ok(Event::Message { .. }) if !ping => return (Ok((self.reply(), None)), out),
-                Ok(Event::Pong(p)) if ping && p == self.ping_id.to_be_bytes() => {
+                Ok(Event::Message { data, .. }) if step.ws != WsStep::Ping => {
+                    if let Some(path) = &step.sent_at {
+                        self.date(path, &data);
+                    }
+                    return (Ok((self.reply(), None)), out);
+                }
+                Ok(Event::Pong(p))
+                    if step.ws == WsStep::Ping && p == self.ping_id.to_be_bytes() =>
+                {
                     return (Ok((self.reply(), None)), out)
                 }
                 // A message pushed while a ping waits, an unsolicited pong: counted, no answer.
@@ -275,6 +292,14 @@ impl WsConn {
                 }
                 Err(kind) => return (Err(kind), out),
             }
+        }
+    }
+
+    /// A pushed message's delivery delay, from the send time it carries at `path`.
+    fn date(&mut self, path: &serde_json_path::JsonPath, data: &[u8]) {
+        match super::sent_at::delay_us(path, data, std::time::SystemTime::now()) {
+            Some(us) => self.counts.record_delay(us),
+            None => self.counts.undated += 1,
         }
     }
 
