@@ -16,13 +16,17 @@ ulimit -n 30000 2>/dev/null || true
 out=$(mktemp -d)
 TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 echo "$TOKEN" > "$out/token"
-target/release/examples/sim_workers "$N" "$S" "$TOKEN" > "$out/addrs" & SIM=$!
+# The simulated workers on CPU 1, the coordinator on CPU 0 (where there are two), so one's
+# load does not land in the other's figures.
+PIN_SIM=(); PIN_BRINK=()
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then PIN_SIM=(taskset -c 1); PIN_BRINK=(taskset -c 0); fi
+"${PIN_SIM[@]}" target/release/examples/sim_workers "$N" "$S" "$TOKEN" > "$out/addrs" & SIM=$!
 trap 'kill $SIM 2>/dev/null; wait $SIM 2>/dev/null; rm -rf "$out"' EXIT
 for _ in $(seq 50); do [ "$(wc -l < "$out/addrs")" -ge "$N" ] && break; sleep 0.1; done
 args=()
 while read -r a; do args+=(--worker "$a"); done < "$out/addrs"
 # The simulated workers send no load: the target is never contacted.
-/usr/bin/time -f "%U %S %e %M" -o "$out/time" ${WRAP:-} ${BRINK:-target/release/brink} run http://127.0.0.1:9/ \
+/usr/bin/time -f "%U %S %e %M" -o "$out/time" "${PIN_BRINK[@]}" ${WRAP:-} ${BRINK:-target/release/brink} run http://127.0.0.1:9/ \
   --rate 1 -d "${S}s" --no-history -q --token-file "$out/token" "${args[@]}" --json "$out/r.json" || true
 read -r user sys wall rss < "$out/time"
 python3 - "$out/r.json" "$N" "$S" "$user" "$sys" "$wall" "$rss" <<'PY'
