@@ -252,7 +252,7 @@ pub struct RunArgs {
 // A flag left out of an order is its default: orders are written without them.
 #[serde(default)]
 pub struct LoadArgs {
-    /// Target URL (http:// or https://), or a plan file (.yaml).
+    /// Target URL (http://, https://, grpc://, grpcs://, ws:// or wss://), or a plan file (.yaml).
     #[arg(value_name = "URL|PLAN")]
     pub url: String,
     /// Concurrency: the closed model's connections (HTTP/1.1) or requests in flight (HTTP/2,
@@ -307,7 +307,8 @@ pub struct LoadArgs {
     /// body is; each waits for its answer (the next message the server sends).
     #[arg(long, conflicts_with = "message_file")]
     pub message: Option<String>,
-    /// WebSocket: read the message from a file (sent as binary unless it is UTF-8 text).
+    /// WebSocket: read the message from a file, sent as it is (binary unless it is UTF-8
+    /// text; no templates).
     #[arg(long = "message-file")]
     pub message_file: Option<PathBuf>,
     /// WebSocket: hold the -c connections open for the run, each sending a ping (or the

@@ -47,6 +47,16 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
         .map_err(|e| Fail::input(e.to_string()))?
         .request();
     req.headers = crate::grpc_call::flag_headers(a)?;
+    if let Some(m) = &a.message {
+        // `--message` is templated as -H is ({{seq}}, {{uuid}}, ...); a file goes as it is.
+        let names = engine::workload::template::Names {
+            data: &[],
+            vars: &[],
+            env: &model::env::var,
+        };
+        req.body = engine::workload::template::Template::compile(m, &names)
+            .map_err(|e| Fail::input(format!("--message: {}", e.message)))?;
+    }
     req.ws = ws;
     req.sent_at = match &a.sent_at {
         Some(p) => Some(

@@ -112,7 +112,9 @@ fn counts(o: &mut String, r: &ScenarioResult) {
         .iter()
         .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
         .collect();
-    if !status.is_empty() {
+    // A WebSocket's messages all travel under its upgrade's 101: no status to show.
+    let only_upgrades = s.websocket.is_some() && s.status.keys().all(|c| c == "101");
+    if !status.is_empty() && !only_upgrades {
         row(o, "status", status.join("  "));
     }
     let codes: Vec<String> = s
@@ -166,6 +168,9 @@ fn websocket(o: &mut String, w: &crate::WebSocketJson) {
         ));
     }
     row_to(o, "websocket", up);
+    if w.messages_sent == 0 && w.messages_received == 0 && w.pings == 0 {
+        return closes(o, w);
+    }
     let mut msgs = format!(
         "{} sent, {} received",
         fmt_count(w.messages_sent),
@@ -175,6 +180,11 @@ fn websocket(o: &mut String, w: &crate::WebSocketJson) {
         msgs.push_str(&format!(", {} pings answered", fmt_count(w.pings)));
     }
     row_to(o, "messages", msgs);
+    closes(o, w);
+}
+
+/// How a WebSocket run's connections ended, their delivery delays and how long they lasted.
+fn closes(o: &mut String, w: &crate::WebSocketJson) {
     if !w.close_codes.is_empty() || w.unexpected_closes > 0 {
         let mut codes: Vec<String> = w
             .close_codes

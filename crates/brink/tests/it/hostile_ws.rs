@@ -237,7 +237,15 @@ fn a_server_close_ends_the_exchange_as_closed() {
 #[test]
 fn held_connections_the_server_ends_are_counted() {
     let _cpu = crate::support::cpu_shared();
-    for (name, close, code) in [("close 1001", true, "1001"), ("drop", false, "1006")] {
+    // Pinging every 100 ms, and every 5 s: between its pings a connection is still read, so
+    // an end is seen when it comes, not at the next ping.
+    let cases = [
+        ("close 1001", true, "1001", "100ms"),
+        ("drop", false, "1006", "100ms"),
+        ("close 1001, resting", true, "1001", "5s"),
+        ("drop, resting", false, "1006", "5s"),
+    ];
+    for (name, close, code, every) in cases {
         let srv = upgraded(move |mut sock, _| {
             let t = Instant::now();
             let mut b = [0u8; 256];
@@ -269,7 +277,7 @@ fn held_connections_the_server_ends_are_counted() {
             "-c",
             "2",
             "--every",
-            "100ms",
+            every,
             "-d",
             "2s",
             "--threads",

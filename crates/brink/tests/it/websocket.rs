@@ -27,10 +27,20 @@ fn python_server(
     log: &std::path::Path,
     tls: &[&std::path::Path],
 ) -> Option<(Killed, u16)> {
+    python_command(handler, log, tls).map(started)
+}
+
+/// The command that runs [`python_server`]; `None` (or a failed test where the server is
+/// required) without Python's websockets.
+fn python_command(
+    handler: &str,
+    log: &std::path::Path,
+    tls: &[&std::path::Path],
+) -> Option<Command> {
     let script = format!(
         "{}{handler}{}",
         r#"
-import asyncio, json, ssl, sys, time
+import asyncio, json, os, ssl, sys, time
 from websockets.asyncio.server import serve
 "#,
         r#"
@@ -39,7 +49,8 @@ async def main():
     if len(sys.argv) > 2:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(sys.argv[1], sys.argv[2])
-    async with serve(echo, "127.0.0.1", 0, ssl=tls) as s:
+    ping = float(os.environ.get("PING_EVERY", "0")) or None
+    async with serve(echo, "127.0.0.1", 0, ssl=tls, ping_interval=ping, ping_timeout=0.2) as s:
         print(s.sockets[0].getsockname()[1], flush=True)
         await asyncio.get_running_loop().create_future()
 asyncio.run(main())
@@ -57,19 +68,30 @@ asyncio.run(main())
         eprintln!("python3 websockets not installed: skipping");
         return None;
     }
-    let mut child = Command::new("python3")
-        .args(["-c", &script])
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", &script])
         .args(tls)
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).expect("log"))
-        .spawn()
-        .expect("python3 runs");
-    let stdout = child.stdout.take().expect("stdout");
+        .stderr(std::fs::File::create(log).expect("log"));
+    Some(cmd)
+}
+
+/// [`python_server`] pinging each client every 300 ms (closing it, 1011, when no pong comes
+/// within 200 ms).
+fn python_server_pinging(handler: &str, log: &std::path::Path) -> Option<(Killed, u16)> {
+    let mut cmd = python_command(handler, log, &[])?;
+    cmd.env("PING_EVERY", "0.3");
+    Some(started(cmd))
+}
+
+/// Starts a server that prints its port on its first line; it is killed when dropped.
+fn started(mut cmd: Command) -> (Killed, u16) {
+    let mut child = Killed(cmd.stdout(Stdio::piped()).spawn().expect("the server runs"));
+    let stdout = child.0.stdout.take().expect("stdout");
     let mut port = String::new();
     std::io::BufReader::new(stdout)
         .read_line(&mut port)
         .expect("the server prints its port");
-    Some((Killed(child), port.trim().parse().expect("a port")))
+    (child, port.trim().parse().expect("a port"))
 }
 
 /// Every message is answered once, the counts and bytes are exact, and every connection ends
@@ -264,6 +286,84 @@ async def echo(ws):
     assert!(ws["delay_ms"].is_null(), "{ws}");
 }
 
+/// `--message` is a template: each message is rendered afresh ({{seq}}), as the server saw.
+#[test]
+fn messages_are_rendered_from_their_template() {
+    let _cpu = crate::support::cpu_shared();
+    let record = r#"
+async def echo(ws):
+    async for m in ws:
+        print(m, file=sys.stderr, flush=True)
+        await ws.send(m)
+"#;
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("server.log");
+    let Some((server, port)) = python_server(record, &log, &[]) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "hello {{seq}}",
+        "-c",
+        "1",
+        "-n",
+        "5",
+        "-q",
+    ]);
+    assert_eq!(ran.result["summary"]["ok"], 5, "{}", ran.stderr);
+    drop(server);
+    let got = std::fs::read_to_string(&log).unwrap_or_default();
+    let lines: Vec<&str> = got.lines().filter(|l| l.starts_with("hello")).collect();
+    assert_eq!(lines.len(), 5, "{got}");
+    assert!(
+        lines.iter().all(|l| !l.contains("{{") && l.len() > 6),
+        "{got}"
+    );
+    let distinct: std::collections::BTreeSet<_> = lines.iter().collect();
+    assert_eq!(distinct.len(), 5, "each message rendered afresh: {got}");
+    let bad = Command::new(env!("CARGO_BIN_EXE_brink"))
+        .args(["run", &url, "--message", "{{nosuch}}", "-n", "1"])
+        .output()
+        .expect("brink runs");
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+}
+
+/// A server that pings every 300 ms and drops a client that does not answer within 200 ms:
+/// held connections resting for 5 s between their own pings answer every ping and stay up.
+#[test]
+fn resting_connections_answer_the_servers_pings() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let keepalive = r#"
+async def echo(ws):
+    async for m in ws:
+        await ws.send(m)
+"#;
+    let Some((_server, port)) = python_server_pinging(keepalive, &dir.path().join("s.log")) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&[
+        "run", &url, "--hold", "-c", "2", "--every", "5s", "-d", "2s", "-q",
+    ]);
+    let ws = &ran.result["summary"]["websocket"];
+    assert!(
+        ws["pings"].as_u64().unwrap_or(0) >= 6,
+        "{ws}\n{}",
+        ran.stderr
+    );
+    assert_eq!(ws["unexpected_closes"], 0, "{ws}");
+    assert_eq!(ws["close_codes"], serde_json::json!({"1000": 2}), "{ws}");
+}
+
 /// Little's law holds on a closed-model run: connections / throughput = mean latency.
 #[test]
 fn python_websockets_round_trips_hold_littles_law() {
@@ -391,18 +491,9 @@ fn go_echo(args: &[&str]) -> Option<(Killed, u16)> {
             return None;
         }
     };
-    let mut child = Command::new(path)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the Go echo server runs");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut port = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut port)
-        .expect("the server prints its port");
-    Some((Killed(child), port.trim().parse().expect("a port")))
+    let mut cmd = Command::new(path);
+    cmd.args(args).stderr(Stdio::null());
+    Some(started(cmd))
 }
 
 /// Against gorilla/websocket: every message answered, in binary too (a message that is not

@@ -11,7 +11,7 @@ use crate::proto::reply::{Idle, Outcome};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Context;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use workload::Vu;
 
 /// One request's exchange in progress: its outcome and the bytes it sent.
@@ -19,6 +19,9 @@ pub type Exchange<'a> = Pin<Box<dyn Future<Output = (Outcome, u64)> + 'a>>;
 
 /// A connection's close in progress.
 pub type Closing<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// A connection's rest in progress: whether it is still open at the end.
+pub type Resting<'a> = Pin<Box<dyn Future<Output = bool> + 'a>>;
 
 /// An open connection speaking one protocol, as the tokio worker drives it.
 pub trait Session {
@@ -47,6 +50,16 @@ pub trait Session {
     /// the connection now.
     fn account(&mut self, rec: &mut stats::Bucket, ending: bool) {
         let _ = (rec, ending);
+    }
+
+    /// Waits until `until` on a connection brink has nothing to send on yet (a paced
+    /// connection between its requests), as its protocol asks: a WebSocket answers pings
+    /// and notices a close as they come. False when the connection ended meanwhile.
+    fn rest(&mut self, until: Instant) -> Resting<'_> {
+        Box::pin(async move {
+            tokio::time::sleep_until(until.into()).await;
+            true
+        })
     }
 
     /// Ends a connection brink is done with as its protocol asks (a WebSocket's close

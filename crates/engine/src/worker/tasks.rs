@@ -185,7 +185,7 @@ async fn closed_task(ctx: Rc<Local>, slot: usize) {
             // Paced: each request starts `every` after the last one started (at once when
             // the last took longer), never past the schedule's end.
             let until = ctx.shared.end.map_or(next, |end| next.min(end));
-            tokio::time::sleep_until(until.into()).await;
+            conn.rest(&ctx, until).await;
             next = (next + every).max(Instant::now());
         }
         let now = Instant::now();
@@ -290,6 +290,20 @@ struct Slot {
 }
 
 impl Slot {
+    /// Waits until `until`, its connection (its own, not a shared one) kept as its protocol
+    /// asks meanwhile; one that ended is accounted and dropped, to be opened again.
+    async fn rest(&mut self, ctx: &Local, until: Instant) {
+        match (self.conn.as_mut(), self.pooled) {
+            (Some(c), None) => {
+                if !c.rest(until).await {
+                    c.account(&mut ctx.rec.borrow_mut()[self.vu.current], true);
+                    self.conn = None;
+                }
+            }
+            _ => tokio::time::sleep_until(until.into()).await,
+        }
+    }
+
     /// Closes the slot's own connection as its protocol asks (a shared one stays for the
     /// others), within [`CLOSE_WITHIN`].
     async fn close(&mut self, ctx: &Local) {

@@ -65,9 +65,10 @@ pub fn request(path: &str, authority: &str, key: &str, headers: &[(&str, &[u8])]
     out
 }
 
-/// Judges the answer in `buf` to the request made with `key`: `Ok(Some(n))` when its head
-/// (`n` bytes) accepts the upgrade, `Ok(None)` when more bytes are needed.
-pub fn answer(buf: &[u8], key: &str) -> Result<Option<usize>, Refused> {
+/// Judges the answer in `buf` to the request made with `key` offering the subprotocols
+/// `offered`: `Ok(Some(n))` when its head (`n` bytes) accepts the upgrade, `Ok(None)` when
+/// more bytes are needed.
+pub fn answer(buf: &[u8], key: &str, offered: &[&[u8]]) -> Result<Option<usize>, Refused> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
     let len = match resp.parse(buf) {
@@ -104,6 +105,18 @@ pub fn answer(buf: &[u8], key: &str) -> Result<Option<usize>, Refused> {
     if accepted != [true] {
         return Err(Refused::Wrong("a wrong Sec-WebSocket-Accept"));
     }
+    let chosen: Vec<&[u8]> = resp
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("sec-websocket-protocol"))
+        .map(|h| h.value.trim_ascii())
+        .collect();
+    match chosen.as_slice() {
+        [] => {}
+        [one] if offered.contains(one) => {}
+        // RFC 6455 §4.1: a subprotocol the client did not offer fails the connection.
+        _ => return Err(Refused::Wrong("a subprotocol nobody offered")),
+    }
     if resp
         .headers
         .iter()
@@ -132,25 +145,40 @@ mod tests {
     fn answers_are_judged() {
         let key = "dGhlIHNhbXBsZSBub25jZQ==";
         let ok = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
-        assert_eq!(answer(ok.as_bytes(), key), Ok(Some(ok.len())));
-        assert_eq!(answer(&ok.as_bytes()[..40], key), Ok(None));
+        assert_eq!(answer(ok.as_bytes(), key, &[]), Ok(Some(ok.len())));
+        assert_eq!(answer(&ok.as_bytes()[..40], key, &[]), Ok(None));
         let wrong = ok.replace(
             "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
             "AAAAAAAAAAAAAAAAAAAAAAAAAAA=",
         );
         assert_eq!(
-            answer(wrong.as_bytes(), key),
+            answer(wrong.as_bytes(), key, &[]),
             Err(Refused::Wrong("a wrong Sec-WebSocket-Accept"))
         );
         let no_upgrade = ok.replace("Upgrade: WebSocket\r\n", "");
         assert!(matches!(
-            answer(no_upgrade.as_bytes(), key),
+            answer(no_upgrade.as_bytes(), key, &[]),
             Err(Refused::Wrong(_))
         ));
         let refused = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
-        assert_eq!(answer(refused.as_bytes(), key), Err(Refused::Status(403)));
+        assert_eq!(
+            answer(refused.as_bytes(), key, &[]),
+            Err(Refused::Status(403))
+        );
+        let chat = ok.replace("\r\n\r\n", "\r\nSec-WebSocket-Protocol: chat\r\n\r\n");
+        assert_eq!(
+            answer(chat.as_bytes(), key, &[]),
+            Err(Refused::Wrong("a subprotocol nobody offered"))
+        );
+        assert_eq!(
+            answer(chat.as_bytes(), key, &[b"json", b"chat"]),
+            Ok(Some(chat.len()))
+        );
         let endless = format!("HTTP/1.1 101 OK\r\nX: {}", "a".repeat(MAX_HEAD));
-        assert_eq!(answer(endless.as_bytes(), key), Err(Refused::Malformed));
+        assert_eq!(
+            answer(endless.as_bytes(), key, &[]),
+            Err(Refused::Malformed)
+        );
     }
 
     #[test]

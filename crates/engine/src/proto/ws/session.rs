@@ -9,7 +9,7 @@ use super::frame::{self, Decoder, Event, Violation};
 use super::handshake::{self, Refused};
 use crate::net::conn::{Connector, Stream};
 use crate::proto::reply::{io_kind, Idle, Outcome, Reply};
-use crate::proto::session::{Closing, Conn, Exchange, Session};
+use crate::proto::session::{Closing, Conn, Exchange, Resting, Session};
 use stats::{ErrorKind, WsCounts};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -53,6 +53,8 @@ pub struct WsConn {
     /// Bytes sent as the connection opened (a subscription's message), counted with the
     /// first exchange.
     unsent: u64,
+    /// A rule was broken and brink's close sent: nothing more is read.
+    broken: bool,
 }
 
 /// Upgrades `stream` with `vu`'s current request (its path and headers) and returns the
@@ -81,7 +83,14 @@ pub async fn session(
     }
     let key = handshake::key(random);
     let req = handshake::request(&path, &connector.authority, &key, &headers);
-    let upgrade = conn.upgrade(&req, &key);
+    // The subprotocols the request offers (a Sec-WebSocket-Protocol header of the step's).
+    let offered: Vec<&[u8]> = headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-protocol"))
+        .flat_map(|(_, v)| v.split(|&b| b == b','))
+        .map(|t| t.trim_ascii())
+        .collect();
+    let upgrade = conn.upgrade(&req, &key, &offered);
     match tokio::time::timeout(connector.connect_timeout, upgrade).await {
         Ok(Ok(())) => {}
         Ok(Err(kind)) => return Err(kind),
@@ -114,15 +123,16 @@ impl WsConn {
             ended: false,
             ping_id: 0,
             unsent: 0,
+            broken: false,
         }
     }
 
     /// Sends the upgrade request and reads its answer; what follows the answer's head stays
     /// in the buffer (a server may speak first).
-    async fn upgrade(&mut self, req: &[u8], key: &str) -> Result<(), ErrorKind> {
+    async fn upgrade(&mut self, req: &[u8], key: &str, offered: &[&[u8]]) -> Result<(), ErrorKind> {
         self.io.write_all(req).await.map_err(|e| io_kind(&e))?;
         loop {
-            match handshake::answer(&self.rbuf[..self.filled], key) {
+            match handshake::answer(&self.rbuf[..self.filled], key, offered) {
                 Ok(Some(n)) => {
                     self.take(n);
                     self.up_since = Instant::now();
@@ -191,6 +201,9 @@ impl WsConn {
 
     /// The next event the server sends; a broken rule is answered with a close frame.
     async fn event(&mut self) -> Result<Event, ErrorKind> {
+        if self.broken {
+            return Err(ErrorKind::Protocol);
+        }
         loop {
             match self.decoder.next(&self.rbuf[..self.filled]) {
                 Ok(Some((n, event))) => {
@@ -245,6 +258,7 @@ impl WsConn {
     /// Closes with the code `v` calls for; the exchange counts as a protocol error.
     async fn refuse(&mut self, v: Violation) -> ErrorKind {
         self.server_ended = true;
+        self.broken = true;
         let code = frame::close_payload(v.close_code());
         let _ = self.write_frame(frame::CLOSE, &code).await;
         ErrorKind::Protocol
@@ -284,13 +298,41 @@ impl WsConn {
                     Err(kind) => return (Err(kind), out),
                 },
                 Ok(Event::Close { code, .. }) => {
-                    // The close handshake: echo the server's code (RFC 6455 §5.5.1).
-                    self.server_ended = true;
-                    let echo = frame::close_payload(code.unwrap_or(1000));
-                    let _ = self.write_frame(frame::CLOSE, &echo).await;
+                    self.answer_close(code).await;
                     return (Err(ErrorKind::Closed), out);
                 }
                 Err(kind) => return (Err(kind), out),
+            }
+        }
+    }
+
+    /// The server closes: the close handshake echoes its code (RFC 6455 §5.5.1).
+    async fn answer_close(&mut self, code: Option<u16>) {
+        self.server_ended = true;
+        let echo = frame::close_payload(code.unwrap_or(1000));
+        let _ = self.write_frame(frame::CLOSE, &echo).await;
+    }
+
+    /// Waits until `until` with nothing to send: pings are answered, pushed messages counted,
+    /// a close answered; false once the connection ended.
+    async fn wait(&mut self, until: Instant) -> bool {
+        loop {
+            let event = tokio::select! {
+                _ = tokio::time::sleep_until(until.into()) => return true,
+                e = self.event() => e,
+            };
+            match event {
+                Ok(Event::Ping(p)) => {
+                    if self.write_frame(frame::PONG, &p).await.is_err() {
+                        return false;
+                    }
+                }
+                Ok(Event::Message { .. } | Event::Pong(_)) => {}
+                Ok(Event::Close { code, .. }) => {
+                    self.answer_close(code).await;
+                    return false;
+                }
+                Err(_) => return false,
             }
         }
     }
@@ -403,6 +445,10 @@ impl Session for WsConn {
             }
         }
         rec.record_ws(&std::mem::take(&mut self.counts));
+    }
+
+    fn rest(&mut self, until: Instant) -> Resting<'_> {
+        Box::pin(self.wait(until))
     }
 
     fn close(&mut self, within: Duration) -> Closing<'_> {
