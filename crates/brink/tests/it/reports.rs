@@ -198,7 +198,10 @@ fn a_search_page_marks_its_levels_and_its_steps_go_to_csv() {
     assert_eq!(c["rows"][0]["verdict"], "unchanged", "{c}");
     assert_eq!(c["rows"][0]["decides"], true, "{c}");
     if let Some(seen) = open_in_browser(&html) {
-        assert_page_sound(&html, &seen, 4);
+        // Three charts, and the USL fit's when the search found one (three levels that grow
+        // nearly in proportion sometimes fit no curve better than their mean).
+        let usl = u64::from(!r["find"]["usl"].is_null());
+        assert_page_sound(&html, &seen, 3 + usl);
         // Every level up to --to 4 passed: the page gives the floor it found, not a limit.
         let text = seen["text"].as_str().unwrap();
         assert!(
