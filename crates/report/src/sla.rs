@@ -2,7 +2,7 @@
 //! each scenario (metric, target, result, margin, PASS/FAIL, in the style of the SLA tables
 //! teams write by hand), and the verdict of a whole suite.
 
-use crate::fmt::{fmt_count, fmt_ms, fmt_rate};
+use crate::fmt::{fmt_count, fmt_margin, fmt_ms, fmt_rate};
 use crate::{RunResult, ScenarioResult};
 use std::fmt::Write;
 
@@ -63,10 +63,7 @@ pub fn sla_table(r: &ScenarioResult) -> String {
     let margins: Vec<String> = r
         .slo
         .iter()
-        .map(|s| {
-            s.margin
-                .map_or("-".to_string(), |m| format!("{:+.0}%", m * 100.0))
-        })
+        .map(|s| s.margin.map_or("-".to_string(), |m| fmt_margin(m, 0)))
         .collect();
     let mw = margins
         .iter()

@@ -159,6 +159,14 @@ fn counts(o: &mut String, r: &ScenarioResult) {
 /// A WebSocket run's upgrades, messages each way and how its connections were closed.
 fn websocket(o: &mut String, w: &crate::WebSocketJson) {
     let mut up = format!("{} upgraded", fmt_count(w.upgrades));
+    if !w.upgrades_refused.is_empty() {
+        let refused: u64 = w.upgrades_refused.values().sum();
+        up.push_str(&format!(
+            ", {} refused ({})",
+            fmt_count(refused),
+            codes(&w.upgrades_refused)
+        ));
+    }
     if let Some(u) = &w.upgrade_ms {
         up.push_str(&format!(
             "; upgrade p50 {} p99 {} max {}",
@@ -183,21 +191,26 @@ fn websocket(o: &mut String, w: &crate::WebSocketJson) {
     closes(o, w);
 }
 
+/// `code: count` pairs, two spaces apart.
+fn codes(counts: &std::collections::BTreeMap<String, u64>) -> String {
+    let pairs: Vec<String> = counts
+        .iter()
+        .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
+        .collect();
+    pairs.join("  ")
+}
+
 /// How a WebSocket run's connections ended, their delivery delays and how long they lasted.
 fn closes(o: &mut String, w: &crate::WebSocketJson) {
     if !w.close_codes.is_empty() || w.unexpected_closes > 0 {
-        let mut codes: Vec<String> = w
-            .close_codes
-            .iter()
-            .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
-            .collect();
+        let mut text = codes(&w.close_codes);
         if w.unexpected_closes > 0 {
-            codes.push(format!(
-                "({} ended by the server)",
+            text.push_str(&format!(
+                "  ({} ended by the server)",
                 fmt_count(w.unexpected_closes)
             ));
         }
-        row_to(o, "closed", codes.join("  "));
+        row_to(o, "closed", text.trim_start().to_string());
     }
     if let Some(d) = &w.delay_ms {
         let mut text = format!(

@@ -29,6 +29,17 @@ pub fn fmt_count(n: u64) -> String {
     out
 }
 
+/// An objective's margin (headroom as a fraction of its target): `+61%`, `-24%`, to
+/// `decimals` places. A result beyond ten times its target reads as that multiple (`500x
+/// the target`), not as a percentage of five digits.
+pub fn fmt_margin(m: f64, decimals: usize) -> String {
+    if m < -9.0 {
+        format!("{:.0}x the target", 1.0 - m)
+    } else {
+        format!("{:+.*}%", decimals, m * 100.0)
+    }
+}
+
 /// A rate: `1,234` when large, `12.5` when small.
 pub fn fmt_rate(r: f64) -> String {
     if r >= 100.0 {
@@ -74,4 +85,18 @@ pub fn pass_share(passed: u64, runs: u64) -> String {
     }
     let p = (passed as f64 * 10_000.0 / runs as f64).floor() / 100.0;
     format!("{p:.2}%")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_margin;
+
+    #[test]
+    fn margins_read_as_percent_until_ten_times_the_target() {
+        assert_eq!(fmt_margin(0.61, 0), "+61%");
+        assert_eq!(fmt_margin(-0.244, 1), "-24.4%");
+        assert_eq!(fmt_margin(-8.0, 0), "-800%");
+        // closed < 0.1% with 50% closed: 500 times the target.
+        assert_eq!(fmt_margin((0.001 - 0.5) / 0.001, 0), "500x the target");
+    }
 }

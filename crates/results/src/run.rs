@@ -487,6 +487,10 @@ pub struct StreamJson {
 pub struct WebSocketJson {
     /// Upgrades that succeeded (`connections_opened` counts every TCP connect).
     pub upgrades: u64,
+    /// Upgrades the server refused, by the status it answered with (`101`: an answer that
+    /// was not a WebSocket upgrade for this request's key).
+    #[serde(default)]
+    pub upgrades_refused: BTreeMap<String, u64>,
     /// From the upgrade request sent to the 101 read; `null` when none succeeded.
     pub upgrade_ms: Option<LatencySummary>,
     pub messages_sent: u64,
@@ -514,18 +518,20 @@ fn websocket(b: &stats::Bucket) -> Option<WebSocketJson> {
         return None;
     }
     let counts = b.ws.as_deref().cloned().unwrap_or_default();
+    let by_code = |c: &stats::StatusCounts| {
+        c.sorted()
+            .into_iter()
+            .map(|(c, n)| (c.to_string(), n))
+            .collect()
+    };
     Some(WebSocketJson {
         upgrades: upgrade.map_or(0, |h| h.len()),
+        upgrades_refused: by_code(&counts.refused),
         upgrade_ms: upgrade.map(LatencySummary::of),
         messages_sent: counts.sent,
         messages_received: counts.received,
         pings: counts.pings,
-        close_codes: counts
-            .closes
-            .sorted()
-            .into_iter()
-            .map(|(c, n)| (c.to_string(), n))
-            .collect(),
+        close_codes: by_code(&counts.closes),
         unexpected_closes: counts.unexpected,
         connected_ms: counts.up.as_deref().map(LatencySummary::of),
         delay_ms: counts.delay.as_deref().map(LatencySummary::of),

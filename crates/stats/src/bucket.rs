@@ -179,6 +179,9 @@ pub struct WsCounts {
     pub delay: Option<Box<Histogram>>,
     /// Subscriptions: pushed messages whose send time could not be read.
     pub undated: u64,
+    /// Upgrades the server refused, by the status it answered with (101: an answer that was
+    /// not a WebSocket upgrade for this key).
+    pub refused: StatusCounts,
 }
 
 impl WsCounts {
@@ -191,6 +194,7 @@ impl WsCounts {
         merge_in(&mut self.up, &other.up);
         merge_in(&mut self.delay, &other.delay);
         self.undated += other.undated;
+        self.refused.merge(&other.refused);
     }
 
     /// A pushed message that arrived `us` after the send time it carries.

@@ -26,6 +26,8 @@ pub struct WireWs {
     pub delay: Option<String>,
     #[serde(default)]
     pub undated: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<(u16, u64)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -129,6 +131,7 @@ impl From<&Bucket> for WireBucket {
                 up: opt(&w.up),
                 delay: opt(&w.delay),
                 undated: w.undated,
+                refused: w.refused.sorted(),
             }),
             traces: b.traces.as_ref().map(|t| {
                 let rows = |v: &[TraceRow]| v.iter().map(trace_out).collect();
@@ -251,19 +254,23 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
     };
     let ws = match &w.ws {
         Some(x) => {
-            let mut closes = StatusCounts::default();
-            for (c, n) in &x.closes {
-                closes.add(*c, *n);
-            }
+            let counts = |pairs: &[(u16, u64)]| {
+                let mut c = StatusCounts::default();
+                for (s, n) in pairs {
+                    c.add(*s, *n);
+                }
+                c
+            };
             Some(Box::new(WsCounts {
                 sent: x.sent,
                 received: x.received,
                 pings: x.pings,
-                closes,
+                closes: counts(&x.closes),
                 unexpected: x.unexpected,
                 up: opt("up", &x.up)?,
                 delay: opt("delay", &x.delay)?,
                 undated: x.undated,
+                refused: counts(&x.refused),
             }))
         }
         None => None,
@@ -409,7 +416,9 @@ mod tests {
             up: None,
             delay: None,
             undated: 3,
+            refused: StatusCounts::default(),
         };
+        ws.refused.add(403, 2);
         ws.record_up(4_000_000);
         ws.record_delay(2_500);
         b.record_ws(&ws);

@@ -110,13 +110,23 @@ fn upgrades_that_never_finish_or_lie_are_handshake_errors() {
             std::thread::sleep(Duration::from_secs(1));
         }
     });
-    bounded("a wrong Sec-WebSocket-Accept", &wrong, &[], "handshake");
+    let s = bounded("a wrong Sec-WebSocket-Accept", &wrong, &[], "handshake");
+    let refused = &s["websocket"]["upgrades_refused"];
+    assert_eq!(refused["101"], s["errors_by_kind"]["handshake"], "{s}");
     let refused = RawServer::start(|mut sock, _| {
         if read_upgrade(&mut sock).is_some() {
             let _ = sock.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
         }
     });
-    bounded("403", &refused, &[], "handshake");
+    let s = bounded("403", &refused, &[], "handshake");
+    // Counted by the status the server answered with, and the bytes each way are the
+    // upgrades' own.
+    let handshakes = s["errors_by_kind"]["handshake"].as_u64().unwrap_or(0);
+    assert_eq!(s["websocket"]["upgrades_refused"]["403"], handshakes, "{s}");
+    assert_eq!(s["websocket"]["upgrades"], 0, "{s}");
+    let (sent, read) = (s["bytes_out"].as_u64(), s["bytes_in"].as_u64());
+    assert!(sent.unwrap_or(0) >= handshakes * 150, "{s}");
+    assert_eq!(read, Some(handshakes * 45), "{s}");
     let endless = RawServer::start(|mut sock, until| {
         if read_upgrade(&mut sock).is_some() {
             let _ = sock.write_all(b"HTTP/1.1 101 Switching Protocols\r\n");
@@ -296,6 +306,49 @@ fn held_connections_the_server_ends_are_counted() {
         assert!(
             ws["upgrades"].as_u64().unwrap_or(0) >= 4,
             "{name}: the slots reconnect"
+        );
+    }
+}
+
+/// A rule broken while no exchange waits (a close frame too short to hold a code, sent to a
+/// held connection resting between pings, or between two scheduled messages) is a
+/// `protocol` error when it is seen, not a quiet end.
+#[test]
+fn rules_broken_between_messages_are_protocol_errors() {
+    let _cpu = crate::support::cpu_shared();
+    let srv = upgraded(|mut sock, _| {
+        // Answer the first message or ping (a short frame, masked), then break the rule.
+        let mut b = [0u8; 256];
+        let _ = sock.set_read_timeout(Some(Duration::from_millis(300)));
+        if let Ok(n) = sock.read(&mut b) {
+            let len = usize::from(b[1] & 0x7f);
+            if n >= 6 + len && len < 126 {
+                let answer = if b[0] == 0x89 { 0x8A } else { b[0] };
+                let mut out = vec![answer, b[1] & 0x7f];
+                out.extend((0..len).map(|i| b[6 + i] ^ b[2 + i % 4]));
+                let _ = sock.write_all(&out);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = sock.write_all(&[0x88, 1, 0x03]);
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    let url = format!("ws://127.0.0.1:{}/", srv.port);
+    let shapes: [&[&str]; 2] = [
+        &["--hold", "-c", "2", "--every", "5s"],
+        &["--message", "hi", "--rate", "2"],
+    ];
+    for shape in shapes {
+        let mut args = vec!["run", url.as_str(), "-d", "3s", "--threads", "1", "-q"];
+        args.extend_from_slice(shape);
+        let ran = brink_json(&args);
+        let s = &ran.result["summary"];
+        let protocol = s["errors_by_kind"]["protocol"].as_u64().unwrap_or(0);
+        assert!(protocol >= 2, "{shape:?}: {s}\n{}", ran.stderr);
+        assert!(
+            s["websocket"]["unexpected_closes"].as_u64().unwrap_or(0) >= 2,
+            "{shape:?}: {}",
+            s["websocket"]
         );
     }
 }

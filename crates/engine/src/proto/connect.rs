@@ -4,6 +4,7 @@
 //! a WebSocket's upgrade is part of opening its connection.
 
 use crate::net::conn::{Connector, SetupTimes};
+use crate::proto::reply::Unopened;
 use crate::proto::session::Conn;
 use crate::proto::{h1, h2, ws};
 use model::Protocol;
@@ -15,7 +16,7 @@ use workload::Vu;
 /// WebSocket upgrades with `vu`'s current request (its path and headers). Each stage has
 /// `--connect-timeout` (TCP and TLS in `Connector::open`; HTTP/2's handshake here, counted
 /// as `connect_timeout`; a WebSocket's upgrade in its session, counted as `handshake`).
-pub async fn connect(connector: &Connector, vu: &mut Vu) -> Result<(Conn, SetupTimes), ErrorKind> {
+pub async fn connect(connector: &Connector, vu: &mut Vu) -> Result<(Conn, SetupTimes), Unopened> {
     let (stream, mut times) = connector.open().await?;
     let conn = match (connector.protocol, stream.alpn_h2()) {
         (Protocol::Http1, _) | (Protocol::Http2 | Protocol::Grpc, Some(false)) => {

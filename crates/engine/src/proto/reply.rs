@@ -56,6 +56,28 @@ pub struct Call {
     pub first_message: Option<Instant>,
 }
 
+/// Why a connection did not open: the error it counts as and, for a refused WebSocket
+/// upgrade, the status the server answered with (counted by status) and the bytes the
+/// attempt carried each way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unopened {
+    pub kind: ErrorKind,
+    pub refused: Option<u16>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+impl From<ErrorKind> for Unopened {
+    fn from(kind: ErrorKind) -> Unopened {
+        Unopened {
+            kind,
+            refused: None,
+            bytes_in: 0,
+            bytes_out: 0,
+        }
+    }
+}
+
 /// Maps an I/O error to the error kind it is counted under.
 pub fn io_kind(e: &io::Error) -> ErrorKind {
     use io::ErrorKind as K;

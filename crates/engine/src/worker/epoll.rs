@@ -432,7 +432,7 @@ impl Worker<'_> {
     fn connect_failed(&mut self, k: usize, kind: ErrorKind, now: Instant) {
         self.core.in_flight -= 1;
         let c = &mut self.conns[k];
-        record_connect_error(&mut self.core.rec, self.core.shared, &mut c.vu, kind);
+        record_connect_error(&mut self.core.rec, self.core.shared, &mut c.vu, kind.into());
         c.sock = None;
         c.state = State::Backoff;
         c.retry_at = now + backoff_delay(c.failures);

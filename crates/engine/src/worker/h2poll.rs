@@ -441,7 +441,7 @@ impl Worker<'_> {
             self.core.in_flight -= 1;
             let s = &mut self.slots[k];
             s.busy = false;
-            record_connect_error(&mut self.core.rec, self.core.shared, &mut s.vu, kind);
+            record_connect_error(&mut self.core.rec, self.core.shared, &mut s.vu, kind.into());
             if matches!(self.core.shared.load, Load::Open { .. }) {
                 self.core.idle.push(k);
             }

@@ -19,7 +19,7 @@ mod sys;
 mod tasks;
 
 use crate::net::conn::Connector;
-use crate::proto::reply::Outcome;
+use crate::proto::reply::{Outcome, Unopened};
 use model::{Load, Protocol, StatusSet};
 use observe::procfs::Sched;
 use stats::traces::{TraceOutcome, TraceRow};
@@ -363,12 +363,20 @@ fn record_refusal(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu) {
 }
 
 /// Records a connect failure for `vu`'s current request (its flow iteration ends).
-fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, kind: ErrorKind) {
+fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, failed: Unopened) {
     let workload = &shared.connector.workload;
-    let _ = vu.complete(workload, Err(kind), &mut rec[vu.current]);
+    let _ = vu.complete(workload, Err(failed.kind), &mut rec[vu.current]);
     // Never sent: its trace id names nothing a server saw.
     vu.trace_id = None;
-    rec[vu.current].record_error(kind);
+    let rec = &mut rec[vu.current];
+    rec.record_error(failed.kind);
+    rec.bytes_in += failed.bytes_in;
+    rec.bytes_out += failed.bytes_out;
+    if let Some(status) = failed.refused {
+        let mut refused = stats::WsCounts::default();
+        refused.refused.add(status, 1);
+        rec.record_ws(&refused);
+    }
 }
 
 /// How long a slot rests after a refused attempt: a data set full of bad values must not spin

@@ -3,7 +3,7 @@
 //! formatters as the terminal.
 
 use super::escape as e;
-use crate::fmt::{fmt_count, fmt_ms, fmt_rate, observed_value};
+use crate::fmt::{fmt_count, fmt_margin, fmt_ms, fmt_rate, observed_value};
 use crate::terminal::describe_load;
 use crate::{RunResult, ScenarioResult, SummaryJson};
 use results::find::FindResult;
@@ -194,8 +194,7 @@ pub fn sla(s: &ScenarioResult) -> String {
                 e(&x.metric),
                 e(&x.target),
                 e(&x.result),
-                x.margin
-                    .map_or("-".into(), |m| format!("{:+.1}%", m * 100.0)),
+                x.margin.map_or("-".into(), |m| fmt_margin(m, 1)),
                 verdict(Some(x.pass)),
             ]
         })
@@ -631,19 +630,22 @@ fn websocket(w: &crate::WebSocketJson) -> String {
             .as_ref()
             .map_or("-".to_string(), |l| fmt_ms(f(l)))
     };
-    let closes: Vec<String> = w
-        .close_codes
-        .iter()
-        .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
-        .collect();
+    let codes = |m: &std::collections::BTreeMap<String, u64>| {
+        let pairs: Vec<String> = m
+            .iter()
+            .map(|(c, n)| format!("{c}: {}", fmt_count(*n)))
+            .collect();
+        pairs.join(", ")
+    };
     let row = vec![
         fmt_count(w.upgrades),
+        codes(&w.upgrades_refused),
         upgrade(|l| l.p50),
         upgrade(|l| l.p99),
         fmt_count(w.messages_sent),
         fmt_count(w.messages_received),
         fmt_count(w.pings),
-        closes.join(", "),
+        codes(&w.close_codes),
         fmt_count(w.unexpected_closes),
         w.connected_ms
             .as_ref()
@@ -657,6 +659,7 @@ fn websocket(w: &crate::WebSocketJson) -> String {
         "WebSocket",
         &[
             "upgrades",
+            "refused (status: count)",
             "upgrade p50",
             "upgrade p99",
             "sent",

@@ -23,6 +23,18 @@ pub enum Refused {
     Malformed,
 }
 
+impl Refused {
+    /// The status the refusal is counted under: the server's, 101 for an upgrade that was not
+    /// one, none for a head that was not HTTP.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Refused::Status(s) => Some(*s),
+            Refused::Wrong(_) => Some(101),
+            Refused::Malformed => None,
+        }
+    }
+}
+
 /// A fresh `Sec-WebSocket-Key`: 16 random bytes in base64.
 pub fn key(random: [u8; 16]) -> String {
     base64::engine::general_purpose::STANDARD.encode(random)

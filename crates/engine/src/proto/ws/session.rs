@@ -6,9 +6,9 @@
 //! message limit.
 
 use super::frame::{self, Decoder, Event, Violation};
-use super::handshake::{self, Refused};
+use super::handshake;
 use crate::net::conn::{Connector, Stream};
-use crate::proto::reply::{io_kind, Idle, Outcome, Reply};
+use crate::proto::reply::{io_kind, Idle, Outcome, Reply, Unopened};
 use crate::proto::session::{Closing, Conn, Exchange, Resting, Session};
 use stats::{ErrorKind, WsCounts};
 use std::pin::Pin;
@@ -24,6 +24,15 @@ const FIRST_READ: usize = 512;
 const JUST_USED: Duration = Duration::from_millis(1);
 /// The header bytes a frame may add to its payload.
 const MOST_HEADER: usize = 14;
+/// An answered message: status 101 is the upgrade's, the one HTTP status a WebSocket
+/// message travels under. Its bytes are counted by the connection, not per answer.
+const REPLY: Reply = Reply {
+    status: 101,
+    bytes_in: 0,
+    keep_alive: true,
+    stray: false,
+    call: None,
+};
 
 /// One upgraded connection.
 pub struct WsConn {
@@ -38,8 +47,10 @@ pub struct WsConn {
     msg: Vec<u8>,
     /// xorshift state for masking keys (seeded from the system's randomness).
     rng: u64,
-    /// Bytes taken since the exchange began.
-    taken: u64,
+    /// Bytes read and written since the connection was last accounted: every byte it
+    /// carried (the upgrade, the frames of failed and unfinished exchanges too).
+    bytes_in: u64,
+    bytes_out: u64,
     /// What the connection carried since it was last accounted.
     counts: WsCounts,
     /// When the upgrade completed.
@@ -50,11 +61,11 @@ pub struct WsConn {
     ended: bool,
     /// The payload of the ping awaiting its pong.
     ping_id: u64,
-    /// Bytes sent as the connection opened (a subscription's message), counted with the
-    /// first exchange.
-    unsent: u64,
     /// A rule was broken and brink's close sent: nothing more is read.
     broken: bool,
+    /// The server broke a rule outside an exchange (while the connection rested, idled or
+    /// closed): one `protocol` error to count when the connection is accounted.
+    violated: bool,
 }
 
 /// Upgrades `stream` with `vu`'s current request (its path and headers) and returns the
@@ -63,7 +74,7 @@ pub async fn session(
     stream: Stream,
     connector: &Connector,
     vu: &mut Vu,
-) -> Result<(Conn, Duration), ErrorKind> {
+) -> Result<(Conn, Duration), Unopened> {
     let started = Instant::now();
     let (path, values) = vu.render_head(&connector.workload).map_err(|r| {
         vu.refused = Some(r);
@@ -91,15 +102,22 @@ pub async fn session(
         .map(|t| t.trim_ascii())
         .collect();
     let upgrade = conn.upgrade(&req, &key, &offered);
-    match tokio::time::timeout(connector.connect_timeout, upgrade).await {
-        Ok(Ok(())) => {}
-        Ok(Err(kind)) => return Err(kind),
-        Err(_) => return Err(ErrorKind::Handshake),
+    let failed = match tokio::time::timeout(connector.connect_timeout, upgrade).await {
+        Ok(Ok(())) => None,
+        Ok(Err(unopened)) => Some(unopened),
+        Err(_) => Some(ErrorKind::Handshake.into()),
+    };
+    if let Some(failed) = failed {
+        return Err(Unopened {
+            bytes_in: conn.bytes_in,
+            bytes_out: conn.bytes_out,
+            ..failed
+        });
     }
     let took = started.elapsed();
     if connector.workload.requests[vu.current].ws == WsStep::Await {
         // A subscription's message (when it has one) goes once, as the connection opens.
-        conn.unsent = conn.send_message(connector, vu).await?;
+        conn.send_message(connector, vu).await?;
     }
     Ok((Box::new(conn), took))
 }
@@ -116,21 +134,23 @@ impl WsConn {
             wbuf: Vec::new(),
             msg: Vec::new(),
             rng,
-            taken: 0,
+            bytes_in: 0,
+            bytes_out: 0,
             counts: WsCounts::default(),
             up_since: Instant::now(),
             server_ended: false,
             ended: false,
             ping_id: 0,
-            unsent: 0,
             broken: false,
+            violated: false,
         }
     }
 
     /// Sends the upgrade request and reads its answer; what follows the answer's head stays
     /// in the buffer (a server may speak first).
-    async fn upgrade(&mut self, req: &[u8], key: &str, offered: &[&[u8]]) -> Result<(), ErrorKind> {
+    async fn upgrade(&mut self, req: &[u8], key: &str, offered: &[&[u8]]) -> Result<(), Unopened> {
         self.io.write_all(req).await.map_err(|e| io_kind(&e))?;
+        self.bytes_out += req.len() as u64;
         loop {
             match handshake::answer(&self.rbuf[..self.filled], key, offered) {
                 Ok(Some(n)) => {
@@ -140,11 +160,14 @@ impl WsConn {
                 }
                 Ok(None) => {
                     if self.read_more(handshake::MAX_HEAD).await? == 0 {
-                        return Err(ErrorKind::Handshake);
+                        return Err(ErrorKind::Handshake.into());
                     }
                 }
-                Err(Refused::Status(_) | Refused::Wrong(_) | Refused::Malformed) => {
-                    return Err(ErrorKind::Handshake)
+                Err(refused) => {
+                    return Err(Unopened {
+                        refused: refused.status(),
+                        ..ErrorKind::Handshake.into()
+                    })
                 }
             }
         }
@@ -166,7 +189,6 @@ impl WsConn {
     fn take(&mut self, n: usize) {
         self.rbuf.copy_within(n..self.filled, 0);
         self.filled -= n;
-        self.taken += n as u64;
     }
 
     /// Reads more into the buffer, growing it up to `most`; 0 at the end of the stream.
@@ -184,11 +206,12 @@ impl WsConn {
             .await
             .map_err(|e| io_kind(&e))?;
         self.filled += n;
+        self.bytes_in += n as u64;
         Ok(n)
     }
 
     /// Writes one masked frame.
-    async fn write_frame(&mut self, opcode: u8, payload: &[u8]) -> Result<u64, ErrorKind> {
+    async fn write_frame(&mut self, opcode: u8, payload: &[u8]) -> Result<(), ErrorKind> {
         let key = self.mask_key();
         self.wbuf.clear();
         frame::encode(opcode, payload, key, &mut self.wbuf);
@@ -196,7 +219,8 @@ impl WsConn {
             .write_all(&self.wbuf)
             .await
             .map_err(|e| io_kind(&e))?;
-        Ok(self.wbuf.len() as u64)
+        self.bytes_out += self.wbuf.len() as u64;
+        Ok(())
     }
 
     /// The next event the server sends; a broken rule is answered with a close frame.
@@ -230,19 +254,27 @@ impl WsConn {
 
     /// The server ended the connection between messages: its close code, if a close frame
     /// came before the end (what else came is counted as it is read), else 1006.
+    /// A frame that breaks a rule is a `protocol` error, with no close code of its own.
     fn ended_while_idle(&mut self) {
         self.server_ended = true;
         let mut at = 0;
-        while let Ok(Some((n, event))) = self.decoder.next(&self.rbuf[at..self.filled]) {
-            at += n;
-            if let Some(e) = event {
-                self.count(&e);
-                if matches!(e, Event::Close { .. }) {
+        loop {
+            match self.decoder.next(&self.rbuf[at..self.filled]) {
+                Ok(Some((n, event))) => {
+                    at += n;
+                    match event {
+                        Some(e @ Event::Close { .. }) => return self.count(&e),
+                        Some(e) => self.count(&e),
+                        None => {}
+                    }
+                }
+                Ok(None) => return self.counts.closes.add(1006, 1),
+                Err(_) => {
+                    self.violated = true;
                     return;
                 }
             }
         }
-        self.counts.closes.add(1006, 1);
     }
 
     /// Counts what the server sent.
@@ -265,43 +297,37 @@ impl WsConn {
     }
 
     /// One exchange of `vu`'s step: its message sent and the next data message awaited, a
-    /// ping and its pong, or (a subscription) the next message the server pushes.
-    async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> (Outcome, u64) {
+    /// ping and its pong, or (a subscription) the next message the server pushes. Its bytes
+    /// are the connection's, counted as they move ([`Session::account`]).
+    async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> Outcome {
         let step = &connector.workload.requests[vu.current];
         let sent = match step.ws {
             WsStep::Message => self.send_message(connector, vu).await,
             WsStep::Ping => self.send_ping().await,
-            WsStep::Await => Ok(0),
+            WsStep::Await => Ok(()),
         };
-        let mut out = match sent {
-            Ok(n) => n + std::mem::take(&mut self.unsent),
-            Err(kind) => return (Err(kind), 0),
-        };
-        self.taken = 0;
+        sent?;
         loop {
             match self.event().await {
                 Ok(Event::Message { data, .. }) if step.ws != WsStep::Ping => {
                     if let Some(path) = &step.sent_at {
                         self.date(path, &data);
                     }
-                    return (Ok((self.reply(), None)), out);
+                    return Ok((REPLY, None));
                 }
                 Ok(Event::Pong(p))
                     if step.ws == WsStep::Ping && p == self.ping_id.to_be_bytes() =>
                 {
-                    return (Ok((self.reply(), None)), out)
+                    return Ok((REPLY, None))
                 }
                 // A message pushed while a ping waits, an unsolicited pong: counted, no answer.
                 Ok(Event::Message { .. } | Event::Pong(_)) => {}
-                Ok(Event::Ping(p)) => match self.write_frame(frame::PONG, &p).await {
-                    Ok(n) => out += n,
-                    Err(kind) => return (Err(kind), out),
-                },
+                Ok(Event::Ping(p)) => self.write_frame(frame::PONG, &p).await?,
                 Ok(Event::Close { code, .. }) => {
                     self.answer_close(code).await;
-                    return (Err(ErrorKind::Closed), out);
+                    return Err(ErrorKind::Closed);
                 }
-                Err(kind) => return (Err(kind), out),
+                Err(kind) => return Err(kind),
             }
         }
     }
@@ -332,7 +358,10 @@ impl WsConn {
                     self.answer_close(code).await;
                     return false;
                 }
-                Err(_) => return false,
+                Err(kind) => {
+                    self.violated |= kind == ErrorKind::Protocol;
+                    return false;
+                }
             }
         }
     }
@@ -346,7 +375,7 @@ impl WsConn {
     }
 
     /// Renders and sends `vu`'s message (text when it is UTF-8, else binary).
-    async fn send_message(&mut self, connector: &Connector, vu: &mut Vu) -> Result<u64, ErrorKind> {
+    async fn send_message(&mut self, connector: &Connector, vu: &mut Vu) -> Result<(), ErrorKind> {
         let mut msg = std::mem::take(&mut self.msg);
         msg.clear();
         if let Err(r) = vu.render_body(&connector.workload, &mut msg) {
@@ -360,14 +389,13 @@ impl WsConn {
         };
         let sent = self.write_frame(opcode, &msg).await;
         self.msg = msg;
-        if sent.is_ok() {
-            self.counts.sent += 1;
-        }
-        sent
+        sent?;
+        self.counts.sent += 1;
+        Ok(())
     }
 
     /// Sends a ping whose payload is its number on this connection.
-    async fn send_ping(&mut self) -> Result<u64, ErrorKind> {
+    async fn send_ping(&mut self) -> Result<(), ErrorKind> {
         self.ping_id += 1;
         self.write_frame(frame::PING, &self.ping_id.to_be_bytes())
             .await
@@ -383,24 +411,17 @@ impl WsConn {
         {
             return;
         }
-        while let Ok(e) = self.event().await {
-            if matches!(e, Event::Close { .. }) {
-                break;
+        loop {
+            match self.event().await {
+                Ok(Event::Close { .. }) => break,
+                Ok(_) => {}
+                Err(kind) => {
+                    self.violated |= kind == ErrorKind::Protocol;
+                    break;
+                }
             }
         }
         let _ = self.io.shutdown().await;
-    }
-
-    /// An answered message: status 101 is the upgrade's, the one HTTP status a WebSocket
-    /// message travels under.
-    fn reply(&self) -> Reply {
-        Reply {
-            status: 101,
-            bytes_in: self.taken,
-            keep_alive: true,
-            stray: false,
-            call: None,
-        }
     }
 }
 
@@ -432,10 +453,15 @@ impl Session for WsConn {
     }
 
     fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
-        Box::pin(self.exchange(connector, vu))
+        Box::pin(async move { (self.exchange(connector, vu).await, 0) })
     }
 
     fn account(&mut self, rec: &mut stats::Bucket, ending: bool) {
+        rec.bytes_in += std::mem::take(&mut self.bytes_in);
+        rec.bytes_out += std::mem::take(&mut self.bytes_out);
+        if std::mem::take(&mut self.violated) {
+            rec.record_error(ErrorKind::Protocol);
+        }
         if ending && !self.ended {
             self.ended = true;
             let up = self.up_since.elapsed().as_micros();
