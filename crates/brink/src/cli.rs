@@ -329,6 +329,11 @@ pub struct LoadArgs {
     /// (epoch seconds, ms, µs or ns), for the delivery delay (`$.ts`).
     #[arg(long = "sent-at", value_name = "JSONPATH", requires = "subscribe")]
     pub sent_at: Option<String>,
+    /// WebSocket messages: the answer is the first message with the same id as the message
+    /// sent, found by a JSON path (`$.id`) or else a regex (its first group); other messages
+    /// are counted and passed over. Without it the next message answers.
+    #[arg(long = "match-id", value_name = "JSONPATH|REGEX", conflicts_with_all = ["hold", "subscribe"])]
+    pub match_id: Option<String>,
     /// gRPC (grpc:// or grpcs:// URLs): the unary method to call, package.Service/Method.
     #[arg(long)]
     pub call: Option<String>,

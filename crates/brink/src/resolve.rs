@@ -453,7 +453,7 @@ fn spec(
         }
         Some(n) => Some(plan::load::connections("--connections", n).map_err(Fail::input)?),
     };
-    let every = crate::ws_flags::every(a, &load, &target)?;
+    let every = crate::ws_flags::every(a, &load, &target, plan.every)?;
     Ok(RunSpec {
         target,
         workload: Arc::new(workload),

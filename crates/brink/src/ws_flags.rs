@@ -5,7 +5,7 @@
 
 use crate::cli::LoadArgs;
 use crate::exit::Fail;
-use engine::workload::WsStep;
+use engine::workload::{Extractor, WsStep};
 use engine::{Request, RequestSpec, Target};
 use std::time::Duration;
 
@@ -42,6 +42,7 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
         (false, None) => WsStep::Ping,
         (false, Some(_)) => WsStep::Message,
     };
+    let has_message = message.is_some();
     let body = message.unwrap_or_default();
     let mut req = RequestSpec::new(target.clone(), "GET", &a.headers, body.into())
         .map_err(|e| Fail::input(e.to_string()))?
@@ -65,17 +66,50 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
         ),
         None => None,
     };
+    req.match_id = match &a.match_id {
+        Some(m) if !has_message => {
+            return Err(Fail::input(format!(
+                "--match-id {m}: it finds the answer to --message by its id; give --message"
+            )))
+        }
+        Some(m) => Some(match_id(m).map_err(|e| Fail::input(format!("--match-id {m}: {e}")))?),
+        None => None,
+    };
     Ok(req)
 }
 
-/// `--every` (and `--hold`'s default of one second): the least time between a connection's
-/// messages; closed model only.
-pub fn every(a: &LoadArgs, load: &engine::Load, target: &Target) -> Result<Option<Duration>, Fail> {
+/// `--match-id`: a JSON path when it starts with `$`, else a regex.
+pub fn match_id(text: &str) -> Result<Extractor, String> {
+    if text.starts_with('$') {
+        serde_json_path::JsonPath::parse(text)
+            .map(Extractor::Json)
+            .map_err(|e| e.to_string())
+    } else {
+        regex::bytes::Regex::new(text)
+            .map(Extractor::Regex)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// `--every` (else the plan's `every:`, else `--hold`'s default of one second): the least
+/// time between a connection's messages; closed model only.
+pub fn every(
+    a: &LoadArgs,
+    load: &engine::Load,
+    target: &Target,
+    planned: Option<Duration>,
+) -> Result<Option<Duration>, Fail> {
     if target.protocol != engine::Protocol::Ws {
         refuse_flags(a)?;
+        if planned.is_some() {
+            return Err(Fail::input(
+                "the plan's every: paces WebSocket connections: it goes with a ws:// or wss:// target",
+            ));
+        }
     }
     let every = match (&a.every, a.hold) {
         (Some(e), _) => Some(plan::load::positive_duration("--every", e).map_err(Fail::input)?),
+        (None, _) if planned.is_some() => planned,
         (None, true) => Some(HOLD_EVERY),
         (None, false) => None,
     };
@@ -103,9 +137,10 @@ pub fn refuse_flags(a: &LoadArgs) -> Result<(), Fail> {
         || a.every.is_some()
         || a.subscribe
         || a.sent_at.is_some()
+        || a.match_id.is_some()
     {
         return Err(Fail::input(
-            "--message, --message-file, --hold, --every, --subscribe and --sent-at apply to ws:// and wss:// URLs",
+            "--message, --message-file, --hold, --every, --subscribe, --sent-at and --match-id apply to ws:// and wss:// URLs",
         ));
     }
     Ok(())

@@ -16,11 +16,16 @@ const SUBJECTS: &str = "status, body_contains, body_matches, json, header, size"
 impl Cx<'_> {
     /// The checks of step `st`, named; their slots are numbered by the scenario. Every
     /// mistake among them is reported at once.
-    pub(crate) fn checks(&self, st: &S<RawRequest>) -> Result<Vec<Check>, PlanError> {
+    pub(crate) fn checks(
+        &self,
+        st: &S<RawRequest>,
+        protocol: model::Protocol,
+    ) -> Result<Vec<Check>, PlanError> {
         let grpc = st.value.grpc.is_some();
+        let ws = protocol == model::Protocol::Ws;
         let (mut ok, mut errs) = (Vec::new(), Vec::new());
         for c in &st.value.check {
-            match self.check(c, grpc) {
+            match self.check(c, grpc, ws) {
                 Ok(c) => ok.push(c),
                 Err(e) => errs.push(e),
             }
@@ -31,9 +36,15 @@ impl Cx<'_> {
         }
     }
 
-    fn check(&self, at: &S<RawCheck>, grpc: bool) -> Result<Check, PlanError> {
+    fn check(&self, at: &S<RawCheck>, grpc: bool, ws: bool) -> Result<Check, PlanError> {
         let c = &at.value;
         let (test, what) = self.test(at)?;
+        if ws && matches!(test, Test::Status(_) | Test::Header { .. }) {
+            return Err(self.err(
+                at,
+                "a WebSocket answer is a message: check its body (body_contains, body_matches, json, size), not a status or header",
+            ));
+        }
         if grpc && matches!(test, Test::Status(_)) {
             return Err(self.err(
                 at,

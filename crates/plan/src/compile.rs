@@ -27,6 +27,8 @@ pub struct Settings {
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
+    /// WebSocket, closed model: the least time between a connection's messages.
+    pub every: Option<Duration>,
 }
 
 /// One runnable scenario.
@@ -437,6 +439,10 @@ impl Cx<'_> {
                 return steps;
             }
         }
+        if target.protocol == model::Protocol::Ws && raw_steps.is_empty() {
+            errs.push(self.err(s, format!("scenario '{name}' has a WebSocket target: its steps send messages (requests: [{{ message: '...' }}], or {{ ping: true }}, or {{ subscribe: true }})")));
+            return steps;
+        }
         if raw_steps.is_empty() {
             let mut st = Request::fixed("", "GET", &target.path, &[], b"");
             st.name = format!("GET {}", target.path);
@@ -449,7 +455,7 @@ impl Cx<'_> {
             };
             // A mistake in a check leaves the step (without its checks), so what else is
             // wrong in the plan is still found.
-            step.checks = keep(errs, self.checks(st)).unwrap_or_default();
+            step.checks = keep(errs, self.checks(st, target.protocol)).unwrap_or_default();
             if steps.iter().any(|o| o.name == step.name) {
                 let at = st
                     .value
@@ -668,6 +674,7 @@ impl Cx<'_> {
             http2: r.http2.or(d.http2),
             insecure: r.insecure.or(d.insecure),
             keepalive: r.keepalive.or(d.keepalive),
+            every: dur(r.every.as_ref().or(d.every.as_ref()), "every")?,
         })
     }
 }

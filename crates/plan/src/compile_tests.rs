@@ -470,3 +470,6 @@ fn equals_null_compares_with_null() {
     let null = workload::Captured::of(Vec::new(), br#"{"b":null}"#.to_vec());
     assert_eq!(c.run(200, Some(&null)), stats::CheckOutcome::Passed);
 }
+
+#[path = "ws_step_tests.rs"]
+mod ws;

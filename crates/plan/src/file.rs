@@ -136,6 +136,8 @@ pub struct RawSettings {
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
+    /// WebSocket, closed model: the least time between a connection's messages.
+    pub every: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -170,6 +172,7 @@ pub struct RawScenario {
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
+    pub every: Option<S<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -202,6 +205,19 @@ pub struct RawRequest {
     /// What every answer is checked for.
     #[serde(default)]
     pub check: Vec<S<RawCheck>>,
+    /// WebSocket: the message sent (templated), or a file that holds it.
+    pub message: Option<S<String>>,
+    pub message_file: Option<S<String>>,
+    /// WebSocket: a ping, answered by its pong (a held connection's heartbeat).
+    pub ping: Option<S<bool>>,
+    /// WebSocket: the next message the server pushes (the step's message, if any, is sent
+    /// once as the connection opens).
+    pub subscribe: Option<S<bool>>,
+    /// WebSocket subscriptions: the JSON path of a pushed message's send time.
+    pub sent_at: Option<S<String>>,
+    /// WebSocket: the answer is the message whose id (found as `extract` finds a value)
+    /// equals the id of the message sent.
+    pub match_id: Option<S<RawExtract>>,
 }
 
 /// One response check: one subject (`status`, `body_contains`, `body_matches`, `json`,

@@ -25,6 +25,12 @@ impl Cx<'_> {
         vars: &[String],
     ) -> Result<Request, PlanError> {
         let r = &st.value;
+        if target.protocol == model::Protocol::Ws {
+            let mut req = self.ws_step(st, target, scenario_headers, names)?;
+            req.extract = self.extracts(r, vars)?;
+            return Ok(req);
+        }
+        self.refuse_ws_keys(st)?;
         if let Some(g) = &r.grpc {
             let mut req = self.grpc_request(st, g, target, names)?;
             req.weight = self.weight(r)?;
@@ -109,10 +115,11 @@ impl Cx<'_> {
             weight,
             ws: workload::WsStep::Message,
             sent_at: None,
+            match_id: None,
         })
     }
 
-    fn weight(&self, r: &RawRequest) -> Result<u32, PlanError> {
+    pub(crate) fn weight(&self, r: &RawRequest) -> Result<u32, PlanError> {
         match &r.weight {
             Some(w) if w.value == 0 => Err(self.err(w, "weight must be at least 1")),
             Some(w) => Ok(w.value),
@@ -135,7 +142,7 @@ impl Cx<'_> {
             .collect()
     }
 
-    fn extractor(&self, ex: &S<RawExtract>) -> Result<Extractor, PlanError> {
+    pub(crate) fn extractor(&self, ex: &S<RawExtract>) -> Result<Extractor, PlanError> {
         let json = |p: &str| {
             serde_json_path::JsonPath::parse(p)
                 .map(Extractor::Json)

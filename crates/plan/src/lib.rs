@@ -15,6 +15,7 @@ mod indent;
 pub mod load;
 mod unknown;
 mod watch;
+mod ws_step;
 
 pub use compile::{
     load_file, load_file_with, parse, parse_with, HookSpec, Hooks, Plan, Reflect, Scenario,

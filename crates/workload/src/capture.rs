@@ -188,8 +188,22 @@ impl Extractor {
             return Err(why);
         }
         match self {
+            Extractor::Header(name) => r
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| format!("no header {name} in the response")),
+            _ => self.from_body(&r.body),
+        }
+    }
+
+    /// The value found in `body` (a response's, or a WebSocket message), or why there is
+    /// none; a header is never in a body.
+    pub fn from_body(&self, body: &[u8]) -> Result<String, String> {
+        match self {
             Extractor::Json(path) => {
-                let v: serde_json::Value = serde_json::from_slice(&r.body)
+                let v: serde_json::Value = serde_json::from_slice(body)
                     .map_err(|e| format!("the body is not JSON ({e})"))?;
                 let found = path
                     .query(&v)
@@ -200,15 +214,10 @@ impl Extractor {
                     other => other.to_string(),
                 })
             }
-            Extractor::Header(name) => r
-                .headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.clone())
-                .ok_or_else(|| format!("no header {name} in the response")),
+            Extractor::Header(name) => Err(format!("header {name}: a body has no headers")),
             Extractor::Regex(re) => {
                 let caps = re
-                    .captures(&r.body)
+                    .captures(body)
                     .ok_or_else(|| format!("regex {} matched nothing", re.as_str()))?;
                 let m = caps.get(1).or_else(|| caps.get(0)).map(|m| m.as_bytes());
                 Ok(String::from_utf8_lossy(m.unwrap_or_default()).into_owned())

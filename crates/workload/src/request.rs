@@ -53,6 +53,10 @@ pub struct Request {
     /// WebSocket subscriptions: where a pushed message (JSON) carries its send time, for the
     /// delivery delay.
     pub sent_at: Option<serde_json_path::JsonPath>,
+    /// WebSocket messages: the answer is the first message whose id (found by this in it)
+    /// equals the id found in the message sent; others are counted and passed over. `None`:
+    /// the next message is the answer.
+    pub match_id: Option<Extractor>,
 }
 
 /// What a WebSocket step does on its connection.
@@ -94,6 +98,7 @@ impl Request {
             weight: 1,
             ws: WsStep::Message,
             sent_at: None,
+            match_id: None,
         }
     }
 

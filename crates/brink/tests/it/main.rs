@@ -46,4 +46,5 @@ mod support;
 mod traces;
 mod verdicts;
 mod websocket;
+mod websocket_flows;
 mod worker_inputs;

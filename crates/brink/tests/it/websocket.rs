@@ -22,7 +22,7 @@ async def echo(ws):
 }
 
 /// A Python `websockets` server whose handler is `echo(ws)` as `handler` defines it.
-fn python_server(
+pub(crate) fn python_server(
     handler: &str,
     log: &std::path::Path,
     tls: &[&std::path::Path],

@@ -2,6 +2,7 @@
 //! ([`handshake`]) and the tokio worker's [`session`]: one upgraded connection per slot, a
 //! message sent and its answer awaited per request.
 
+pub mod answer;
 pub mod frame;
 pub mod handshake;
 pub mod sent_at;

@@ -296,24 +296,28 @@ impl WsConn {
         ErrorKind::Protocol
     }
 
-    /// One exchange of `vu`'s step: its message sent and the next data message awaited, a
-    /// ping and its pong, or (a subscription) the next message the server pushes. Its bytes
-    /// are the connection's, counted as they move ([`Session::account`]).
+    /// One exchange of `vu`'s step: its message sent and its answer awaited (the next data
+    /// message, or the first whose id matches the message's), a ping and its pong, or (a
+    /// subscription) the next message the server pushes. The answer is kept when the step's
+    /// extractions or checks read it. Its bytes are the connection's, counted as they move
+    /// ([`Session::account`]).
     async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> Outcome {
         let step = &connector.workload.requests[vu.current];
-        let sent = match step.ws {
-            WsStep::Message => self.send_message(connector, vu).await,
-            WsStep::Ping => self.send_ping().await,
-            WsStep::Await => Ok(()),
+        let id = match step.ws {
+            WsStep::Message => self.send_message(connector, vu).await?,
+            WsStep::Ping => self.send_ping().await.map(|()| None)?,
+            WsStep::Await => None,
         };
-        sent?;
         loop {
             match self.event().await {
                 Ok(Event::Message { data, .. }) if step.ws != WsStep::Ping => {
+                    if !super::answer::answers(step, id.as_deref(), &data) {
+                        continue;
+                    }
                     if let Some(path) = &step.sent_at {
                         self.date(path, &data);
                     }
-                    return Ok((REPLY, None));
+                    return Ok((REPLY, super::answer::kept(connector, step, &data)));
                 }
                 Ok(Event::Pong(p))
                     if step.ws == WsStep::Ping && p == self.ping_id.to_be_bytes() =>
@@ -374,15 +378,26 @@ impl WsConn {
         }
     }
 
-    /// Renders and sends `vu`'s message (text when it is UTF-8, else binary).
-    async fn send_message(&mut self, connector: &Connector, vu: &mut Vu) -> Result<(), ErrorKind> {
+    /// Renders and sends `vu`'s message (text when it is UTF-8, else binary); its id, when
+    /// the step matches answers by id. A message without one is refused, never sent.
+    async fn send_message(
+        &mut self,
+        connector: &Connector,
+        vu: &mut Vu,
+    ) -> Result<Option<String>, ErrorKind> {
         let mut msg = std::mem::take(&mut self.msg);
         msg.clear();
-        if let Err(r) = vu.render_body(&connector.workload, &mut msg) {
-            vu.refused = Some(r);
-            self.msg = msg;
-            return Err(ErrorKind::InvalidRequest);
-        }
+        let rendered = vu
+            .render_body(&connector.workload, &mut msg)
+            .and_then(|()| super::answer::id_of(&connector.workload.requests[vu.current], &msg));
+        let id = match rendered {
+            Ok(id) => id,
+            Err(r) => {
+                vu.refused = Some(r);
+                self.msg = msg;
+                return Err(ErrorKind::InvalidRequest);
+            }
+        };
         let opcode = match std::str::from_utf8(&msg) {
             Ok(_) => frame::TEXT,
             Err(_) => frame::BINARY,
@@ -391,7 +406,7 @@ impl WsConn {
         self.msg = msg;
         sent?;
         self.counts.sent += 1;
-        Ok(())
+        Ok(id)
     }
 
     /// Sends a ping whose payload is its number on this connection.
