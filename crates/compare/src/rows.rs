@@ -288,19 +288,36 @@ fn wider((lo, hi): (f64, f64), change: Option<f64>, by: f64) -> (f64, f64) {
 
 /// Reads one figure of a request's summary.
 type Pick = fn(&results::SummaryJson) -> f64;
+type MaybePick = fn(&results::SummaryJson) -> Option<f64>;
 
-/// Figures shown for context: connect time, server figures, and per request.
+/// Connection figures shown for context, when both sides measured them: connect time, and a
+/// WebSocket's upgrade time, the share of its connections the server ended, its delivery
+/// delay.
+const CONNECTIONS: [(&str, Unit, MaybePick); 4] = [
+    ("connect p99", Unit::Ms, |s| {
+        s.connect_ms.as_ref().map(|c| c.p99)
+    }),
+    ("upgrade p99", Unit::Ms, |s| {
+        s.websocket.as_ref()?.upgrade_ms.as_ref().map(|u| u.p99)
+    }),
+    ("ended by the server", Unit::Share, |s| {
+        let w = s.websocket.as_ref()?;
+        (w.upgrades > 0).then(|| w.unexpected_closes as f64 / w.upgrades as f64)
+    }),
+    ("delivery p99", Unit::Ms, |s| {
+        s.websocket.as_ref()?.delay_ms.as_ref().map(|d| d.p99)
+    }),
+];
+
+/// Figures shown for context: connections, server figures, and per request.
 fn context(name: &str, sb: &[&ScenarioResult], sa: &[&ScenarioResult], c: &mut Comparison) {
     let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-    let connect = |v: &[&ScenarioResult]| {
-        mean(
-            v.iter()
-                .filter_map(|s| s.summary.connect_ms.as_ref().map(|c| c.p99))
-                .collect(),
-        )
-    };
-    if let (Some(b), Some(a)) = (connect(sb), connect(sa)) {
-        c.rows.push(info(name, None, "connect p99", Unit::Ms, b, a));
+    for (metric, unit, pick) in CONNECTIONS {
+        let side =
+            |v: &[&ScenarioResult]| mean(v.iter().filter_map(|s| pick(&s.summary)).collect());
+        if let (Some(b), Some(a)) = (side(sb), side(sa)) {
+            c.rows.push(info(name, None, metric, unit, b, a));
+        }
     }
     let first = sb
         .first()

@@ -24,6 +24,8 @@ pub struct Second {
     pub connects: u64,
     pub connect: Option<LatencySummary>,
     pub tls: Option<LatencySummary>,
+    /// WebSocket upgrades completed in this second: their times.
+    pub upgrade: Option<LatencySummary>,
     /// This second's latency (from the intended start) and service-time histograms, encoded
     /// ([`stats::encode`]): kept small so memory grows by about a kilobyte per second.
     pub latency_hdr: String,
@@ -198,6 +200,7 @@ impl<'a> Merger<'a> {
             connects: b.setup.opened,
             connect: b.setup.connect.as_deref().map(LatencySummary::of),
             tls: b.setup.tls.as_deref().map(LatencySummary::of),
+            upgrade: b.setup.upgrade.as_deref().map(LatencySummary::of),
             latency_hdr: stats::encode(&b.corrected),
             service_hdr: stats::encode(&b.service),
             status: b.status.sorted(),

@@ -8,12 +8,17 @@ use crate::series::{Request, Scenario, Series, BOUNDS, QUANTILES};
 use stats::ErrorKind;
 
 /// Every family written, with its type: what a dashboard may query.
-pub const FAMILIES: [(&str, &str); 16] = [
+pub const FAMILIES: [(&str, &str); 21] = [
     ("brink_requests_total", "counter"),
     ("brink_responses_total", "counter"),
     ("brink_errors_total", "counter"),
     ("brink_grpc_total", "counter"),
     ("brink_late_total", "counter"),
+    ("brink_websocket_upgrades_total", "counter"),
+    ("brink_websocket_upgrades_refused_total", "counter"),
+    ("brink_websocket_messages_total", "counter"),
+    ("brink_websocket_closes_total", "counter"),
+    ("brink_websocket_unexpected_closes_total", "counter"),
     ("brink_request_duration_seconds", "histogram"),
     ("brink_latency_seconds", "gauge"),
     ("brink_seconds_total", "counter"),
@@ -176,7 +181,55 @@ fn per_request(s: &Series) -> Vec<Family> {
             }
         }
     }
-    vec![requests, responses, errors, grpc, late, duration, quantiles]
+    let mut out = vec![requests, responses, errors, grpc, late];
+    out.extend(websocket(s));
+    out.extend([duration, quantiles]);
+    out
+}
+
+/// WebSocket requests: their connections' upgrades (and refusals by status), messages each
+/// way, closes by code and those the server ended; no samples for other protocols.
+fn websocket(s: &Series) -> Vec<Family> {
+    let mut upgrades = Family::new(
+        "brink_websocket_upgrades_total",
+        "WebSocket upgrades completed.",
+    );
+    let mut refused = Family::new(
+        "brink_websocket_upgrades_refused_total",
+        "WebSocket upgrades refused, by the status the server answered with.",
+    );
+    let mut messages = Family::new(
+        "brink_websocket_messages_total",
+        "WebSocket data messages, by direction (sent, received).",
+    );
+    let mut closes = Family::new(
+        "brink_websocket_closes_total",
+        "WebSocket connections closed, by the server's close code (1006: ended without one).",
+    );
+    let mut unexpected = Family::new(
+        "brink_websocket_unexpected_closes_total",
+        "WebSocket connections the server ended before brink closed them.",
+    );
+    for (l, r) in each(s) {
+        let Some(w) = &r.ws else {
+            continue;
+        };
+        upgrades.add("", l.clone(), w.upgrades as f64);
+        for (status, n) in &w.refused {
+            refused.add("", with(&l, "status", status.to_string()), *n as f64);
+        }
+        messages.add("", with(&l, "direction", "sent".into()), w.sent as f64);
+        messages.add(
+            "",
+            with(&l, "direction", "received".into()),
+            w.received as f64,
+        );
+        for (code, n) in &w.closes {
+            closes.add("", with(&l, "code", code.to_string()), *n as f64);
+        }
+        unexpected.add("", l, w.unexpected as f64);
+    }
+    vec![upgrades, refused, messages, closes, unexpected]
 }
 
 /// Per scenario: the seconds merged, the level asked, the requests in flight, a search

@@ -53,6 +53,43 @@ pub struct Request {
     pub last: Option<[f64; QUANTILES.len()]>,
     /// The native histogram: observations per bucket index (see [`native_index`]).
     pub native: BTreeMap<i32, u64>,
+    /// WebSocket: what its connections carried (upgrades, refusals by status, messages each
+    /// way, closes by code); `None` for other protocols.
+    pub ws: Option<Ws>,
+}
+
+/// A WebSocket request's connection counters, summed over the seconds merged.
+#[derive(Clone, Debug, Default)]
+pub struct Ws {
+    pub upgrades: u64,
+    pub refused: BTreeMap<u16, u64>,
+    pub sent: u64,
+    pub received: u64,
+    pub closes: BTreeMap<u16, u64>,
+    pub unexpected: u64,
+}
+
+impl Ws {
+    /// Adds one second's bucket, if its connections upgraded or carried anything.
+    fn add(ws: &mut Option<Ws>, b: &stats::Bucket) {
+        let upgrades = b.setup.upgrade.as_ref().map_or(0, |h| h.len());
+        if upgrades == 0 && b.ws.is_none() {
+            return;
+        }
+        let w = ws.get_or_insert_with(Ws::default);
+        w.upgrades += upgrades;
+        if let Some(c) = &b.ws {
+            for (s, n) in c.refused.sorted() {
+                *w.refused.entry(s).or_default() += n;
+            }
+            for (code, n) in c.closes.sorted() {
+                *w.closes.entry(code).or_default() += n;
+            }
+            w.sent += c.sent;
+            w.received += c.received;
+            w.unexpected += c.unexpected;
+        }
+    }
 }
 
 pub struct Scenario {
@@ -155,6 +192,7 @@ impl Series {
             for (total, n) in r.errors.iter_mut().zip(b.errors_by_kind) {
                 *total += n;
             }
+            Ws::add(&mut r.ws, b);
             let h = &b.corrected;
             if h.is_empty() {
                 continue;

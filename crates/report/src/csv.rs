@@ -3,7 +3,7 @@
 //! intended start):
 //!
 //! * seconds: `scenario, t, requests, ok, errors, rps, p50_ms, p90_ms, p99_ms, max_ms, target,
-//!   connects, connect_p99_ms, tls_p99_ms`, then one column per observed server figure, by its
+//!   connects, connect_p99_ms, tls_p99_ms, upgrade_p99_ms` (a WebSocket's upgrades), then one column per observed server figure, by its
 //!   machine name with its unit ([`model::metrics::column`]: `srv_cpu_percent`,
 //!   `srv_rss_bytes`, `srv_threads`, `srv_fds`, `srv_sockets`, `srv_throttled_percent`,
 //!   `srv_cpu_wait_percent`, `srv_ctx_vol_per_s`, `srv_ctx_invol_per_s`,
@@ -34,7 +34,7 @@ pub fn seconds(r: &RunResult) -> String {
         .flat_map(|row| row.observed.keys().map(String::as_str))
         .collect();
     let mut out = String::from(
-        "scenario,t,requests,ok,errors,rps,p50_ms,p90_ms,p99_ms,max_ms,target,connects,connect_p99_ms,tls_p99_ms",
+        "scenario,t,requests,ok,errors,rps,p50_ms,p90_ms,p99_ms,max_ms,target,connects,connect_p99_ms,tls_p99_ms,upgrade_p99_ms",
     );
     for name in &observed {
         out.push(',');
@@ -58,6 +58,7 @@ pub fn seconds(r: &RunResult) -> String {
                 row.connects.to_string(),
                 num(row.connect_p99),
                 num(row.tls_p99),
+                num(row.upgrade_p99),
             ];
             cells.extend(observed.iter().map(|k| num(row.observed.get(*k).copied())));
             out.push_str(&cells.join(","));

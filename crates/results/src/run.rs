@@ -638,6 +638,9 @@ pub struct SecondRow {
     pub connect_p99: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls_p99: Option<f64>,
+    /// WebSocket upgrades completed in this second: their p99 (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_p99: Option<f64>,
     /// This second's latency and service-time histograms (as `summary.latency_hdr`): merging
     /// every second's gives exactly the summary's.
     #[serde(default)]

@@ -298,6 +298,7 @@ pub fn second_row(x: &merge::Second) -> SecondRow {
         connects: x.connects,
         connect_p99: x.connect.map(|c| c.p99),
         tls_p99: x.tls.map(|c| c.p99),
+        upgrade_p99: x.upgrade.map(|c| c.p99),
         latency_hdr: x.latency_hdr.clone(),
         service_hdr: x.service_hdr.clone(),
         observed: BTreeMap::new(),

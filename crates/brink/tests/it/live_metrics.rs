@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 /// `GET /metrics` with an optional bearer token: (status, body), or `None` when nothing
 /// answers.
-fn scrape(port: u16, token: Option<&str>) -> Option<(u16, String)> {
+pub(crate) fn scrape(port: u16, token: Option<&str>) -> Option<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     let auth = token.map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
@@ -36,7 +36,7 @@ fn status_for_host(port: u16, host: &str) -> Option<u16> {
 }
 
 /// The value of the one sample of `name` whose labels contain every one of `with`.
-fn value(body: &str, name: &str, with: &[&str]) -> f64 {
+pub(crate) fn value(body: &str, name: &str, with: &[&str]) -> f64 {
     let lines: Vec<&str> = body
         .lines()
         .filter(|l| l.starts_with(&format!("{name}{{")) && with.iter().all(|w| l.contains(w)))

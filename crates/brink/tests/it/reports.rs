@@ -120,7 +120,7 @@ fn a_suite_becomes_a_page_and_a_csv_that_show_data_as_text() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "scenario,t,requests,ok,errors,rps,p50_ms,p90_ms,p99_ms,max_ms,target,connects,connect_p99_ms,tls_p99_ms"
+        "scenario,t,requests,ok,errors,rps,p50_ms,p90_ms,p99_ms,max_ms,target,connects,connect_p99_ms,tls_p99_ms,upgrade_p99_ms"
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     let seconds: usize = r["scenarios"]

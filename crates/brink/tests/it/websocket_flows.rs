@@ -124,3 +124,57 @@ scenarios:
         "{check}"
     );
 }
+
+/// What a scraper reads of a WebSocket run adds up to the result: upgrades, messages each
+/// way, closes by code.
+#[test]
+fn live_metrics_count_what_websocket_connections_carried() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some((_server, port)) = python_server(CHATTY, &dir.path().join("log"), &[]) else {
+        return;
+    };
+    let json = dir.path().join("r.json");
+    let listen = crate::prom::free_port();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        .args(["run", &format!("ws://127.0.0.1:{port}/"), "--message", "hi"])
+        .args(["-c", "2", "-n", "300", "-q", "--no-history"])
+        .args(["--metrics-listen", &format!("127.0.0.1:{listen}")])
+        .args(["--metrics-linger", "2s", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("brink starts");
+    let start = std::time::Instant::now();
+    let mut last = None;
+    while child.try_wait().expect("status").is_none() {
+        assert!(start.elapsed().as_secs() < 30, "brink did not end");
+        if let Some((200, body)) = crate::live_metrics::scrape(listen, None) {
+            last = Some(body);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let body = last.expect("a scrape");
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("result")).expect("json");
+    let ws = &r["summary"]["websocket"];
+    let value = |name: &str, with: &[&str]| crate::live_metrics::value(&body, name, with);
+    assert_eq!(value("brink_websocket_upgrades_total", &[]), 2.0);
+    let sent = value("brink_websocket_messages_total", &["direction=\"sent\""]);
+    let received = value(
+        "brink_websocket_messages_total",
+        &["direction=\"received\""],
+    );
+    // Without --match-id each answer is the next message (here the server's push), so how
+    // many of the echoes were read before the close depends on timing: the scrape and the
+    // result agree on it.
+    assert_eq!(sent, 300.0, "{ws}");
+    assert_eq!(Some(received), ws["messages_received"].as_f64(), "{ws}");
+    assert!(received >= 300.0, "{ws}");
+    assert_eq!(
+        value("brink_websocket_closes_total", &["code=\"1000\""]),
+        2.0
+    );
+    assert_eq!(value("brink_websocket_unexpected_closes_total", &[]), 0.0);
+}

@@ -255,14 +255,14 @@ pub fn completion(s: &ScenarioResult) -> Option<Chart> {
 /// Seconds in which connections must open for set-up to be charted over time.
 const SETUP_SECONDS: usize = 3;
 
-/// TCP connect and TLS handshake p99 per second, with connections opened; `None` unless
+/// TCP connect, TLS handshake and WebSocket upgrade p99 per second, with connections opened; `None` unless
 /// connections opened through the run (in [`SETUP_SECONDS`] seconds or more). A kept-alive run
 /// opens its connections in its first second: one point is no chart, and the latency table
 /// already gives their connect times.
 pub fn setup(rows: &[SecondRow]) -> Option<Chart> {
     let opening = rows
         .iter()
-        .filter(|r| r.connect_p99.is_some() || r.tls_p99.is_some())
+        .filter(|r| r.connect_p99.is_some() || r.tls_p99.is_some() || r.upgrade_p99.is_some())
         .count();
     if opening < SETUP_SECONDS {
         return None;
@@ -284,6 +284,15 @@ pub fn setup(rows: &[SecondRow]) -> Option<Chart> {
             "TLS p99",
             "ms",
             rows.iter().map(|r| r.tls_p99.and_then(positive)).collect(),
+        ));
+    }
+    if rows.iter().any(|r| r.upgrade_p99.is_some()) {
+        c.series.push(series(
+            "upgrade p99",
+            "ms",
+            rows.iter()
+                .map(|r| r.upgrade_p99.and_then(positive))
+                .collect(),
         ));
     }
     let mut opened = series(
