@@ -47,7 +47,7 @@ pub fn grpc_call(
         .body(CallBody::full(Bytes::from(message)))
         .map_err(|e| e.to_string())?;
     let call = async {
-        let (stream, _) = connector.open().await.map_err(describe)?;
+        let (stream, _) = connector.open().await.map_err(unopened)?;
         if stream.alpn_h2() == Some(false) {
             return Err("the server does not speak HTTP/2".to_string());
         }
@@ -67,6 +67,14 @@ pub fn grpc_call(
             .await
             .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
     })
+}
+
+/// Why a connection did not open, in words.
+fn unopened(u: crate::proto::reply::Unopened) -> String {
+    match u.why {
+        Some(why) => format!("{}: {why}", describe(u.kind)),
+        None => describe(u.kind),
+    }
 }
 
 /// Why a one-off call failed, in words.
@@ -146,7 +154,7 @@ fn get_tls(
         &[("User-Agent", "brink-probe"), ("Accept", "*/*")],
     )?;
     let call = async {
-        let (stream, _) = connector.open().await.map_err(describe)?;
+        let (stream, _) = connector.open().await.map_err(unopened)?;
         let mut h1 = H1Conn::new(stream);
         let (reply, kept) = h1
             .roundtrip(head.as_bytes(), false, Some(&connector.captures))

@@ -443,6 +443,19 @@ fn notes(o: &mut String, r: &ScenarioResult) {
             ),
         );
     }
+    for x in &r.setup_failures {
+        row(
+            o,
+            "unopened",
+            format!(
+                "{} {} of '{}'; first: {}",
+                fmt_count(x.count),
+                x.kind,
+                x.request,
+                x.reason
+            ),
+        );
+    }
     for x in &r.extract_failures {
         row(
             o,

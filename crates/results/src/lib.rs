@@ -16,7 +16,7 @@ pub use broke::{BrokeJson, STARVED_WAIT_PERCENT};
 pub use run::{
     summary_json, AsyncJson, CheckJson, CompletionJson, ErrorsByKind, ExtractFailureJson,
     GeneratorJson, HistBin, LoadInfo, RefusedJson, RequestResult, RunResult, ScenarioResult,
-    ScheduleInfo, SecondRow, Shortfall, SloResult, Span, StageJson, StreamJson, SummaryJson,
-    TargetInfo, TraceJson, TracesJson, WebSocketJson, SCHEMA,
+    ScheduleInfo, SecondRow, SetupFailureJson, Shortfall, SloResult, Span, StageJson, StreamJson,
+    SummaryJson, TargetInfo, TraceJson, TracesJson, WebSocketJson, SCHEMA,
 };
 pub use time::rfc3339_utc;

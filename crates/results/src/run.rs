@@ -67,6 +67,10 @@ pub struct ScenarioResult {
     /// and why the first one failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extract_failures: Vec<ExtractFailureJson>,
+    /// Connections that did not open (`connect`, `connect_timeout`, `tls`, `handshake`): per
+    /// request name, the first one's kind, how many of that kind, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup_failures: Vec<SetupFailureJson>,
     /// Response checks (`check:`), in the plan's order: how often each passed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckJson>,
@@ -226,6 +230,19 @@ pub struct ExtractFailureJson {
     pub request: String,
     pub count: u64,
     /// Why the first one failed (`JSONPath $.token matched nothing`, `response too large ...`).
+    pub reason: String,
+}
+
+/// The first connection of one request that did not open.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SetupFailureJson {
+    pub request: String,
+    /// Its error kind (`tls`, `handshake`, ...).
+    pub kind: String,
+    /// Attempts that failed as that kind.
+    pub count: u64,
+    /// Why the first one failed (`received corrupt message of type InvalidContentType`,
+    /// `answered 403 instead of 101 Switching Protocols`).
     pub reason: String,
 }
 

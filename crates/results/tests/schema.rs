@@ -222,6 +222,10 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
             format!("{scenario}/extract_failures/items"),
             fields::<ExtractFailureJson>(),
         ),
+        (
+            format!("{scenario}/setup_failures/items"),
+            fields::<SetupFailureJson>(),
+        ),
         (format!("{scenario}/checks/items"), fields::<CheckJson>()),
         (format!("{scenario}/traces"), fields::<TracesJson>()),
         (format!("{scenario}/generator"), fields::<GeneratorJson>()),

@@ -349,7 +349,12 @@ fn step_on(
     let mut reasons: Vec<String> = slo_results
         .iter()
         .filter(|r| !r.pass)
-        .map(|r| r.slo.clone())
+        .map(|r| match r.value {
+            // What it measured, so a failed objective with no column of its own
+            // (handshake.p99, closed, a check) still shows how far it was.
+            Some(_) => format!("{} ({})", r.slo, r.result),
+            None => r.slo.clone(),
+        })
         .collect();
     if b.ok == 0 {
         reasons.insert(0, "no successful response".into());

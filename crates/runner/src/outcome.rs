@@ -7,8 +7,8 @@ use engine::{Load, RunSpec};
 use merge::RunOutput;
 use results::{
     summary_json, AsyncJson, CheckJson, CompletionJson, ExtractFailureJson, GeneratorJson,
-    LoadInfo, RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow, SloResult,
-    StageJson, TargetInfo, TraceJson, TracesJson,
+    LoadInfo, RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow,
+    SetupFailureJson, SloResult, StageJson, TargetInfo, TraceJson, TracesJson,
 };
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::ErrorKind;
@@ -61,6 +61,19 @@ pub fn scenario_result(
             })
         })
         .collect();
+    let setup_failures = out
+        .by_request
+        .iter()
+        .filter_map(|(n, t)| {
+            let (kind, why) = t.all.setup.failure.as_deref()?;
+            Some(SetupFailureJson {
+                request: n.clone(),
+                kind: kind.name().to_string(),
+                count: t.all.errors_by_kind[kind.index()],
+                reason: why.clone(),
+            })
+        })
+        .collect();
     ScenarioResult {
         name: name.to_string(),
         interrupted: out.interrupted,
@@ -77,6 +90,7 @@ pub fn scenario_result(
         observed_sources: Vec::new(),
         refused,
         extract_failures,
+        setup_failures,
         checks: checks(spec, &out.totals.all),
         error: None,
         ok_status: spec.ok_status.ranges().to_vec(),

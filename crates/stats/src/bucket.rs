@@ -246,6 +246,10 @@ pub struct Setup {
     pub upgrade: Option<Box<Histogram>>,
     /// `--no-keepalive`: from the start of the connect to the end of the response.
     pub with_connect: Option<Box<Histogram>>,
+    /// The first connection that did not open: the error it counted as and why (`tls`:
+    /// `received corrupt message of type InvalidContentType`; `handshake`: `answered 403
+    /// instead of 101`).
+    pub failure: Option<Box<(ErrorKind, String)>>,
 }
 
 impl Setup {
@@ -270,6 +274,13 @@ impl Setup {
         record_in(&mut self.with_connect, us);
     }
 
+    /// Keeps why a connection did not open, the first time.
+    pub fn note_failure(&mut self, kind: ErrorKind, why: String) {
+        if self.failure.is_none() {
+            self.failure = Some(Box::new((kind, why)));
+        }
+    }
+
     /// Adds `other`'s WebSocket upgrade times alone.
     pub fn merge_upgrades(&mut self, other: &Setup) {
         merge_in(&mut self.upgrade, &other.upgrade);
@@ -281,6 +292,9 @@ impl Setup {
         merge_in(&mut self.tls, &other.tls);
         merge_in(&mut self.upgrade, &other.upgrade);
         merge_in(&mut self.with_connect, &other.with_connect);
+        if self.failure.is_none() {
+            self.failure.clone_from(&other.failure);
+        }
     }
 }
 

@@ -61,6 +61,9 @@ pub struct WireBucket {
     pub upgrade: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub with_connect: Option<String>,
+    /// The first connection that did not open: (error kind's name, why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_failure: Option<(String, String)>,
     /// Streaming calls: (calls, sent, received, time to the first message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<(u64, u64, u64, String)>,
@@ -118,6 +121,11 @@ impl From<&Bucket> for WireBucket {
             tls: opt(&b.setup.tls),
             upgrade: opt(&b.setup.upgrade),
             with_connect: opt(&b.setup.with_connect),
+            setup_failure: b
+                .setup
+                .failure
+                .as_ref()
+                .map(|f| (f.0.name().to_string(), f.1.clone())),
             stream: b
                 .stream
                 .as_ref()
@@ -320,11 +328,23 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
             tls: opt("tls", &w.tls)?,
             upgrade: opt("upgrade", &w.upgrade)?,
             with_connect: opt("with connect", &w.with_connect)?,
+            failure: match w.setup_failure {
+                Some((kind, why)) => Some(Box::new((kind_named(&kind)?, why))),
+                None => None,
+            },
         },
         stream,
         ws,
         traces,
     })
+}
+
+/// The error kind named `name`, as [`ErrorKind::name`] writes it.
+fn kind_named(name: &str) -> Result<ErrorKind, String> {
+    ErrorKind::ALL
+        .into_iter()
+        .find(|k| k.name() == name)
+        .ok_or_else(|| format!("unknown error kind '{name}'"))
 }
 
 fn trace_out(r: &TraceRow) -> WireTrace {
@@ -350,12 +370,7 @@ fn trace_in(w: &WireTrace) -> Result<TraceRow, String> {
     let outcome = match tag {
         "s" => TraceOutcome::Status(rest.parse().map_err(|_| bad())?),
         "g" => TraceOutcome::Grpc(rest.parse().map_err(|_| bad())?),
-        "e" => TraceOutcome::Error(
-            ErrorKind::ALL
-                .into_iter()
-                .find(|k| k.name() == rest)
-                .ok_or_else(bad)?,
-        ),
+        "e" => TraceOutcome::Error(kind_named(rest).map_err(|_| bad())?),
         _ => return Err(bad()),
     };
     Ok(TraceRow {
@@ -394,6 +409,8 @@ mod tests {
         b.setup.record_connect(150);
         b.setup.record_tls(2_000);
         b.setup.record_upgrade(3_000);
+        b.setup
+            .note_failure(ErrorKind::Tls, "received corrupt message".into());
         b.setup.record_with_connect(9_000);
         b.stream = Some(Box::new(Streamed {
             calls: 1,
@@ -448,6 +465,7 @@ mod tests {
         assert_eq!(b2.setup.connect, b.setup.connect);
         assert_eq!(b2.setup.tls, b.setup.tls);
         assert_eq!(b2.setup.upgrade, b.setup.upgrade);
+        assert_eq!(b2.setup.failure, b.setup.failure);
         assert_eq!(b2.ws, b.ws);
         assert_eq!(b2.setup.with_connect, b.setup.with_connect);
         assert_eq!(b2.traces, b.traces);

@@ -352,3 +352,35 @@ fn rules_broken_between_messages_are_protocol_errors() {
         );
     }
 }
+
+/// Connections that do not open say why, once per request: a plain-text server behind a
+/// `wss://` URL, and an upgrade answered with 403.
+#[test]
+fn connections_that_do_not_open_say_why() {
+    let _cpu = crate::support::cpu_shared();
+    // Whatever comes first (an upgrade request, a TLS ClientHello) is answered with a 403.
+    let plain = RawServer::start(|mut sock, _| {
+        let mut first = [0u8; 2048];
+        if sock.read(&mut first).is_ok_and(|n| n > 0) {
+            let _ = sock.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let cases = [
+        ("wss", "tls", "plain text, not TLS"),
+        ("ws", "handshake", "answered 403 instead of 101"),
+    ];
+    for (scheme, kind, why) in cases {
+        let url = format!("{scheme}://127.0.0.1:{}/", plain.port);
+        let ran = brink_json(&["run", &url, "--message", "hi", "-n", "3", "-c", "1"]);
+        let failures = &ran.result["scenarios"][0]["setup_failures"];
+        assert_eq!(failures[0]["kind"], kind, "{failures}");
+        assert_eq!(failures[0]["count"], 3, "{failures}");
+        let reason = failures[0]["reason"].as_str().unwrap_or("");
+        assert!(reason.contains(why), "{scheme}: {reason}");
+        assert!(
+            ran.stdout.contains(why),
+            "{scheme}: the terminal says it:\n{}",
+            ran.stdout
+        );
+    }
+}

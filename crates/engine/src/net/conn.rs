@@ -3,6 +3,7 @@
 //! timeout, then TLS with ALPN. Which protocol is then spoken over it is the protocols' own
 //! business (`proto::session`). Every failure becomes an [`ErrorKind`].
 
+use crate::proto::reply::Unopened;
 use bytes::Bytes;
 use model::Protocol;
 use rustls::pki_types::ServerName;
@@ -115,6 +116,17 @@ impl AsyncWrite for Stream {
     }
 }
 
+/// Why a TLS handshake failed, in words: rustls's, and what it usually means when the
+/// server answered in plain text.
+fn tls_why(e: &std::io::Error) -> String {
+    let why = e.to_string();
+    if why.contains("InvalidContentType") {
+        format!("{why} (the server answered in plain text, not TLS: is it http:// or ws://?)")
+    } else {
+        why
+    }
+}
+
 impl Connector {
     /// Where the answer to `step` is kept, if it is: within the run's budget when a check or
     /// an extraction reads its body, its headers only when its checks read no more.
@@ -128,14 +140,20 @@ impl Connector {
 
     /// Opens a transport: TCP, then TLS and ALPN when the target is `https://` or `grpcs://`.
     /// Returns it with how long the TCP connect and the TLS handshake took.
-    pub async fn open(&self) -> Result<(Stream, SetupTimes), ErrorKind> {
+    pub async fn open(&self) -> Result<(Stream, SetupTimes), Unopened> {
         let started = Instant::now();
-        let tcp =
-            match tokio::time::timeout(self.connect_timeout, TcpStream::connect(self.addr)).await {
-                Err(_) => return Err(ErrorKind::ConnectTimeout),
-                Ok(Err(_)) => return Err(ErrorKind::Connect),
-                Ok(Ok(s)) => s,
-            };
+        let within = self.connect_timeout;
+        let late = |what: &str| format!("no {what} within {within:?} (--connect-timeout)");
+        let tcp = match tokio::time::timeout(within, TcpStream::connect(self.addr)).await {
+            Err(_) => {
+                return Err(Unopened::because(
+                    ErrorKind::ConnectTimeout,
+                    late("connect"),
+                ))
+            }
+            Ok(Err(e)) => return Err(Unopened::because(ErrorKind::Connect, e.to_string())),
+            Ok(Ok(s)) => s,
+        };
         let connected = Instant::now();
         let mut times = SetupTimes {
             connect: connected - started,
@@ -147,9 +165,12 @@ impl Connector {
             return Ok((Stream::Tcp(tcp), times));
         };
         let handshake = TlsConnector::from(config.clone()).connect(name.clone(), tcp);
-        let tls = match tokio::time::timeout(self.connect_timeout, handshake).await {
-            Err(_) => return Err(ErrorKind::ConnectTimeout),
-            Ok(Err(_)) => return Err(ErrorKind::Tls),
+        let tls = match tokio::time::timeout(within, handshake).await {
+            Err(_) => {
+                let why = late("TLS handshake");
+                return Err(Unopened::because(ErrorKind::ConnectTimeout, why));
+            }
+            Ok(Err(e)) => return Err(Unopened::because(ErrorKind::Tls, tls_why(&e))),
             Ok(Ok(s)) => s,
         };
         times.tls = Some(connected.elapsed());

@@ -23,9 +23,14 @@ pub async fn connect(connector: &Connector, vu: &mut Vu) -> Result<(Conn, SetupT
             h1::session(stream)
         }
         (Protocol::Http2 | Protocol::Grpc, _) => {
-            tokio::time::timeout(connector.connect_timeout, h2::session(stream))
-                .await
-                .unwrap_or(Err(ErrorKind::ConnectTimeout))?
+            let within = connector.connect_timeout;
+            match tokio::time::timeout(within, h2::session(stream)).await {
+                Ok(opened) => opened?,
+                Err(_) => {
+                    let why = format!("no HTTP/2 handshake within {within:?} (--connect-timeout)");
+                    return Err(Unopened::because(ErrorKind::ConnectTimeout, why));
+                }
+            }
         }
         (Protocol::Ws, _) => {
             let (conn, upgrade) = ws::session::session(stream, connector, vu).await?;

@@ -56,21 +56,33 @@ pub struct Call {
     pub first_message: Option<Instant>,
 }
 
-/// Why a connection did not open: the error it counts as and, for a refused WebSocket
-/// upgrade, the status the server answered with (counted by status) and the bytes the
-/// attempt carried each way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Why a connection did not open: the error it counts as and why, in words (the first of a
+/// run is kept for its summary); for a refused WebSocket upgrade, the status the server
+/// answered with (counted by status) and the bytes the attempt carried each way.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unopened {
     pub kind: ErrorKind,
+    pub why: Option<String>,
     pub refused: Option<u16>,
     pub bytes_in: u64,
     pub bytes_out: u64,
+}
+
+impl Unopened {
+    /// A failure of `kind`, saying why.
+    pub fn because(kind: ErrorKind, why: impl Into<String>) -> Unopened {
+        Unopened {
+            why: Some(why.into()),
+            ..kind.into()
+        }
+    }
 }
 
 impl From<ErrorKind> for Unopened {
     fn from(kind: ErrorKind) -> Unopened {
         Unopened {
             kind,
+            why: None,
             refused: None,
             bytes_in: 0,
             bytes_out: 0,

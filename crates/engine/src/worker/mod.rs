@@ -370,6 +370,9 @@ fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, failed
     vu.trace_id = None;
     let rec = &mut rec[vu.current];
     rec.record_error(failed.kind);
+    if let Some(why) = failed.why {
+        rec.setup.note_failure(failed.kind, why);
+    }
     rec.bytes_in += failed.bytes_in;
     rec.bytes_out += failed.bytes_out;
     if let Some(status) = failed.refused {

@@ -300,6 +300,17 @@ pub fn errors(s: &ScenarioResult) -> String {
         &["request", "count", "part", "first value"],
         &refused,
     ));
+    let unopened: Vec<_> = s
+        .setup_failures
+        .iter()
+        .map(|x| vec![e(&x.request), e(&x.kind), fmt_count(x.count), e(&x.reason)])
+        .collect();
+    o.push_str(&table(
+        "",
+        "Connections that did not open",
+        &["request", "kind", "count", "first reason"],
+        &unopened,
+    ));
     let extract: Vec<_> = s
         .extract_failures
         .iter()

@@ -124,7 +124,7 @@ impl H2Conn {
     /// ALPN with HTTP/1.1 ends the request as `closed`.
     async fn reopen(&mut self, connector: &Connector) -> Result<(), ErrorKind> {
         // Boxed: rare, and large (a TLS handshake).
-        let (stream, _) = Box::pin(connector.open()).await?;
+        let (stream, _) = Box::pin(connector.open()).await.map_err(|u| u.kind)?;
         if stream.alpn_h2() == Some(false) {
             return Err(ErrorKind::Closed);
         }

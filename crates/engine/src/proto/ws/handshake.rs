@@ -33,6 +33,17 @@ impl Refused {
             Refused::Malformed => None,
         }
     }
+
+    /// Why, in words.
+    pub fn why(&self) -> String {
+        match self {
+            Refused::Status(s) => format!("answered {s} instead of 101 Switching Protocols"),
+            Refused::Wrong(w) => format!("a 101 with {w}"),
+            Refused::Malformed => {
+                format!("an answer that is not HTTP, or a head over {MAX_HEAD} bytes")
+            }
+        }
+    }
 }
 
 /// A fresh `Sec-WebSocket-Key`: 16 random bytes in base64.

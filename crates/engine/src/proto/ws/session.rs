@@ -105,7 +105,13 @@ pub async fn session(
     let failed = match tokio::time::timeout(connector.connect_timeout, upgrade).await {
         Ok(Ok(())) => None,
         Ok(Err(unopened)) => Some(unopened),
-        Err(_) => Some(ErrorKind::Handshake.into()),
+        Err(_) => Some(Unopened::because(
+            ErrorKind::Handshake,
+            format!(
+                "no answer to the upgrade within {:?} (--connect-timeout)",
+                connector.connect_timeout
+            ),
+        )),
     };
     if let Some(failed) = failed {
         return Err(Unopened {
@@ -160,13 +166,16 @@ impl WsConn {
                 }
                 Ok(None) => {
                     if self.read_more(handshake::MAX_HEAD).await? == 0 {
-                        return Err(ErrorKind::Handshake.into());
+                        return Err(Unopened::because(
+                            ErrorKind::Handshake,
+                            "the server closed the connection before answering the upgrade",
+                        ));
                     }
                 }
                 Err(refused) => {
                     return Err(Unopened {
                         refused: refused.status(),
-                        ..ErrorKind::Handshake.into()
+                        ..Unopened::because(ErrorKind::Handshake, refused.why())
                     })
                 }
             }
