@@ -330,7 +330,8 @@ pub struct LoadArgs {
     #[arg(long = "sent-at", value_name = "JSONPATH", requires = "subscribe")]
     pub sent_at: Option<String>,
     /// WebSocket messages: the answer is the first message with the same id as the message
-    /// sent, found by a JSON path (`$.id`) or else a regex (its first group); other messages
+    /// sent, found by a JSON path (`$.id`) or else a regex (its first group, or the whole
+    /// match without one); other messages
     /// are counted and passed over. Without it the next message answers.
     #[arg(long = "match-id", value_name = "JSONPATH|REGEX", conflicts_with_all = ["hold", "subscribe"])]
     pub match_id: Option<String>,

@@ -58,6 +58,8 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
         req.body = engine::workload::template::Template::compile(m, &names)
             .map_err(|e| Fail::input(format!("--message: {}", e.message)))?;
     }
+    // Named as the run is: what it loads is a WebSocket, not a GET.
+    req.name = format!("WS {}", target.path);
     req.ws = ws;
     req.sent_at = match &a.sent_at {
         Some(p) => Some(

@@ -449,6 +449,15 @@ impl Cx<'_> {
             st.headers = keep(errs, self.headers(headers, names)).unwrap_or_default();
             steps.push(st);
         }
+        if target.protocol == model::Protocol::Ws && raw_steps.len() > 1 {
+            let subscribing = raw_steps
+                .iter()
+                .find(|st| st.value.subscribe.as_ref().is_some_and(|b| b.value));
+            if let Some(st) = subscribing {
+                errs.push(self.err(*st, "a subscribe step takes every message the server pushes on its connection: it is its scenario's only step"));
+                return steps;
+            }
+        }
         for st in raw_steps {
             let Some(mut step) = keep(errs, self.step(st, target, headers, names, vars)) else {
                 continue;

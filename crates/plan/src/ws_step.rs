@@ -31,13 +31,16 @@ impl Cx<'_> {
             }
             (Some(m), None) => Some(self.template(m, names)?),
             (None, Some(f)) => {
+                // UTF-8 text is templated (and goes as a text frame); anything else goes as
+                // it is, in a binary frame.
                 let p = self.named_file(&f.value);
-                let text = model::input::read_string(&p)
-                    .map_err(|e| self.err(f, format!("message_file {e}")))?;
-                Some(
-                    Template::compile(&text, names)
+                let bytes =
+                    model::input::read(&p).map_err(|e| self.err(f, format!("message_file {e}")))?;
+                Some(match String::from_utf8(bytes) {
+                    Ok(text) => Template::compile(&text, names)
                         .map_err(|e| self.err(f, format!("{}: {}", p.display(), e.message)))?,
-                )
+                    Err(binary) => Template::literal(binary.as_bytes()),
+                })
             }
             (None, None) => None,
         };
@@ -49,6 +52,20 @@ impl Cx<'_> {
         }
         if shape == WsStep::Ping && message.is_some() {
             return Err(self.err(st, "a ping step sends a ping, not a message"));
+        }
+        if let (WsStep::Ping, Some(c)) = (shape, r.check.first()) {
+            return Err(self.err(c, "a ping's answer is its pong: there is nothing to check"));
+        }
+        if let (WsStep::Ping, Some(x)) = (shape, r.extract.values().next()) {
+            return Err(self.err(
+                x,
+                "a ping's answer is its pong: there is nothing to extract",
+            ));
+        }
+        for x in r.extract.values() {
+            if let Extractor::Header(_) = self.extractor(x)? {
+                return Err(self.err(x, "a WebSocket answer is a message: it has no headers to extract from (json or regex)"));
+            }
         }
         let name = match &r.name {
             Some(n) => n.value.clone(),

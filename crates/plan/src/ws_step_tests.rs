@@ -88,3 +88,20 @@ fn websocket_step_mistakes_point_at_the_value() {
         "'message' goes with a ws:// or wss:// target",
     );
 }
+
+#[test]
+fn websocket_steps_that_could_never_work_are_refused() {
+    let step = |s: &str| format!("{WS}    requests:\n      - {s}\n");
+    expect_error(
+        &step("{ ping: true, check: [ { body_contains: x } ] }"),
+        "5:32",
+        "nothing to check",
+    );
+    expect_error(
+        &step("{ message: hi, extract: { t: 'header:X-T' } }"),
+        "5:38",
+        "no headers to extract from",
+    );
+    let flow = format!("{WS}    flow:\n      - {{ message: hi }}\n      - {{ subscribe: true }}\n");
+    expect_error(&flow, "6:9", "its scenario's only step");
+}

@@ -28,11 +28,16 @@ fn verdict(result: &RunResult) -> Result<i32, Fail> {
             .chain(answers)
             .collect::<Vec<_>>()
             .join(", ");
+        let finished = match (s.requests, s.unfinished) {
+            (0, n) if n > 0 => format!(
+                "none finished: {n} still waited for an answer when the run ended; raise -d or lower --timeout"
+            ),
+            (n, _) => format!("{n} attempts: {detail}"),
+        };
         return Err(Fail {
             code: UNREACHABLE,
             message: format!(
-                "no request succeeded ({} attempts: {detail}){}{}",
-                s.requests,
+                "no request succeeded ({finished}){}{}",
                 connect_reason(result),
                 http2_hint(result)
             ),

@@ -93,6 +93,12 @@ pub fn run(
         }
         flusher.abort();
     });
+    // The slots cut by the hard stop are dropped with the set, in the runtime (their timers
+    // are its), and account their connections before the last buckets are taken.
+    {
+        let _in_runtime = rt.enter();
+        drop(local);
+    }
     let last = ctx.rec.take();
     Ok((last, ctx.in_flight.get()))
 }
@@ -287,6 +293,23 @@ struct Slot {
     /// current one. When it fires before the current deadline it is re-armed, so a fast
     /// connection touches the timer wheel about once per timeout period instead of per request.
     timer: Pin<Box<Sleep>>,
+    /// Where a connection still open when the slot is dropped is accounted.
+    local: Rc<Local>,
+}
+
+impl Drop for Slot {
+    /// A slot dropped with its own connection open (the run ended while an exchange waited
+    /// for its answer, and the hard stop cut it) accounts what the connection carried: the
+    /// messages and bytes it sent are measured, not lost with it.
+    fn drop(&mut self) {
+        if let (Some(c), None) = (self.conn.as_mut(), self.pooled) {
+            if let Ok(mut rec) = self.local.rec.try_borrow_mut() {
+                if let Some(b) = rec.get_mut(self.vu.current) {
+                    c.account(b, true);
+                }
+            }
+        }
+    }
 }
 
 impl Slot {
@@ -314,9 +337,10 @@ impl Slot {
         self.conn = None;
     }
 
-    fn new(ctx: &Local, slot: usize) -> Slot {
+    fn new(ctx: &Rc<Local>, slot: usize) -> Slot {
         let shared = &ctx.shared;
         Slot {
+            local: ctx.clone(),
             vu: Vu::new(
                 &shared.connector.workload,
                 (slot * shared.workers + ctx.id) as u64,

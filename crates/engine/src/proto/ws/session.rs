@@ -296,9 +296,9 @@ impl WsConn {
         }
     }
 
-    /// Closes with the code `v` calls for; the exchange counts as a protocol error.
+    /// Closes with the code `v` calls for; the exchange counts as a protocol error (brink
+    /// ended the connection: it is not counted as ended by the server).
     async fn refuse(&mut self, v: Violation) -> ErrorKind {
-        self.server_ended = true;
         self.broken = true;
         let code = frame::close_payload(v.close_code());
         let _ = self.write_frame(frame::CLOSE, &code).await;
