@@ -588,8 +588,13 @@ fn flags_that_do_not_apply_are_refused() {
         ),
         (
             vec!["run", "http://127.0.0.1:9/", "--message", "x"],
-            "--message, --message-file, --hold, --every, --subscribe and --sent-at apply to ws://",
+            "--message, --message-file, --hold, --every, --subscribe, --sent-at and --match-id apply to ws://",
         ),
+        (
+            vec!["run", "http://127.0.0.1:9/", "--match-id", "$.id"],
+            "apply to ws:// and wss:// URLs",
+        ),
+
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_brink"))
             .args(&args)
