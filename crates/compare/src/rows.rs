@@ -726,6 +726,7 @@ mod tests {
             stop: None,
             hooks: Vec::new(),
             captures: Vec::new(),
+            every_ms: None,
         }
     }
 

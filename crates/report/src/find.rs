@@ -107,7 +107,12 @@ pub fn render_summary(f: &FindResult) -> String {
     }
     if let (None, By::Connections) = (&f.usl, f.by) {
         let levels = f.usl_points().len();
-        let why = if levels < 3 {
+        let why = if let Some(every) = f.every_ms {
+            format!(
+                "each connection sends every {}, so throughput follows the pace, not the service",
+                fmt_ms(every)
+            )
+        } else if levels < 3 {
             format!("it needs steps with answers at 3 or more levels, and this search has {levels}")
         } else {
             "no curve of the law, with contention and coherency at 0 or more, follows the measured throughput better than its mean does".to_string()
@@ -193,6 +198,15 @@ pub fn capacity_lines(f: &FindResult) -> Vec<String> {
         return out;
     };
     let top = steps.last().copied().unwrap_or(peak);
+    if let Some(every) = f.every_ms {
+        out.push(format!(
+            "Throughput: each connection sends every {}, so throughput follows the connections held ({} req/s at {}): the objectives, not the throughput, find the limit",
+            fmt_ms(every),
+            fmt_rate(top.ok_rps),
+            f.by.describe(top.level)
+        ));
+        return out;
+    }
     let Some(k) = &f.knee else {
         out.push(format!(
             "Throughput: still growing at {}, the highest level run ({} req/s): the service's limit is further on",
@@ -233,21 +247,34 @@ fn capacity_line(f: &FindResult) -> String {
     let res = m.resolution.map_or(String::new(), |r| {
         format!(", bisected to +-{:.0}%", r * 100.0)
     });
+    // Paced connections' throughput is their pace: the capacity is the connections held.
+    let capacity = match f.every_ms {
+        Some(every) => format!(
+            "{} held, each sending every {}",
+            f.by.describe(m.level),
+            fmt_ms(every)
+        ),
+        None => format!("{} req/s", fmt_rate(m.rps)),
+    };
     if let Some(Stop::AllPassed { to }) = &f.stop {
         // The search never found where the objectives break: a floor, not the limit.
         return format!(
-            "Capacity: at least {} req/s (every level up to --to {} met {}: the limit is further on; raise --to to find it)",
-            fmt_rate(m.rps),
+            "Capacity: at least {capacity} (every level up to --to {} met {}: the limit is further on; raise --to to find it)",
             f.by.describe(*to),
             m.slo.join(", ")
         );
     }
-    format!(
-        "Capacity: {} req/s (maximum sustainable: {} with {}{res})",
-        fmt_rate(m.rps),
-        f.by.describe(m.level),
-        m.slo.join(", ")
-    )
+    match f.every_ms {
+        Some(_) => format!(
+            "Capacity: {capacity} (maximum sustainable with {}{res})",
+            m.slo.join(", ")
+        ),
+        None => format!(
+            "Capacity: {capacity} (maximum sustainable: {} with {}{res})",
+            f.by.describe(m.level),
+            m.slo.join(", ")
+        ),
+    }
 }
 
 /// How throughput behaved at the knee and past it, and why the capacity differs from the

@@ -533,6 +533,9 @@ pub fn describe_load(l: &crate::LoadInfo) -> String {
         ),
         _ => format!("closed model: {}", slots(l.connections)),
     };
+    if let Some(every) = l.every_ms {
+        let _ = write!(d, ", each sending every {}", fmt_ms(every));
+    }
     if let Some(n) = l.requests {
         let _ = write!(d, ", {} requests", fmt_count(n));
     }
@@ -557,7 +560,7 @@ fn latency_table(o: &mut String, r: &ScenarioResult) {
         }
         let _ = writeln!(o);
     };
-    if r.load.model == model::LoadModel::Open {
+    if r.load.model == model::LoadModel::Open || r.load.every_ms.is_some() {
         line("from intended", labels);
         line("service time", s.service_time_ms.labelled());
     } else if s.connections_opened > r.load.connections as u64 {

@@ -82,6 +82,11 @@ pub struct FindResult {
     /// first failing one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub captures: Vec<StepRow>,
+    /// Paced connections (WebSocket `--every`, `--hold`): each connection sent one message or
+    /// ping every this many ms, so throughput follows the pace and the capacity is in
+    /// connections held, not in req/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every_ms: Option<f64>,
 }
 
 /// One hook that ran: when (seconds from the start of the command), where, and how it ended.

@@ -398,6 +398,10 @@ pub struct LoadInfo {
     /// A flow: the requests each iteration sends (its rate is iterations per second).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow_steps: Option<usize>,
+    /// Closed model, paced (WebSocket `--every`, `--hold`): each connection sends once every
+    /// this many ms, and a request is measured from when it was due.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -113,6 +113,7 @@ pub fn search_job(
         &facts,
         stop,
         search.recovery.as_secs_f64(),
+        job.spec.every,
     );
     drop(facts);
     let mut find = find;
@@ -366,7 +367,9 @@ fn step_on(
     let name = format!("step {}", s.by.describe(level));
     let rps = b.requests.saturating_sub(grace.requests) as f64 / steady_s;
     let mean = window_mean_ms(b, grace);
-    let little = (s.by == By::Connections && !out.interrupted)
+    // Paced connections (held WebSocket connections) wait for their pace, not an answer,
+    // between requests: N / X is the pace, and Little's law says nothing of the latency.
+    let little = (s.by == By::Connections && spec.every.is_none() && !out.interrupted)
         .then(|| {
             search::little::check(&search::little::StepFigures {
                 level,

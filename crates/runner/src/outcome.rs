@@ -294,6 +294,7 @@ pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {
             .requests_per_iteration()
             .map(|n| n as usize)
             .filter(|&n| n > 1),
+        every_ms: spec.every.map(|e| e.as_secs_f64() * 1000.0),
     }
 }
 

@@ -7,13 +7,15 @@ use crate::diagnose::{diagnose, StepFacts};
 use results::find::{By, FindResult, KneeInfo, Stop, Sustained, UslInfo};
 use stats::capacity::{knee, Point, Usl};
 
-/// The `find` section of a result, from every step in the order they ran.
+/// The `find` section of a result, from every step in the order they ran. `every`: the pace
+/// of paced connections (held WebSocket connections), whose throughput is set by it.
 pub fn summarise(
     by: By,
     slos: &[String],
     all_steps: &[StepFacts],
     stop: Stop,
     recovery_s: f64,
+    every: Option<std::time::Duration>,
 ) -> FindResult {
     // Only whole steps count; an interrupted one is listed but never judged.
     let whole: Vec<StepFacts> = all_steps
@@ -47,14 +49,17 @@ pub fn summarise(
             p90_ms: x.row.p90,
         })
         .collect();
-    let knee = knee(&points).map(|k| KneeInfo {
+    // Paced connections' throughput grows with them by design and stops when the service
+    // refuses more, not where work queues: no knee is read off it.
+    let knee = knee(&points).filter(|_| every.is_none()).map(|k| KneeInfo {
         level: k.level,
         reason: k.reason,
     });
-    // The USL's N is concurrency: by rate it has no level to be read in, so it is left out.
-    let usl_points: Vec<(f64, f64)> = match by {
-        By::Connections => steps.iter().filter_map(|x| x.row.usl_point(by)).collect(),
-        By::Rate => Vec::new(),
+    // The USL's N is concurrency: by rate it has no level to be read in, so it is left out;
+    // paced connections' throughput is N / pace by design, which says nothing of the service.
+    let usl_points: Vec<(f64, f64)> = match (by, every) {
+        (By::Connections, None) => steps.iter().filter_map(|x| x.row.usl_point(by)).collect(),
+        (By::Connections, Some(_)) | (By::Rate, _) => Vec::new(),
     };
     let usl = Usl::fit(&usl_points).map(|u| UslInfo {
         lambda: u.lambda,
@@ -78,6 +83,7 @@ pub fn summarise(
         stop: Some(stop),
         hooks: Vec::new(),
         captures: Vec::new(),
+        every_ms: every.map(|e| e.as_secs_f64() * 1000.0),
     };
     find.findings = diagnose(find.knee.as_ref(), steps);
     find.diagnosis = find.findings.iter().map(|x| x.describe(by)).collect();
@@ -133,6 +139,7 @@ mod tests {
             &facts(&rows, &steady, 8.0),
             stop.clone(),
             5.0,
+            None,
         );
         assert_eq!(f.steps.len(), 5, "every step is listed");
         let best = f.max_sustainable.expect("a step passed");
@@ -149,6 +156,35 @@ mod tests {
     }
 
     #[test]
+    fn paced_connections_get_no_scalability_fit_and_say_their_pace() {
+        // One ping per connection a second: throughput is the connections, by design.
+        let rows: Vec<StepRow> = [100.0, 200.0, 400.0, 800.0]
+            .iter()
+            .map(|&n| row(n, true, n))
+            .collect();
+        let steady = Bucket::new(0);
+        let stop = Stop::AllPassed { to: 800.0 };
+        let sum = |every| {
+            summarise(
+                By::Connections,
+                &[],
+                &facts(&rows, &steady, -1.0),
+                stop.clone(),
+                5.0,
+                every,
+            )
+        };
+        let paced = sum(Some(std::time::Duration::from_secs(1)));
+        assert!(paced.usl.is_none());
+        assert!(paced.knee.is_none());
+        assert_eq!(paced.every_ms, Some(1000.0));
+        // The same figures unpaced are a perfectly linear service, and get their fit.
+        let free = sum(None);
+        assert!(free.usl.is_some());
+        assert_eq!(free.every_ms, None);
+    }
+
+    #[test]
     fn nothing_passed_means_no_maximum() {
         let rows = [row(1.0, false, 0.0)];
         let steady = Bucket::new(0);
@@ -158,6 +194,7 @@ mod tests {
             &facts(&rows, &steady, -1.0),
             Stop::FirstFailed { from: 1.0 },
             5.0,
+            None,
         );
         assert!(f.max_sustainable.is_none());
         assert_eq!(f.stopped, "the first level (1.0/s) already failed");

@@ -46,5 +46,6 @@ mod support;
 mod traces;
 mod verdicts;
 mod websocket;
+mod websocket_find;
 mod websocket_flows;
 mod worker_inputs;

@@ -185,24 +185,50 @@ async fn closed_driver(ctx: Rc<Local>, curve: Curve) {
 
 async fn closed_task(ctx: Rc<Local>, slot: usize) {
     let mut conn = Slot::new(&ctx, slot);
-    let mut next = Instant::now();
+    // Paced connections: when the next request is due.
+    let mut due: Option<Instant> = None;
     loop {
-        if let Some(every) = ctx.shared.every {
-            // Paced: each request starts `every` after the last one started (at once when
-            // the last took longer), never past the schedule's end.
-            let until = ctx.shared.end.map_or(next, |end| next.min(end));
+        if let Some(at) = due {
+            let until = ctx.shared.end.map_or(at, |end| at.min(end));
             conn.rest(&ctx, until).await;
-            next = (next + every).max(Instant::now());
         }
         let now = Instant::now();
         if !closed_may_send(&ctx.shared, slot, ctx.target.get(), now) {
             break;
         }
-        conn.exchange(&ctx, now, now).await;
+        // A paced request is measured from when it was due: one held up by a slow answer
+        // before it waits in its latency, as in the open model (the timer's own lateness
+        // does not count).
+        let base = match due {
+            Some(at) => {
+                let rec = &mut ctx.rec.borrow_mut()[conn.vu.current];
+                super::pace_within(rec, at, now, super::TIMER_SLACK)
+            }
+            None => now,
+        };
+        due = ctx.shared.every.map(|every| match due {
+            Some(at) => at + every,
+            // The first goes at once, as the connection opens; then each connection keeps
+            // a phase of its own within `every`, so N connections do not all send at the
+            // same instant.
+            None => now + every.mul_f64(phase(slot * ctx.shared.workers + ctx.id)),
+        });
+        conn.exchange(&ctx, base, now).await;
     }
     conn.close(&ctx).await;
     if let Some(a) = ctx.alive.borrow_mut().get_mut(slot) {
         *a = false;
+    }
+}
+
+/// Where in its period paced connection `n` sends, in (0, 1]: the golden-ratio sequence,
+/// which spreads any number of connections evenly across the period.
+fn phase(n: usize) -> f64 {
+    let f = ((n as f64 + 1.0) * 0.618_033_988_749_895).fract();
+    if f == 0.0 {
+        1.0
+    } else {
+        f
     }
 }
 
@@ -494,6 +520,27 @@ impl Slot {
         }
         if refused {
             tokio::time::sleep(REFUSED_REST).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::phase;
+
+    #[test]
+    fn paced_connections_spread_across_their_period() {
+        for n in [1usize, 2, 10, 100, 1000] {
+            let mut at: Vec<f64> = (0..n).map(phase).collect();
+            assert!(at.iter().all(|&p| p > 0.0 && p <= 1.0), "{at:?}");
+            at.sort_by(f64::total_cmp);
+            // No stretch of the period is left empty much beyond an even share's size.
+            let widest = at
+                .windows(2)
+                .map(|w| w[1] - w[0])
+                .chain([at[0], 1.0 - at[n - 1] + at[0]])
+                .fold(0.0, f64::max);
+            assert!(n < 2 || widest < 3.0 / n as f64, "{n}: widest gap {widest}");
         }
     }
 }

@@ -1,0 +1,165 @@
+//! `brink find` over WebSocket, against Python's `websockets` server: by connections held
+//! (paced, each pinging on its own phase) it finds how many the server keeps, in connections,
+//! not req/s; by message rate it finds the rate a slow echo keeps within its objective. And
+//! paced messages are measured from when they were due.
+
+use crate::support::brink_json;
+use crate::websocket::python_server;
+
+/// Keeps at most six connections; a seventh is closed at once with 1013 (try again later).
+const SIX_AT_MOST: &str = r#"
+live = 0
+async def echo(ws):
+    global live
+    if live >= 6:
+        await ws.close(1013, "full")
+        return
+    live += 1
+    try:
+        async for m in ws:
+            await ws.send(m)
+    finally:
+        live -= 1
+"#;
+
+/// Answers one message at a time, each after 4 ms of blocking work: at most 250 a second.
+const SLOW_ECHO: &str = r#"
+async def echo(ws):
+    async for m in ws:
+        time.sleep(0.004)
+        await ws.send(m)
+"#;
+
+#[test]
+fn a_search_by_connections_held_finds_how_many_the_server_keeps() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some((_server, port)) = python_server(SIX_AT_MOST, &dir.path().join("log"), &[]) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&[
+        "find",
+        &url,
+        "--hold",
+        "--every",
+        "200ms",
+        "--from",
+        "2",
+        "--to",
+        "16",
+        "--slo",
+        "closed<1%",
+        "--step",
+        "2s",
+        "--warmup",
+        "1s",
+        "--cooldown",
+        "0s",
+    ]);
+    let f = &ran.result["find"];
+    assert_eq!(f["max_sustainable"]["level"], 6.0, "{f}\n{}", ran.stdout);
+    assert_eq!(f["every_ms"], 200.0, "{f}");
+    // Throughput is the pace times the connections, by design: no scalability fit, no knee
+    // and no Little's law check is read off it.
+    assert!(f["usl"].is_null() && f["knee"].is_null(), "{f}");
+    for s in f["steps"].as_array().expect("steps") {
+        assert!(s.get("little").is_none_or(|l| l.is_null()), "{s}");
+    }
+    for sc in ran.result["scenarios"].as_array().expect("scenarios") {
+        assert_eq!(sc["load"]["every_ms"], 200.0, "{}", sc["load"]);
+    }
+    assert!(
+        ran.stdout
+            .contains("Capacity: 6 connections held, each sending every 200ms"),
+        "{}",
+        ran.stdout
+    );
+    assert!(!ran.stdout.contains("queue"), "{}", ran.stdout);
+}
+
+#[test]
+fn a_search_by_message_rate_finds_the_rate_a_slow_echo_keeps() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some((_server, port)) = python_server(SLOW_ECHO, &dir.path().join("log"), &[]) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&[
+        "find",
+        &url,
+        "--message",
+        "m{{seq}}",
+        "--by",
+        "rate",
+        "--from",
+        "50",
+        "--to",
+        "400",
+        "--slo",
+        "msg.p99<50ms",
+        "--step",
+        "2s",
+        "--warmup",
+        "1s",
+        "--cooldown",
+        "0s",
+    ]);
+    let f = &ran.result["find"];
+    let rps = f["max_sustainable"]["rps"].as_f64().unwrap_or(0.0);
+    // 4 ms a message is 250/s at most; Python's own work per message takes some of it.
+    assert!((80.0..=250.0).contains(&rps), "{rps}\n{}", ran.stdout);
+    assert!(f["every_ms"].is_null(), "{f}");
+    // The rate the search asked is messages: every step sent what it answered.
+    for s in f["steps"].as_array().expect("steps") {
+        assert_eq!(s["errors"], 0, "{s}");
+    }
+}
+
+/// Answers each message of a connection 300 ms after it came.
+const SLOWER_THAN_THE_PACE: &str = r#"
+async def echo(ws):
+    async for m in ws:
+        await asyncio.sleep(0.3)
+        await ws.send(m)
+"#;
+
+#[test]
+fn paced_messages_held_up_by_slow_answers_wait_in_their_latency() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some((_server, port)) = python_server(SLOWER_THAN_THE_PACE, &dir.path().join("log"), &[])
+    else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    // One message due every 100 ms; each answer takes 300 ms, so each message goes out later
+    // than it was due, and later each time: 0.3 s, 0.5 s, 0.7 s, ... from when it was due.
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "m",
+        "--every",
+        "100ms",
+        "-c",
+        "1",
+        "-d",
+        "2s",
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    let ms = |h: &str, p: &str| s[h][p].as_f64().unwrap_or(0.0);
+    assert!(
+        (290.0..450.0).contains(&ms("service_time_ms", "p50")),
+        "{s}\n{}",
+        ran.stderr
+    );
+    assert!(ms("latency_ms", "max") >= 1000.0, "{s}");
+    assert!(
+        ms("latency_ms", "mean") >= 1.8 * ms("service_time_ms", "mean"),
+        "{s}"
+    );
+    assert_eq!(ran.result["scenarios"][0]["load"]["every_ms"], 100.0);
+}
