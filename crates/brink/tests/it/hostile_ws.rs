@@ -360,12 +360,18 @@ fn connections_that_do_not_open_say_why() {
             let _ = sock.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
         }
     });
+    // Reads the ClientHello, then closes without a word.
+    let mute = RawServer::start(|mut sock, _| {
+        let mut first = [0u8; 4096];
+        let _ = sock.read(&mut first);
+    });
     let cases = [
-        ("wss", "tls", "plain text, not TLS"),
-        ("ws", "handshake", "answered 403 instead of 101"),
+        (&plain, "wss", "tls", "plain text, not TLS"),
+        (&plain, "ws", "handshake", "answered 403 instead of 101"),
+        (&mute, "wss", "tls", "before the TLS handshake finished"),
     ];
-    for (scheme, kind, why) in cases {
-        let url = format!("{scheme}://127.0.0.1:{}/", plain.port);
+    for (server, scheme, kind, why) in cases {
+        let url = format!("{scheme}://127.0.0.1:{}/", server.port);
         let ran = brink_json(&["run", &url, "--message", "hi", "-n", "3", "-c", "1"]);
         let failures = &ran.result["scenarios"][0]["setup_failures"];
         assert_eq!(failures[0]["kind"], kind, "{failures}");

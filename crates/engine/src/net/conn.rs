@@ -122,6 +122,8 @@ fn tls_why(e: &std::io::Error) -> String {
     let why = e.to_string();
     if why.contains("InvalidContentType") {
         format!("{why} (the server answered in plain text, not TLS: is it http:// or ws://?)")
+    } else if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        format!("{why} (the server closed the connection before the TLS handshake finished: does this port speak TLS?)")
     } else {
         why
     }
