@@ -316,8 +316,9 @@ pub struct LoadArgs {
     /// up and how they end.
     #[arg(long)]
     pub hold: bool,
-    /// WebSocket, closed model: each connection sends at most one message (or ping) per this
-    /// interval (`500ms`, `5s`).
+    /// WebSocket, closed model: each connection sends one message (or ping) per this interval
+    /// (`500ms`, `5s`): the first as it opens, then on a phase of its own within the interval;
+    /// each is measured from when it was due.
     #[arg(long, value_name = "DURATION")]
     pub every: Option<String>,
     /// WebSocket: each connection takes the messages the server pushes (sending --message

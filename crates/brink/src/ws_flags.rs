@@ -120,6 +120,11 @@ pub fn every(
             "--subscribe takes what the server pushes on each of the -c connections; the server sets the rate, not --rate",
         ));
     }
+    if a.subscribe && a.every.is_some() {
+        return Err(Fail::input(
+            "--every paces what each connection sends; a --subscribe connection sends once and takes what the server pushes",
+        ));
+    }
     if every.is_some() && !matches!(load, engine::Load::Closed { .. }) {
         return Err(Fail::input(
             "--hold and --every pace each connection of the closed model (-c); with --rate the schedule sets the pace",

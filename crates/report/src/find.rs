@@ -3,7 +3,7 @@
 //! the USL fit, the diagnosis, the plain reading).
 
 use results::find::{By, FindResult, KneeInfo, StepRow, Stop, FALL_PERCENT, GENERATOR_WAITED};
-use results::fmt::{fmt_count, fmt_ms, fmt_rate, observed_value};
+use results::fmt::{fmt_count, fmt_ms, fmt_period, fmt_rate, observed_value};
 use std::fmt::Write;
 
 /// The table header, printed before the first step.
@@ -110,7 +110,7 @@ pub fn render_summary(f: &FindResult) -> String {
         let why = if let Some(every) = f.every_ms {
             format!(
                 "each connection sends every {}, so throughput follows the pace, not the service",
-                fmt_ms(every)
+                fmt_period(every)
             )
         } else if levels < 3 {
             format!("it needs steps with answers at 3 or more levels, and this search has {levels}")
@@ -199,11 +199,18 @@ pub fn capacity_lines(f: &FindResult) -> Vec<String> {
     };
     let top = steps.last().copied().unwrap_or(peak);
     if let Some(every) = f.every_ms {
+        // Quoted where the capacity is (else the highest level run): a failing level's
+        // throughput would read as one the service kept.
+        let at = f
+            .max_sustainable
+            .as_ref()
+            .and_then(|m| steps.iter().copied().find(|x| x.level == m.level))
+            .unwrap_or(top);
         out.push(format!(
             "Throughput: each connection sends every {}, so throughput follows the connections held ({} req/s at {}): the objectives, not the throughput, find the limit",
-            fmt_ms(every),
-            fmt_rate(top.ok_rps),
-            f.by.describe(top.level)
+            fmt_period(every),
+            fmt_rate(at.ok_rps),
+            f.by.describe(at.level)
         ));
         return out;
     }
@@ -252,7 +259,7 @@ fn capacity_line(f: &FindResult) -> String {
         Some(every) => format!(
             "{} held, each sending every {}",
             f.by.describe(m.level),
-            fmt_ms(every)
+            fmt_period(every)
         ),
         None => format!("{} req/s", fmt_rate(m.rps)),
     };

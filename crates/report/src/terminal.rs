@@ -534,7 +534,11 @@ pub fn describe_load(l: &crate::LoadInfo) -> String {
         _ => format!("closed model: {}", slots(l.connections)),
     };
     if let Some(every) = l.every_ms {
-        let _ = write!(d, ", each sending every {}", fmt_ms(every));
+        let _ = write!(
+            d,
+            ", each sending every {}",
+            results::fmt::fmt_period(every)
+        );
     }
     if let Some(n) = l.requests {
         let _ = write!(d, ", {} requests", fmt_count(n));

@@ -16,6 +16,22 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
+/// A period as it was likely written: `1s`, `1.5s`, `200ms`, `250µs` (a pace, not a
+/// measurement: no padding digits).
+pub fn fmt_period(ms: f64) -> String {
+    let trim = |v: f64| {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    if ms >= 1000.0 {
+        format!("{}s", trim(ms / 1000.0))
+    } else if ms >= 1.0 {
+        format!("{}ms", trim(ms))
+    } else {
+        format!("{}µs", trim(ms * 1000.0))
+    }
+}
+
 /// An integer with thousands separators: `1,234,567`.
 pub fn fmt_count(n: u64) -> String {
     let s = n.to_string();
@@ -89,7 +105,21 @@ pub fn pass_share(passed: u64, runs: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::fmt_margin;
+    use super::{fmt_margin, fmt_period};
+
+    #[test]
+    fn periods_read_as_written() {
+        let cases = [
+            (1000.0, "1s"),
+            (1500.0, "1.5s"),
+            (200.0, "200ms"),
+            (0.25, "250µs"),
+            (0.001, "1µs"),
+        ];
+        for (ms, text) in cases {
+            assert_eq!(fmt_period(ms), text);
+        }
+    }
 
     #[test]
     fn margins_read_as_percent_until_ten_times_the_target() {

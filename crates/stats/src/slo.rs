@@ -10,6 +10,7 @@
 //!            | "async." latency-metric       (per-request completion: send to job done)
 //!            | "checks" | "check." NAME      (share of response checks passed; a percentage)
 //!            | "closed"                      (share of attempts whose connection closed under them)
+//!            | "dropped"                     (share of WebSocket connections the server ended)
 //!            | "handshake." latency-metric   (WebSocket upgrades: request sent to 101 read)
 //!            | "msg." latency-metric         (a WebSocket message's answer: the latency itself)
 //! op        := "<" | "<=" | ">" | ">="
@@ -65,6 +66,10 @@ pub enum Metric {
     Closed,
     /// A quantile (or the mean, `None`) of WebSocket upgrade times, ms (`handshake.p99`).
     Handshake(Option<f64>),
+    /// The share of WebSocket connections opened that the server ended (a close, a drop, a
+    /// broken rule) before brink closed them (`dropped`): held connections lost between
+    /// messages, which `closed` (attempts only) never sees.
+    Dropped,
 }
 
 /// Comparison that must hold for the objective to pass.
@@ -127,8 +132,9 @@ impl fmt::Display for SloError {
 impl std::error::Error for SloError {}
 
 /// Metrics by name, besides quantiles (`p` and a number).
-const METRICS: [(&str, Metric); 7] = [
+const METRICS: [(&str, Metric); 8] = [
     ("closed", Metric::Closed),
+    ("dropped", Metric::Dropped),
     ("complete", Metric::Complete),
     ("mean", Metric::Latency(None)),
     ("min", Metric::Latency(Some(0.0))),
@@ -216,7 +222,7 @@ impl Slo {
             .or_else(|| share_metric(left))
             .ok_or_else(|| {
                 bad(format!(
-                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|closed|rps|status.CODE|code.NAME|checks, check.NAME, complete, handshake.pN, msg.pN, or k6's p(N)|avg|med|http_req_failed)"
+                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|closed|dropped|rps|status.CODE|code.NAME|checks, check.NAME, complete, handshake.pN, msg.pN, or k6's p(N)|avg|med|http_req_failed)"
                 ))
             })?;
         let mut words = rest.split_whitespace().peekable();
@@ -254,6 +260,7 @@ impl Slo {
                 .ok_or_else(|| bad(format!("'{value}' is not a rate from 0 to 1 (e.g. 0.01)")))?,
             Metric::Errors
             | Metric::Closed
+            | Metric::Dropped
             | Metric::Code(_)
             | Metric::Status(_)
             | Metric::Check(_) => parse_percent(value)
@@ -334,6 +341,7 @@ impl Slo {
             }
             Metric::Errors
             | Metric::Closed
+            | Metric::Dropped
             | Metric::Code(_)
             | Metric::Status(_)
             | Metric::Check(_) => format!("{}%", trim_float(v * 100.0)),
@@ -372,6 +380,14 @@ impl Slo {
             Metric::Closed => (w.requests > 0).then(|| {
                 w.errors_by_kind[crate::ErrorKind::Closed.index()] as f64 / w.requests as f64
             }),
+            Metric::Dropped => {
+                // Every connection the server ended was opened (here or before the window):
+                // at least as many as it ended.
+                let opened = w.setup.upgrade.as_deref().map_or(0, |h| h.len());
+                let dropped = w.ws.as_deref().map_or(0, |ws| ws.unexpected);
+                (w.requests > 0 || opened > 0)
+                    .then(|| dropped as f64 / opened.max(dropped).max(1) as f64)
+            }
             Metric::Handshake(q) => {
                 let h = w.setup.upgrade.as_deref().filter(|h| !h.is_empty())?;
                 Some(match q {
@@ -619,8 +635,10 @@ struct Kept {
     checks: Vec<crate::Checked>,
     /// Attempts that failed as `closed` (for `closed`).
     closed: u64,
-    /// WebSocket upgrade times, (value, count) (for `handshake.pN`).
+    /// WebSocket upgrade times, (value, count) (for `handshake.pN` and `dropped`).
     upgrades: Vec<(u64, u64)>,
+    /// WebSocket connections the server ended (for `dropped`).
+    dropped: u64,
 }
 
 impl Kept {
@@ -642,6 +660,7 @@ impl Kept {
                     .map(|v| (v.value_iterated_to(), v.count_at_value()))
                     .collect()
             }),
+            dropped: b.ws.as_deref().map_or(0, |ws| ws.unexpected),
         }
     }
 
@@ -656,6 +675,9 @@ impl Kept {
         w.grpc.merge(&self.grpc);
         w.merge_checks(&self.checks);
         w.errors_by_kind[crate::ErrorKind::Closed.index()] += self.closed;
+        if self.dropped > 0 {
+            w.ws.get_or_insert_with(Box::default).unexpected += self.dropped;
+        }
         if !self.upgrades.is_empty() {
             let h = w
                 .setup
@@ -808,6 +830,21 @@ mod tests {
         assert_eq!(c.measure(&b, 1.0), Some(0.002));
         // Judged per window too: a window keeps the upgrades and the closes.
         let mut t = Tracker::new(parse("handshake.max < 100ms over 1s").unwrap());
+        t.second(&b, &b);
+        assert_eq!(t.verdict(&b, 1.0).failed_windows, 1);
+        // One of the three connections opened was ended by the server.
+        let d = parse("dropped < 1%").unwrap();
+        assert_eq!(
+            (d.metric, d.text.as_str()),
+            (Metric::Dropped, "dropped < 1%")
+        );
+        assert_eq!(d.measure(&b, 1.0), Some(0.0));
+        b.record_ws(&crate::WsCounts {
+            unexpected: 1,
+            ..Default::default()
+        });
+        assert_eq!(d.measure(&b, 1.0), Some(1.0 / 3.0));
+        let mut t = Tracker::new(parse("dropped < 1% over 1s").unwrap());
         t.second(&b, &b);
         assert_eq!(t.verdict(&b, 1.0).failed_windows, 1);
     }

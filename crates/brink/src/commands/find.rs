@@ -72,6 +72,11 @@ pub fn steps(a: &SearchArgs, load: &LoadArgs, job: &Job) -> Result<Search, Fail>
             "find sets the load itself: use --by, --from, --to and --step instead of -d, -n, --rate, --stages",
         ));
     }
+    if by_rate && (load.hold || load.every.is_some() || job.spec.every.is_some()) {
+        return Err(Fail::input(
+            "--hold and --every pace each held connection: search them with --by connections; --by rate sets the pace itself",
+        ));
+    }
     if load.connections.is_some() && !by_rate {
         return Err(Fail::input(
             "-c is the connection pool of --by rate; with --by connections use --from/--to",

@@ -594,6 +594,18 @@ fn flags_that_do_not_apply_are_refused() {
             vec!["run", "http://127.0.0.1:9/", "--match-id", "$.id"],
             "apply to ws:// and wss:// URLs",
         ),
+        (
+            vec!["run", "ws://127.0.0.1:9/", "--subscribe", "--every", "1s"],
+            "a --subscribe connection sends once",
+        ),
+        (
+            vec!["find", "ws://127.0.0.1:9/", "--hold", "--by", "rate", "--from", "10", "--to", "20"],
+            "search them with --by connections",
+        ),
+        (
+            vec!["find", "ws://127.0.0.1:9/", "--message", "x", "--every", "1s", "--by", "rate", "--from", "10", "--to", "20"],
+            "search them with --by connections",
+        ),
 
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_brink"))

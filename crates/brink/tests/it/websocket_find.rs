@@ -22,6 +22,51 @@ async def echo(ws):
         live -= 1
 "#;
 
+/// Answers pings, and ends every connection 1.2 s after it opened (1001, going away).
+const ENDS_EVERY_CONNECTION: &str = r#"
+async def echo(ws):
+    await asyncio.sleep(1.2)
+    await ws.close(1001, "bye")
+"#;
+
+#[test]
+fn held_connections_the_server_ends_fail_the_dropped_objective() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let Some((_server, port)) = python_server(ENDS_EVERY_CONNECTION, &dir.path().join("log"), &[])
+    else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    // Every ping is answered, so no attempt fails: only `dropped` sees the connections go.
+    let ran = brink_json(&[
+        "find",
+        &url,
+        "--hold",
+        "--every",
+        "300ms",
+        "--from",
+        "2",
+        "--to",
+        "4",
+        "--slo",
+        "closed<1%",
+        "--slo",
+        "dropped<1%",
+        "--step",
+        "3s",
+        "--warmup",
+        "1s",
+        "--cooldown",
+        "0s",
+    ]);
+    let f = &ran.result["find"];
+    assert!(f["max_sustainable"].is_null(), "{f}\n{}", ran.stdout);
+    let first = &f["steps"][0];
+    assert_eq!(first["pass"], false, "{first}");
+    assert!(ran.stdout.contains("FAIL dropped < 1%"), "{}", ran.stdout);
+}
+
 /// Answers one message at a time, each after 4 ms of blocking work: at most 250 a second.
 const SLOW_ECHO: &str = r#"
 async def echo(ws):

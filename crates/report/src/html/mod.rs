@@ -72,7 +72,10 @@ pub fn page_with(r: &RunResult, nav: &str, extra: &Extra) -> String {
         .scenarios
         .iter()
         .any(|s| s.load.model == model::LoadModel::Open);
-    let timed = if open {
+    let paced = r.scenarios.iter().any(|s| s.load.every_ms.is_some());
+    let timed = if paced {
+        "Latency is timed from when each request was due: the open model's schedule, or a paced connection's (--every), a wait for a slow answer before it included; service time from the send."
+    } else if open {
         "Latency is timed from each request's intended start (the open model's schedule), a wait for a connection included."
     } else {
         "Latency is timed from when each connection was free to send its request, the connect included when it needed one; service time from the send."
