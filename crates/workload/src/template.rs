@@ -188,6 +188,11 @@ impl Template {
             .sum()
     }
 
+    /// True when it renders nothing at all (no text was given).
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
     /// True when rendering always gives the same bytes.
     pub fn is_static(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Lit(_)))

@@ -295,6 +295,34 @@ async def echo(ws):
     assert!(ws["delay_ms"].is_null(), "{ws}");
 }
 
+/// A subscription without a message sends nothing: the server pushes on its own.
+#[test]
+fn a_subscription_without_a_message_sends_none() {
+    let _cpu = crate::support::cpu_shared();
+    let feed = r#"
+async def echo(ws):
+    async def told():
+        async for m in ws:
+            print("GOT-MESSAGE", repr(m), file=sys.stderr, flush=True)
+    asyncio.ensure_future(told())
+    while True:
+        await ws.send("tick")
+        await asyncio.sleep(0.01)
+"#;
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("server.log");
+    let Some((_server, port)) = python_server(feed, &log, &[]) else {
+        return;
+    };
+    let url = format!("ws://127.0.0.1:{port}/");
+    let ran = brink_json(&["run", &url, "--subscribe", "-c", "2", "-d", "1s", "-q"]);
+    let ws = &ran.result["summary"]["websocket"];
+    assert_eq!(ws["messages_sent"], 0, "{ws}");
+    assert!(ws["messages_received"].as_u64().unwrap_or(0) > 20, "{ws}");
+    let told = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(!told.contains("GOT-MESSAGE"), "{told}");
+}
+
 /// `--message` is a template: each message is rendered afresh ({{seq}}), as the server saw.
 #[test]
 fn messages_are_rendered_from_their_template() {

@@ -143,7 +143,7 @@ fn a_search_by_message_rate_finds_the_rate_a_slow_echo_keeps() {
         "--to",
         "400",
         "--slo",
-        "msg.p99<50ms",
+        "msg.p90<100ms",
         "--step",
         "2s",
         "--warmup",
@@ -154,6 +154,8 @@ fn a_search_by_message_rate_finds_the_rate_a_slow_echo_keeps() {
     let f = &ran.result["find"];
     let rps = f["max_sustainable"]["rps"].as_f64().unwrap_or(0.0);
     // 4 ms a message is 250/s at most; Python's own work per message takes some of it.
+    // Past it the open model's queue grows every second, and p90 with it: a p90 objective
+    // finds the limit without failing a level on one slow message among a hundred.
     assert!((80.0..=250.0).contains(&rps), "{rps}\n{}", ran.stdout);
     assert!(f["every_ms"].is_null(), "{f}");
     // The rate the search asked is messages: every step sent what it answered.

@@ -121,7 +121,8 @@ pub async fn session(
         });
     }
     let took = started.elapsed();
-    if connector.workload.requests[vu.current].ws == WsStep::Await {
+    let step = &connector.workload.requests[vu.current];
+    if step.ws == WsStep::Await && !step.body.is_empty() {
         // A subscription's message (when it has one) goes once, as the connection opens.
         conn.send_message(connector, vu).await?;
     }
