@@ -3,8 +3,26 @@
 //! not req/s; by message rate it finds the rate a slow echo keeps within its objective. And
 //! paced messages are measured from when they were due.
 
-use crate::support::brink_json;
+use crate::support::{brink_json, Killed};
 use crate::websocket::python_server;
+
+/// A Python `websockets` server running `handler`, and its URL; stopped when dropped.
+struct Serving {
+    url: String,
+    _server: Killed,
+    _log: tempfile::TempDir,
+}
+
+/// Starts `handler` ([`python_server`]); `None` where the server may be skipped.
+fn serving(handler: &str) -> Option<Serving> {
+    let log = tempfile::tempdir().expect("tmp");
+    let (server, port) = python_server(handler, &log.path().join("log"), &[])?;
+    Some(Serving {
+        url: format!("ws://127.0.0.1:{port}/"),
+        _server: server,
+        _log: log,
+    })
+}
 
 /// Keeps at most six connections; a seventh is closed at once with 1013 (try again later).
 const SIX_AT_MOST: &str = r#"
@@ -32,16 +50,14 @@ async def echo(ws):
 #[test]
 fn held_connections_the_server_ends_fail_the_dropped_objective() {
     let _cpu = crate::support::cpu_shared();
-    let dir = tempfile::tempdir().expect("tmp");
-    let Some((_server, port)) = python_server(ENDS_EVERY_CONNECTION, &dir.path().join("log"), &[])
-    else {
+    let Some(server) = serving(ENDS_EVERY_CONNECTION) else {
         return;
     };
-    let url = format!("ws://127.0.0.1:{port}/");
+    let url = server.url.as_str();
     // Every ping is answered, so no attempt fails: only `dropped` sees the connections go.
     let ran = brink_json(&[
         "find",
-        &url,
+        url,
         "--hold",
         "--every",
         "300ms",
@@ -78,14 +94,13 @@ async def echo(ws):
 #[test]
 fn a_search_by_connections_held_finds_how_many_the_server_keeps() {
     let _cpu = crate::support::cpu_shared();
-    let dir = tempfile::tempdir().expect("tmp");
-    let Some((_server, port)) = python_server(SIX_AT_MOST, &dir.path().join("log"), &[]) else {
+    let Some(server) = serving(SIX_AT_MOST) else {
         return;
     };
-    let url = format!("ws://127.0.0.1:{port}/");
+    let url = server.url.as_str();
     let ran = brink_json(&[
         "find",
-        &url,
+        url,
         "--hold",
         "--every",
         "200ms",
@@ -126,14 +141,13 @@ fn a_search_by_connections_held_finds_how_many_the_server_keeps() {
 #[test]
 fn a_search_by_message_rate_finds_the_rate_a_slow_echo_keeps() {
     let _cpu = crate::support::cpu_shared();
-    let dir = tempfile::tempdir().expect("tmp");
-    let Some((_server, port)) = python_server(SLOW_ECHO, &dir.path().join("log"), &[]) else {
+    let Some(server) = serving(SLOW_ECHO) else {
         return;
     };
-    let url = format!("ws://127.0.0.1:{port}/");
+    let url = server.url.as_str();
     let ran = brink_json(&[
         "find",
-        &url,
+        url,
         "--message",
         "m{{seq}}",
         "--by",
@@ -175,17 +189,15 @@ async def echo(ws):
 #[test]
 fn paced_messages_held_up_by_slow_answers_wait_in_their_latency() {
     let _cpu = crate::support::cpu_shared();
-    let dir = tempfile::tempdir().expect("tmp");
-    let Some((_server, port)) = python_server(SLOWER_THAN_THE_PACE, &dir.path().join("log"), &[])
-    else {
+    let Some(server) = serving(SLOWER_THAN_THE_PACE) else {
         return;
     };
-    let url = format!("ws://127.0.0.1:{port}/");
+    let url = server.url.as_str();
     // One message due every 100 ms; each answer takes 300 ms, so each message goes out later
     // than it was due, and later each time: 0.3 s, 0.5 s, 0.7 s, ... from when it was due.
     let ran = brink_json(&[
         "run",
-        &url,
+        url,
         "--message",
         "m",
         "--every",
