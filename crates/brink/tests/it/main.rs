@@ -48,4 +48,5 @@ mod verdicts;
 mod websocket;
 mod websocket_find;
 mod websocket_flows;
+mod websocket_loads;
 mod worker_inputs;

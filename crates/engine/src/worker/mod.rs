@@ -1,12 +1,14 @@
 //! One worker per core, each owning its connections and its recorder; the only thing that
-//! leaves a worker thread is one [`Bucket`] per second. Two loops implement it:
+//! leaves a worker thread is one [`Bucket`] per second. Two kinds of loop implement it:
 //!
-//! * [`epoll`]: plain-TCP HTTP/1.1, a hand-written epoll loop (raw system calls, [`sys`]) with one state machine per
-//!   connection. No futures, wakers or task queues on the hot path: this is what makes brink
-//!   cheaper per request than wrk.
-//! * [`tasks`]: TLS and HTTP/2, one tokio task per connection on a current-thread runtime.
+//! * the epoll loops ([`driver`], raw system calls in [`sys`]), one state machine per
+//!   connection and no futures, wakers or task queues on the hot path: this is what makes
+//!   brink cheaper per request than wrk, h2load and a bare WebSocket loop. [`epoll`] runs
+//!   plain HTTP/1.1, [`h2poll`] plain h2c, [`wspoll`] plain `ws://` messages.
+//! * [`tasks`]: everything else (TLS, gRPC, paced and held WebSocket connections), one tokio
+//!   task per connection on a current-thread runtime.
 //!
-//! Both follow the same rules, which live here: how connections are shared out, when a closed
+//! All follow the same rules, which live here: how connections are shared out, when a closed
 //! slot may send, when an open-model request is due and how late it is, how an outcome is
 //! recorded, and how long to back off after a failed connect.
 
@@ -17,6 +19,7 @@ mod h2poll;
 mod pool;
 mod sys;
 mod tasks;
+mod wspoll;
 
 use crate::net::conn::Connector;
 use crate::proto::reply::{Outcome, Unopened};
@@ -37,7 +40,11 @@ enum Loop {
     /// Plain HTTP/2 (h2c), kept alive, no gRPC, nothing extracted: the epoll loop over brink's
     /// own HTTP/2 client (`h2poll.rs`).
     H2c,
-    /// Everything else (TLS, gRPC, extraction): tokio and hyper (`tasks.rs`).
+    /// Plain `ws://` messages and pings, kept alive and unpaced: the epoll loop over the
+    /// WebSocket machine (`wspoll.rs`).
+    Ws,
+    /// Everything else (TLS, gRPC, extraction, paced and held WebSocket connections,
+    /// subscriptions): tokio and hyper (`tasks.rs`).
     Tokio,
 }
 
@@ -48,6 +55,8 @@ impl Loop {
             Loop::H1
         } else if h2poll::fits(shared) {
             Loop::H2c
+        } else if wspoll::fits(shared) {
+            Loop::Ws
         } else {
             Loop::Tokio
         }
@@ -139,6 +148,7 @@ pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
     let outcome = match Loop::of(&shared) {
         Loop::H1 => epoll::run(&shared, id, &tx),
         Loop::H2c => h2poll::run(&shared, id, &tx),
+        Loop::Ws => wspoll::run(&shared, id, &tx),
         Loop::Tokio => tasks::run(&shared, id, &tx),
     };
     match outcome {
@@ -391,6 +401,10 @@ fn record_connect_error(rec: &mut [Bucket], shared: &Shared, vu: &mut Vu, failed
         rec.record_ws(&refused);
     }
 }
+
+/// How long a connection's close handshake (a WebSocket's) may take when brink is done
+/// with it.
+const CLOSE_WITHIN: Duration = Duration::from_secs(1);
 
 /// How long a slot rests after a refused attempt: a data set full of bad values must not spin
 /// the generator (the refused attempts never reach the network, so they cost nothing else).

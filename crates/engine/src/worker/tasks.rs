@@ -6,7 +6,7 @@
 use super::pool::{Pool, Taken};
 use super::{
     backoff_delay, buckets, closed_may_send, full_second, micros, open_due, pace, record,
-    record_connect_error, REFUSED_REST,
+    record_connect_error, CLOSE_WITHIN, REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::proto::connect::connect;
@@ -53,9 +53,6 @@ struct Local {
     /// Open model: the schedule has no more arrivals.
     over: Cell<bool>,
 }
-
-/// How long a connection's close handshake may take at the end of a slot.
-const CLOSE_WITHIN: Duration = Duration::from_secs(1);
 
 /// Runs the worker; returns its last partial buckets and the requests still in flight.
 pub fn run(

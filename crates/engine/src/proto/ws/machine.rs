@@ -186,9 +186,11 @@ impl Machine {
         self.bytes_in += n as u64;
     }
 
-    /// Whether the read buffer is full (reading more must wait for an exchange to take some).
-    pub fn full(&self) -> bool {
-        self.filled == self.rbuf.len() && self.rbuf.len() >= self.limit
+    /// Whether the read buffer has room without growing: a connection between exchanges
+    /// reads only that far (what comes between messages is kept for the next exchange, and
+    /// a server that floods an idle connection fills nothing beyond it).
+    pub fn has_room(&self) -> bool {
+        self.filled < self.rbuf.len()
     }
 
     /// The queued bytes not written yet.

@@ -12,7 +12,7 @@ use stats::ErrorKind;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use workload::{Vu, WsStep};
 
 /// How recently a connection must have finished an exchange to skip the idle check.
@@ -170,29 +170,42 @@ impl Session for WsConn {
     }
 
     fn idle(&mut self, cx: &mut Context<'_>, idle_for: Duration) -> Idle {
-        // Bytes that come between messages (a ping, a pushed message) are kept for the next
-        // exchange; only the end of the stream makes the connection unusable. A connection
-        // whose last exchange ended a moment ago is not asked (a system call per message on
-        // a busy connection): an end in that moment shows on the exchange itself.
-        if idle_for < JUST_USED {
+        // What comes between messages is taken as a resting connection takes it (pings
+        // answered, pushed messages counted, a close echoed: the connection is then unusable,
+        // and the next request opens a fresh one). A connection whose last exchange ended a
+        // moment ago is not asked (a system call per message on a busy connection): an end
+        // in that moment shows on the exchange itself.
+        if idle_for < JUST_USED || !self.m.has_room() {
             return Idle::Open;
         }
         let Some(spare) = self.m.spare() else {
             return Idle::Open;
         };
         let mut rb = ReadBuf::new(spare);
-        match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
+        let idle = match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
             Poll::Pending => Idle::Open,
             Poll::Ready(Ok(())) if !rb.filled().is_empty() => {
                 let n = rb.filled().len();
                 self.m.got(n);
-                Idle::Open
+                match self.m.rest() {
+                    None => Idle::Open,
+                    Some(_) => Idle::Closed,
+                }
             }
             Poll::Ready(_) => {
                 self.m.ended_while_idle();
-                Idle::Closed
+                return Idle::Closed;
+            }
+        };
+        // Pongs (or the close's echo) go as far as the socket takes them now; the rest
+        // goes before the next message.
+        while !self.m.unsent().is_empty() {
+            match Pin::new(&mut self.io).poll_write(cx, self.m.unsent()) {
+                Poll::Ready(Ok(n)) if n > 0 => self.m.wrote(n),
+                _ => break,
             }
         }
+        idle
     }
 
     fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {

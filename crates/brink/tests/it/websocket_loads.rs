@@ -1,0 +1,143 @@
+//! WebSocket messages under the load shapes brink drives on its epoll loop for plain
+//! `ws://`: a ramp that retires connections, an open-model rate, and a server that ends
+//! idle connections between arrivals. Against Python's `websockets` server, every
+//! connection opened is accounted once, and closed the way the protocol says.
+
+use crate::support::{brink_json, Killed};
+use crate::websocket::python_server;
+use serde_json::Value;
+
+/// A Python `websockets` server running `handler`, and its URL; stopped when dropped.
+fn serving(handler: &str) -> Option<(Killed, String, tempfile::TempDir)> {
+    let log = tempfile::tempdir().expect("tmp");
+    let (server, port) = python_server(handler, &log.path().join("log"), &[])?;
+    Some((server, format!("ws://127.0.0.1:{port}/"), log))
+}
+
+const ECHO: &str = r#"
+async def echo(ws):
+    async for m in ws:
+        await ws.send(m)
+"#;
+
+/// The close codes of a run's connections, summed.
+fn closes(ws: &Value) -> u64 {
+    ws["close_codes"]
+        .as_object()
+        .map_or(0, |m| m.values().filter_map(Value::as_u64).sum())
+}
+
+/// Connections retired by a ramp down close with the close handshake, as those open at the
+/// end do: every upgrade ends in a 1000 the server echoed, none ended by the server.
+#[test]
+fn a_ramp_down_closes_the_connections_it_retires_with_the_handshake() {
+    let _cpu = crate::support::cpu_shared();
+    let Some((_server, url, _log)) = serving(ECHO) else {
+        return;
+    };
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "m {{seq}}",
+        "--stages",
+        "0.5s:6,1s:6,0.5s:2,1s:2",
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    let ws = &s["websocket"];
+    assert_eq!(s["errors"], 0, "{}\n{}", s["errors_by_kind"], ran.stderr);
+    assert!(s["ok"].as_u64().unwrap_or(0) > 100, "{s}");
+    assert_eq!(ws["messages_sent"], s["requests"], "{ws}");
+    let upgrades = ws["upgrades"].as_u64().unwrap_or(0);
+    assert!(upgrades >= 6, "{ws}");
+    assert_eq!(ws["close_codes"]["1000"].as_u64(), Some(upgrades), "{ws}");
+    assert_eq!(closes(ws), upgrades, "{ws}");
+    assert_eq!(ws["unexpected_closes"], 0, "{ws}");
+}
+
+/// An open-model rate of messages: every arrival is sent and answered, and the pool's
+/// connections close cleanly at the end.
+#[test]
+fn an_open_model_rate_sends_every_arrival_and_closes_cleanly() {
+    let _cpu = crate::support::cpu_shared();
+    let Some((_server, url, _log)) = serving(ECHO) else {
+        return;
+    };
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "hi",
+        "--rate",
+        "200",
+        "-d",
+        "2s",
+        "-q",
+    ]);
+    let s = &ran.result["summary"];
+    let ws = &s["websocket"];
+    assert_eq!(s["requests"], 400, "{s}\n{}", ran.stderr);
+    assert_eq!(s["ok"], 400, "{}", s["errors_by_kind"]);
+    assert_eq!(ws["messages_received"], 400, "{ws}");
+    let upgrades = ws["upgrades"].as_u64().unwrap_or(0);
+    assert!(upgrades >= 1, "{ws}");
+    assert_eq!(ws["close_codes"]["1000"].as_u64(), Some(upgrades), "{ws}");
+    assert_eq!(ws["unexpected_closes"], 0, "{ws}");
+}
+
+/// Answers each message, then ends the connection 30 ms later with 1001 (going away).
+const ONE_AND_GONE: &str = r#"
+async def echo(ws):
+    async for m in ws:
+        await ws.send(m)
+        await asyncio.sleep(0.03)
+        await ws.close(1001, "bye")
+        return
+"#;
+
+/// A server that ends idle connections between arrivals (20 a second, 50 ms apart): each
+/// end is counted by its code and as the server's, no message fails for it, and the next
+/// arrival opens a fresh connection. Over `ws://` (the epoll loop) and `wss://` (tokio) alike.
+#[test]
+fn connections_the_server_ends_while_idle_are_counted_and_reopened() {
+    let _cpu = crate::support::cpu_shared();
+    let dir = tempfile::tempdir().expect("tmp");
+    let files = testkit::tls::files(dir.path()).expect("certificates");
+    let tls = [files.server_cert.as_path(), files.server_key.as_path()];
+    let ca = files.ca.to_str().expect("utf-8");
+    for (scheme, tls) in [("ws", &[][..]), ("wss", &tls[..])] {
+        let log = dir.path().join(format!("{scheme}.log"));
+        let Some((_server, port)) = python_server(ONE_AND_GONE, &log, tls) else {
+            return;
+        };
+        let url = format!("{scheme}://127.0.0.1:{port}/");
+        let ran = brink_json(&[
+            "run",
+            &url,
+            "--message",
+            "hi",
+            "--rate",
+            "20",
+            "-d",
+            "1s",
+            "-c",
+            "1",
+            "--cacert",
+            ca,
+            "-q",
+        ]);
+        let s = &ran.result["summary"];
+        let ws = &s["websocket"];
+        assert_eq!(s["requests"], 20, "{scheme}: {s}\n{}", ran.stderr);
+        assert_eq!(s["ok"], 20, "{scheme}: {}", s["errors_by_kind"]);
+        let gone = ws["close_codes"]["1001"].as_u64().unwrap_or(0);
+        assert!(gone >= 15, "{scheme}: most ended by the server: {ws}");
+        assert_eq!(
+            ws["unexpected_closes"].as_u64(),
+            Some(gone),
+            "{scheme}: {ws}"
+        );
+        assert_eq!(ws["upgrades"].as_u64(), Some(20), "{scheme}: {ws}");
+    }
+}
