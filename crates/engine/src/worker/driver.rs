@@ -120,6 +120,9 @@ pub(super) trait Conns<'a> {
     fn start_due(&mut self, now: Instant);
     /// Sends what the turn queued (a protocol that writes as it goes has nothing to do).
     fn flush(&mut self) {}
+    /// The current second is over: a protocol whose connections keep counts of their own
+    /// between exchanges adds them to the second's buckets before they are sent.
+    fn second_over(&mut self) {}
     /// When free slot `k` can start: now, or after its connect backoff.
     fn free_at(&self, k: usize, now: Instant) -> Instant;
     /// Connection `k` is readable (or, with `writable`, writable).
@@ -140,6 +143,10 @@ pub(super) fn run<'a, C: Conns<'a>>(c: &mut C) {
         if core.shared.past_end(now) {
             return;
         }
+        if now >= core.shared.start + Duration::from_secs(core.second + 1) {
+            c.second_over();
+        }
+        let core = c.core_mut();
         send_seconds(
             core.shared,
             core.id,

@@ -109,7 +109,13 @@ pub struct Decoder {
     max: usize,
     /// The message being reassembled: its opcode and the bytes so far.
     partial: Option<(u8, Vec<u8>)>,
+    /// A message's buffer handed back ([`Decoder::recycle`]) for the next message: one
+    /// allocation per connection, not per message.
+    spare: Vec<u8>,
 }
+
+/// The largest message buffer kept for reuse.
+const RECYCLE_MAX: usize = 64 * 1024;
 
 /// One frame's header, read before its payload.
 struct Header {
@@ -121,7 +127,18 @@ struct Header {
 
 impl Decoder {
     pub fn new(max: usize) -> Decoder {
-        Decoder { max, partial: None }
+        Decoder {
+            max,
+            partial: None,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Takes back a message's buffer once its data is read, for the next message.
+    pub fn recycle(&mut self, data: Vec<u8>) {
+        if data.capacity() <= RECYCLE_MAX && data.capacity() > self.spare.capacity() {
+            self.spare = data;
+        }
     }
 
     /// The next event in `buf`, and how many bytes it took; `Ok(None)` when `buf` holds no
@@ -206,7 +223,12 @@ impl Decoder {
                 (kind, data)
             }
             (CONTINUATION, None) | (_, Some(_)) => return Err(Violation::Fragments),
-            (kind, None) => (kind, payload.to_vec()),
+            (kind, None) => {
+                let mut data = std::mem::take(&mut self.spare);
+                data.clear();
+                data.extend_from_slice(payload);
+                (kind, data)
+            }
         };
         if !fin {
             self.partial = Some((kind, data));

@@ -271,12 +271,15 @@ impl Machine {
             match event {
                 Event::Message { data, .. } if step.ws != WsStep::Ping => {
                     if !answer::answers(step, awaiting.id.as_deref(), &data) {
+                        self.decoder.recycle(data);
                         continue;
                     }
                     if let Some(path) = &step.sent_at {
                         self.date(path, &data);
                     }
-                    return Some(Ok((REPLY, answer::kept(connector, step, &data))));
+                    let kept = answer::kept(connector, step, &data);
+                    self.decoder.recycle(data);
+                    return Some(Ok((REPLY, kept)));
                 }
                 Event::Pong(p) if step.ws == WsStep::Ping && p == self.ping_id.to_be_bytes() => {
                     return Some(Ok((REPLY, None)))
@@ -300,7 +303,8 @@ impl Machine {
             match self.next_event() {
                 Ok(None) => return None,
                 Ok(Some(Event::Ping(p))) => self.queue(frame::PONG, &p),
-                Ok(Some(Event::Message { .. } | Event::Pong(_))) => {}
+                Ok(Some(Event::Message { data, .. })) => self.decoder.recycle(data),
+                Ok(Some(Event::Pong(_))) => {}
                 Ok(Some(Event::Close { code, .. })) => {
                     self.answer_close(code);
                     return Some(false);
