@@ -579,7 +579,8 @@ pub struct ScheduleInfo {
     pub shortfall: Option<Shortfall>,
 }
 
-/// An open-model run that could not send at the rate asked.
+/// An open-model run that could not send at the rate asked, or paced connections that
+/// could not keep their pace (`limit` "pace").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Shortfall {
     /// The rate the schedule asked for (the same as `intended_rps`).
@@ -611,6 +612,13 @@ impl ScheduleInfo {
                 f.pool,
                 ms(f.service_ms),
                 f.pool,
+                fmt(f.pool_carries_rps)
+            ),
+            "pace" => format!(
+                "each of {} connections sends again only once its answer came, and answers took {} on average against a period of {}, so they carry about {} req/s: the service answers slower than the pace (more connections would keep it)",
+                f.pool,
+                ms(f.service_ms),
+                ms(f.pool as f64 * 1000.0 / f.asked_rps.max(1e-9)),
                 fmt(f.pool_carries_rps)
             ),
             _ => format!(

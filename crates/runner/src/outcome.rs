@@ -170,8 +170,12 @@ fn traces(spec: &RunSpec, out: &RunOutput) -> Option<TracesJson> {
 }
 
 fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
-    let Load::Open { rate, pool } = &spec.load else {
-        return None;
+    let (rate, pool) = match (&spec.load, spec.every) {
+        (Load::Open { rate, pool }, _) => (rate, pool),
+        (Load::Closed { connections }, Some(every)) => {
+            return Some(paced_schedule(spec, out, connections, every))
+        }
+        (Load::Closed { .. }, None) => return None,
     };
     let ran = rate.truncated(out.duration);
     let mut intended = ran.total().ceil() as u64;
@@ -235,6 +239,65 @@ fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
         });
     }
     Some(info)
+}
+
+/// Paced connections (each sends at most every `every`): what their pace asked for, and
+/// whether it was kept. A connection sends again only once its answer came, so answers
+/// slower than the period leave sends due and never made: that is a shortfall of the pace,
+/// said as such, never a quiet lower rate. `intended` counts whole periods only (each
+/// connection's first send, as it opens, is a bonus), so a kept pace never shows as short.
+fn paced_schedule(
+    spec: &RunSpec,
+    out: &RunOutput,
+    connections: &model::Curve,
+    every: std::time::Duration,
+) -> ScheduleInfo {
+    let ran = connections.truncated(out.duration);
+    let period = every.as_secs_f64().max(1e-6);
+    let mut intended = (ran.total() / period).floor() as u64;
+    if let Some(n) = spec.max_requests {
+        intended = intended.min(n);
+    }
+    let all = &out.totals.all;
+    let sent = all.requests + out.unfinished;
+    let span = ran
+        .end()
+        .unwrap_or(out.duration)
+        .min(out.duration)
+        .as_secs_f64();
+    let asked_rps = if span > 0.0 {
+        ran.total() / period / span
+    } else {
+        0.0
+    };
+    let mut info = ScheduleInfo {
+        intended,
+        intended_rps: asked_rps,
+        late: all.late,
+        max_lag_ms: all.max_lag_us as f64 / 1000.0,
+        not_sent: intended.saturating_sub(sent),
+        iterations: false,
+        shortfall: None,
+    };
+    let achieved_rps = out.totals.rates(out.scheduled.as_secs_f64()).0;
+    if achieved_rps < 0.95 * asked_rps && info.late * 100 > intended.max(1) {
+        let service_ms = all.service.mean() / 1000.0;
+        let peak = connections.peak().round().max(1.0);
+        info.shortfall = Some(results::Shortfall {
+            asked_rps,
+            achieved_rps,
+            limit: "pace".into(),
+            pool: peak as u64,
+            service_ms,
+            unloaded_ms: all.service.min() as f64 / 1000.0,
+            pool_carries_rps: if service_ms > 0.0 {
+                peak * 1000.0 / service_ms.max(period * 1000.0)
+            } else {
+                0.0
+            },
+        });
+    }
+    info
 }
 
 /// The summary of `totals` over `duration_s` seconds.

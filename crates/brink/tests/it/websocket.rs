@@ -455,6 +455,11 @@ fn held_connections_ping_and_stay_up() {
         ran.stderr
     );
     assert_eq!(s["ok"], requests);
+    // The pace was kept: 200 pings asked for, none short, no shortfall.
+    let sc = &s["schedule"];
+    assert_eq!(sc["intended"], 200, "{sc}");
+    assert_eq!(sc["not_sent"], 0, "{sc}");
+    assert!(sc["shortfall"].is_null(), "{sc}");
     let ws = &s["websocket"];
     assert_eq!(ws["upgrades"], 20, "{ws}");
     assert_eq!(ws["unexpected_closes"], 0, "{ws}");

@@ -206,7 +206,6 @@ fn paced_messages_held_up_by_slow_answers_wait_in_their_latency() {
         "1",
         "-d",
         "2s",
-        "-q",
     ]);
     let s = &ran.result["summary"];
     let ms = |h: &str, p: &str| s[h][p].as_f64().unwrap_or(0.0);
@@ -221,4 +220,11 @@ fn paced_messages_held_up_by_slow_answers_wait_in_their_latency() {
         "{s}"
     );
     assert_eq!(ran.result["scenarios"][0]["load"]["every_ms"], 100.0);
+    // The pace asked for 20 messages and the connection could send about 7: said, not a
+    // quietly lower rate.
+    let sc = &s["schedule"];
+    assert_eq!(sc["intended"], 20, "{sc}");
+    assert!(sc["not_sent"].as_u64().unwrap_or(0) >= 10, "{sc}");
+    assert_eq!(sc["shortfall"]["limit"], "pace", "{sc}");
+    assert!(ran.stdout.contains("SHORTFALL"), "{}", ran.stdout);
 }
