@@ -212,8 +212,9 @@ fn hooks_dir(r: &crate::cli::RunArgs, run_id: &str, make: bool) -> Result<PathBu
     }
 }
 
-/// `--dry-run`: the search and each hook, with when it would run and what it would get.
-fn dry_run(search: &Search) -> String {
+/// `--dry-run`: the search, its pace and objectives, and each hook, with when it would run
+/// and what it would get.
+fn dry_run(search: &Search, job: &Job) -> String {
     let mut o = format!(
         "find by {} from {} to {}, {}s steps; hooks write to {}\n",
         search.by.name(),
@@ -222,6 +223,17 @@ fn dry_run(search: &Search) -> String {
         search.step.as_secs_f64(),
         search.hooks.out_dir.display()
     );
+    if let Some(every) = job.spec.every {
+        o.push_str(&format!(
+            "  each connection sends every {}: the search finds how many connections the service holds at that pace\n",
+            results::fmt::fmt_period(every.as_secs_f64() * 1000.0)
+        ));
+    }
+    let objectives: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
+    o.push_str(&format!(
+        "  a step passes while: {}\n",
+        objectives.join(", ")
+    ));
     let h = &search.hooks;
     for (name, hook, when) in [
         ("peak", &h.peak, "during a capture step at the maximum sustainable level, and one at the first failing level"),
@@ -280,7 +292,7 @@ pub fn find_cmd(a: &FindArgs) -> Result<i32, Fail> {
     let job = base_job(&a.search, jobs)?;
     let search = settings(a, &job, &hooks)?;
     if a.dry_run {
-        crate::console::emit(&dry_run(&search));
+        crate::console::emit(&dry_run(&search, &job));
         return Ok(0);
     }
     let order = crate::distribute::WorkerOrder::new(&a.run.load, Some(&a.search), session.seed);

@@ -605,6 +605,7 @@ fn a_hook_runs_during_the_capture_step_at_the_peak() {
         text.contains("peak: sh -c") && text.contains("50% into the step"),
         "{text}"
     );
+    assert!(text.contains("a step passes while: "), "{text}");
     assert_eq!(srv.counters.requests(), 0, "a dry run sends nothing");
 
     args.push("-q".into());

@@ -82,6 +82,15 @@ pub fn brink_json_on_cpu(cpu: usize, args: &[&str]) -> Ran {
     ran(c, args)
 }
 
+/// [`brink_json_on_cpu`] at the lowest priority (`nice -n 19`): beside busy loops on that
+/// CPU, brink gets only what they leave, every time it wakes.
+pub fn brink_json_on_cpu_niced(cpu: usize, args: &[&str]) -> Ran {
+    let mut c = std::process::Command::new("nice");
+    c.args(["-n", "19", "taskset", "-c", &cpu.to_string()]);
+    c.arg(env!("CARGO_BIN_EXE_brink"));
+    ran(c, args)
+}
+
 fn ran(brink: std::process::Command, args: &[&str]) -> Ran {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("r.json");

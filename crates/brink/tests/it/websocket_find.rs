@@ -228,3 +228,28 @@ fn paced_messages_held_up_by_slow_answers_wait_in_their_latency() {
     assert_eq!(sc["shortfall"]["limit"], "pace", "{sc}");
     assert!(ran.stdout.contains("SHORTFALL"), "{}", ran.stdout);
 }
+
+/// A held search's dry run says the pace each connection keeps and what a step must meet.
+#[test]
+fn a_held_search_dry_run_names_its_pace_and_objectives() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        .args([
+            "find",
+            "ws://127.0.0.1:9/",
+            "--hold",
+            "--every",
+            "500ms",
+            "--slo",
+            "dropped < 0.1%",
+            "--dry-run",
+        ])
+        .output()
+        .expect("brink runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("each connection sends every 500ms"), "{text}");
+    assert!(
+        text.contains("a step passes while: dropped < 0.1%"),
+        "{text}"
+    );
+}
