@@ -215,7 +215,9 @@ fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
     // What completed over the schedule, as the summary's rate says (iterations started, for
     // a flow).
     let achieved_rps = starts.rates(out.scheduled.as_secs_f64()).0 / per as f64;
-    if achieved_rps < 0.95 * asked_rps && info.late * 100 > intended.max(1) {
+    // Nothing answered: no service time to tell the limits apart (the errors say why).
+    let answered = !all.service.is_empty();
+    if answered && achieved_rps < 0.95 * asked_rps && info.late * 100 > intended.max(1) {
         let service_ms = all.service.mean() / 1000.0;
         let unloaded_ms = all.service.min() as f64 / 1000.0;
         let pool_carries_rps = if service_ms > 0.0 {
@@ -280,7 +282,8 @@ fn paced_schedule(
         shortfall: None,
     };
     let achieved_rps = out.totals.rates(out.scheduled.as_secs_f64()).0;
-    if achieved_rps < 0.95 * asked_rps && info.late * 100 > intended.max(1) {
+    let answered = !all.service.is_empty();
+    if answered && achieved_rps < 0.95 * asked_rps && info.late * 100 > intended.max(1) {
         let service_ms = all.service.mean() / 1000.0;
         let peak = connections.peak().round().max(1.0);
         info.shortfall = Some(results::Shortfall {

@@ -103,7 +103,10 @@ fn upgrades_that_never_finish_or_lie_are_handshake_errors() {
             }
         }
     });
-    bounded("never answers", &silent, &[], "handshake");
+    let s = bounded("never answers", &silent, &[], "handshake");
+    // Connections cut while upgrading were never held: no up time, no close code.
+    assert!(s["websocket"]["connected_ms"].is_null(), "{s}");
+    assert!(s["websocket"]["close_codes"]["1006"].is_null(), "{s}");
     let wrong = RawServer::start(|mut sock, _| {
         if read_upgrade(&mut sock).is_some() {
             let _ = sock.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n");
@@ -416,4 +419,37 @@ fn messages_still_waiting_at_the_end_are_counted_as_sent() {
     // Two upgrade requests and two 8-byte frames ("hi" masked).
     assert!(s["bytes_out"].as_u64().unwrap_or(0) > 2 * (150 + 8), "{s}");
     assert!(ran.stderr.contains("none finished"), "{}", ran.stderr);
+}
+
+/// A server that never answers brink's close: the connection ends without a close frame
+/// from it, which is counted as 1006 (not as the server's doing), so every upgraded
+/// connection is accounted by exactly one close code.
+#[test]
+fn a_close_the_server_never_answers_counts_as_abnormal() {
+    let _cpu = crate::support::cpu_shared();
+    let mute = upgraded(|mut sock, until| {
+        let mut buf = [0u8; 256];
+        // Echo nothing useful: answer each client frame with an empty text frame, and never
+        // send a close (reading on until brink gives up).
+        while Instant::now() < until {
+            match sock.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(_) if buf[0] & 0x0F == 0x8 => continue,
+                Ok(_) => {
+                    if sock.write_all(&[0x81, 0x00]).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let url = format!("ws://127.0.0.1:{}/", mute.port);
+    let t = Instant::now();
+    let ran = brink_json(&["run", &url, "--message", "hi", "-c", "2", "-n", "10", "-q"]);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let ws = &ran.result["summary"]["websocket"];
+    assert_eq!(ran.result["summary"]["ok"], 10, "{}", ran.stderr);
+    assert_eq!(ws["upgrades"], 2, "{ws}");
+    assert_eq!(ws["close_codes"], serde_json::json!({"1006": 2}), "{ws}");
+    assert_eq!(ws["unexpected_closes"], 0, "{ws}");
 }

@@ -86,17 +86,17 @@ fn an_open_model_rate_sends_every_arrival_and_closes_cleanly() {
     assert_eq!(ws["unexpected_closes"], 0, "{ws}");
 }
 
-/// Answers each message, then ends the connection 30 ms later with 1001 (going away).
+/// Answers each message, then ends the connection 20 ms later with 1001 (going away).
 const ONE_AND_GONE: &str = r#"
 async def echo(ws):
     async for m in ws:
         await ws.send(m)
-        await asyncio.sleep(0.03)
+        await asyncio.sleep(0.02)
         await ws.close(1001, "bye")
         return
 "#;
 
-/// A server that ends idle connections between arrivals (20 a second, 50 ms apart): each
+/// A server that ends idle connections between arrivals (10 a second, 100 ms apart): each
 /// end is counted by its code and as the server's, no message fails for it, and the next
 /// arrival opens a fresh connection. Over `ws://` (the epoll loop) and `wss://` (tokio) alike.
 #[test]
@@ -118,9 +118,9 @@ fn connections_the_server_ends_while_idle_are_counted_and_reopened() {
             "--message",
             "hi",
             "--rate",
-            "20",
+            "10",
             "-d",
-            "1s",
+            "2s",
             "-c",
             "1",
             "--cacert",
@@ -140,4 +140,109 @@ fn connections_the_server_ends_while_idle_are_counted_and_reopened() {
         );
         assert_eq!(ws["upgrades"].as_u64(), Some(20), "{scheme}: {ws}");
     }
+}
+
+/// Each answer followed by 200 more messages of 1 KiB: 200 KiB the socket's window cannot
+/// hold for long.
+const ANSWER_AND_MORE: &str = r#"
+async def echo(ws):
+    async for m in ws:
+        await ws.send(m)
+        for _ in range(200):
+            await ws.send("z" * 1024)
+"#;
+
+/// A server that sends more than the answer: what waits in the socket after an answer is
+/// read on, never left there (with the window full, the server could send nothing more, and
+/// the connection would stall until a timeout, its close handshake unanswered).
+#[test]
+fn what_follows_an_answer_is_read_not_left_in_the_socket() {
+    let _cpu = crate::support::cpu_shared();
+    let Some((_server, url, _log)) = serving(ANSWER_AND_MORE) else {
+        return;
+    };
+    for load in [
+        &["-c", "1", "-n", "100"][..],
+        &["--rate", "50", "-n", "40"][..],
+    ] {
+        let mut args = vec![
+            "run",
+            url.as_str(),
+            "--message",
+            "hi",
+            "--timeout",
+            "1s",
+            "-q",
+        ];
+        args.extend_from_slice(load);
+        let ran = brink_json(&args);
+        let s = &ran.result["summary"];
+        let ws = &s["websocket"];
+        let n = s["requests"].as_u64().unwrap_or(0);
+        assert_eq!(
+            s["ok"].as_u64(),
+            Some(n),
+            "{load:?}: {}\n{}",
+            s["errors_by_kind"],
+            ran.stderr
+        );
+        assert!(n > 0, "{load:?}: {s}");
+        // The close handshake read past everything the server pushed, to its close.
+        let upgrades = ws["upgrades"].as_u64().unwrap_or(0);
+        assert_eq!(
+            ws["close_codes"]["1000"].as_u64(),
+            Some(upgrades),
+            "{load:?}: {ws}"
+        );
+        assert!(
+            ws["messages_received"].as_u64().unwrap_or(0) > 100 * n,
+            "{load:?}: {ws}"
+        );
+    }
+}
+
+/// After its first answer, pushes 1 KiB messages without end.
+const FIREHOSE: &str = r#"
+async def echo(ws):
+    async for m in ws:
+        await ws.send(m)
+        while True:
+            await ws.send("z" * 1024)
+"#;
+
+/// A connection flooded while brink has nothing to ask still gets its reads in turns: the
+/// run ends within its duration, grace and close deadline.
+#[test]
+fn a_flooded_idle_connection_does_not_hold_the_run_past_its_end() {
+    let _cpu = crate::support::cpu_shared();
+    let Some((_server, url, _log)) = serving(FIREHOSE) else {
+        return;
+    };
+    let t = std::time::Instant::now();
+    let ran = brink_json(&[
+        "run",
+        &url,
+        "--message",
+        "hi",
+        "--rate",
+        "10",
+        "-d",
+        "1s",
+        "-c",
+        "1",
+        "--timeout",
+        "1s",
+        "--grace",
+        "1s",
+        "-q",
+    ]);
+    let took = t.elapsed();
+    // 1 s of schedule, 1 s of grace, 1 s for the close handshake, and start-up.
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    let s = &ran.result["summary"];
+    assert!(s["ok"].as_u64().unwrap_or(0) >= 1, "{s}\n{}", ran.stderr);
+    assert!(
+        s["websocket"]["messages_received"].as_u64().unwrap_or(0) > 100,
+        "{s}"
+    );
 }

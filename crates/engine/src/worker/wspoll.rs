@@ -333,19 +333,34 @@ impl Worker<'_> {
             let Some(spare) = m.spare() else {
                 return self.failed(k, ErrorKind::Protocol);
             };
-            match sock.recv(spare) {
+            let room = spare.len();
+            let drained = match sock.recv(spare) {
                 Ok(0) => return self.failed(k, ErrorKind::Closed),
-                Ok(n) => m.got(n),
+                Ok(n) => {
+                    m.got(n);
+                    n < room
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return self.failed(k, io_kind(&e)),
-            }
+            };
             if self.progress(k, Instant::now()) {
+                // The state this read served is over. A read that filled the buffer may have
+                // left more in the socket, which no new edge will announce (a server that
+                // sends more than the answer, and waits on a full window): read on next turn.
+                if !drained {
+                    self.read_again(k);
+                }
                 return;
             }
         }
+        self.read_again(k);
+    }
+
+    /// Lists connection `k` to be read again on the next turn (once).
+    fn read_again(&mut self, k: usize) {
         let c = &mut self.conns[k];
-        if !c.again {
+        if !c.again && c.sock.is_some() {
             c.again = true;
             self.core.again.push(k);
         }
@@ -431,17 +446,21 @@ impl Worker<'_> {
         let (Some(sock), Some(m)) = (c.sock.as_ref(), c.m.as_mut()) else {
             return;
         };
-        let mut ended = false;
-        loop {
+        let (mut ended, mut more) = (false, true);
+        for _ in 0..READS_PER_TURN {
             if !m.has_room() {
                 c.unread = true; // a frame longer than the buffer: the next exchange reads it
+                more = false;
                 break;
             }
             let Some(spare) = m.spare() else { break };
             match sock.recv(spare) {
                 Ok(0) => return self.ended_idle(k),
                 Ok(n) => m.got(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return self.ended_idle(k),
             }
@@ -453,6 +472,9 @@ impl Worker<'_> {
         let flushed = self.flush(k);
         if ended || flushed.is_err() {
             self.drop_conn(k);
+        } else if more {
+            // A server that pushes without end gets its turn's reads, then waits for the next.
+            self.read_again(k);
         }
     }
 
@@ -605,7 +627,13 @@ impl Worker<'_> {
             if now >= until {
                 break;
             }
-            if let Err(e) = self.core.poll.wait(&mut events, until - now) {
+            // Connections with more to read go on at once; the others wait for an event.
+            let wait = if self.core.again.is_empty() {
+                until - now
+            } else {
+                std::time::Duration::ZERO
+            };
+            if let Err(e) = self.core.poll.wait(&mut events, wait) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
                 }

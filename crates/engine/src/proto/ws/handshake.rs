@@ -19,7 +19,7 @@ pub enum Refused {
     Status(u16),
     /// A 101 that is not a WebSocket upgrade, or not for this key: what was wrong.
     Wrong(&'static str),
-    /// The head was not HTTP, or longer than [`MAX_HEAD`].
+    /// The head was not HTTP, or longer than [`MAX_HEAD`] or [`MAX_HEADERS`] lines.
     Malformed,
 }
 
@@ -40,7 +40,7 @@ impl Refused {
             Refused::Status(s) => format!("answered {s} instead of 101 Switching Protocols"),
             Refused::Wrong(w) => format!("a 101 with {w}"),
             Refused::Malformed => {
-                format!("an answer that is not HTTP, or a head over {MAX_HEAD} bytes")
+                format!("an answer that is not HTTP, or a head over {MAX_HEAD} bytes or {MAX_HEADERS} header lines")
             }
         }
     }

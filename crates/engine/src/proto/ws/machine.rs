@@ -69,6 +69,11 @@ pub struct Machine {
     up_since: Instant,
     /// The server ended the connection (a close, a drop, a broken rule).
     server_ended: bool,
+    /// The upgrade completed: only then is the connection's end (up time, how) accounted.
+    upgraded: bool,
+    /// Its close code is counted: every upgraded connection ends with exactly one (1006 when
+    /// no close frame came: dropped, cut at the end of the run, or brink's close unanswered).
+    close_counted: bool,
     /// Its end (up time, how) is accounted.
     ended: bool,
     /// The payload of the ping awaiting its pong.
@@ -97,6 +102,8 @@ impl Machine {
             counts: WsCounts::default(),
             up_since: Instant::now(),
             server_ended: false,
+            upgraded: false,
+            close_counted: false,
             ended: false,
             ping_id: 0,
             broken: false,
@@ -147,6 +154,7 @@ impl Machine {
                 self.take(n);
                 self.up_since = Instant::now();
                 self.limit = self.most;
+                self.upgraded = true;
                 Ok(true)
             }
             Ok(None) => Ok(false),
@@ -341,9 +349,16 @@ impl Machine {
     /// The connection ended (end of stream, a reset) while brink read it: without a close
     /// frame, so 1006, ended by the server. What it counts as.
     pub fn dropped(&mut self) -> ErrorKind {
-        self.counts.closes.add(1006, 1);
+        self.closed_with(1006);
         self.server_ended = true;
         ErrorKind::Closed
+    }
+
+    /// Counts the connection's close code, once.
+    fn closed_with(&mut self, code: u16) {
+        if !std::mem::replace(&mut self.close_counted, true) {
+            self.counts.closes.add(code, 1);
+        }
     }
 
     /// The server ended the connection between messages: its close code, if a close frame
@@ -362,7 +377,7 @@ impl Machine {
                         None => {}
                     }
                 }
-                Ok(None) => return self.counts.closes.add(1006, 1),
+                Ok(None) => return self.closed_with(1006),
                 Err(_) => {
                     self.violated = true;
                     return;
@@ -381,8 +396,10 @@ impl Machine {
         if std::mem::take(&mut self.violated) {
             rec.record_error(ErrorKind::Protocol);
         }
-        if ending && !self.ended {
+        if ending && !self.ended && self.upgraded {
             self.ended = true;
+            // Ended without a close frame from the server: abnormal (RFC 6455 §7.1.5).
+            self.closed_with(1006);
             let up = self.up_since.elapsed().as_micros();
             self.counts.record_up(u64::try_from(up).unwrap_or(u64::MAX));
             if self.server_ended {
@@ -433,7 +450,7 @@ impl Machine {
             Event::Message { .. } => self.counts.received += 1,
             Event::Ping(_) => self.counts.pings += 1,
             Event::Pong(_) => {}
-            Event::Close { code, .. } => self.counts.closes.add(code.unwrap_or(1005), 1),
+            Event::Close { code, .. } => self.closed_with(code.unwrap_or(1005)),
         }
     }
 
