@@ -147,9 +147,14 @@ pub fn run(
     drop(tx);
     let mut agg = Merger::new(shared.workers, &spec.load, spec.workload.requests.len());
     let mut failure = None;
+    // When the last worker's load was over, for workers that close connections after it.
+    let mut load_over: Option<Instant> = None;
     let mut handle_msg = |agg: &mut Merger, msg: Msg| match msg {
         Msg::Buckets(w, b) => agg.bucket(w, b),
-        Msg::Done(w, unfinished, sched) => agg.done(w, unfinished, sched),
+        Msg::Done(w, unfinished, sched, over) => {
+            load_over = load_over.max(over);
+            agg.done(w, unfinished, sched);
+        }
         Msg::Failed(e) => failure = Some(e),
     };
     let mut interrupted = false;
@@ -177,7 +182,18 @@ pub fn run(
             shared.stop.store(true, Ordering::Relaxed);
         }
     }
-    let duration = shared.start.elapsed();
+    // A WebSocket's close handshakes come after its last answer: waiting for a slow close
+    // is not part of the load, and an `-n` run's rates must not count it. A schedule that
+    // ran whole still lasts to its end.
+    let elapsed = shared.start.elapsed();
+    let whole = !interrupted && !agg.aborted && spec.max_requests.is_none();
+    let duration = match (load_over, spec.load.end().filter(|_| whole)) {
+        (None, _) => elapsed,
+        (Some(t), end) => t
+            .saturating_duration_since(shared.start)
+            .max(end.unwrap_or_default())
+            .min(elapsed),
+    };
     for h in handles {
         if h.join().is_err() {
             failure.get_or_insert_with(|| "a worker thread panicked".to_string());

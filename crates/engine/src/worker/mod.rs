@@ -133,8 +133,10 @@ pub enum Msg {
     /// One second of one worker: a bucket per request of the workload.
     Buckets(usize, Vec<Bucket>),
     /// A worker finished: its requests still in flight when it stopped, and its scheduler
-    /// figures over the run (where the kernel keeps them).
-    Done(usize, u64, Option<Sched>),
+    /// figures over the run (where the kernel keeps them), and when its load was over if it
+    /// then spent time closing connections (a WebSocket's close handshakes): the run's
+    /// duration ends there, not after the closes.
+    Done(usize, u64, Option<Sched>, Option<Instant>),
     Failed(String),
 }
 
@@ -146,17 +148,17 @@ pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 pub fn run(shared: Arc<Shared>, id: usize, tx: Sender<Msg>) {
     let sched0 = observe::procfs::thread_sched();
     let outcome = match Loop::of(&shared) {
-        Loop::H1 => epoll::run(&shared, id, &tx),
-        Loop::H2c => h2poll::run(&shared, id, &tx),
+        Loop::H1 => epoll::run(&shared, id, &tx).map(|(b, u)| (b, u, None)),
+        Loop::H2c => h2poll::run(&shared, id, &tx).map(|(b, u)| (b, u, None)),
         Loop::Ws => wspoll::run(&shared, id, &tx),
         Loop::Tokio => tasks::run(&shared, id, &tx),
     };
     match outcome {
-        Ok((last, unfinished)) => {
+        Ok((last, unfinished, over)) => {
             let _ = tx.send(Msg::Buckets(id, last));
             let sched = sched0.zip(observe::procfs::thread_sched());
             let sched = sched.map(|(before, after)| after.since(before));
-            let _ = tx.send(Msg::Done(id, unfinished, sched));
+            let _ = tx.send(Msg::Done(id, unfinished, sched, over));
         }
         Err(e) => {
             let _ = tx.send(Msg::Failed(format!("worker {id}: {e}")));

@@ -52,14 +52,17 @@ struct Local {
     wanted: Notify,
     /// Open model: the schedule has no more arrivals.
     over: Cell<bool>,
+    /// When the worker's last exchange ended.
+    last_done: Cell<Option<Instant>>,
 }
 
-/// Runs the worker; returns its last partial buckets and the requests still in flight.
+/// Runs the worker; returns its last partial buckets, the requests still in flight, and
+/// when its last exchange ended (its slots close their connections after it).
 pub fn run(
     shared: &Arc<Shared>,
     id: usize,
     tx: &Sender<Msg>,
-) -> Result<(Vec<Bucket>, u64), String> {
+) -> Result<(Vec<Bucket>, u64, Option<Instant>), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -80,6 +83,7 @@ pub fn run(
         idle: Cell::new(0),
         wanted: Notify::new(),
         over: Cell::new(false),
+        last_done: Cell::new(None),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async {
@@ -97,7 +101,7 @@ pub fn run(
         drop(local);
     }
     let last = ctx.rec.take();
-    Ok((last, ctx.in_flight.get()))
+    Ok((last, ctx.in_flight.get(), ctx.last_done.get()))
 }
 
 /// Resolves on an interrupt, or when requests still in flight after the end of the schedule
@@ -490,6 +494,7 @@ impl Slot {
         let result = c.at_deadline(connector, result, Instant::now() >= deadline);
         let done = Instant::now();
         self.last_done = done;
+        ctx.last_done.set(Some(done));
         if let (Some(started), false, Ok(_)) = (opened_at, shared.keepalive, &result) {
             ctx.rec.borrow_mut()[self.vu.current]
                 .setup

@@ -87,12 +87,13 @@ struct Worker<'a> {
     conns: Vec<Conn>,
 }
 
-/// Runs the worker; returns its last partial buckets and the requests still in flight.
+/// Runs the worker; returns its last partial buckets, the requests still in flight, and when
+/// its load was over (before the close handshakes).
 pub fn run(
     shared: &Arc<Shared>,
     id: usize,
     tx: &Sender<Msg>,
-) -> Result<(Vec<Bucket>, u64), String> {
+) -> Result<(Vec<Bucket>, u64, Option<Instant>), String> {
     let now = Instant::now();
     let slots = driver::slots(shared, id);
     let conns = (0..slots)
@@ -117,8 +118,10 @@ pub fn run(
         conns,
     };
     driver::run(&mut w);
+    let over = Instant::now();
+    let in_flight = w.core.in_flight;
     w.close_all();
-    Ok((std::mem::take(&mut w.core.rec), w.core.in_flight))
+    Ok((std::mem::take(&mut w.core.rec), in_flight, Some(over)))
 }
 
 impl<'a> driver::Conns<'a> for Worker<'a> {
