@@ -577,6 +577,16 @@ fn latency_table(o: &mut String, r: &ScenarioResult) {
     }
 }
 
+/// A distribution bin's bound: as the tables write it, but with a third decimal under
+/// 0.1 ms, where bins narrower than 0.01 ms would otherwise share one label.
+fn bin_label(ms: f64) -> String {
+    if ms < 0.1 {
+        format!("{ms:.3}ms")
+    } else {
+        fmt_ms(ms)
+    }
+}
+
 fn distribution(o: &mut String, r: &ScenarioResult) {
     let bins = &r.summary.latency_histogram;
     let total: u64 = bins.iter().map(|b| b.count).sum();
@@ -590,7 +600,7 @@ fn distribution(o: &mut String, r: &ScenarioResult) {
         let _ = writeln!(
             o,
             "    <= {:>9}  {:>10}  {:>6.2}%  {}",
-            fmt_ms(b.le_ms),
+            bin_label(b.le_ms),
             fmt_count(b.count),
             b.count as f64 * 100.0 / total as f64,
             "█".repeat(width)
@@ -671,6 +681,13 @@ fn row_to(o: &mut String, k: &str, v: String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrow_bins_under_a_tenth_of_a_millisecond_keep_distinct_labels() {
+        assert_eq!(bin_label(0.016), "0.016ms");
+        assert_ne!(bin_label(0.016), bin_label(0.024));
+        assert_eq!(bin_label(0.5), "0.50ms");
+    }
 
     #[test]
     fn formats() {
