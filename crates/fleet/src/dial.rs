@@ -19,6 +19,11 @@ pub(crate) const HELLO: Duration = Duration::from_secs(60);
 const PINGS: u32 = 8;
 /// How much of a refusal's body is read and quoted.
 const REFUSAL: usize = 200;
+/// The flow-control window granted to a worker's stream (and its connection): HTTP/2's
+/// default of 64 KiB made the coordinator write a WINDOW_UPDATE every two seconds to every
+/// worker, a third of its writes in a long run. 256 KiB is twenty seconds of a busy worker's
+/// lines, and bounds what a coordinator that falls behind holds for each.
+const WINDOW: u32 = 256 << 10;
 
 /// One worker's stream, on the `h2` crate itself: a coordinator of a thousand workers holds a
 /// thousand of these, and hyper's client would add its dispatch channel and a task to each.
@@ -119,7 +124,11 @@ async fn h2_over<I>(name: &str, io: I) -> Result<H2, String>
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (h2, conn) = tokio::time::timeout(CONNECT, h2::client::handshake(io))
+    let handshake = h2::client::Builder::new()
+        .initial_window_size(WINDOW)
+        .initial_connection_window_size(WINDOW)
+        .handshake(io);
+    let (h2, conn) = tokio::time::timeout(CONNECT, handshake)
         .await
         .map_err(|_| format!("worker {name}: no HTTP/2 handshake within {CONNECT:?}"))?
         .map_err(|e| format!("worker {name}: not a brink worker ({e})"))?;

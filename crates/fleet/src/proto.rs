@@ -13,8 +13,10 @@ use std::time::Duration;
 /// run is a typed order, no longer a command line.
 pub const PROTOCOL: u32 = 2;
 
-/// How often the coordinator says it is still there.
-pub const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How often the coordinator says it is still there: a write to every worker, the most
+/// frequent the coordinator makes, so no more often than a worker needs (it allows
+/// [`HEARTBEAT_LAPSE`], two and a half of these).
+pub const HEARTBEAT: Duration = Duration::from_secs(2);
 
 /// A worker that hears nothing for this long stops its load.
 pub const HEARTBEAT_LAPSE: Duration = Duration::from_secs(5);

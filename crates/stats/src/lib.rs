@@ -15,7 +15,9 @@ pub mod traces;
 mod wire;
 
 pub use bucket::{Bucket, CheckOutcome, Checked, Refusal, Setup, StatusCounts, Streamed, WsCounts};
-pub use hist::{decode, encode, new_histogram, DecodeError, Histogram, HIST_DIGITS, HIST_MAX_US};
+pub use hist::{
+    decode, encode, encode_plain, new_histogram, DecodeError, Histogram, HIST_DIGITS, HIST_MAX_US,
+};
 pub use kind::ErrorKind;
 pub use summary::{Grace, LatencySummary, Totals};
 pub use timeline::Timeline;

@@ -2,9 +2,10 @@
 //! second: building each arriving histogram whole (188 KiB of counts at the project's bounds)
 //! and adding it counter by counter cost more than everything else it does. An HdrHistogram V2
 //! encoding already lists only the counts that are not zero, so [`Sparse::read`] takes those
-//! (value, count) pairs, checks the whole encoding first (nothing half-merged from a broken
-//! one), and [`Sparse::add_to`] records them: work in proportion to what was measured, not to
-//! the histogram's range. Encodings of other bounds are read through the library, as before.
+//! (bucket index, count) pairs, checks the whole encoding first (nothing half-merged from a
+//! broken one), and [`Sparse::add_to_counts`] adds them where they belong: work in proportion
+//! to what was measured, not to the histogram's range. Encodings of other bounds are read
+//! through the library, as before.
 
 use crate::hist::{decode, DecodeError, Histogram, HIST_DIGITS, HIST_MAX_US};
 use base64::Engine;
@@ -18,16 +19,26 @@ const HEADER: usize = 40;
 /// The most bytes a V2 encoding of the project's bounds takes (every counter at 9 bytes).
 const MOST: usize = HEADER + 9 * 30_000;
 
-/// The non-zero buckets of one histogram: (bucket index at the project's bounds, count), or
-/// for an encoding of other bounds (lowest value of the bucket, count).
-#[derive(Debug, Default, PartialEq)]
+/// One histogram's counts, checked: for an encoding of the project's bounds its (bucket
+/// index, count) pairs, for one of other bounds its (lowest value of a bucket, count) pairs.
+#[derive(Debug, PartialEq)]
 pub struct Sparse {
-    pairs: Vec<(u64, u64)>,
-    by_index: bool,
+    form: Form,
+}
+
+#[derive(Debug, PartialEq)]
+enum Form {
+    Ours {
+        /// Counts that fit a counter, by bucket index.
+        pairs: Vec<(u32, u32)>,
+        /// Counts that do not (4 billion in one bucket, never an honest worker's).
+        big: Vec<(u32, u64)>,
+    },
+    Other(Vec<(u64, u64)>),
 }
 
 impl Sparse {
-    /// The buckets of a base64 V2 encoding (compressed or not), checked whole.
+    /// The counts of a base64 V2 encoding (compressed or not), checked whole.
     pub fn read(text: &str) -> Result<Sparse, DecodeError> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
@@ -37,59 +48,139 @@ impl Sparse {
             Some(V2) => bytes,
             _ => return Err(DecodeError::NotHdr("no V2 cookie".into())),
         };
-        match Shape::of(&plain)? {
-            Some(shape) => Ok(Sparse {
-                pairs: shape.buckets(&plain[HEADER..])?,
-                by_index: true,
-            }),
-            // Other bounds: the library reads it into the project's, then its buckets.
-            None => {
-                let h = decode(text)?;
-                Ok(Sparse {
-                    pairs: h
-                        .iter_recorded()
-                        .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                        .collect(),
-                    by_index: false,
-                })
+        if ours(&plain)? {
+            return ours_read(&plain[HEADER..]);
+        }
+        // Other bounds: the library reads it into the project's, then its buckets.
+        let h = decode(text)?;
+        Ok(Sparse {
+            form: Form::Other(
+                h.iter_recorded()
+                    .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                    .collect(),
+            ),
+        })
+    }
+
+    /// Adds these counts to `h` (one of the project's bounds).
+    pub fn add_to(&self, h: &mut Histogram) {
+        match &self.form {
+            Form::Ours { pairs, big } => {
+                let pairs = pairs.iter().map(|&(i, n)| (i, u64::from(n)));
+                for (index, count) in pairs.chain(big.iter().copied()) {
+                    h.saturating_record_n(Shape::OURS.value(index.into()), count);
+                }
+            }
+            Form::Other(pairs) => {
+                for &(value, count) in pairs {
+                    h.saturating_record_n(value, count);
+                }
             }
         }
     }
 
-    /// Adds these buckets to `h` (one of the project's bounds).
-    pub fn add_to(&self, h: &mut Histogram) {
-        let shape = Shape::ours();
-        for &(at, count) in &self.pairs {
-            let value = if self.by_index { shape.value(at) } else { at };
-            h.saturating_record_n(value, count);
-        }
-    }
-
-    /// Adds these buckets to `counts`, one counter per bucket of the project's bounds (many
+    /// Adds these counts to `counts`, one counter per bucket of the project's bounds (many
     /// seconds added there cost an addition each, and [`flush`] records the sum once);
     /// `false` for an encoding of other bounds, which must go through [`Sparse::add_to`].
-    pub fn add_to_counts(&self, counts: &mut Vec<u64>) -> bool {
-        if !self.by_index {
+    /// A counter holds 32 bits, half the memory a merge walks through: a count or a sum that
+    /// does not fit is recorded into `h` instead, exact either way.
+    pub fn add_to_counts(&self, counts: &mut Vec<u32>, h: &mut Histogram) -> bool {
+        let Form::Ours { pairs, big } = &self.form else {
             return false;
-        }
+        };
         if counts.is_empty() {
-            counts.resize(Shape::ours().value_index_limit() as usize, 0);
+            counts.resize(Shape::OURS.limit as usize, 0);
         }
-        for &(index, count) in &self.pairs {
+        // Checked by `read`: every index is below the last bucket.
+        for &(index, count) in pairs {
             if let Some(c) = counts.get_mut(index as usize) {
-                *c = c.saturating_add(count);
+                match c.checked_add(count) {
+                    Some(sum) => *c = sum,
+                    None => h.saturating_record_n(Shape::OURS.value(index.into()), count.into()),
+                }
             }
+        }
+        for &(index, count) in big {
+            h.saturating_record_n(Shape::OURS.value(index.into()), count);
         }
         true
     }
 }
 
+/// The counts of a V2 payload of the project's bounds (zig-zag LEB128 numbers; a negative one
+/// is a run of zeros), checked whole. Each entry is written to a small buffer whether or not
+/// it is a count, and kept by moving on past it: no branch asks which it was (a coordinator
+/// of a thousand workers reads a few megabytes of these a second, and a mispredicted branch
+/// per entry was most of its time).
+fn ours_read(payload: &[u8]) -> Result<Sparse, DecodeError> {
+    const CHUNK: usize = 64;
+    const MAX: u64 = u32::MAX as u64;
+    let mut pairs = Vec::with_capacity(payload.len() / 2);
+    let mut big = Vec::new();
+    let (mut chunk, mut n) = ([(0u32, 0u32); CHUNK], 0usize);
+    let (mut at, mut index) = (0usize, 0u64);
+    while at < payload.len() {
+        // Most counts and runs of zeros take one byte.
+        let (raw, used) = match payload[at] {
+            b if b < 0x80 => (u64::from(b), 1),
+            _ => varint(&payload[at..]).ok_or_else(cut)?,
+        };
+        at += used;
+        // Zig-zag: an odd number is negative, -(half + 1), here that many zeros. In a mask
+        // the compiler cannot see through: it turns a choice into a branch, however written.
+        let (zeros, half) = (std::hint::black_box((raw & 1).wrapping_neg()), raw >> 1);
+        let count = half & !zeros;
+        // An index past u32 is past the last bucket, and stays so: refused below.
+        chunk[n % CHUNK] = (index.min(MAX) as u32, count as u32);
+        // Kept: a count from 1 to u32::MAX (one comparison).
+        n += usize::from(count.wrapping_sub(1) < MAX);
+        if count > MAX {
+            keep_big(&mut big, index, count);
+        }
+        if n == CHUNK {
+            keep_chunk(&mut pairs, &chunk);
+            n = 0;
+        }
+        index = index.saturating_add(1 + (half & zeros));
+    }
+    pairs.extend_from_slice(&chunk[..n]);
+    // Indexes only grow: the last of each list is the highest.
+    let last = [pairs.last().map(|p| p.0), big.last().map(|p| p.0)];
+    if let Some(past) = last
+        .into_iter()
+        .flatten()
+        .find(|&i| u64::from(i) >= Shape::OURS.limit)
+    {
+        return Err(DecodeError::OutOfBounds(format!("bucket {past}")));
+    }
+    Ok(Sparse {
+        form: Form::Ours { pairs, big },
+    })
+}
+
+// Out of the loop above, which then keeps what it needs in registers.
+#[cold]
+#[inline(never)]
+fn cut() -> DecodeError {
+    DecodeError::NotHdr("cut count".into())
+}
+
+#[cold]
+#[inline(never)]
+fn keep_big(big: &mut Vec<(u32, u64)>, index: u64, count: u64) {
+    big.push((index.min(u64::from(u32::MAX)) as u32, count));
+}
+
+#[inline(never)]
+fn keep_chunk(pairs: &mut Vec<(u32, u32)>, chunk: &[(u32, u32)]) {
+    pairs.extend_from_slice(chunk);
+}
+
 /// Records counters summed by [`Sparse::add_to_counts`] into `h`.
-pub fn flush(counts: &[u64], h: &mut Histogram) {
-    let shape = Shape::ours();
+pub fn flush(counts: &[u32], h: &mut Histogram) {
     for (index, &count) in counts.iter().enumerate() {
         if count > 0 {
-            h.saturating_record_n(shape.value(index as u64), count);
+            h.saturating_record_n(Shape::OURS.value(index as u64), u64::from(count));
         }
     }
 }
@@ -120,55 +211,57 @@ fn inflate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
     Ok(out)
 }
 
+/// Whether a plain V2 encoding has the project's bounds (an error: not a whole V2 encoding).
+fn ours(b: &[u8]) -> Result<bool, DecodeError> {
+    let bad = || DecodeError::NotHdr("cut header".into());
+    if cookie(b, 0) != Some(V2) {
+        return Err(DecodeError::NotHdr("no V2 cookie inside".into()));
+    }
+    let payload = cookie(b, 4).ok_or_else(bad)? as usize;
+    let offset = cookie(b, 8).ok_or_else(bad)?;
+    let digits = cookie(b, 12).ok_or_else(bad)?;
+    let (low, high) = (
+        u64_at(b, 16).ok_or_else(bad)?,
+        u64_at(b, 24).ok_or_else(bad)?,
+    );
+    let ratio = f64::from_bits(u64_at(b, 32).ok_or_else(bad)?);
+    if b.len() != HEADER + payload {
+        return Err(DecodeError::NotHdr("payload length does not match".into()));
+    }
+    Ok(offset == 0
+        && digits == u32::from(HIST_DIGITS)
+        && low == 1
+        && high == HIST_MAX_US
+        && ratio == 1.0)
+}
+
 /// How indexes map to values for the project's bounds (1 µs to 1 h at 3 digits).
 struct Shape {
     half_magnitude: u32,
     half_count: u64,
-    payload: usize,
+    /// One past the last bucket.
+    limit: u64,
 }
 
 impl Shape {
-    /// The project's bounds (1 µs to 1 h at 3 digits).
-    fn ours() -> Shape {
-        // As HdrHistogram sizes sub-buckets: 2 x 10^digits values at unit resolution.
-        let single = 2 * 10u64.pow(u32::from(HIST_DIGITS));
+    const OURS: Shape = Shape::of(HIST_DIGITS, HIST_MAX_US);
+
+    /// As HdrHistogram sizes sub-buckets (unit magnitude 0, lowest value 1): 2 x 10^digits
+    /// values at unit resolution, then buckets until one covers `max`.
+    const fn of(digits: u8, max: u64) -> Shape {
+        let single = 2 * 10u64.pow(digits as u32);
         let magnitude = 64 - (single - 1).leading_zeros();
+        let half_count = 1u64 << (magnitude - 1);
+        // The smallest number of buckets b with half_count * 2 << (b - 1) > max.
+        let mut buckets = 1u32;
+        while (half_count * 2) << (buckets - 1) <= max {
+            buckets += 1;
+        }
         Shape {
             half_magnitude: magnitude - 1,
-            half_count: 1 << (magnitude - 1),
-            payload: 0,
+            half_count,
+            limit: (buckets as u64 + 1) * half_count,
         }
-    }
-
-    /// The shape of a plain V2 header when it has the project's bounds (`None`: others).
-    fn of(b: &[u8]) -> Result<Option<Shape>, DecodeError> {
-        let bad = || DecodeError::NotHdr("cut header".into());
-        if cookie(b, 0) != Some(V2) {
-            return Err(DecodeError::NotHdr("no V2 cookie inside".into()));
-        }
-        let payload = cookie(b, 4).ok_or_else(bad)? as usize;
-        let offset = cookie(b, 8).ok_or_else(bad)?;
-        let digits = cookie(b, 12).ok_or_else(bad)?;
-        let (low, high) = (
-            u64_at(b, 16).ok_or_else(bad)?,
-            u64_at(b, 24).ok_or_else(bad)?,
-        );
-        let ratio = f64::from_bits(u64_at(b, 32).ok_or_else(bad)?);
-        if b.len() != HEADER + payload {
-            return Err(DecodeError::NotHdr("payload length does not match".into()));
-        }
-        let ours = offset == 0
-            && digits == u32::from(HIST_DIGITS)
-            && low == 1
-            && high == HIST_MAX_US
-            && ratio == 1.0;
-        if !ours {
-            return Ok(None);
-        }
-        Ok(Some(Shape {
-            payload,
-            ..Shape::ours()
-        }))
     }
 
     /// The lowest value of bucket `index` (HdrHistogram's `value_for`, unit magnitude 0).
@@ -180,47 +273,6 @@ impl Shape {
         } else {
             sub << bucket
         }
-    }
-
-    /// The payload's counts (zig-zag LEB128; a negative number is a run of zeros).
-    fn buckets(&self, payload: &[u8]) -> Result<Vec<(u64, u64)>, DecodeError> {
-        let bad = |e: &str| DecodeError::NotHdr(e.to_string());
-        let last = self.value_index_limit();
-        // At most one bucket per byte of payload.
-        let mut out = Vec::with_capacity(payload.len());
-        let (mut at, mut index) = (0usize, 0u64);
-        while at < payload.len() {
-            // Most counts and runs of zeros take one byte.
-            let (raw, used) = match payload[at] {
-                b if b < 0x80 => (u64::from(b), 1),
-                _ => varint(&payload[at..]).ok_or_else(|| bad("cut count"))?,
-            };
-            at += used;
-            let n = ((raw >> 1) as i64) ^ -((raw & 1) as i64);
-            if n < 0 {
-                index = index.saturating_add(n.unsigned_abs());
-                continue;
-            }
-            if index >= last {
-                return Err(DecodeError::OutOfBounds(format!("bucket {index}")));
-            }
-            if n > 0 {
-                out.push((index, n as u64));
-            }
-            index += 1;
-        }
-        debug_assert!(self.payload == payload.len());
-        Ok(out)
-    }
-
-    /// One past the last bucket of the project's bounds.
-    fn value_index_limit(&self) -> u64 {
-        // Buckets until one covers HIST_MAX_US: the smallest b with half_count*2 << b > max.
-        let mut buckets = 1u32;
-        while (self.half_count * 2) << (buckets - 1) <= HIST_MAX_US {
-            buckets += 1;
-        }
-        u64::from(buckets + 1) * self.half_count
     }
 }
 
@@ -276,11 +328,48 @@ mod tests {
             assert_eq!(into.max(), want.max());
             // Summed as counters, then recorded once: the same histogram.
             let mut counts = Vec::new();
-            assert!(Sparse::read(&text).unwrap().add_to_counts(&mut counts));
             let mut summed = new_histogram();
             summed.saturating_record(42);
+            assert!(Sparse::read(&text)
+                .unwrap()
+                .add_to_counts(&mut counts, &mut summed));
             flush(&counts, &mut summed);
             assert_eq!(summed, want, "{n} values, summed");
+        }
+    }
+
+    /// Counts past what a 32-bit counter holds, alone or summed, are recorded exactly.
+    #[test]
+    fn counts_too_large_for_a_counter_are_recorded_exactly() {
+        let mut big = new_histogram();
+        big.record_n(1_000, 3_000_000_000).unwrap();
+        big.record_n(2_000, 5_000_000_000).unwrap();
+        big.record_n(7, 1).unwrap();
+        let one = Sparse::read(&encode(&big)).unwrap();
+        let (mut counts, mut h) = (Vec::new(), new_histogram());
+        for _ in 0..3 {
+            assert!(one.add_to_counts(&mut counts, &mut h));
+        }
+        flush(&counts, &mut h);
+        let mut want = new_histogram();
+        for _ in 0..3 {
+            want.add(&big).unwrap();
+        }
+        assert_eq!(h, want);
+        assert_eq!(h.count_at(1_000), 9_000_000_000);
+        assert_eq!(h.count_at(2_000), 15_000_000_000);
+        assert_eq!(h.count_at(7), 3);
+    }
+
+    /// The bucket count and the values of indexes, as the library has them.
+    #[test]
+    fn the_shape_is_the_librarys() {
+        let h = new_histogram();
+        assert_eq!(Shape::OURS.limit as usize, h.distinct_values());
+        for index in [1u64, 1023, 1024, 2047, 2048, 3000, Shape::OURS.limit - 2] {
+            let v = Shape::OURS.value(index);
+            assert_eq!(h.lowest_equivalent(v), v, "index {index}");
+            assert_eq!(h.next_non_equivalent(v), Shape::OURS.value(index + 1));
         }
     }
 
@@ -291,33 +380,35 @@ mod tests {
         let text = encode(&h);
         assert!(Sparse::read("not base64!").is_err());
         assert!(Sparse::read(&text[..text.len() / 2]).is_err());
-        // A payload that runs past the last bucket.
-        let mut plain = vec![0u8; HEADER];
-        plain[..4].copy_from_slice(&V2.to_be_bytes());
-        plain[12..16].copy_from_slice(&3u32.to_be_bytes());
-        plain[16..24].copy_from_slice(&1u64.to_be_bytes());
-        plain[24..32].copy_from_slice(&HIST_MAX_US.to_be_bytes());
-        plain[32..40].copy_from_slice(&1.0f64.to_bits().to_be_bytes());
-        // Zeros to the millionth bucket (zig-zag of -1,000,000), then a count of 1.
-        let zeros = 2 * 1_000_000u64 - 1;
-        let mut payload = Vec::new();
-        let mut v = zeros;
-        loop {
-            let b = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                payload.push(b);
-                break;
+        // Payloads that run past the last bucket: zeros to the millionth bucket, or to one
+        // past what 32 bits hold (an index that must not wrap into range), then a count.
+        for run in [1_000_000u64, 1 << 32, 1 << 40] {
+            let mut plain = vec![0u8; HEADER];
+            plain[..4].copy_from_slice(&V2.to_be_bytes());
+            plain[12..16].copy_from_slice(&3u32.to_be_bytes());
+            plain[16..24].copy_from_slice(&1u64.to_be_bytes());
+            plain[24..32].copy_from_slice(&HIST_MAX_US.to_be_bytes());
+            plain[32..40].copy_from_slice(&1.0f64.to_bits().to_be_bytes());
+            // Zig-zag of -run.
+            let mut payload = Vec::new();
+            let mut v = 2 * run - 1;
+            loop {
+                let b = (v & 0x7f) as u8;
+                v >>= 7;
+                if v == 0 {
+                    payload.push(b);
+                    break;
+                }
+                payload.push(b | 0x80);
             }
-            payload.push(b | 0x80);
+            payload.push(2);
+            plain[4..8].copy_from_slice(&(payload.len() as u32).to_be_bytes());
+            plain.extend(payload);
+            let text = base64::engine::general_purpose::STANDARD.encode(&plain);
+            assert!(
+                matches!(Sparse::read(&text), Err(DecodeError::OutOfBounds(_))),
+                "a run of {run}"
+            );
         }
-        payload.push(2);
-        plain[4..8].copy_from_slice(&(payload.len() as u32).to_be_bytes());
-        plain.extend(payload);
-        let text = base64::engine::general_purpose::STANDARD.encode(&plain);
-        assert!(matches!(
-            Sparse::read(&text),
-            Err(DecodeError::OutOfBounds(_))
-        ));
     }
 }

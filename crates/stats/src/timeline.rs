@@ -16,7 +16,7 @@ pub struct Timeline {
     pending: BTreeMap<u64, Vec<Bucket>>,
     /// Remote seconds' latency histograms summed as counters per bucket (latency, service
     /// time; one pair per request), recorded into `pending` when the second is taken.
-    counts: BTreeMap<u64, Vec<[Vec<u64>; 2]>>,
+    counts: BTreeMap<u64, Vec<[Vec<u32>; 2]>>,
     /// Highest second received from each source.
     seen: Vec<Option<u64>>,
     finished: Vec<bool>,

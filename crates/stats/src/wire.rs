@@ -189,11 +189,17 @@ impl Decoded {
 
     /// Adds it to `into`, its two latency histograms to the counters `counts` (latency,
     /// service time) when their bounds allow, else to `into`'s histograms.
-    pub fn merge_counted(&self, into: &mut Bucket, counts: &mut [Vec<u64>; 2]) {
-        if !self.corrected.add_to_counts(&mut counts[0]) {
+    pub fn merge_counted(&self, into: &mut Bucket, counts: &mut [Vec<u32>; 2]) {
+        if !self
+            .corrected
+            .add_to_counts(&mut counts[0], &mut into.corrected)
+        {
             self.corrected.add_to(&mut into.corrected);
         }
-        if !self.service.add_to_counts(&mut counts[1]) {
+        if !self
+            .service
+            .add_to_counts(&mut counts[1], &mut into.service)
+        {
             self.service.add_to(&mut into.service);
         }
         into.merge(&self.rest);
