@@ -36,6 +36,8 @@ pub(crate) struct Running<'a> {
     merger: Merger<'a>,
     rx: mpsc::Receiver<(usize, Result<FromWorker, String>)>,
     heard: Vec<Instant>,
+    /// The last second each worker sent: each comes once, in order.
+    last: Vec<Option<u64>>,
     interrupted: bool,
     short: bool,
     threads: usize,
@@ -81,6 +83,7 @@ impl<'a> Running<'a> {
             merger: Merger::new(n, &spec.load, requests),
             rx,
             heard: vec![Instant::now() + LEAD * 4; n],
+            last: vec![None; n],
             interrupted: false,
             short: false,
             threads: 0,
@@ -155,8 +158,9 @@ impl<'a> Running<'a> {
         }
         self.heard[w] = Instant::now();
         match m {
-            Ok(FromWorker::Second { parts }) => match self.buckets(parts) {
+            Ok(FromWorker::Second { parts }) => match self.buckets(w, parts) {
                 Ok((requests, b)) => {
+                    self.last[w] = b.first().map(|d| d.second());
                     let r = &mut self.reports[w];
                     r.requests += requests;
                     r.seconds += 1;
@@ -225,9 +229,15 @@ impl<'a> Running<'a> {
         self.merger.done(w, unfinished, sched);
     }
 
-    /// A second's buckets, checked whole: one per request of the workload, all of one second
-    /// that is not from the future. With the requests they hold.
-    fn buckets(&self, parts: Vec<stats::WireBucket>) -> Result<(u64, Vec<stats::Decoded>), String> {
+    /// Worker `w`'s second, checked whole: one bucket per request of the workload, all of one
+    /// second that is not from the future and comes after the last it sent (a second sent
+    /// again would be counted twice, one already merged would be counted for the worker and
+    /// not in the run). With the requests they hold.
+    fn buckets(
+        &self,
+        w: usize,
+        parts: Vec<stats::WireBucket>,
+    ) -> Result<(u64, Vec<stats::Decoded>), String> {
         let want = self.spec.workload.requests.len().max(1);
         if parts.len() != want {
             return Err(format!("{} buckets for {want} requests", parts.len()));
@@ -242,6 +252,7 @@ impl<'a> Running<'a> {
         {
             return Err(format!("second {} of a run {elapsed} s old", x.second));
         }
+        in_order(second, self.last[w])?;
         let requests = parts.iter().map(|p| p.requests).sum();
         let b = parts
             .into_iter()
@@ -288,6 +299,14 @@ fn plausible(second: u64, elapsed: u64) -> bool {
     second <= elapsed + 5
 }
 
+/// A worker sends each second once and in order: `second` must come after `last`.
+fn in_order(second: u64, last: Option<u64>) -> Result<(), String> {
+    match last {
+        Some(last) if second <= last => Err(format!("second {second} after second {last}")),
+        _ => Ok(()),
+    }
+}
+
 /// What a worker says (its host name, why it failed), as the terminal, the result and the
 /// pages may show it: one line, control characters escaped, at most 300 characters. A worker
 /// is another machine; its words are never trusted to be tidy.
@@ -303,6 +322,17 @@ mod tests {
     fn seconds_from_the_future_are_refused() {
         assert!(plausible(0, 0) && plausible(5, 0) && plausible(65, 60));
         assert!(!plausible(6, 0) && !plausible(u64::MAX, 3600));
+    }
+
+    #[test]
+    fn seconds_sent_again_or_out_of_order_are_refused() {
+        assert!(in_order(0, None).is_ok() && in_order(4, Some(3)).is_ok());
+        assert!(
+            in_order(9, Some(3)).is_ok(),
+            "a worker idle for seconds may skip them"
+        );
+        assert_eq!(in_order(3, Some(3)).unwrap_err(), "second 3 after second 3");
+        assert!(in_order(0, Some(5)).is_err());
     }
 
     #[test]

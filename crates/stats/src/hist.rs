@@ -77,8 +77,10 @@ pub fn decode(text: &str) -> Result<Histogram, DecodeError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| DecodeError::NotBase64(e.to_string()))?;
+    // Checked first: the library would make room for whatever length a header claims.
+    let plain = crate::sparse::plain_v2(bytes)?;
     let read: Histogram = Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
+        .deserialize(&mut plain.as_slice())
         .map_err(|e| DecodeError::NotHdr(format!("{e:?}")))?;
     let mut h = new_histogram();
     h.add(&read)
@@ -106,5 +108,33 @@ mod tests {
             Err(DecodeError::NotBase64(_))
         ));
         assert!(matches!(decode("aGVsbG8="), Err(DecodeError::NotHdr(_))));
+    }
+
+    /// A header that claims a payload of 4 GiB, plain or inside DEFLATE, is refused as it is,
+    /// before anything makes room for it.
+    #[test]
+    fn a_header_claiming_a_huge_payload_is_refused_at_once() {
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let mut h = new_histogram();
+        h.saturating_record(1_000);
+        let mut plain = Vec::new();
+        hdrhistogram::serialization::V2Serializer::new()
+            .serialize(&h, &mut plain)
+            .unwrap();
+        plain[4..8].copy_from_slice(&0xffff_fff0u32.to_be_bytes());
+        let e = decode(&b64(&plain)).unwrap_err();
+        assert!(e.to_string().contains("payload length"), "{e}");
+        // The same header, compressed as V2 + DEFLATE.
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, &plain).unwrap();
+        let body = z.finish().unwrap();
+        let mut deflated = (0x1c84_9304u32 | 0x10).to_be_bytes().to_vec();
+        deflated.extend((body.len() as u32).to_be_bytes());
+        deflated.extend(body);
+        let e = decode(&b64(&deflated)).unwrap_err();
+        assert!(e.to_string().contains("payload length"), "{e}");
+        // Untouched, it still decodes.
+        let ok = encode(&h);
+        assert_eq!(decode(&ok).unwrap(), h);
     }
 }

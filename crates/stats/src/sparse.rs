@@ -16,8 +16,9 @@ const V2: u32 = 0x1c84_9303 | 0x10;
 const V2_DEFLATE: u32 = 0x1c84_9304 | 0x10;
 /// The V2 header: cookie, payload length, normalizing offset, digits, lowest, highest, ratio.
 const HEADER: usize = 40;
-/// The most bytes a V2 encoding of the project's bounds takes (every counter at 9 bytes).
-const MOST: usize = HEADER + 9 * 30_000;
+/// The most bytes a plain V2 encoding may inflate to: every counter of the project's bounds
+/// at 9 bytes takes a sixtieth of it; other bounds may take more, no encoding more than this.
+const MOST: usize = 16 << 20;
 
 /// One histogram's counts, checked: for an encoding of the project's bounds its (bucket
 /// index, count) pairs, for one of other bounds its (lowest value of a bucket, count) pairs.
@@ -43,11 +44,7 @@ impl Sparse {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(text.trim())
             .map_err(|e| DecodeError::NotBase64(e.to_string()))?;
-        let plain = match cookie(&bytes, 0) {
-            Some(V2_DEFLATE) => inflate(&bytes)?,
-            Some(V2) => bytes,
-            _ => return Err(DecodeError::NotHdr("no V2 cookie".into())),
-        };
+        let plain = plain_v2(bytes)?;
         if ours(&plain)? {
             return ours_read(&plain[HEADER..]);
         }
@@ -254,7 +251,26 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
-/// The plain V2 encoding inside a compressed one, no longer than the project's bounds allow.
+/// The plain V2 encoding in `bytes` (inflated when compressed, never past [`MOST`]), its
+/// payload as long as its header says. The library takes a header's word for the length and
+/// makes room for it: a line of sixty bytes claiming 4 GiB took that much from a coordinator.
+pub(crate) fn plain_v2(bytes: Vec<u8>) -> Result<Vec<u8>, DecodeError> {
+    let plain = match cookie(&bytes, 0) {
+        Some(V2_DEFLATE) => inflate(&bytes)?,
+        Some(V2) => bytes,
+        _ => return Err(DecodeError::NotHdr("no V2 cookie".into())),
+    };
+    if cookie(&plain, 0) != Some(V2) {
+        return Err(DecodeError::NotHdr("no V2 cookie inside".into()));
+    }
+    let payload = cookie(&plain, 4).ok_or_else(|| DecodeError::NotHdr("cut header".into()))?;
+    if plain.len() < HEADER || plain.len() - HEADER != payload as usize {
+        return Err(DecodeError::NotHdr("payload length does not match".into()));
+    }
+    Ok(plain)
+}
+
+/// The plain V2 encoding inside a compressed one, no longer than [`MOST`].
 fn inflate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let bad = |e: String| DecodeError::NotHdr(e);
     let len = cookie(bytes, 4).ok_or_else(|| bad("cut header".into()))? as usize;
@@ -267,18 +283,14 @@ fn inflate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
         .read_to_end(&mut out)
         .map_err(|e| bad(e.to_string()))?;
     if out.len() > MOST {
-        return Err(bad("an encoding larger than any of these bounds".into()));
+        return Err(bad(format!("inflates past {} MiB", MOST >> 20)));
     }
     Ok(out)
 }
 
-/// Whether a plain V2 encoding has the project's bounds (an error: not a whole V2 encoding).
+/// Whether a plain V2 encoding ([`plain_v2`]) has the project's bounds.
 fn ours(b: &[u8]) -> Result<bool, DecodeError> {
     let bad = || DecodeError::NotHdr("cut header".into());
-    if cookie(b, 0) != Some(V2) {
-        return Err(DecodeError::NotHdr("no V2 cookie inside".into()));
-    }
-    let payload = cookie(b, 4).ok_or_else(bad)? as usize;
     let offset = cookie(b, 8).ok_or_else(bad)?;
     let digits = cookie(b, 12).ok_or_else(bad)?;
     let (low, high) = (
@@ -286,9 +298,6 @@ fn ours(b: &[u8]) -> Result<bool, DecodeError> {
         u64_at(b, 24).ok_or_else(bad)?,
     );
     let ratio = f64::from_bits(u64_at(b, 32).ok_or_else(bad)?);
-    if b.len() != HEADER + payload {
-        return Err(DecodeError::NotHdr("payload length does not match".into()));
-    }
     Ok(offset == 0
         && digits == u32::from(HIST_DIGITS)
         && low == 1
