@@ -88,6 +88,7 @@ async fn session(
                             wall_s: seconds as f64,
                             threads: 1,
                             completions: Vec::new(),
+                            stopped: None,
                         };
                         let _ = tx.send(line(&done)).await;
                     });

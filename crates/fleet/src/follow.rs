@@ -190,6 +190,7 @@ impl<'a> Running<'a> {
             wall_s,
             threads,
             completions,
+            stopped,
         } = done
         else {
             return;
@@ -201,6 +202,13 @@ impl<'a> Running<'a> {
         });
         let r = &mut self.reports[w];
         r.status = WorkerStatus::Done;
+        if let Some(why) = stopped {
+            // It ended its share early: the run delivered less than was asked.
+            r.status = WorkerStatus::Failed;
+            r.why = Some(said(&why));
+            self.short = true;
+        }
+        let r = &mut self.reports[w];
         r.threads = threads;
         let local = started_ns as i64 - self.offsets[w].offset_ns;
         r.start_skew_ms = Some((local - self.start_ns as i64) as f64 / 1e6);

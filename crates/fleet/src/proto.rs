@@ -109,6 +109,9 @@ pub enum FromWorker {
         /// Steps with `complete:`: how its jobs ended, per request of the workload.
         #[serde(default)]
         completions: Vec<Completions>,
+        /// Why it stopped before its load was over, on its own (its coordinator fell silent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stopped: Option<String>,
     },
     /// It could not run (its one-line reason).
     Failed {

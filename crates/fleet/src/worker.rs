@@ -148,6 +148,8 @@ async fn session(
 ) {
     let mut lines = Lines::default();
     let interrupt = Arc::new(AtomicBool::new(false));
+    // Set before `interrupt` when the coordinator fell silent: the load's last word says so.
+    let silent = Arc::new(AtomicBool::new(false));
     let mut compiled: Option<Compiled> = None;
     let (done_tx, mut done_rx) = mpsc::channel::<Journal>(1);
     let mut started = false;
@@ -199,7 +201,8 @@ async fn session(
                             }
                             started = true;
                             let journal = Journal::create(w.keep_dir.as_deref(), unix_ns);
-                            start(c, unix_ns, journal, interrupt.clone(), tx.clone(), done_tx.clone());
+                            let stop = (interrupt.clone(), silent.clone());
+                            start(c, unix_ns, journal, stop, tx.clone(), done_tx.clone());
                         }
                         ToWorker::Stop | ToWorker::Abort { .. } => {
                             interrupt.store(true, Ordering::Relaxed);
@@ -219,6 +222,7 @@ async fn session(
             _ = tick.tick() => {
                 if heard.elapsed() > HEARTBEAT_LAPSE {
                     lost = "silent";
+                    silent.store(true, Ordering::Release);
                     break;
                 }
             }
@@ -279,7 +283,7 @@ fn start(
     mut c: Compiled,
     unix_ns: u64,
     mut journal: Journal,
-    interrupt: Arc<AtomicBool>,
+    (interrupt, silent): (Arc<AtomicBool>, Arc<AtomicBool>),
     tx: mpsc::Sender<Bytes>,
     done: mpsc::Sender<Journal>,
 ) {
@@ -290,7 +294,7 @@ fn start(
             // seconds), is lost: the load stops rather than wait for it.
             tx.try_send(l).is_err()
         };
-        let end = match std::sync::Arc::get_mut(&mut c.spec.workload) {
+        let mut end = match std::sync::Arc::get_mut(&mut c.spec.workload) {
             Some(w) => {
                 w.set_part(c.part);
                 run_at(&c.spec, unix_ns, &interrupt, &mut out)
@@ -299,6 +303,13 @@ fn start(
                 why: "the compiled workload is shared; cannot take a part of it".into(),
             },
         };
+        if let (true, FromWorker::Done { stopped, .. }) = (silent.load(Ordering::Acquire), &mut end)
+        {
+            *stopped = Some(format!(
+                "stopped its load early: its coordinator was silent for {}s",
+                HEARTBEAT_LAPSE.as_secs()
+            ));
+        }
         out(line(&end));
         let _ = done.blocking_send(journal);
     });
@@ -345,6 +356,7 @@ fn run_at(
             wall_s: t0.elapsed().as_secs_f64(),
             threads: out.workers as u64,
             completions: out.completions.iter().map(Into::into).collect(),
+            stopped: None,
         },
         Err(e) => FromWorker::Failed { why: e.to_string() },
     }
