@@ -6,6 +6,7 @@
 
 use base64::Engine;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use std::io::Read;
 
 /// Latency histogram in microseconds.
 pub type Histogram = hdrhistogram::Histogram<u64>;
@@ -78,7 +79,7 @@ pub fn decode(text: &str) -> Result<Histogram, DecodeError> {
         .decode(text.trim())
         .map_err(|e| DecodeError::NotBase64(e.to_string()))?;
     // Checked first: the library would make room for whatever length a header claims.
-    let plain = crate::sparse::plain_v2(bytes)?;
+    let plain = plain_v2(bytes)?;
     let read: Histogram = Deserializer::new()
         .deserialize(&mut plain.as_slice())
         .map_err(|e| DecodeError::NotHdr(format!("{e:?}")))?;
@@ -86,6 +87,60 @@ pub fn decode(text: &str) -> Result<Histogram, DecodeError> {
     h.add(&read)
         .map_err(|e| DecodeError::OutOfBounds(format!("{e:?}")))?;
     Ok(h)
+}
+
+/// The V2 cookies, plain and DEFLATE-compressed (HdrHistogram's own values).
+pub(crate) const V2: u32 = 0x1c84_9303 | 0x10;
+const V2_DEFLATE: u32 = 0x1c84_9304 | 0x10;
+/// The V2 header: cookie, payload length, normalizing offset, digits, lowest, highest, ratio.
+pub(crate) const HEADER: usize = 40;
+/// The most bytes a plain V2 encoding may inflate to: every counter of the project's bounds
+/// at 9 bytes takes a sixtieth of it; other bounds may take more, no encoding more than this.
+const MOST: usize = 16 << 20;
+
+pub(crate) fn cookie(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+pub(crate) fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The plain V2 encoding in `bytes` (inflated when compressed, never past [`MOST`]), its
+/// payload as long as its header says. The library takes a header's word for the length and
+/// makes room for it: a line of sixty bytes claiming 4 GiB took that much from a coordinator.
+pub(crate) fn plain_v2(bytes: Vec<u8>) -> Result<Vec<u8>, DecodeError> {
+    let plain = match cookie(&bytes, 0) {
+        Some(V2_DEFLATE) => inflate(&bytes)?,
+        Some(V2) => bytes,
+        _ => return Err(DecodeError::NotHdr("no V2 cookie".into())),
+    };
+    if cookie(&plain, 0) != Some(V2) {
+        return Err(DecodeError::NotHdr("no V2 cookie inside".into()));
+    }
+    let payload = cookie(&plain, 4).ok_or_else(|| DecodeError::NotHdr("cut header".into()))?;
+    if plain.len() < HEADER || plain.len() - HEADER != payload as usize {
+        return Err(DecodeError::NotHdr("payload length does not match".into()));
+    }
+    Ok(plain)
+}
+
+/// The plain V2 encoding inside a compressed one, no longer than [`MOST`].
+fn inflate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    let bad = |e: String| DecodeError::NotHdr(e);
+    let len = cookie(bytes, 4).ok_or_else(|| bad("cut header".into()))? as usize;
+    let body = bytes
+        .get(8..8 + len)
+        .ok_or_else(|| bad("cut compressed payload".into()))?;
+    let mut out = Vec::new();
+    flate2::read::ZlibDecoder::new(body)
+        .take(MOST as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| bad(e.to_string()))?;
+    if out.len() > MOST {
+        return Err(bad(format!("inflates past {} MiB", MOST >> 20)));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -7,18 +7,10 @@
 //! to what was measured, not to the histogram's range. Encodings of other bounds are read
 //! through the library, as before.
 
-use crate::hist::{decode, DecodeError, Histogram, HIST_DIGITS, HIST_MAX_US};
+use crate::hist::{
+    cookie, decode, plain_v2, u64_at, DecodeError, Histogram, HEADER, HIST_DIGITS, HIST_MAX_US,
+};
 use base64::Engine;
-use std::io::Read;
-
-/// The V2 cookies, plain and DEFLATE-compressed (HdrHistogram's own values).
-const V2: u32 = 0x1c84_9303 | 0x10;
-const V2_DEFLATE: u32 = 0x1c84_9304 | 0x10;
-/// The V2 header: cookie, payload length, normalizing offset, digits, lowest, highest, ratio.
-const HEADER: usize = 40;
-/// The most bytes a plain V2 encoding may inflate to: every counter of the project's bounds
-/// at 9 bytes takes a sixtieth of it; other bounds may take more, no encoding more than this.
-const MOST: usize = 16 << 20;
 
 /// One histogram's counts, checked: for an encoding of the project's bounds its (bucket
 /// index, count) pairs, for one of other bounds its (lowest value of a bucket, count) pairs.
@@ -243,51 +235,6 @@ pub fn flush(counts: &[u32], h: &mut Histogram) {
     }
 }
 
-fn cookie(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
-}
-
-/// The plain V2 encoding in `bytes` (inflated when compressed, never past [`MOST`]), its
-/// payload as long as its header says. The library takes a header's word for the length and
-/// makes room for it: a line of sixty bytes claiming 4 GiB took that much from a coordinator.
-pub(crate) fn plain_v2(bytes: Vec<u8>) -> Result<Vec<u8>, DecodeError> {
-    let plain = match cookie(&bytes, 0) {
-        Some(V2_DEFLATE) => inflate(&bytes)?,
-        Some(V2) => bytes,
-        _ => return Err(DecodeError::NotHdr("no V2 cookie".into())),
-    };
-    if cookie(&plain, 0) != Some(V2) {
-        return Err(DecodeError::NotHdr("no V2 cookie inside".into()));
-    }
-    let payload = cookie(&plain, 4).ok_or_else(|| DecodeError::NotHdr("cut header".into()))?;
-    if plain.len() < HEADER || plain.len() - HEADER != payload as usize {
-        return Err(DecodeError::NotHdr("payload length does not match".into()));
-    }
-    Ok(plain)
-}
-
-/// The plain V2 encoding inside a compressed one, no longer than [`MOST`].
-fn inflate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
-    let bad = |e: String| DecodeError::NotHdr(e);
-    let len = cookie(bytes, 4).ok_or_else(|| bad("cut header".into()))? as usize;
-    let body = bytes
-        .get(8..8 + len)
-        .ok_or_else(|| bad("cut compressed payload".into()))?;
-    let mut out = Vec::new();
-    flate2::read::ZlibDecoder::new(body)
-        .take(MOST as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| bad(e.to_string()))?;
-    if out.len() > MOST {
-        return Err(bad(format!("inflates past {} MiB", MOST >> 20)));
-    }
-    Ok(out)
-}
-
 /// Whether a plain V2 encoding ([`plain_v2`]) has the project's bounds.
 fn ours(b: &[u8]) -> Result<bool, DecodeError> {
     let bad = || DecodeError::NotHdr("cut header".into());
@@ -486,7 +433,7 @@ mod tests {
         // past what 32 bits hold (an index that must not wrap into range), then a count.
         for run in [1_000_000u64, 1 << 32, 1 << 40] {
             let mut plain = vec![0u8; HEADER];
-            plain[..4].copy_from_slice(&V2.to_be_bytes());
+            plain[..4].copy_from_slice(&crate::hist::V2.to_be_bytes());
             plain[12..16].copy_from_slice(&3u32.to_be_bytes());
             plain[16..24].copy_from_slice(&1u64.to_be_bytes());
             plain[24..32].copy_from_slice(&HIST_MAX_US.to_be_bytes());
