@@ -12,9 +12,12 @@ mkdir -p "$BIN"
 if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kube-controller-manager" ]; then
   command -v go >/dev/null || { echo "needs Go (the Go module proxy builds the control plane)" >&2; exit 2; }
   work=$(mktemp -d)
-  export GOPATH=${GOPATH:-$HOME/.cache/brink-ci/gopath} GOFLAGS=-mod=mod
+  # The build's own caches (gigabytes for Kubernetes) live in $work and go with it: only the
+  # two binaries are kept.
+  export GOPATH=$work/gopath GOCACHE=$work/gocache GOFLAGS=-mod=mod
+  mkdir "$work/src"
   (
-    cd "$work"
+    cd "$work/src"
     go mod download -json "k8s.io/kubernetes@v$K8S_VERSION" > /dev/null
     mod=$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/v$K8S_VERSION.mod
     staging="v0.${K8S_VERSION#1.}"
@@ -30,6 +33,7 @@ if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kube-controller-manager" ]; th
     go build -o "$BIN/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
     go build -o "$BIN/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
   ) >&2
+  chmod -R u+w "$work" 2>/dev/null || true
   rm -rf "$work"
 fi
 if [ ! -x "$BIN/etcd" ]; then

@@ -54,6 +54,7 @@ pub fn generators(a: &FleetArgs, order: &WorkerOrder) -> Result<Generators, Fail
                     "--workers {n}: from 1 to {MOST_LOCAL}"
                 )));
             }
+            share_warning(n);
             let token = fleet::trust::new_token().map_err(Fail::input)?;
             let children = start_local(n, &token)?;
             (children.1, token, children.0)
@@ -83,6 +84,17 @@ pub fn generators(a: &FleetArgs, order: &WorkerOrder) -> Result<Generators, Fail
         exec: Box::new(fleet),
         _local: children,
     })
+}
+
+/// Local workers share this machine's cores: more than one gives no more load than one
+/// process (whose engine already uses every core), and each may wait for a CPU. Said once.
+fn share_warning(n: usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if n > 1 {
+        crate::console::warn(&format!(
+            "--workers {n} starts {n} worker processes on this machine's {cores} cores: they share them and give no more load than one process; --worker HOST:PORT adds other machines"
+        ));
+    }
 }
 
 /// Starts `n` workers on loopback; their addresses in order.

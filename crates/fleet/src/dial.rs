@@ -43,11 +43,25 @@ impl Outbox {
     pub(crate) fn send(&mut self, m: &ToWorker) -> bool {
         self.0.send_data(line(m), false).is_ok()
     }
+
+    /// Closes the coordinator's side: it has everything the worker will send (its last line),
+    /// and the worker may let its copy go.
+    pub(crate) fn finish(&mut self) {
+        let _ = self.0.send_data(Bytes::new(), true);
+    }
+}
+
+/// Why a worker's stream gave no message.
+#[derive(Debug)]
+pub(crate) enum Fault {
+    /// The stream broke or closed: the worker is lost.
+    Broken(String),
+    /// It sent what is no message (not JSON, too long): the worker failed.
+    Garbled(String),
 }
 
 /// The worker's half: its lines as messages.
 pub(crate) struct Inbox {
-    name: String,
     body: h2::RecvStream,
     lines: Lines,
     queue: VecDeque<FromWorker>,
@@ -59,7 +73,7 @@ pub(crate) struct Inbox {
 
 impl Inbox {
     /// The next message; `Ok(None)` when the worker closed its stream.
-    pub(crate) async fn next(&mut self) -> Result<Option<FromWorker>, String> {
+    pub(crate) async fn next(&mut self) -> Result<Option<FromWorker>, Fault> {
         loop {
             if let Some(m) = self.queue.pop_front() {
                 return Ok(Some(m));
@@ -68,10 +82,9 @@ impl Inbox {
                 Some(Ok(data)) => {
                     let _ = self.body.flow_control().release_capacity(data.len());
                     let msgs = self.lines.feed(&data);
-                    self.queue
-                        .extend(msgs.map_err(|e| format!("worker {}: {e}", self.name))?);
+                    self.queue.extend(msgs.map_err(Fault::Garbled)?);
                 }
-                Some(Err(e)) => return Err(format!("worker {}: {e}", self.name)),
+                Some(Err(e)) => return Err(Fault::Broken(e.to_string())),
                 None => return Ok(None),
             }
         }
@@ -80,8 +93,13 @@ impl Inbox {
 
 impl Conn {
     /// The next message; `Ok(None)` when the worker closed its stream.
+    /// The next message; `Ok(None)` when the worker closed its stream; `Err` says why not,
+    /// naming the worker, its words escaped.
     pub(crate) async fn next(&mut self) -> Result<Option<FromWorker>, String> {
-        self.inbox.next().await
+        self.inbox.next().await.map_err(|f| {
+            let (Fault::Broken(why) | Fault::Garbled(why)) = f;
+            format!("worker {}: {}", self.name, crate::follow::said(&why))
+        })
     }
 
     pub(crate) fn send(&mut self, m: &ToWorker) -> bool {
@@ -193,11 +211,10 @@ pub(crate) async fn open(
         }
         s => {
             let why = refusal(body).await;
-            return Err(format!("worker {name}: {s}: {}", why.escape_debug()));
+            return Err(format!("worker {name}: {s}: {}", crate::follow::said(&why)));
         }
     }
     let inbox = Inbox {
-        name: name.to_string(),
         body,
         lines: Lines::default(),
         queue: VecDeque::new(),

@@ -5,7 +5,7 @@
 //! with what it sent and named, the run then reported short.
 
 use crate::clock::Offset;
-use crate::dial::{Conn, Outbox};
+use crate::dial::{Conn, Fault, Outbox};
 use crate::now_ns;
 use crate::proto::{FromWorker, ToWorker, HEARTBEAT};
 use merge::{Merger, OnSecond, RunOutput};
@@ -18,6 +18,9 @@ use tokio::sync::mpsc;
 pub(crate) const LEAD: Duration = Duration::from_millis(300);
 /// A worker silent for this long during the load is lost.
 const SILENCE: Duration = Duration::from_secs(10);
+/// How long a worker that said Done is given to close its stream once the coordinator closed
+/// its side: the close tells it the coordinator has everything, so it keeps no copy.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// What the coordinator learned of one worker before the load.
 pub(crate) struct Joined {
@@ -34,7 +37,9 @@ pub(crate) struct Running<'a> {
     offsets: Vec<Offset>,
     start_ns: u64,
     merger: Merger<'a>,
-    rx: mpsc::Receiver<(usize, Result<FromWorker, String>)>,
+    rx: mpsc::Receiver<(usize, Result<FromWorker, Fault>)>,
+    /// The tasks reading each worker's stream.
+    readers: Vec<tokio::task::JoinHandle<()>>,
     heard: Vec<Instant>,
     /// The last second each worker sent: each comes once, in order.
     last: Vec<Option<u64>>,
@@ -57,22 +62,33 @@ impl<'a> Running<'a> {
         let mut senders = Vec::new();
         let mut reports = Vec::new();
         let mut offsets = Vec::new();
+        let mut readers = Vec::new();
         for (i, j) in joined.into_iter().enumerate() {
             let (out, mut inbox) = j.conn.split();
             senders.push(out);
             reports.push(j.report);
             offsets.push(j.offset);
             let tx = tx.clone();
-            tokio::spawn(async move {
+            readers.push(tokio::spawn(async move {
                 loop {
                     let m = inbox.next().await;
+                    let done = matches!(m, Ok(Some(FromWorker::Done { .. })));
                     let end = !matches!(m, Ok(Some(FromWorker::Second { .. })));
-                    let m = m.and_then(|m| m.ok_or_else(|| "closed its stream".to_string()));
+                    let m =
+                        m.and_then(|m| m.ok_or_else(|| Fault::Broken("closed its stream".into())));
                     if tx.send((i, m)).await.is_err() || end {
+                        if done {
+                            // Held open until the worker closes it in turn: dropped now,
+                            // the coordinator's close could be lost in a reset.
+                            let _ = tokio::time::timeout(LINGER, async {
+                                while let Ok(Some(_)) = inbox.next().await {}
+                            })
+                            .await;
+                        }
                         break;
                     }
                 }
-            });
+            }));
         }
         Running {
             spec,
@@ -82,6 +98,7 @@ impl<'a> Running<'a> {
             start_ns,
             merger: Merger::new(n, &spec.load, requests),
             rx,
+            readers,
             heard: vec![Instant::now() + LEAD * 4; n],
             last: vec![None; n],
             interrupted: false,
@@ -134,6 +151,18 @@ impl<'a> Running<'a> {
             self.merger.done(w, 0, None);
         }
         self.merger.flush(observer);
+        // Workers that finished close their streams; the others' are read no more.
+        let until = tokio::time::Instant::now() + LINGER;
+        for (r, w) in std::mem::take(&mut self.readers)
+            .into_iter()
+            .zip(&self.reports)
+        {
+            if w.status == WorkerStatus::Done {
+                let _ = tokio::time::timeout_at(until, r).await;
+            } else {
+                r.abort();
+            }
+        }
     }
 
     /// Workers silent too long are lost.
@@ -146,13 +175,15 @@ impl<'a> Running<'a> {
     }
 
     fn fail(&mut self, w: usize, status: WorkerStatus, why: String) {
+        // It stops loading the service (a lost one may still hear it).
+        let _ = self.senders[w].send(&ToWorker::Abort { why: why.clone() });
         self.reports[w].status = status;
         self.reports[w].why = Some(said(&why));
         self.merger.done(w, 0, None);
         self.short = true;
     }
 
-    fn take(&mut self, w: usize, m: Result<FromWorker, String>) {
+    fn take(&mut self, w: usize, m: Result<FromWorker, Fault>) {
         if self.merger.is_done(w) {
             return;
         }
@@ -175,12 +206,22 @@ impl<'a> Running<'a> {
             Ok(d @ FromWorker::Done { .. }) => self.finished(w, d),
             Ok(FromWorker::Failed { why }) => self.fail(w, WorkerStatus::Failed, why),
             Ok(_) => {}
-            Err(e) => self.fail(w, WorkerStatus::Lost, e),
+            Err(Fault::Broken(e)) => self.fail(w, WorkerStatus::Lost, e),
+            Err(Fault::Garbled(e)) => {
+                self.fail(w, WorkerStatus::Failed, format!("sent a broken line: {e}"))
+            }
         }
     }
 
     /// Worker `w` said Done: how it started, what it used, and it is finished in the merge.
     fn finished(&mut self, w: usize, done: FromWorker) {
+        if let Err(e) = done.check_done() {
+            return self.fail(
+                w,
+                WorkerStatus::Failed,
+                format!("sent an impossible Done: {e}"),
+            );
+        }
         let FromWorker::Done {
             unfinished,
             sched,
@@ -200,6 +241,8 @@ impl<'a> Running<'a> {
             waiting_ns,
             slices,
         });
+        // Its last line is in: it may let its copy of the load's lines go.
+        self.senders[w].finish();
         let r = &mut self.reports[w];
         r.status = WorkerStatus::Done;
         if let Some(why) = stopped {
@@ -210,8 +253,14 @@ impl<'a> Running<'a> {
         }
         let r = &mut self.reports[w];
         r.threads = threads;
-        let local = started_ns as i64 - self.offsets[w].offset_ns;
-        r.start_skew_ms = Some((local - self.start_ns as i64) as f64 / 1e6);
+        let local = i128::from(started_ns) - i128::from(self.offsets[w].offset_ns);
+        let skew_ns = local - i128::from(self.start_ns);
+        if skew_ns.abs() > 3_600_000_000_000 {
+            let why =
+                format!("sent an impossible Done: started {skew_ns} ns from the agreed instant");
+            return self.fail(w, WorkerStatus::Failed, why);
+        }
+        r.start_skew_ms = Some(skew_ns as f64 / 1e6);
         r.cpu_percent = (wall_s > 0.0).then(|| cpu_s / wall_s * 100.0);
         r.throttled_percent = throttled.map(|t| t * 100.0);
         // As the generator check counts them: the engine threads' time on a CPU, and waiting
@@ -261,7 +310,11 @@ impl<'a> Running<'a> {
             return Err(format!("second {} of a run {elapsed} s old", x.second));
         }
         in_order(second, self.last[w])?;
-        let requests = parts.iter().map(|p| p.requests).sum();
+        // Each part's counts are bounded (`stats::bounds`) before any is summed.
+        let requests = parts
+            .iter()
+            .map(|p| p.requests)
+            .fold(0, u64::saturating_add);
         let b = parts
             .into_iter()
             .map(stats::Decoded::try_from)

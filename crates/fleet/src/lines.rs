@@ -38,8 +38,9 @@ impl Lines {
             rest = &rest[at + 1..];
             if !line.iter().all(u8::is_ascii_whitespace) {
                 let msg = T::parse(line).map_err(|e| {
+                    // Whoever shows it escapes it (once): the words are the peer's.
                     let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
-                    format!("not a message ({e}): {}", shown.escape_debug())
+                    format!("not a message ({e}): {shown}")
                 });
                 self.buf = Vec::new();
                 out.push(msg?);

@@ -119,6 +119,62 @@ pub enum FromWorker {
     },
 }
 
+/// The most engine threads (and CPUs' worth of time) a worker can report.
+const MOST_THREADS: u64 = 4096;
+
+impl FromWorker {
+    /// `Err` naming the first figure of a Done that no worker can have measured: its sums
+    /// would wrap or its percentages print nonsense. Other messages pass.
+    pub fn check_done(&self) -> Result<(), String> {
+        let FromWorker::Done {
+            unfinished,
+            sched,
+            cpu_s,
+            throttled,
+            wall_s,
+            threads,
+            completions,
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        let wall = *wall_s;
+        if !(0.0..=1e7).contains(&wall) {
+            return Err(format!("ran {wall} s"));
+        }
+        if *threads > MOST_THREADS {
+            return Err(format!("{threads} threads"));
+        }
+        if !(0.0..=(wall + 1.0) * MOST_THREADS as f64).contains(cpu_s) {
+            return Err(format!("{cpu_s} s of CPU in {wall} s"));
+        }
+        if throttled.is_some_and(|t| !(0.0..=1.0).contains(&t)) {
+            return Err(format!("throttled {throttled:?} of the time"));
+        }
+        // Over the whole run: no more than a second can count, each second.
+        let most = (wall + 1.0) * stats::bounds::MOST_PER_SECOND as f64;
+        let cpu_ns = (wall + 1.0) * 1e9 * (*threads).max(1) as f64;
+        let bad = |n: u64, limit: f64| n as f64 > limit;
+        if bad(*unfinished, stats::bounds::MOST_PER_SECOND as f64) {
+            return Err(format!("{unfinished} requests unfinished"));
+        }
+        if let Some(s) = sched.filter(|s| bad(s[0], cpu_ns) || bad(s[1], cpu_ns) || bad(s[2], most))
+        {
+            return Err(format!(
+                "scheduler figures {s:?} for {threads} threads in {wall} s"
+            ));
+        }
+        if let Some(c) = completions
+            .iter()
+            .find(|c| bad(c.0, most) || bad(c.1, most) || bad(c.2, most))
+        {
+            return Err(format!("{} completions in {wall} s", c.0.max(c.1).max(c.2)));
+        }
+        Ok(())
+    }
+}
+
 /// How one request's jobs (`complete:`) ended on a worker: completed, failed, timed out,
 /// their completion times (encoded HDR histogram, µs) and the first failure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -239,5 +295,38 @@ mod tests {
         assert!(h.contains("would not merge exactly"), "{h}");
         let n = refuse_hello("w1", ours, &FromWorker::Failed { why: "x".into() }, hist);
         assert!(n.is_some());
+    }
+
+    /// A worker's Done line with `field` set to `value` (JSON, as a worker sends it), checked.
+    fn done(field: &str, value: serde_json::Value) -> Result<(), String> {
+        let mut d = serde_json::json!({
+            "type": "done", "unfinished": 3, "sched": [1_900_000_000u64, 50_000_000, 4_000],
+            "cpu_s": 2.1, "throttled": 0.0, "started_ns": 1u64 << 60, "wall_s": 2.0,
+            "threads": 2, "completions": [[10, 0, 0, "", null]],
+        });
+        d[field] = value;
+        serde_json::from_value::<FromWorker>(d)
+            .expect("a Done")
+            .check_done()
+    }
+
+    #[test]
+    fn a_done_no_worker_can_have_measured_is_refused() {
+        use serde_json::json;
+        assert_eq!(done("unfinished", json!(3)), Ok(()));
+        let bad = |f: &str, v: serde_json::Value| done(f, v).unwrap_err();
+        assert!(bad("cpu_s", json!(1e12)).contains("of CPU"));
+        assert!(bad("cpu_s", json!(-0.5)).contains("of CPU"));
+        assert!(bad("wall_s", json!(-1.0)).starts_with("ran "));
+        assert!(bad("wall_s", json!(1e300)).starts_with("ran "));
+        assert_eq!(
+            bad("threads", json!(1u64 << 40)),
+            format!("{} threads", 1u64 << 40)
+        );
+        assert!(bad("throttled", json!(5.0)).starts_with("throttled"));
+        assert!(bad("unfinished", json!(u64::MAX)).contains("unfinished"));
+        assert!(bad("sched", json!([u64::MAX, 0, 0])).starts_with("scheduler"));
+        let c = bad("completions", json!([[u64::MAX, 0, 0, "", null]]));
+        assert!(c.contains("completions"), "{c}");
     }
 }

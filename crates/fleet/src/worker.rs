@@ -137,47 +137,79 @@ struct Compiled {
     part: model::Part,
 }
 
-/// One run: reads the coordinator's lines until the load is over or the coordinator is gone.
-/// Compiling and answering pings is free (a coordinator checks its workers before the first
-/// run); the load itself holds the worker, one run at a time.
+/// How a session's stream ended.
+#[derive(Clone, Copy, PartialEq)]
+enum End {
+    /// The coordinator closed its side after the load's last line: it has everything.
+    Received,
+    /// It closed or broke the stream before that.
+    Gone,
+    /// It fell silent for [`HEARTBEAT_LAPSE`].
+    Silent,
+    /// It sent what is no message, or nothing that runs.
+    Confused,
+}
+
+impl End {
+    fn word(self) -> &'static str {
+        match self {
+            End::Received => "done",
+            End::Gone => "gone",
+            End::Silent => "silent",
+            End::Confused => "confused",
+        }
+    }
+}
+
+/// The load of a session, once started: how it stops, and how its end comes back.
+struct Load {
+    interrupt: Arc<AtomicBool>,
+    /// Set before `interrupt` when the coordinator fell silent: the load's last word says so.
+    silent: Arc<AtomicBool>,
+    /// Set as the load's last line is queued: a coordinator that closes after it has it.
+    told: Arc<AtomicBool>,
+    done: mpsc::Receiver<Journal>,
+    journal: Option<Journal>,
+}
+
+/// One run: reads the coordinator's lines until it closes its side or is lost. Compiling and
+/// answering pings is free (a coordinator checks its workers before the first run); the load
+/// itself holds the worker, one run at a time, until its last line is queued: a coordinator
+/// that has every worker's last line may start the next step at once.
 async fn session(
     w: &Worker,
-    busy: &AtomicBool,
+    busy: &Arc<AtomicBool>,
     mut body: hyper::body::Incoming,
     tx: mpsc::Sender<Bytes>,
 ) {
     let mut lines = Lines::default();
-    let interrupt = Arc::new(AtomicBool::new(false));
-    // Set before `interrupt` when the coordinator fell silent: the load's last word says so.
-    let silent = Arc::new(AtomicBool::new(false));
     let mut compiled: Option<Compiled> = None;
-    let (done_tx, mut done_rx) = mpsc::channel::<Journal>(1);
-    let mut started = false;
+    let mut load: Option<Load> = None;
     let mut heard = Instant::now();
-    let mut lost = "confused";
     let mut tick = tokio::time::interval(Duration::from_millis(500));
-    loop {
+    let end = loop {
+        let waiting = load.as_ref().is_some_and(|l| l.journal.is_none());
         tokio::select! {
             frame = body.frame() => {
                 let data = match frame {
                     Some(Ok(f)) => f.into_data().unwrap_or_default(),
-                    // The coordinator is gone: stop the load; nobody reads the rest.
-                    _ => {
-                        lost = "gone";
-                        break;
+                    None if load.as_ref().is_some_and(|l| l.told.load(Ordering::Acquire)) => {
+                        break End::Received;
                     }
+                    // The coordinator is gone: stop the load; nobody reads the rest.
+                    _ => break End::Gone,
                 };
                 heard = Instant::now();
                 let msgs = match lines.feed::<ToWorker>(&data) {
                     Ok(m) => m,
-                    Err(e) => {
-                        let _ = tx.send(line(&FromWorker::Failed { why: e })).await;
-                        break;
+                    Err(why) => {
+                        let _ = tx.send(line(&FromWorker::Failed { why })).await;
+                        break End::Confused;
                     }
                 };
                 for m in msgs {
                     match m {
-                        ToWorker::Run { .. } if compiled.is_none() => {
+                        ToWorker::Run { .. } if compiled.is_none() && load.is_none() => {
                             match hello(w, m).await {
                                 Ok((c, h)) => {
                                     compiled = Some(c);
@@ -192,51 +224,63 @@ async fn session(
                         ToWorker::Ping { id } => {
                             let _ = tx.send(line(&FromWorker::Pong { id, unix_ns: now_ns() })).await;
                         }
-                        ToWorker::StartAt { unix_ns } if !started => {
+                        ToWorker::StartAt { unix_ns } if load.is_none() => {
                             let Some(c) = compiled.take() else { continue };
                             if busy.swap(true, Ordering::AcqRel) {
                                 let why = "this worker is already running another load".into();
                                 let _ = tx.send(line(&FromWorker::Failed { why })).await;
                                 return;
                             }
-                            started = true;
-                            let journal = Journal::create(w.keep_dir.as_deref(), unix_ns);
-                            let stop = (interrupt.clone(), silent.clone());
-                            start(c, unix_ns, journal, stop, tx.clone(), done_tx.clone());
+                            load = Some(start(c, unix_ns, w.keep_dir.as_deref(), busy.clone(), tx.clone()));
                         }
                         ToWorker::Stop | ToWorker::Abort { .. } => {
-                            interrupt.store(true, Ordering::Relaxed);
+                            if let Some(l) = &load {
+                                l.interrupt.store(true, Ordering::Relaxed);
+                            }
                         }
                         _ => {}
                     }
                 }
             }
-            journal = done_rx.recv(), if started => {
-                // The last line went out while the coordinator was there.
-                if let Some(j) = journal {
-                    j.discard();
+            j = async { load.as_mut()?.done.recv().await }, if waiting => {
+                // The last line is queued: the coordinator closes its side once it has it.
+                if let Some(l) = &mut load {
+                    l.journal = j;
                 }
-                busy.store(false, Ordering::Release);
-                return;
             }
             _ = tick.tick() => {
                 if heard.elapsed() > HEARTBEAT_LAPSE {
-                    lost = "silent";
-                    silent.store(true, Ordering::Release);
-                    break;
+                    if let Some(l) = &load {
+                        l.silent.store(true, Ordering::Release);
+                    }
+                    break End::Silent;
                 }
             }
         }
+    };
+    if let Some(l) = load {
+        l.finish(end).await;
     }
-    interrupt.store(true, Ordering::Relaxed);
-    if started {
-        if let Some(j) = done_rx.recv().await {
-            eprintln!(
-                "brink worker: the coordinator is {lost}; the load stopped and what it measured is in {}",
+}
+
+impl Load {
+    /// Stops the load if it still runs; its journal goes when the coordinator received
+    /// everything, else it stays and the worker says where.
+    async fn finish(mut self, end: End) {
+        self.interrupt.store(true, Ordering::Relaxed);
+        let journal = match self.journal.take() {
+            Some(j) => Some(j),
+            None => self.done.recv().await,
+        };
+        match (journal, end) {
+            (Some(j), End::Received) => j.discard(),
+            (Some(j), _) => eprintln!(
+                "brink worker: the coordinator is {}; the load stopped and what it measured is in {}",
+                end.word(),
                 j.path().display()
-            );
+            ),
+            (None, _) => {}
         }
-        busy.store(false, Ordering::Release);
     }
 }
 
@@ -278,16 +322,32 @@ async fn hello(w: &Worker, run: ToWorker) -> Result<(Compiled, FromWorker), Stri
     Ok((Compiled { spec, part }, hello))
 }
 
-/// Starts the load on a thread of its own at `unix_ns` (this machine's clock).
+/// Starts the load on a thread of its own at `unix_ns` (this machine's clock), its lines
+/// kept in a journal in `keep_dir` (see [`Journal`]); `busy` is cleared as its last line goes.
 fn start(
     mut c: Compiled,
     unix_ns: u64,
-    mut journal: Journal,
-    (interrupt, silent): (Arc<AtomicBool>, Arc<AtomicBool>),
+    keep_dir: Option<&std::path::Path>,
+    busy: Arc<AtomicBool>,
     tx: mpsc::Sender<Bytes>,
-    done: mpsc::Sender<Journal>,
-) {
+) -> Load {
+    let (done_tx, done) = mpsc::channel::<Journal>(1);
+    let load = Load {
+        interrupt: Arc::new(AtomicBool::new(false)),
+        silent: Arc::new(AtomicBool::new(false)),
+        told: Arc::new(AtomicBool::new(false)),
+        done,
+        journal: None,
+    };
+    let (interrupt, silent, told) = (
+        load.interrupt.clone(),
+        load.silent.clone(),
+        load.told.clone(),
+    );
+    let mut journal = Journal::create(keep_dir, unix_ns);
     std::thread::spawn(move || {
+        // The worker is free again when this goes, even if the load panicked.
+        let free = Free(busy);
         let mut out = |l: Bytes| {
             journal.write(&l);
             // A coordinator gone, or reading nothing for the whole buffer (minutes of
@@ -310,9 +370,21 @@ fn start(
                 HEARTBEAT_LAPSE.as_secs()
             ));
         }
+        drop(free);
+        told.store(true, Ordering::Release);
         out(line(&end));
-        let _ = done.blocking_send(journal);
+        let _ = done_tx.blocking_send(journal);
     });
+    load
+}
+
+/// Clears a worker's busy flag when dropped.
+struct Free(Arc<AtomicBool>);
+
+impl Drop for Free {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// Waits for `unix_ns`, runs, and returns the last message.

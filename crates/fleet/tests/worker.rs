@@ -212,11 +212,84 @@ fn a_worker_whose_coordinator_stays_keeps_nothing() {
         });
         let (seconds, done) = follow(&tx, &mut body, true).await;
         assert!(done && seconds >= 2, "{seconds}");
-        // The stream stays open until the worker has ended the session.
+        // The coordinator closes its side once it has the last line; the connection stays
+        // open until the worker has ended the session.
+        drop(tx);
         tokio::time::sleep(Duration::from_millis(300)).await;
     });
     assert!(
         journals(keep.path()).is_empty(),
+        "{:?}",
+        journals(keep.path())
+    );
+}
+
+/// Starts a load on `addr`, stops it after `for_ms`, and reads it to its Done.
+async fn one_load(addr: std::net::SocketAddr, for_ms: u64) -> Stream {
+    let (tx, mut body, h2) = open(addr).await;
+    tx.send(line(&ToWorker::StartAt {
+        unix_ns: fleet::now_ns(),
+    }))
+    .await
+    .unwrap();
+    let stop = tx.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(for_ms)).await;
+        let _ = stop.send(line(&ToWorker::Stop)).await;
+    });
+    let (_, done) = follow(&tx, &mut body, true).await;
+    assert!(done, "the load said Done");
+    (tx, body, h2)
+}
+
+#[test]
+fn a_worker_is_free_for_the_next_load_once_its_last_line_is_out() {
+    // A search's steps follow one another: the coordinator has every worker's Done and
+    // starts the next step at once, before the worker's session has wound down.
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let keep = tempfile::tempdir().unwrap();
+    let (addr, _running) = worker(srv.url("/"), keep.path());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for _ in 0..5 {
+            // The previous step's stream stays open while the next starts.
+            let (tx, _body, _h2) = one_load(addr, 300).await;
+            let (tx2, _body2, _h22) = one_load(addr, 300).await;
+            drop((tx, tx2));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    assert!(
+        journals(keep.path()).is_empty(),
+        "a coordinator that closed its side had everything: {:?}",
+        journals(keep.path())
+    );
+}
+
+#[test]
+fn a_worker_whose_coordinator_breaks_off_after_the_last_line_keeps_it() {
+    // Done was queued, but the stream was reset rather than closed: whether the coordinator
+    // read it is unknown, so the copy stays.
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let keep = tempfile::tempdir().unwrap();
+    let (addr, _running) = worker(srv.url("/"), keep.path());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (tx, body, h2) = one_load(addr, 300).await;
+        drop((body, h2));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(tx);
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        journals(keep.path()).len(),
+        1,
         "{:?}",
         journals(keep.path())
     );

@@ -37,6 +37,28 @@ pub struct WorkerReport {
     pub why: Option<String>,
 }
 
+impl WorkerReport {
+    /// Who it is and how it ended, as every output says it: `127.0.0.1:7701 (2 of 3) lost:
+    /// closed its stream`.
+    pub fn said(&self) -> String {
+        format!(
+            "{} ({} of {}) {}: {}",
+            self.name,
+            self.index + 1,
+            self.count,
+            self.status,
+            self.why.as_deref().unwrap_or("no reason given")
+        )
+    }
+
+    /// The first worker of `all` that did not finish its share, said as [`said`](Self::said).
+    pub fn first_short(all: &[WorkerReport]) -> Option<String> {
+        all.iter()
+            .find(|w| w.status != WorkerStatus::Done)
+            .map(|w| format!("worker {}", w.said()))
+    }
+}
+
 /// How a worker of a distributed run ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

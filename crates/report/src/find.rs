@@ -271,6 +271,23 @@ fn capacity_line(f: &FindResult) -> String {
             m.slo.join(", ")
         );
     }
+    if let Some(Stop::Interrupted | Stop::StepFailed { .. }) = &f.stop {
+        // The search was cut before it closed in: what passed is a floor.
+        let failed = f
+            .steps
+            .iter()
+            .filter(|s| !s.pass && !s.interrupted && s.level > m.level)
+            .map(|s| s.level)
+            .reduce(f64::min);
+        let below = failed.map_or(String::new(), |l| {
+            format!(", below {} which failed", f.by.describe(l))
+        });
+        return format!(
+            "Capacity: at least {capacity} ({} met {}{below}; the search ended before it found the limit)",
+            f.by.describe(m.level),
+            m.slo.join(", ")
+        );
+    }
     match f.every_ms {
         Some(_) => format!(
             "Capacity: {capacity} (maximum sustainable with {}{res})",

@@ -304,12 +304,8 @@ fn workers(o: &mut String, ws: &[model::WorkerReport]) {
             o,
             "worker",
             format!(
-                "{} ({} of {}) {}: {}; it sent {} requests in {} seconds, and its share was not re-run",
-                w.name,
-                w.index + 1,
-                w.count,
-                w.status,
-                w.why.as_deref().unwrap_or("no reason given"),
+                "{}; it sent {} requests in {} seconds, and its share was not re-run",
+                w.said(),
                 fmt_count(w.requests),
                 w.seconds
             ),

@@ -296,8 +296,15 @@ impl search::StepRunner for Controller<'_> {
                 step.row.generator_wait,
             ),
         };
+        let short = step.short.take();
         self.steps.push(step);
-        Ok(outcome)
+        match short {
+            // The user's interrupt is said as such; a generator that gave up is the reason.
+            Some(why) if !self.interrupt.load(Ordering::Relaxed) => Err(search::Stop::StepFailed {
+                why: format!("{name}: {why}"),
+            }),
+            _ => Ok(outcome),
+        }
     }
 }
 
@@ -360,9 +367,12 @@ fn step_on(
     if b.ok == 0 {
         reasons.insert(0, "no successful response".into());
     }
+    // A worker of a distributed step that did not finish its share ends the search there.
+    let short = model::WorkerReport::first_short(&out.remote);
     if out.interrupted {
         // A partial step proves nothing either way; it is kept in the table but judged by no one.
-        reasons = vec!["interrupted (partial step, not judged)".to_string()];
+        let why = short.as_deref().unwrap_or("interrupted");
+        reasons = vec![format!("{why} (partial step, not judged)")];
     }
     let name = format!("step {}", s.by.describe(level));
     let rps = b.requests.saturating_sub(grace.requests) as f64 / steady_s;
@@ -414,6 +424,7 @@ fn step_on(
         totals: out.totals,
         stuck: false,
         steady: watch.judged,
+        short,
     })
 }
 

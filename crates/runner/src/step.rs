@@ -15,4 +15,6 @@ pub struct Step {
     pub stuck: bool,
     /// Status counts of the steady part, for the diagnosis.
     pub steady: Bucket,
+    /// A worker of a distributed step that did not finish its share, said.
+    pub short: Option<String>,
 }

@@ -2,6 +2,7 @@
 //! worker saw in one second ([`Bucket`]), and what a whole run adds up to ([`Totals`]). Everything here merges exactly, so per-worker, per-second data can be combined
 //! across threads (and later steps and machines) without losing a single count.
 
+pub mod bounds;
 mod bucket;
 pub mod capacity;
 mod hist;

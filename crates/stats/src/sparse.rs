@@ -51,6 +51,17 @@ impl Sparse {
         })
     }
 
+    /// How many values it holds.
+    pub fn total(&self) -> u64 {
+        match &self.form {
+            Form::Ours { pairs, big } => {
+                let small: u64 = pairs.iter().map(|&(_, n)| u64::from(n)).sum();
+                big.iter().fold(small, |t, &(_, n)| t.saturating_add(n))
+            }
+            Form::Other(pairs) => pairs.iter().fold(0, |t, &(_, n)| t.saturating_add(n)),
+        }
+    }
+
     /// Adds these counts to `h` (one of the project's bounds).
     pub fn add_to(&self, h: &mut Histogram) {
         match &self.form {

@@ -219,7 +219,11 @@ impl TryFrom<WireBucket> for Decoded {
     type Error = String;
 
     fn try_from(w: WireBucket) -> Result<Decoded, String> {
-        let sparse = |what: &str, s: &str| Sparse::read(s).map_err(|e| format!("{what}: {e}"));
+        crate::bounds::check(&w)?;
+        let sparse = |what: &str, s: &str| {
+            let h = Sparse::read(s).map_err(|e| format!("{what}: {e}"))?;
+            crate::bounds::check_values(what, &h).map(|()| h)
+        };
         let corrected = sparse("latency", &w.corrected)?;
         let service = sparse("service time", &w.service)?;
         // Empty: `merge` adds nothing from them, and they cost next to nothing to make.
@@ -235,7 +239,15 @@ impl TryFrom<WireBucket> for Decoded {
 /// Everything of a wire second but its two latency histograms, given as `corrected` and
 /// `service`.
 fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bucket, String> {
-    let hist = |what: &str, s: &str| decode(s).map_err(|e| format!("{what}: {e}"));
+    let hist = |what: &str, s: &str| {
+        let h = decode(s).map_err(|e| format!("{what}: {e}"))?;
+        match h.len() {
+            n if n > crate::bounds::MOST_PER_SECOND => {
+                Err(format!("{what}: {n} values in one second"))
+            }
+            _ => Ok(h),
+        }
+    };
     let opt = |what: &str, s: &Option<String>| -> Result<Option<Box<Histogram>>, String> {
         s.as_deref()
             .map(|s| hist(what, s).map(Box::new))

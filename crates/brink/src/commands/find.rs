@@ -377,9 +377,14 @@ fn hook_warnings(result: &results::RunResult) -> bool {
     required_failed
 }
 
-/// 1 when the service got stuck or no level held the objectives, else 0.
+/// 2 when a step could not run (the search did not finish), 1 when the service got stuck or
+/// no level held the objectives, else 0.
 fn search_code(result: &results::RunResult) -> i32 {
     let find = result.find.as_ref();
+    // A step could not run (a worker gave up): the search did not finish, whatever passed.
+    if find.is_some_and(|f| matches!(f.stop, Some(results::find::Stop::StepFailed { .. }))) {
+        return crate::exit::INPUT;
+    }
     let stuck = find.is_some_and(|f| {
         f.findings
             .iter()

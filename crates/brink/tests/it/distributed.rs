@@ -113,6 +113,10 @@ fn three_workers_send_exactly_n_and_one_merged_result() {
         assert!(skew.abs() < 50.0, "start skew {skew} ms: {w}");
     }
     assert!(text.contains("workers       3 merged"), "{text}");
+    assert!(
+        text.contains("warning: --workers 3 starts 3 worker processes on this machine's"),
+        "they share its cores: {text}"
+    );
     // Fewer connections than workers: a worker without one could never send its share of
     // -n and the run would never end. Refused before any load instead.
     let started = std::time::Instant::now();
@@ -575,4 +579,69 @@ fn ctrl_c_stops_every_worker_and_keeps_what_they_measured() {
         sum,
         "every request sent is counted"
     );
+}
+
+#[test]
+fn a_worker_lost_mid_search_ends_it_named_and_not_as_a_pass() {
+    // Worker processes generating load take CPU from the tests beside them.
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t0k3n\n").unwrap();
+    let a = Worker::start("t0k3n", dir.path());
+    let b = Worker::start("t0k3n", dir.path());
+    let (a_addr, b_addr) = (a.addr.clone(), b.addr.clone());
+    // Steps of 2 s: killed during the second one (the first starts about half a second in).
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(3500));
+        drop(b);
+    });
+    let url = srv.url("/");
+    let (code, r, text) = crate::find::find(
+        &[
+            &url,
+            "--by",
+            "rate",
+            "--from",
+            "100",
+            "--to",
+            "3200",
+            "--slo",
+            "p99<500ms",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--worker",
+            &a_addr,
+            "--worker",
+            &b_addr,
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+        Duration::from_secs(90),
+    );
+    killer.join().unwrap();
+    // The search did not finish: a tool error, not "capacity found".
+    assert_eq!(code, Some(2), "{text}");
+    let stopped = r["find"]["stopped"].as_str().unwrap_or_default();
+    assert!(
+        stopped.contains(&b_addr) && stopped.contains("lost") && stopped.starts_with("step "),
+        "{stopped}"
+    );
+    assert!(text.contains(&b_addr) && text.contains("lost"), "{text}");
+    assert!(
+        text.contains(" Capacity: at least ") && text.contains("ended before it found the limit"),
+        "what passed is a floor: {text}"
+    );
+    assert!(
+        !text.contains(&format!("worker {b_addr}: ")),
+        "the worker is named once: {text}"
+    );
+    let steps = r["scenarios"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "the search ended at the broken step: {r}");
+    assert_eq!(steps[1]["interrupted"], true, "{r}");
 }
