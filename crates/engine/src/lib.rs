@@ -1,10 +1,11 @@
 //! The load engine: per-core workers (`worker`), the protocols (`proto`: HTTP/1.1 with its
-//! fast path, HTTP/2, and where gRPC will go), connection set-up and TLS (`net`), and the
+//! fast path, HTTP/2 and gRPC, WebSocket, Server-Sent Events), connection set-up and TLS (`net`), and the
 //! run/aggregation loop. Callers build a [`RunSpec`] and call [`run()`] with a per-second
 //! [`OnSecond`]; nothing here prints. What a run *is* (targets, load curves, the wire rules,
 //! units) lives in the `model` crate, so configuration can be read and checked without this
 //! one, and what a run sends (requests, templates, extraction) in the `workload` crate, so a plan
-//! compiles without this one. Public beyond that small API: [`h1`] (benchmarked on its own).
+//! compiles without this one. Public beyond that small API: [`h1`] and [`sse`] (benchmarked on
+//! their own).
 
 mod net;
 mod once;
@@ -15,6 +16,8 @@ mod worker;
 
 /// The HTTP/1.1 reader and framing, public for the benchmarks.
 pub use proto::h1;
+/// The Server-Sent Events reader, public for the benchmarks.
+pub use proto::sse;
 
 pub use model::{guard, Curve, Load, Protocol, StatusSet, Target, TargetError};
 pub use net::tls::TlsOptions;

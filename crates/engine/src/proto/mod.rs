@@ -2,7 +2,8 @@
 //! sans-I/O reader both epoll loops drive, and the async client for TLS), HTTP/2 through
 //! hyper ([`h2`], gRPC included: its status and messages are read there, and its streamed
 //! messages go out in [`body`]), brink's own h2c client ([`h2c`]) for the epoll loop, and
-//! WebSocket ([`ws`]: an HTTP/1.1 upgrade, then messages).
+//! WebSocket ([`ws`]: an HTTP/1.1 upgrade, then messages); Server-Sent Events are read from
+//! any of their bodies by [`sse`].
 //! The tokio worker reaches any of them through one seam, [`session::Session`], and
 //! [`connect`] says which one an opened connection speaks.
 
@@ -13,4 +14,5 @@ pub mod h2;
 pub mod h2c;
 pub mod reply;
 pub mod session;
+pub mod sse;
 pub mod ws;

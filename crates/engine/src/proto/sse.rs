@@ -1,0 +1,331 @@
+//! Server-Sent Events read as a browser reads them (the WHATWG HTML standard's "event stream
+//! interpretation"), incrementally, from whatever chunks the transport hands over (HTTP/1.1
+//! chunked or not, HTTP/2 DATA frames): lines end at CRLF, LF or CR (a CR at the end of one
+//! chunk and an LF at the start of the next are one end); `data:` lines are joined with LF;
+//! `event:`, `id:` (refused when it holds NUL) and `retry:` (digits only) are kept; lines that
+//! start with a colon are comments; a blank line dispatches the event (none when no data was
+//! given); a leading byte-order mark is dropped; what is left unterminated at the end of the
+//! stream is no event. A streamed answer is timed by its events, so this is where they are
+//! told apart.
+//!
+//! Bounded: the line being read and the event being gathered together may hold at most the
+//! reader's `max_event` bytes; past it, the stream is an error (an endless line without a
+//! newline, or an endless `data:` run without a blank line, cannot grow memory).
+
+/// One event, as dispatched: its type (`message` unless `event:` said otherwise), its data
+/// (the `data:` lines joined with LF), and the last event ID the stream set.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    pub kind: &'a [u8],
+    pub data: &'a [u8],
+    pub id: &'a [u8],
+}
+
+/// Why a stream could not be read further.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// A line, or the event being gathered, passed `max_event` bytes.
+    TooLarge,
+}
+
+/// The incremental reader of one stream.
+#[derive(Debug)]
+pub struct Reader {
+    max_event: usize,
+    /// The current line, when it spans chunks.
+    line: Vec<u8>,
+    data: Vec<u8>,
+    kind: Vec<u8>,
+    id: Vec<u8>,
+    /// The reconnection time the stream last set, ms.
+    retry_ms: Option<u64>,
+    /// The previous chunk ended in CR: an LF first in this one ends nothing more.
+    after_cr: bool,
+    /// Still at the very start of the stream (a byte-order mark may be there).
+    start: bool,
+    /// Comment lines seen (a server's keep-alive pings).
+    comments: u64,
+}
+
+/// The UTF-8 byte-order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+impl Reader {
+    pub fn new(max_event: usize) -> Reader {
+        Reader {
+            max_event,
+            line: Vec::new(),
+            data: Vec::new(),
+            kind: Vec::new(),
+            id: Vec::new(),
+            retry_ms: None,
+            after_cr: false,
+            start: true,
+            comments: 0,
+        }
+    }
+
+    /// The reconnection time (`retry:`) the stream last set, ms.
+    pub fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
+    }
+
+    /// The last event ID the stream set (what a reconnect sends as `Last-Event-ID`).
+    pub fn last_id(&self) -> &[u8] {
+        &self.id
+    }
+
+    /// Comment lines read so far.
+    pub fn comments(&self) -> u64 {
+        self.comments
+    }
+
+    /// Reads `chunk`, calling `on_event` for each event it completes, in order.
+    pub fn feed(&mut self, chunk: &[u8], on_event: &mut dyn FnMut(Event<'_>)) -> Result<(), Fault> {
+        let mut rest = chunk;
+        if self.start {
+            if self.line.len() + rest.len() < BOM.len()
+                && BOM.starts_with(&[&self.line[..], rest].concat())
+            {
+                // Too short to tell yet: keep it as the line so far.
+                self.line.extend_from_slice(rest);
+                return Ok(());
+            }
+            self.start = false;
+            let mut head = std::mem::take(&mut self.line);
+            head.extend_from_slice(rest);
+            let head = head.strip_prefix(BOM).map(<[u8]>::to_vec).unwrap_or(head);
+            return self.feed_lines(&head, on_event);
+        }
+        if self.after_cr {
+            self.after_cr = false;
+            if let Some(r) = rest.strip_prefix(b"\n") {
+                rest = r;
+            }
+        }
+        self.feed_lines(rest, on_event)
+    }
+
+    fn feed_lines(
+        &mut self,
+        mut rest: &[u8],
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), Fault> {
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', rest) {
+            let ended_by_cr = rest[at] == b'\r';
+            if self.line.is_empty() {
+                self.take_line(&rest[..at], on_event)?;
+            } else {
+                self.grow_line(&rest[..at])?;
+                let line = std::mem::take(&mut self.line);
+                self.take_line(&line, on_event)?;
+                self.line = line;
+                self.line.clear();
+            }
+            rest = &rest[at + 1..];
+            if ended_by_cr {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+        }
+        self.grow_line(rest)
+    }
+
+    /// Adds `bytes` to the unfinished line, within the bound.
+    fn grow_line(&mut self, bytes: &[u8]) -> Result<(), Fault> {
+        if self.line.len() + self.data.len() + bytes.len() > self.max_event {
+            return Err(Fault::TooLarge);
+        }
+        self.line.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// One whole line (without its end).
+    fn take_line(&mut self, line: &[u8], on_event: &mut dyn FnMut(Event<'_>)) -> Result<(), Fault> {
+        if line.is_empty() {
+            self.dispatch(on_event);
+            return Ok(());
+        }
+        if line[0] == b':' {
+            self.comments += 1;
+            return Ok(());
+        }
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(c) => {
+                let v = &line[c + 1..];
+                (&line[..c], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        match field {
+            b"data" => {
+                if self.data.len() + value.len() + 1 > self.max_event {
+                    return Err(Fault::TooLarge);
+                }
+                self.data.extend_from_slice(value);
+                self.data.push(b'\n');
+            }
+            b"event" => {
+                self.kind.clear();
+                self.kind
+                    .extend_from_slice(&value[..value.len().min(self.max_event)]);
+            }
+            b"id" if !value.contains(&0) => {
+                self.id.clear();
+                self.id
+                    .extend_from_slice(&value[..value.len().min(self.max_event)]);
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A blank line: the event gathered so far goes out (none without data), and the type
+    /// is forgotten; the ID is kept.
+    fn dispatch(&mut self, on_event: &mut dyn FnMut(Event<'_>)) {
+        if !self.data.is_empty() {
+            self.data.pop();
+            let kind: &[u8] = if self.kind.is_empty() {
+                b"message"
+            } else {
+                &self.kind
+            };
+            on_event(Event {
+                kind,
+                data: &self.data,
+                id: &self.id,
+            });
+        }
+        self.data.clear();
+        self.kind.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event of `chunks` fed in order, as (type, data, id) strings.
+    fn events(chunks: &[&[u8]]) -> Vec<(String, String, String)> {
+        let mut r = Reader::new(1 << 16);
+        let mut out = Vec::new();
+        for c in chunks {
+            r.feed(c, &mut |e: Event<'_>| {
+                let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                out.push((s(e.kind), s(e.data), s(e.id)));
+            })
+            .unwrap();
+        }
+        out
+    }
+
+    fn ev(kind: &str, data: &str, id: &str) -> (String, String, String) {
+        (kind.into(), data.into(), id.into())
+    }
+
+    #[test]
+    fn the_standards_examples_read_as_a_browser_reads_them() {
+        // From the HTML standard's examples: a comment, multi-line data, ids, and a last
+        // block without its blank line (no event).
+        let got = events(&[b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n"]);
+        assert_eq!(
+            got,
+            [
+                ev("message", "first event", "1"),
+                ev("message", "second event", "")
+            ]
+        );
+        let got = events(&[b"data\n\ndata\ndata\n\ndata:\n"]);
+        assert_eq!(got, [ev("message", "", ""), ev("message", "\n", "")]);
+        let got = events(&[b"data:test\n\ndata: test\n\n"]);
+        assert_eq!(got, [ev("message", "test", ""), ev("message", "test", "")]);
+        let got =
+            events(&[b"event: add\ndata: 73857293\n\nevent: remove\ndata: 2153\n\ndata: x\n\n"]);
+        assert_eq!(
+            got,
+            [
+                ev("add", "73857293", ""),
+                ev("remove", "2153", ""),
+                ev("message", "x", "")
+            ]
+        );
+    }
+
+    #[test]
+    fn every_line_end_and_every_cut_between_chunks_gives_the_same_events() {
+        let whole: &[u8] =
+            b"\xEF\xBB\xBFid: 7\r\nevent: tok\rdata: a\r\ndata: b\n\r\n: ping\r\rdata: c\n\n";
+        let want = vec![ev("tok", "a\nb", "7"), ev("message", "c", "7")];
+        assert_eq!(events(&[whole]), want);
+        for cut in 0..=whole.len() {
+            assert_eq!(
+                events(&[&whole[..cut], &whole[cut..]]),
+                want,
+                "cut at {cut}"
+            );
+        }
+        let bytes: Vec<&[u8]> = whole.chunks(1).collect();
+        assert_eq!(events(&bytes), want, "a byte at a time");
+    }
+
+    #[test]
+    fn retry_ids_and_comments_follow_the_rules() {
+        let mut r = Reader::new(1024);
+        let mut n = 0;
+        r.feed(
+            b"retry: 1500\nretry: 2x\nid: a\0b\n: one\n:two\ndata: d\n\n",
+            &mut |_| n += 1,
+        )
+        .unwrap();
+        assert_eq!(
+            (n, r.retry_ms(), r.last_id(), r.comments()),
+            (1, Some(1500), &b""[..], 2)
+        );
+        r.feed(b"id: 42\n\n", &mut |_| n += 1).unwrap();
+        assert_eq!(
+            (n, r.last_id()),
+            (1, &b"42"[..]),
+            "an id alone dispatches nothing"
+        );
+    }
+
+    #[test]
+    fn an_endless_line_or_event_is_an_error_within_the_bound() {
+        let mut r = Reader::new(100);
+        let mut fed = 0;
+        let err = loop {
+            match r.feed(&[b'x'; 7], &mut |_| {}) {
+                Ok(()) => fed += 7,
+                Err(e) => break e,
+            }
+            assert!(fed < 1000, "never refused");
+        };
+        assert_eq!(err, Fault::TooLarge);
+        assert!(fed <= 100 && r.line.capacity() <= 256, "{fed} fed");
+        let mut r = Reader::new(100);
+        let mut refused = None;
+        for i in 0..100 {
+            if let Err(e) = r.feed(b"data: 0123456789\n", &mut |_| {}) {
+                refused = Some((i, e));
+                break;
+            }
+        }
+        assert_eq!(
+            refused,
+            Some((9, Fault::TooLarge)),
+            "data lines without a blank line"
+        );
+        // Within the bound, an event of exactly max_event bytes of line and data passes.
+        let mut r = Reader::new(12);
+        let mut got = Vec::new();
+        r.feed(b"data: 0123456789\n\n", &mut |e| got.push(e.data.to_vec()))
+            .unwrap();
+        assert_eq!(got, [b"0123456789".to_vec()]);
+    }
+}
