@@ -15,13 +15,20 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The exit codes of `run`, as `exit.rs` gives them.
+const RUN_EXIT: &str = "Exit codes: 0 done and every objective held; 1 an objective failed; 2 invalid input or a tool error (a worker lost or failed: the run is short, its result kept); 3 no request succeeded; 130 interrupted (the result is still written).";
+/// The exit codes of `find`.
+const FIND_EXIT: &str = "Exit codes: 0 a capacity found; 1 no level held the objectives, the service stopped answering, or a required hook failed; 2 invalid input or a tool error (a step could not run: a worker lost or failed; the steps run are kept); 130 interrupted (the result is still written).";
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run a load test: a URL (closed -c, open --rate or staged --stages load) or a plan file
     /// (every scenario in order, with its SLA table; exit 1 if an SLO fails).
+    #[command(after_help = RUN_EXIT)]
     Run(Box<RunArgs>),
     /// Find the most load a service sustains within its SLOs: step the load up (connections or
     /// rate) until an SLO breaks, bisect, and report the steps, the knee, a USL fit and a diagnosis.
+    #[command(after_help = FIND_EXIT)]
     Find(Box<FindArgs>),
     /// Check a plan file (syntax, keys, durations, rates, templates, JSONPaths, SLOs); run nothing.
     Validate(ValidateArgs),

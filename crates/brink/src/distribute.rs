@@ -97,6 +97,24 @@ fn share_warning(n: usize) {
     }
 }
 
+/// What a local worker does between fork and exec: asks the kernel for SIGTERM when its
+/// parent ends, and ends at once if the parent (`parent`) is already gone.
+fn end_with_parent(parent: u32) -> impl FnMut() -> std::io::Result<()> + Send + Sync + 'static {
+    move || {
+        // SAFETY: prctl and getppid are async-signal-safe system calls that touch no memory
+        // of the parent's; nothing here allocates or takes a lock.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Starts `n` workers on loopback; their addresses in order.
 fn start_local(n: usize, token: &str) -> Result<(LocalWorkers, Vec<String>), Fail> {
     let exe = std::env::current_exe()
@@ -104,15 +122,21 @@ fn start_local(n: usize, token: &str) -> Result<(LocalWorkers, Vec<String>), Fai
     let mut started = LocalWorkers::default();
     let mut addrs = Vec::new();
     for i in 0..n {
-        let mut child = Command::new(&exe)
-            .args(["worker", "--listen", "127.0.0.1:0", "--read-anywhere"])
+        let mut cmd = Command::new(&exe);
+        cmd.args(["worker", "--listen", "127.0.0.1:0", "--read-anywhere"])
             .env(fleet::trust::TOKEN_ENV, token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             // A group of their own: Ctrl-C at the terminal reaches this coordinator, which
             // tells every worker to stop and keeps all they measured, not the workers at once.
-            .process_group(0)
+            .process_group(0);
+        // ...and they go with it when it is killed outright (SIGKILL gives it no say).
+        // SAFETY: the closure only makes async-signal-safe system calls (see end_with_parent).
+        unsafe {
+            cmd.pre_exec(end_with_parent(std::process::id()));
+        }
+        let mut child = cmd
             .spawn()
             .map_err(|e| Fail::input(format!("cannot start worker {i}: {e}")))?;
         let first = first_line(&mut child);

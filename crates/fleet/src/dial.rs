@@ -190,16 +190,19 @@ pub(crate) async fn open(
         .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
         .body(())
         .map_err(|e| format!("worker {name}: {e}"))?;
-    let mut ready = tokio::time::timeout(HELLO, h2.clone().ready())
+    // A worker answers the request's head as soon as it has checked the token: a peer that
+    // says nothing by then is not one.
+    let silent = || format!("worker {name}: no answer within {CONNECT:?}: {hint}");
+    let mut ready = tokio::time::timeout(CONNECT, h2.clone().ready())
         .await
-        .map_err(|_| format!("worker {name}: no answer within {HELLO:?}"))?
+        .map_err(|_| silent())?
         .map_err(cannot)?;
     let (answer, send) = ready.send_request(req, false).map_err(cannot)?;
     let mut out = Outbox(send);
     out.send(run);
-    let resp = tokio::time::timeout(HELLO, answer)
+    let resp = tokio::time::timeout(CONNECT, answer)
         .await
-        .map_err(|_| format!("worker {name}: no answer within {HELLO:?}"))?
+        .map_err(|_| silent())?
         .map_err(cannot)?;
     let (head, body) = resp.into_parts();
     match head.status {

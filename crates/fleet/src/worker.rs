@@ -170,6 +170,8 @@ struct Load {
     told: Arc<AtomicBool>,
     done: mpsc::Receiver<Journal>,
     journal: Option<Journal>,
+    /// Why the coordinator ended this worker's part early, when it did.
+    aborted: Option<String>,
 }
 
 /// One run: reads the coordinator's lines until it closes its side or is lost. Compiling and
@@ -187,6 +189,8 @@ async fn session(
     let mut load: Option<Load> = None;
     let mut heard = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_tick = tokio::time::Instant::now();
     let end = loop {
         let waiting = load.as_ref().is_some_and(|l| l.journal.is_none());
         tokio::select! {
@@ -209,6 +213,12 @@ async fn session(
                 };
                 for m in msgs {
                     match m {
+                        ToWorker::Run { .. } if busy.load(Ordering::Acquire) => {
+                            // Said at once, before the coordinator checks clocks and starts.
+                            let why = "this worker is already running another load".into();
+                            let _ = tx.send(line(&FromWorker::Failed { why })).await;
+                            return;
+                        }
                         ToWorker::Run { .. } if compiled.is_none() && load.is_none() => {
                             match hello(w, m).await {
                                 Ok((c, h)) => {
@@ -233,9 +243,15 @@ async fn session(
                             }
                             load = Some(start(c, unix_ns, w.keep_dir.as_deref(), busy.clone(), tx.clone()));
                         }
-                        ToWorker::Stop | ToWorker::Abort { .. } => {
+                        ToWorker::Stop => {
                             if let Some(l) = &load {
                                 l.interrupt.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        ToWorker::Abort { why } => {
+                            if let Some(l) = &mut load {
+                                l.interrupt.store(true, Ordering::Relaxed);
+                                l.aborted = Some(why);
                             }
                         }
                         _ => {}
@@ -248,7 +264,13 @@ async fn session(
                     l.journal = j;
                 }
             }
-            _ = tick.tick() => {
+            now = tick.tick() => {
+                // Ticks far apart: this process was stopped (SIGSTOP, a frozen VM), not the
+                // coordinator silent. It gets a fresh lapse rather than the blame.
+                if now.duration_since(last_tick) > HEARTBEAT_LAPSE / 2 {
+                    heard = Instant::now();
+                }
+                last_tick = now;
                 if heard.elapsed() > HEARTBEAT_LAPSE {
                     if let Some(l) = &load {
                         l.silent.store(true, Ordering::Release);
@@ -272,14 +294,19 @@ impl Load {
             Some(j) => Some(j),
             None => self.done.recv().await,
         };
-        match (journal, end) {
-            (Some(j), End::Received) => j.discard(),
-            (Some(j), _) => eprintln!(
+        let Some(j) = journal else { return };
+        match (end, &self.aborted) {
+            (End::Received, _) => j.discard(),
+            (_, Some(why)) => eprintln!(
+                "brink worker: the coordinator stopped this worker's load ({}); what it measured is in {}",
+                crate::follow::said(why),
+                j.path().display()
+            ),
+            _ => eprintln!(
                 "brink worker: the coordinator is {}; the load stopped and what it measured is in {}",
                 end.word(),
                 j.path().display()
             ),
-            (None, _) => {}
         }
     }
 }
@@ -338,6 +365,7 @@ fn start(
         told: Arc::new(AtomicBool::new(false)),
         done,
         journal: None,
+        aborted: None,
     };
     let (interrupt, silent, told) = (
         load.interrupt.clone(),

@@ -59,10 +59,11 @@ pub fn step_line(by: By, s: &StepRow, observed: &[String], knee: Option<&str>) -
             .map_or("-".to_string(), |v| observed_value(name, v.peak));
         let _ = write!(o, " {v:>9}");
     }
-    let verdict = if s.pass {
-        "pass".to_string()
-    } else {
-        format!("FAIL {}", s.reason)
+    // A partial step is neither: it was cut short and judged by no one.
+    let verdict = match (s.pass, s.interrupted) {
+        (true, _) => "pass".to_string(),
+        (false, true) => format!("cut {}", s.reason),
+        (false, false) => format!("FAIL {}", s.reason),
     };
     let _ = write!(o, "  {verdict}");
     if let Some(k) = knee {

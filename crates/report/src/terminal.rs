@@ -34,12 +34,19 @@ fn heading(o: &mut String, r: &ScenarioResult) {
         r.target.protocol,
         describe_load(&r.load)
     );
-    if r.interrupted {
-        let _ = writeln!(
-            o,
-            "  interrupted: figures cover the {:.1}s that ran",
-            s.duration_s
-        );
+    match model::WorkerReport::first_short(&r.workers) {
+        // A worker gave up or was lost: the run is short of its share, not interrupted.
+        Some(why) if r.interrupted => {
+            let _ = writeln!(o, "  short: {why}: figures cover what the workers sent");
+        }
+        _ if r.interrupted => {
+            let _ = writeln!(
+                o,
+                "  interrupted: figures cover the {:.1}s that ran",
+                s.duration_s
+            );
+        }
+        _ => {}
     }
     if let Some(slo) = &r.aborted_by {
         let _ = writeln!(

@@ -9,11 +9,23 @@ use results::RunResult;
 use runner::Event;
 use stats::ErrorKind;
 
-/// The exit code a finished run earns.
-fn verdict(result: &RunResult) -> Result<i32, Fail> {
+/// The exit code a finished run earns; `interrupted`: the user stopped it.
+fn verdict(result: &RunResult, interrupted: bool) -> Result<i32, Fail> {
     let s = &result.summary;
-    if result.interrupted {
-        return Ok(INTERRUPTED);
+    let short = result
+        .scenarios
+        .iter()
+        .find_map(|s| model::WorkerReport::first_short(&s.workers));
+    match short {
+        // A worker lost or failed: the run delivered less than was asked, and not because
+        // anyone asked it to stop. A tool error; the result is kept.
+        Some(why) if !interrupted => {
+            return Err(Fail::input(format!(
+                "the run is short: {why}; its share was not re-run"
+            )))
+        }
+        _ if result.interrupted => return Ok(INTERRUPTED),
+        _ => {}
     }
     if s.ok == 0 {
         let kinds: Vec<String> = s
@@ -130,7 +142,10 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
         .find_map(|s| Some((&s.name, s.error.as_ref()?)))
     {
         Some((name, why)) => Err(Fail::input(format!("scenario '{name}': {why}"))),
-        None => verdict(&result),
+        None => verdict(
+            &result,
+            interrupt.load(std::sync::atomic::Ordering::Relaxed),
+        ),
     };
     sinks.show(&Event::Exit(code.as_ref().map_or_else(|f| f.code, |c| *c)));
     code
