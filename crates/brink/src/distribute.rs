@@ -86,13 +86,13 @@ pub fn generators(a: &FleetArgs, order: &WorkerOrder) -> Result<Generators, Fail
     })
 }
 
-/// Local workers share this machine's cores: more than one gives no more load than one
-/// process (whose engine already uses every core), and each may wait for a CPU. Said once.
+/// Local workers share this machine's cores: more than one adds no capacity to generate load
+/// (one process's engine already uses every core), and each may wait for a CPU. Said once.
 fn share_warning(n: usize) {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     if n > 1 {
         crate::console::warn(&format!(
-            "--workers {n} starts {n} worker processes on this machine's {cores} cores: they share them and give no more load than one process; --worker HOST:PORT adds other machines"
+            "--workers {n} starts {n} worker processes on this machine's {cores} cores: they share them, so more of them add no capacity to generate load; --worker HOST:PORT adds other machines"
         ));
     }
 }

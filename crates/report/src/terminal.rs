@@ -295,10 +295,23 @@ fn workers(o: &mut String, ws: &[model::WorkerReport]) {
             .map(f64::abs)
             .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
     };
-    let mut line = format!("{} merged", ws.len());
+    let finished = ws
+        .iter()
+        .filter(|w| w.status == model::WorkerStatus::Done)
+        .count();
+    let mut line = match finished == ws.len() {
+        true => format!("{} merged", ws.len()),
+        false => format!("{} merged, {finished} of them finished", ws.len()),
+    };
     if let Some(skew) = most(|w| w.start_skew_ms) {
+        // Only those that said Done said when they started.
+        let who = if finished == ws.len() {
+            "each"
+        } else {
+            "each that finished"
+        };
         line.push_str(&format!(
-            "; each started within {} of the agreed instant",
+            "; {who} started within {} of the agreed instant",
             fmt_ms(skew)
         ));
     }

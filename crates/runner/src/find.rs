@@ -267,7 +267,9 @@ impl search::StepRunner for Controller<'_> {
             .map(|h| self.start_hook(h, "each_step", &name, level));
         let step = self.measure(level);
         self.collect(during);
-        let mut step = step.map_err(|f| search::Stop::StepFailed { why: f.0 })?;
+        let mut step = step.map_err(|f| search::Stop::StepFailed {
+            why: format!("{name}: {}", f.0),
+        })?;
         crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
         step.row.observed = step.scenario.observed.clone();
         let interrupted = step.scenario.interrupted;

@@ -3,12 +3,13 @@
 //! hyper ([`h2`], gRPC included: its status and messages are read there, and its streamed
 //! messages go out in [`body`]), brink's own h2c client ([`h2c`]) for the epoll loop, and
 //! WebSocket ([`ws`]: an HTTP/1.1 upgrade, then messages); Server-Sent Events are read from
-//! any of their bodies by [`sse`].
+//! any of their bodies by [`sse`] and timed by [`events`].
 //! The tokio worker reaches any of them through one seam, [`session::Session`], and
 //! [`connect`] says which one an opened connection speaks.
 
 pub mod body;
 pub mod connect;
+pub mod events;
 pub mod h1;
 pub mod h2;
 pub mod h2c;

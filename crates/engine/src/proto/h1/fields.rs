@@ -24,6 +24,8 @@ pub struct Head {
     pub framing: Framing,
     /// Whether the connection can be reused afterwards.
     pub keep_alive: bool,
+    /// `Content-Type: text/event-stream`: the body is Server-Sent Events.
+    pub event_stream: bool,
 }
 
 /// Why a response could not be parsed.
@@ -41,6 +43,7 @@ pub struct Fields {
     /// ... and its final coding is `chunked`.
     chunked: bool,
     close: bool,
+    event_stream: bool,
 }
 
 impl Fields {
@@ -51,13 +54,14 @@ impl Fields {
             coded: false,
             chunked: false,
             close: http10,
+            event_stream: false,
         }
     }
 
     /// Takes one header line.
     pub fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-        if !matches!(name.len(), 10 | 14 | 17) {
-            return Ok(()); // not one of the three names below
+        if !matches!(name.len(), 10 | 12 | 14 | 17) {
+            return Ok(()); // not one of the four names below
         }
         if name.eq_ignore_ascii_case(b"content-length") {
             let v = std::str::from_utf8(value).map_err(|_| Malformed)?.trim();
@@ -69,6 +73,11 @@ impl Fields {
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             self.coded = true;
             self.chunked = last_token(value).eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case(b"content-type") {
+            let media = value.split(|&b| b == b';').next().unwrap_or(value);
+            self.event_stream = media
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"text/event-stream");
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in value.split(|&b| b == b',') {
                 let t = token.trim_ascii();
@@ -113,6 +122,7 @@ impl Fields {
             len,
             framing,
             keep_alive: !self.close && !ambiguous && framing != Framing::Close,
+            event_stream: self.event_stream,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! HTTP/1.1 response framing, pure and allocation-free: parse a response head (the fast
 //! [`scan`](super::scan) path, else `httparse`) and decide how its body ends (RFC 9112 §6.3),
-//! and skip chunked bodies with a byte-level state machine that never buffers data.
+//! and skip chunked bodies with a byte-level state machine that never buffers data (and hands
+//! their payload on, for a body read as it streams).
 
 use super::scan::scan;
 
@@ -83,10 +84,21 @@ impl Chunked {
     /// As [`Chunked::feed`], also saying how many bytes of `data` belong to the body (the rest,
     /// after the end, is not part of this response).
     pub fn feed_counted(&mut self, data: &[u8]) -> Result<(bool, usize), Malformed> {
+        self.feed_payload(data, |_| {})
+    }
+
+    /// As [`Chunked::feed_counted`], handing `on_payload` each run of the body's own bytes
+    /// (the chunks' data, without sizes, extensions or trailers), in order.
+    pub fn feed_payload(
+        &mut self,
+        data: &[u8],
+        mut on_payload: impl FnMut(&[u8]),
+    ) -> Result<(bool, usize), Malformed> {
         let mut i = 0;
         while i < data.len() && self.state != State::Done {
             if self.state == State::Data {
                 let take = self.size.min((data.len() - i) as u64);
+                on_payload(&data[i..i + take as usize]);
                 self.size -= take;
                 i += take as usize;
                 if self.size == 0 {

@@ -4,6 +4,7 @@
 //! so framing rules live in one place.
 
 use super::parse::{parse_head, Chunked, Framing};
+use crate::proto::events::Events;
 use crate::proto::reply::Reply;
 use stats::ErrorKind;
 use std::sync::Arc;
@@ -39,7 +40,15 @@ pub struct Reader {
     interim: u32,
     /// Kept head and body, only when a flow step extracts from this response.
     capture: Option<Box<Captured>>,
+    /// Read the body as events: always (`Some(max_event)` from [`Reader::streaming`]) or when
+    /// the answer says `text/event-stream` (the default bound).
+    max_event: Option<usize>,
+    /// The answer's events, once its head said it streams them (or streaming was asked).
+    events: Option<Box<Events>>,
 }
+
+/// The largest event read unless told otherwise: 1 MiB.
+pub const MAX_EVENT: usize = 1 << 20;
 
 /// A per-connection read buffer: `data[..filled]` holds unconsumed bytes.
 #[derive(Debug)]
@@ -83,7 +92,23 @@ impl Reader {
             bytes_in: 0,
             interim: 0,
             capture: None,
+            max_event: None,
+            events: None,
         }
+    }
+
+    /// A reader that times the body as Server-Sent Events whatever its type says, each event
+    /// at most `max_event` bytes.
+    pub fn streaming(head_request: bool, max_event: usize) -> Reader {
+        Reader {
+            max_event: Some(max_event),
+            ..Reader::new(head_request)
+        }
+    }
+
+    /// The answer's events so far, when it streams them.
+    pub fn events(&mut self) -> Option<&mut Events> {
+        self.events.as_deref_mut()
     }
 
     /// A reader that also keeps the response's headers and body (for extraction), within
@@ -105,7 +130,19 @@ impl Reader {
     }
 
     /// Takes `n` new bytes at `buf.data[buf.filled..]`; `Some` once the response is complete.
+    /// An answer read as events stamps them with the clock read now.
     pub fn advance(&mut self, buf: &mut ReadBuf, n: usize) -> Result<Option<Reply>, ErrorKind> {
+        self.advance_at(buf, n, None)
+    }
+
+    /// As [`Reader::advance`], the bytes read at `now` (`None`: the clock, read only when the
+    /// answer is read as events).
+    pub fn advance_at(
+        &mut self,
+        buf: &mut ReadBuf,
+        n: usize,
+        now: Option<std::time::Instant>,
+    ) -> Result<Option<Reply>, ErrorKind> {
         buf.filled += n;
         self.bytes_in += n as u64;
         if let Phase::Head = self.phase {
@@ -114,15 +151,13 @@ impl Reader {
             }
         }
         let body = &buf.data[..buf.filled];
-        let (done, used) = match &mut self.phase {
-            Phase::Head => (false, body.len()),
-            Phase::Length(left) => {
-                let used = (*left).min(body.len() as u64);
-                *left -= used;
-                (*left == 0, used as usize)
+        let (done, used) = match &mut self.events {
+            None => body_of(&mut self.phase, body, |_| Ok(()))?,
+            Some(e) => {
+                let now = now.unwrap_or_else(std::time::Instant::now);
+                let read = |p: &[u8]| e.feed(p, now).map_err(|_| ErrorKind::Protocol);
+                body_of(&mut self.phase, body, read)?
             }
-            Phase::Chunked(c) => c.feed_counted(body).map_err(|_| ErrorKind::Protocol)?,
-            Phase::UntilClose => (false, body.len()),
         };
         if let Some(c) = self.capture.as_mut() {
             c.keep(&body[..used]);
@@ -196,6 +231,9 @@ impl Reader {
         buf.filled -= off + head.len;
         self.status = head.status;
         self.keep_alive = head.keep_alive;
+        if let Some(max) = self.max_event.or(head.event_stream.then_some(MAX_EVENT)) {
+            self.events = Some(Box::new(Events::new(max)));
+        }
         self.phase = match head.framing {
             Framing::Empty | Framing::Length(0) => Phase::Length(0),
             Framing::Length(n) => {
@@ -208,6 +246,38 @@ impl Reader {
             Framing::Close => Phase::UntilClose,
         };
         Ok(true)
+    }
+}
+
+/// How much of `body` belongs to the response in `phase`, and whether it ends there; its
+/// payload (chunk framing removed) goes to `payload` as it is found.
+fn body_of(
+    phase: &mut Phase,
+    body: &[u8],
+    mut payload: impl FnMut(&[u8]) -> Result<(), ErrorKind>,
+) -> Result<(bool, usize), ErrorKind> {
+    match phase {
+        Phase::Head => Ok((false, body.len())),
+        Phase::Length(left) => {
+            let used = (*left).min(body.len() as u64);
+            *left -= used;
+            payload(&body[..used as usize])?;
+            Ok((*left == 0, used as usize))
+        }
+        Phase::Chunked(c) => {
+            let mut fault = Ok(());
+            let r = c.feed_payload(body, |p| {
+                if fault.is_ok() {
+                    fault = payload(p);
+                }
+            });
+            fault?;
+            r.map_err(|_| ErrorKind::Protocol)
+        }
+        Phase::UntilClose => {
+            payload(body)?;
+            Ok((false, body.len()))
+        }
     }
 }
 
@@ -374,3 +444,7 @@ mod tests {
         assert_eq!(read(&huge, 1000, false), Err(ErrorKind::Protocol));
     }
 }
+
+#[cfg(test)]
+#[path = "reader_events.rs"]
+mod events_tests;

@@ -1,0 +1,119 @@
+//! A streamed answer timed by its events, whatever carried it (an HTTP/1.1 body, chunked or
+//! not; HTTP/2 DATA frames): its body bytes go through the [`sse`](super::sse) reader as they
+//! arrive, and each event is stamped with the time its bytes were read. What a user of a
+//! stream waits for is the first event and then each next one, not the end of the response.
+
+use super::sse;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+/// Most gaps held between two drains: a read of a whole buffer of tiny events makes at most a
+/// few thousand; past this the oldest are dropped (and counted) rather than memory grow.
+const MOST_PENDING: usize = 16 * 1024;
+
+/// The events of one streamed answer so far.
+#[derive(Debug)]
+pub struct Events {
+    sse: sse::Reader,
+    /// When the first event was complete.
+    pub first_event: Option<Instant>,
+    last: Option<Instant>,
+    /// Events dispatched.
+    pub count: u64,
+    /// Gaps between consecutive events not yet drained, µs.
+    gaps_us: VecDeque<u64>,
+    /// Gaps dropped because nobody drained them.
+    pub dropped: u64,
+}
+
+impl Events {
+    /// Events of at most `max_event` bytes (a line being read plus the event gathered).
+    pub fn new(max_event: usize) -> Events {
+        Events {
+            sse: sse::Reader::new(max_event),
+            first_event: None,
+            last: None,
+            count: 0,
+            gaps_us: VecDeque::new(),
+            dropped: 0,
+        }
+    }
+
+    /// Reads `payload`, body bytes read at `now`.
+    pub fn feed(&mut self, payload: &[u8], now: Instant) -> Result<(), sse::Fault> {
+        let mut n = 0u64;
+        self.sse.feed(payload, &mut |_| n += 1)?;
+        for _ in 0..n {
+            self.event_at(now);
+        }
+        Ok(())
+    }
+
+    fn event_at(&mut self, now: Instant) {
+        self.count += 1;
+        match self.last {
+            None => self.first_event = Some(now),
+            Some(prev) => {
+                if self.gaps_us.len() >= MOST_PENDING {
+                    self.gaps_us.pop_front();
+                    self.dropped += 1;
+                }
+                self.gaps_us
+                    .push_back(now.saturating_duration_since(prev).as_micros() as u64);
+            }
+        }
+        self.last = Some(now);
+    }
+
+    /// Hands over the gaps between events since the last drain, µs, oldest first.
+    pub fn drain_gaps(&mut self, mut each: impl FnMut(u64)) {
+        for g in self.gaps_us.drain(..) {
+            each(g);
+        }
+    }
+
+    /// The stream's reader (last event ID, retry, comments).
+    pub fn reader(&self) -> &sse::Reader {
+        &self.sse
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn each_event_is_stamped_with_the_read_that_completed_it() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut e = Events::new(1024);
+        e.feed(b": ping\n\ndata: a", at(5)).unwrap();
+        assert_eq!(
+            (e.count, e.first_event),
+            (0, None),
+            "a comment and half an event"
+        );
+        e.feed(b"\n\ndata: b\n\n", at(40)).unwrap();
+        e.feed(b"data: c\n\ndata: d\n\n", at(100)).unwrap();
+        assert_eq!((e.count, e.first_event), (4, Some(at(40))));
+        let mut gaps = Vec::new();
+        e.drain_gaps(|g| gaps.push(g));
+        // b came in the read that completed a; d in the one that completed c.
+        assert_eq!(gaps, [0, 60_000, 0]);
+        e.drain_gaps(|g| gaps.push(g));
+        assert_eq!(gaps.len(), 3, "drained once");
+    }
+
+    #[test]
+    fn undrained_gaps_are_bounded() {
+        let t0 = Instant::now();
+        let mut e = Events::new(64);
+        let many = b"data: x\n\n".repeat(MOST_PENDING + 10);
+        e.feed(&many, t0).unwrap();
+        assert_eq!(e.count, (MOST_PENDING + 10) as u64);
+        let mut n = 0;
+        e.drain_gaps(|_| n += 1);
+        assert_eq!((n, e.dropped), (MOST_PENDING, 9));
+    }
+}
