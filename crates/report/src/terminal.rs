@@ -152,6 +152,9 @@ fn counts(o: &mut String, r: &ScenarioResult) {
     if let Some(w) = &s.websocket {
         websocket(o, w);
     }
+    if let Some(st) = &s.stream {
+        events(o, st);
+    }
     row(
         o,
         "transfer",
@@ -281,6 +284,31 @@ fn connections(o: &mut String, s: &crate::SummaryJson) {
         }
         row(o, "connections", parts.join("; "));
     }
+}
+
+/// Answers read as events: how many and how fast, then what a reader of the stream waits
+/// for, each from the intended start: the head, the first event, each next one.
+fn events(o: &mut String, st: &results::events::EventStreamJson) {
+    row_to(
+        o,
+        "stream",
+        format!(
+            "{} answers streamed {} events ({:.1} each, {}/s)",
+            fmt_count(st.streams),
+            fmt_count(st.events),
+            st.events_per_stream,
+            fmt_count(st.events_per_s.round() as u64)
+        ),
+    );
+    let p = |l: &stats::LatencySummary| format!("p50 {} p99 {}", fmt_ms(l.p50), fmt_ms(l.p99));
+    let mut parts = vec![format!("first byte {}", p(&st.first_byte_ms))];
+    if let Some(f) = &st.first_event_ms {
+        parts.push(format!("first event {}", p(f)));
+    }
+    if let Some(g) = &st.event_gap_ms {
+        parts.push(format!("between events {}", p(g)));
+    }
+    row_to(o, "events", parts.join("; "));
 }
 
 /// A distributed run's workers: how many, how closely they started, and each one that did

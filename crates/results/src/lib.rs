@@ -7,6 +7,7 @@
 //! the number formats they use, so a result reads the same wherever it is shown.
 
 mod broke;
+pub mod events;
 pub mod find;
 pub mod fmt;
 mod run;

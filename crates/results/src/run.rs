@@ -460,6 +460,10 @@ pub struct SummaryJson {
     /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WebSocketJson>,
+    /// Answers read as events (Server-Sent Events): first byte, first event, gaps; absent
+    /// when none streamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<crate::events::EventStreamJson>,
     pub errors_by_kind: ErrorsByKind,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -817,6 +821,10 @@ pub fn summary_json(
                 .then(|| LatencySummary::of(&s.first_message)),
         }),
         websocket: websocket(&totals.all),
+        stream: b
+            .events
+            .as_deref()
+            .and_then(|e| crate::events::EventStreamJson::of(e, span.secs)),
         errors_by_kind: ErrorKind::ALL
             .iter()
             .map(|k| (k.name().to_string(), b.errors_by_kind[k.index()]))

@@ -37,6 +37,9 @@ pub fn check(w: &WireBucket) -> Result<(), String> {
         ]);
         counts.extend(x.closes.iter().chain(&x.refused).map(|&(_, n)| ("ws", n)));
     }
+    if let Some((streams, events, ..)) = &w.events {
+        counts.extend([("streams", *streams), ("events", *events)]);
+    }
     for c in &w.checks {
         counts.extend([
             ("checks", c.passed),

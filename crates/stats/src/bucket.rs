@@ -112,6 +112,8 @@ pub struct Bucket {
     /// WebSocket connections: messages each way, pings, close codes; only in seconds whose
     /// connections carried any.
     pub ws: Option<Box<WsCounts>>,
+    /// Answers read as events (Server-Sent Events); only in seconds that read any.
+    pub events: Option<Box<crate::events::EventCounts>>,
     /// `--trace`: the slowest and the first failed requests of this second, by trace id.
     pub traces: Option<Box<crate::traces::Traces>>,
 }
@@ -335,8 +337,14 @@ impl Bucket {
             setup: Setup::default(),
             stream: None,
             ws: None,
+            events: None,
             traces: None,
         }
+    }
+
+    /// The streamed answers of this second, made on first use.
+    pub fn events_mut(&mut self) -> &mut crate::events::EventCounts {
+        self.events.get_or_insert_with(Box::default)
     }
 
     /// Records a traced request (see [`crate::traces::Traces::record`]).
@@ -516,6 +524,9 @@ impl Bucket {
         }
         if let Some(w) = &other.ws {
             self.record_ws(w);
+        }
+        if let Some(e) = &other.events {
+            self.events_mut().merge(e);
         }
         if let Some(t) = &other.traces {
             self.traces.get_or_insert_with(Box::default).merge(t);

@@ -5,6 +5,7 @@
 pub mod bounds;
 mod bucket;
 pub mod capacity;
+pub mod events;
 mod hist;
 mod kind;
 pub mod rng;

@@ -74,6 +74,9 @@ pub struct WireBucket {
     /// Response checks by slot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<WireChecked>,
+    /// Answers read as events: (streams, events, first byte, first event, gaps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<(u64, u64, String, String, String)>,
 }
 
 /// One check's counts as they travel.
@@ -144,6 +147,15 @@ impl From<&Bucket> for WireBucket {
             traces: b.traces.as_ref().map(|t| {
                 let rows = |v: &[TraceRow]| v.iter().map(trace_out).collect();
                 (rows(&t.slowest), rows(&t.failed))
+            }),
+            events: b.events.as_ref().map(|e| {
+                (
+                    e.streams,
+                    e.events,
+                    encode(&e.first_byte),
+                    encode(&e.first_event),
+                    encode(&e.gap),
+                )
             }),
             checks: b
                 .checks
@@ -311,7 +323,20 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
         }
         None => None,
     };
+    let events = match &w.events {
+        Some((streams, events, first_byte, first_event, gap)) => {
+            Some(Box::new(crate::events::EventCounts {
+                streams: *streams,
+                events: *events,
+                first_byte: hist("first byte", first_byte)?,
+                first_event: hist("first event", first_event)?,
+                gap: hist("event gap", gap)?,
+            }))
+        }
+        None => None,
+    };
     Ok(Bucket {
+        events,
         second: w.second,
         corrected,
         service,
@@ -468,6 +493,8 @@ mod tests {
         t.record(row(TraceOutcome::Error(ErrorKind::Timeout)), false, false);
         t.record(row(TraceOutcome::Grpc(14)), true, false);
         b.traces = Some(Box::new(t));
+        b.events_mut().record_answer(1_500, Some(40_000), 9);
+        b.events_mut().record_gap(20_000);
         b
     }
 
@@ -489,10 +516,16 @@ mod tests {
         assert_eq!(b2.traces, b.traces);
         assert_eq!(b2.refused, b.refused);
         assert_eq!(b2.checks, b.checks);
+        let (e, e2) = (b.events.as_deref().unwrap(), b2.events.as_deref().unwrap());
+        assert_eq!((e2.streams, e2.events), (1, 9));
+        assert_eq!(
+            (&e2.first_byte, &e2.first_event, &e2.gap),
+            (&e.first_byte, &e.first_event, &e.gap)
+        );
         // Every other field: the wire form of the decoded bucket is the same as the original's.
         assert_eq!(WireBucket::from(&b2), w);
         let empty = Bucket::try_from(WireBucket::from(&Bucket::new(0))).expect("decodes");
-        assert!(empty.setup.connect.is_none() && empty.stream.is_none());
+        assert!(empty.setup.connect.is_none() && empty.stream.is_none() && empty.events.is_none());
     }
 
     #[test]

@@ -40,6 +40,15 @@ pub enum Reply {
     },
     /// A `Transfer-Encoding: chunked` response made of these chunks.
     Chunked(Vec<Vec<u8>>),
+    /// A `text/event-stream` answer with the cadence of a model server: its head at once (or
+    /// once it has a slot, with `slot`), the first event `first` later, then one every
+    /// `every`, `events` in all, each `data: token N` in a chunk of its own, then the end.
+    Events {
+        first: Duration,
+        every: Duration,
+        events: u32,
+        slot: bool,
+    },
     /// A response without length that ends when the server closes the connection.
     CloseDelimited(Vec<u8>),
     /// Close the connection without answering.

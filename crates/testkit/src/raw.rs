@@ -161,15 +161,7 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             slot,
             close,
         } => {
-            let _permit = match (&ctx.slots, slot) {
-                (Some(sem), true) => {
-                    ctx.counters.queued.fetch_add(1, Ordering::Relaxed);
-                    let p = sem.clone().acquire_owned().await.ok();
-                    ctx.counters.queued.fetch_sub(1, Ordering::Relaxed);
-                    p
-                }
-                _ => None,
-            };
+            let _permit = slot_for(ctx, slot).await;
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
@@ -193,6 +185,29 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
                 while tokio::time::Instant::now() < until && s.write_all(&block).await.is_ok() {}
             }
             false
+        }
+        Reply::Events {
+            first,
+            every,
+            events,
+            slot,
+        } => {
+            let _permit = slot_for(ctx, slot).await;
+            let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+            if s.write_all(head).await.is_err() {
+                return false;
+            }
+            let start = tokio::time::Instant::now();
+            for n in 0..events {
+                // On a schedule from the head, so the cadence does not drift with writes.
+                tokio::time::sleep_until(start + first + every * n).await;
+                let event = format!("data: token {n}\n\n");
+                let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+                if s.write_all(chunk.as_bytes()).await.is_err() {
+                    return false;
+                }
+            }
+            s.write_all(b"0\r\n\r\n").await.is_ok() && !client_close
         }
         Reply::Chunked(chunks) => {
             let mut out = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
@@ -234,5 +249,19 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
                 .await;
             false
         }
+    }
+}
+
+/// One of the server's service slots when `slot` asks for one and the server has them
+/// (waiting, counted as queued, until one is free); held until dropped.
+async fn slot_for(ctx: &Ctx, slot: bool) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    match (&ctx.slots, slot) {
+        (Some(sem), true) => {
+            ctx.counters.queued.fetch_add(1, Ordering::Relaxed);
+            let p = sem.clone().acquire_owned().await.ok();
+            ctx.counters.queued.fetch_sub(1, Ordering::Relaxed);
+            p
+        }
+        _ => None,
     }
 }

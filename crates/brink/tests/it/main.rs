@@ -42,6 +42,7 @@ mod reports;
 mod results;
 mod schema;
 mod serve;
+mod streams;
 mod support;
 mod traces;
 mod verdicts;

@@ -15,6 +15,8 @@ const MOST_PENDING: usize = 16 * 1024;
 #[derive(Debug)]
 pub struct Events {
     sse: sse::Reader,
+    /// When the answer's head was read.
+    pub first_byte: Option<Instant>,
     /// When the first event was complete.
     pub first_event: Option<Instant>,
     last: Option<Instant>,
@@ -31,6 +33,7 @@ impl Events {
     pub fn new(max_event: usize) -> Events {
         Events {
             sse: sse::Reader::new(max_event),
+            first_byte: None,
             first_event: None,
             last: None,
             count: 0,

@@ -339,7 +339,14 @@ impl Worker<'_> {
             };
             let result = match sock.recv(c.buf.spare()) {
                 Ok(0) => Some(c.reader.eof()),
-                Ok(n) => c.reader.advance(&mut c.buf, n).transpose(),
+                Ok(n) => {
+                    let r = c.reader.advance(&mut c.buf, n).transpose();
+                    if let Some(e) = c.reader.events() {
+                        let rec = self.core.rec[c.vu.current].events_mut();
+                        e.drain_gaps(|g| rec.record_gap(g));
+                    }
+                    r
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
                 Err(e) => Some(Err(io_kind(&e))),
@@ -384,6 +391,9 @@ impl Worker<'_> {
                 .record_with_connect(micros(done - c.opened_at));
         }
         c.fresh = false;
+        if let (Ok(_), Some(e)) = (&result, c.reader.events()) {
+            super::record_events(&mut self.core.rec[c.vu.current], e, c.base);
+        }
         let outcome = result.map(|reply| (reply, c.reader.take_capture()));
         // Answered before the request was all out: the rest is never sent, and the connection
         // cannot carry another request.

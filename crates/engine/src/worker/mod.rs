@@ -354,6 +354,16 @@ fn follow_completion(shared: &Shared, vu: &mut Vu, since: Instant) {
     }
 }
 
+/// An answer read as events ended: its head and first event, from the intended start `base`,
+/// and how many it carried; the gaps still undrained.
+fn record_events(rec: &mut Bucket, e: &mut crate::proto::events::Events, base: Instant) {
+    let since = |t: Instant| micros(t.saturating_duration_since(base));
+    let counts = rec.events_mut();
+    e.drain_gaps(|g| counts.record_gap(g));
+    let first_byte = e.first_byte.map_or(0, since);
+    counts.record_answer(first_byte, e.first_event.map(since), e.count);
+}
+
 /// Bytes a server sent with no request outstanding count as one `protocol` error of their
 /// own (the connection is closed), never as the next request's answer.
 fn record_stray(rec: &mut Bucket, stray: bool) {

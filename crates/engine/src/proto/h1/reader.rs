@@ -155,6 +155,7 @@ impl Reader {
             None => body_of(&mut self.phase, body, |_| Ok(()))?,
             Some(e) => {
                 let now = now.unwrap_or_else(std::time::Instant::now);
+                e.first_byte.get_or_insert(now);
                 let read = |p: &[u8]| e.feed(p, now).map_err(|_| ErrorKind::Protocol);
                 body_of(&mut self.phase, body, read)?
             }

@@ -1,0 +1,92 @@
+//! Streamed answers: a `text/event-stream` answer is read as its events, and a run says what
+//! a reader of the stream waits for (the head, the first event, each next one), checked
+//! against a server of known cadence.
+
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use testkit::{Reply, Req};
+
+fn run(args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    let r = crate::support::brink_json(&all);
+    (r.code, r.result, r.stdout)
+}
+
+#[test]
+fn an_event_stream_is_timed_by_its_events() {
+    // A model server's cadence: the first token 60 ms after the head, then one every 20 ms,
+    // ten in all: an answer takes 60 + 9 x 20 = 240 ms.
+    let _cpu = crate::support::cpu_shared();
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::Events {
+        first: Duration::from_millis(60),
+        every: Duration::from_millis(20),
+        events: 10,
+        slot: false,
+    }))
+    .unwrap();
+    let (code, r, out) = run(&[&srv.url("/v1/stream"), "-c", "4", "-d", "3s"]);
+    assert_eq!(code, Some(0), "{out}");
+    let s = &r["summary"];
+    let st = &s["stream"];
+    let streams = st["streams"].as_u64().unwrap();
+    assert_eq!(
+        streams,
+        s["ok"].as_u64().unwrap(),
+        "every answer streamed: {st}"
+    );
+    assert_eq!(st["events"].as_u64().unwrap(), streams * 10, "{st}");
+    // Little's law on the answers: 4 streams held / answers per second = 240 ms each.
+    assert!(
+        (40..=52).contains(&streams),
+        "{streams} answers in 3 s over 4: {st}"
+    );
+    let ms = |v: &Value| v.as_f64().unwrap();
+    let first_byte = ms(&st["first_byte_ms"]["p50"]);
+    let first_event = ms(&st["first_event_ms"]["p50"]);
+    let gap = ms(&st["event_gap_ms"]["p50"]);
+    assert!(first_byte < 15.0, "the head comes at once: {st}");
+    assert!(
+        (58.0..=80.0).contains(&first_event),
+        "first event {first_event} ms, truth 60: {st}"
+    );
+    assert!((17.0..=26.0).contains(&gap), "gap {gap} ms, truth 20: {st}");
+    let latency = ms(&s["latency_ms"]["p50"]);
+    assert!(
+        (238.0..=275.0).contains(&latency),
+        "the whole answer {latency} ms, truth 240"
+    );
+    assert!(
+        out.contains("answers streamed") && out.contains("first event p50"),
+        "{out}"
+    );
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn an_answer_that_is_no_event_stream_has_no_stream_figures() {
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("data: x\n\n", Duration::ZERO))).unwrap();
+    let (code, r, out) = run(&[&srv.url("/"), "-n", "20", "-c", "2"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(r["summary"].get("stream").is_none(), "{}", r["summary"]);
+    assert!(!out.contains("answers streamed"), "{out}");
+}
+
+#[test]
+fn an_endless_event_is_an_error_within_its_bound_and_the_run_ends() {
+    // The head says events, then one `data:` line that never ends.
+    let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: ".to_vec();
+    let srv = testkit::serve(Arc::new(move |_: &Req| Reply::Endless {
+        head: head.clone(),
+        filler: b"x".to_vec(),
+    }))
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    let (code, r, out) = run(&[&srv.url("/"), "-n", "3", "-c", "1"]);
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert_eq!(code, Some(3), "nothing succeeded: {out}");
+    let kinds = &r["summary"]["errors_by_kind"];
+    assert_eq!(kinds["protocol"], 3, "{kinds}");
+}
