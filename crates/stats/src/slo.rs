@@ -13,6 +13,9 @@
 //!            | "dropped"                     (share of WebSocket connections the server ended)
 //!            | "handshake." latency-metric   (WebSocket upgrades: request sent to 101 read)
 //!            | "msg." latency-metric         (a WebSocket message's answer: the latency itself)
+//!            | ("first_byte" | "first_event" | "event_gap") "." latency-metric
+//!                                (answers read as events: intended start to the head, to the
+//!                                 first event; the gaps between events)
 //! op        := "<" | "<=" | ">" | ">="
 //! value     := duration for latency ("200ms", "1.5s"; a bare number is milliseconds, as in k6)
 //!            | percentage for errors ("0.1%", "1 %"; a bare number is a percentage too)
@@ -36,6 +39,7 @@
 //! response has no latency and passes latency objectives; its attempts still count for errors.
 
 use crate::bucket::Bucket;
+use crate::Histogram;
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
@@ -70,6 +74,58 @@ pub enum Metric {
     /// broken rule) before brink closed them (`dropped`): held connections lost between
     /// messages, which `closed` (attempts only) never sees.
     Dropped,
+    /// A quantile (or the mean, `None`) of one of the times of answers read as events, ms
+    /// (`first_byte.p99`, `first_event.p99`, `event_gap.p99`).
+    Stream(StreamTime, Option<f64>),
+}
+
+/// Which time of answers read as events an objective holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamTime {
+    /// From the intended start to the answer's head.
+    FirstByte,
+    /// From the intended start to its first event.
+    FirstEvent,
+    /// Between consecutive events.
+    EventGap,
+}
+
+impl StreamTime {
+    pub const ALL: [StreamTime; 3] = [
+        StreamTime::FirstByte,
+        StreamTime::FirstEvent,
+        StreamTime::EventGap,
+    ];
+
+    /// The name objectives use: `first_byte`, `first_event`, `event_gap`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamTime::FirstByte => "first_byte",
+            StreamTime::FirstEvent => "first_event",
+            StreamTime::EventGap => "event_gap",
+        }
+    }
+
+    /// Its histogram in `e`.
+    pub fn of(self, e: &crate::events::EventCounts) -> &Histogram {
+        match self {
+            StreamTime::FirstByte => &e.first_byte,
+            StreamTime::FirstEvent => &e.first_event,
+            StreamTime::EventGap => &e.gap,
+        }
+    }
+}
+
+/// A quantile `q` of `h` (the mean for `None`, the maximum for 1), ms; `None` when empty.
+fn quantile_ms(h: &Histogram, q: Option<f64>) -> Option<f64> {
+    if h.is_empty() {
+        return None;
+    }
+    Some(match q {
+        None => h.mean() / 1000.0,
+        Some(q) if q >= 1.0 => h.max() as f64 / 1000.0,
+        Some(q) => h.value_at_quantile(q) as f64 / 1000.0,
+    })
 }
 
 /// Comparison that must hold for the objective to pass.
@@ -218,11 +274,12 @@ impl Slo {
             .or(checked)
             .or_else(|| async_metric(left))
             .or_else(|| message_metric(left))
+            .or_else(|| stream_metric(left))
             .or_else(|| split_metric(left))
             .or_else(|| share_metric(left))
             .ok_or_else(|| {
                 bad(format!(
-                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|closed|dropped|rps|status.CODE|code.NAME|checks, check.NAME, complete, handshake.pN, msg.pN, or k6's p(N)|avg|med|http_req_failed)"
+                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|closed|dropped|rps|status.CODE|code.NAME|checks, check.NAME, complete, handshake.pN, msg.pN, first_byte.pN, first_event.pN, event_gap.pN, or k6's p(N)|avg|med|http_req_failed)"
                 ))
             })?;
         let mut words = rest.split_whitespace().peekable();
@@ -242,17 +299,19 @@ impl Slo {
         }
         let threshold = match metric {
             // A bare number is milliseconds, as k6 reads it.
-            Metric::Latency(_) | Metric::Complete | Metric::Async(_) | Metric::Handshake(_) => {
-                match value.parse::<f64>() {
-                    Ok(ms) if ms.is_finite() && ms >= 0.0 => ms,
-                    _ => {
-                        parse_duration(value)
-                            .map_err(|e| bad(format!("'{value}' is not a duration: {e}")))?
-                            .as_secs_f64()
-                            * 1000.0
-                    }
+            Metric::Latency(_)
+            | Metric::Complete
+            | Metric::Async(_)
+            | Metric::Handshake(_)
+            | Metric::Stream(..) => match value.parse::<f64>() {
+                Ok(ms) if ms.is_finite() && ms >= 0.0 => ms,
+                _ => {
+                    parse_duration(value)
+                        .map_err(|e| bad(format!("'{value}' is not a duration: {e}")))?
+                        .as_secs_f64()
+                        * 1000.0
                 }
-            }
+            },
             Metric::Errors if rate && !value.ends_with('%') => value
                 .parse::<f64>()
                 .ok()
@@ -336,9 +395,11 @@ impl Slo {
     /// A measured value in this objective's unit.
     pub fn fmt_value(&self, v: f64) -> String {
         match self.metric {
-            Metric::Latency(_) | Metric::Complete | Metric::Async(_) | Metric::Handshake(_) => {
-                fmt_ms(v)
-            }
+            Metric::Latency(_)
+            | Metric::Complete
+            | Metric::Async(_)
+            | Metric::Handshake(_)
+            | Metric::Stream(..) => fmt_ms(v),
             Metric::Errors
             | Metric::Closed
             | Metric::Dropped
@@ -365,17 +426,7 @@ impl Slo {
     /// latency objective, no attempt at all for the others).
     pub fn measure(&self, w: &Bucket, seconds: f64) -> Option<f64> {
         match self.metric {
-            Metric::Latency(q) => {
-                let h = &w.corrected;
-                if h.is_empty() {
-                    return None;
-                }
-                Some(match q {
-                    None => h.mean() / 1000.0,
-                    Some(q) if q >= 1.0 => h.max() as f64 / 1000.0,
-                    Some(q) => h.value_at_quantile(q) as f64 / 1000.0,
-                })
-            }
+            Metric::Latency(q) => quantile_ms(&w.corrected, q),
             Metric::Errors => (w.requests > 0).then(|| w.errors() as f64 / w.requests as f64),
             Metric::Closed => (w.requests > 0).then(|| {
                 w.errors_by_kind[crate::ErrorKind::Closed.index()] as f64 / w.requests as f64
@@ -388,14 +439,8 @@ impl Slo {
                 (w.requests > 0 || opened > 0)
                     .then(|| dropped as f64 / opened.max(dropped).max(1) as f64)
             }
-            Metric::Handshake(q) => {
-                let h = w.setup.upgrade.as_deref().filter(|h| !h.is_empty())?;
-                Some(match q {
-                    None => h.mean() / 1000.0,
-                    Some(q) if q >= 1.0 => h.max() as f64 / 1000.0,
-                    Some(q) => h.value_at_quantile(q) as f64 / 1000.0,
-                })
-            }
+            Metric::Handshake(q) => quantile_ms(w.setup.upgrade.as_deref()?, q),
+            Metric::Stream(t, q) => quantile_ms(t.of(w.events.as_deref()?), q),
             Metric::Code(c) => (w.requests > 0).then(|| w.grpc.get(c) as f64 / w.requests as f64),
             Metric::Status(c) => {
                 (w.requests > 0).then(|| w.status.get(c) as f64 / w.requests as f64)
@@ -514,6 +559,19 @@ fn message_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
     }
     match named_metric(left.strip_prefix("msg.")?)? {
         (name, m @ Metric::Latency(_)) => Some((None, format!("msg.{name}"), m)),
+        _ => None,
+    }
+}
+
+/// `first_byte.p99`, `first_event.p50`, `event_gap.max`: the times of answers read as events.
+fn stream_metric(left: &str) -> Option<(Option<String>, String, Metric)> {
+    let (t, rest) = StreamTime::ALL
+        .into_iter()
+        .find_map(|t| Some((t, left.strip_prefix(t.name())?.strip_prefix('.')?)))?;
+    match named_metric(rest)? {
+        (name, Metric::Latency(q)) => {
+            Some((None, format!("{}.{name}", t.name()), Metric::Stream(t, q)))
+        }
         _ => None,
     }
 }
@@ -639,6 +697,16 @@ struct Kept {
     upgrades: Vec<(u64, u64)>,
     /// WebSocket connections the server ended (for `dropped`).
     dropped: u64,
+    /// Answers read as events: their three times, (value, count), in [`StreamTime::ALL`]'s
+    /// order (for `first_byte.pN` and the others).
+    events: Option<Box<[Vec<(u64, u64)>; 3]>>,
+}
+
+/// `h` as (value, count) pairs of its recorded values.
+fn pairs(h: &Histogram) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
 }
 
 impl Kept {
@@ -661,6 +729,10 @@ impl Kept {
                     .collect()
             }),
             dropped: b.ws.as_deref().map_or(0, |ws| ws.unexpected),
+            events: b
+                .events
+                .as_deref()
+                .map(|e| Box::new(StreamTime::ALL.map(|t| pairs(t.of(e))))),
         }
     }
 
@@ -677,6 +749,15 @@ impl Kept {
         w.errors_by_kind[crate::ErrorKind::Closed.index()] += self.closed;
         if self.dropped > 0 {
             w.ws.get_or_insert_with(Box::default).unexpected += self.dropped;
+        }
+        if let Some(times) = &self.events {
+            let e = w.events_mut();
+            let hists = [&mut e.first_byte, &mut e.first_event, &mut e.gap];
+            for (h, kept) in hists.into_iter().zip(times.iter()) {
+                for &(v, n) in kept {
+                    let _ = h.record_n(v, n);
+                }
+            }
         }
         if !self.upgrades.is_empty() {
             let h = w
@@ -803,6 +884,51 @@ mod tests {
 
     fn parse(s: &str) -> Result<Slo, SloError> {
         Slo::parse(s, dur)
+    }
+
+    #[test]
+    fn stream_objectives_read_and_measure_whole_and_per_window() {
+        let f = parse("first_event.p99 < 1s").unwrap();
+        assert_eq!(f.metric, Metric::Stream(StreamTime::FirstEvent, Some(0.99)));
+        assert_eq!(
+            (f.text.as_str(), f.threshold),
+            ("first_event.p99 < 1s", 1000.0)
+        );
+        let g = parse("event_gap.p90<50ms over 1s").unwrap();
+        assert_eq!(g.metric, Metric::Stream(StreamTime::EventGap, Some(0.9)));
+        let b0 = parse("first_byte.mean < 300").unwrap();
+        assert_eq!(
+            (b0.metric, b0.threshold),
+            (Metric::Stream(StreamTime::FirstByte, None), 300.0)
+        );
+        assert_eq!(
+            f.request, None,
+            "a stream time, not a request named first_event"
+        );
+        let mut b = Bucket::new(0);
+        b.requests = 3;
+        assert_eq!(f.measure(&b, 1.0), None, "no stream, nothing to judge");
+        b.events_mut().record_answer(2_000, Some(1_500_000), 3);
+        b.events_mut().record_answer(2_000, Some(200_000), 3);
+        for us in [10_000, 20_000, 90_000, 95_000] {
+            b.events_mut().record_gap(us);
+        }
+        let p99 = f.measure(&b, 1.0).unwrap();
+        assert!((1499.0..=1501.0).contains(&p99) && !f.holds(p99), "{p99}");
+        let p90 = g.measure(&b, 1.0).unwrap();
+        assert!((94.9..=95.1).contains(&p90), "{p90}");
+        let mean = b0.measure(&b, 1.0).unwrap();
+        assert!((1.99..=2.01).contains(&mean), "{mean}");
+        // Judged per window too: a window keeps the seconds' stream times.
+        let mut t = Tracker::new(g);
+        t.second(&b, &b);
+        t.second(&Bucket::new(1), &Bucket::new(1));
+        let v = t.verdict(&b, 2.0);
+        assert_eq!(
+            (v.windows, v.failed_windows),
+            (1, 1),
+            "a second without events has nothing to judge"
+        );
     }
 
     #[test]

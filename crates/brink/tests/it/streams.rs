@@ -90,3 +90,55 @@ fn an_endless_event_is_an_error_within_its_bound_and_the_run_ends() {
     let kinds = &r["summary"]["errors_by_kind"];
     assert_eq!(kinds["protocol"], 3, "{kinds}");
 }
+
+#[test]
+fn a_search_on_time_to_first_event_finds_the_slots_of_a_model_server() {
+    // 4 slots; a stream holds one for 20 ms to its first event and 4 x 10 ms more. Up to 4
+    // streams at once, the first event comes at 20 ms; a fifth waits up to 60 ms for a slot,
+    // so first_event.p99 < 50ms holds up to 4 concurrent streams.
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve_with(
+        testkit::Options {
+            threads: 2,
+            slots: Some(4),
+            ..testkit::Options::default()
+        },
+        Arc::new(|_: &Req| Reply::Events {
+            first: Duration::from_millis(20),
+            every: Duration::from_millis(10),
+            events: 5,
+            slot: true,
+        }),
+    )
+    .unwrap();
+    let url = srv.url("/v1/completions");
+    let (code, r, text) = crate::find::find(
+        &[
+            &url,
+            "--slo",
+            "first_event.p99<50ms",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--to",
+            "16",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let level = r["find"]["max_sustainable"]["level"].as_f64().unwrap();
+    assert_eq!(level, 4.0, "{text}");
+    let failed: Vec<&Value> = r["find"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["pass"] == false)
+        .collect();
+    assert!(
+        failed.iter().all(|s| s["reason"].as_str().unwrap().contains("first_event.p99")),
+        "{failed:?}"
+    );
+}
