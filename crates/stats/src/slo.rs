@@ -699,11 +699,14 @@ struct Kept {
     dropped: u64,
     /// Answers read as events: their three times, (value, count), in [`StreamTime::ALL`]'s
     /// order (for `first_byte.pN` and the others).
-    events: Option<Box<[Vec<(u64, u64)>; 3]>>,
+    events: Option<Box<[Pairs; 3]>>,
 }
 
+/// A histogram's recorded values as (value, count).
+type Pairs = Vec<(u64, u64)>;
+
 /// `h` as (value, count) pairs of its recorded values.
-fn pairs(h: &Histogram) -> Vec<(u64, u64)> {
+fn pairs(h: &Histogram) -> Pairs {
     h.iter_recorded()
         .map(|v| (v.value_iterated_to(), v.count_at_value()))
         .collect()

@@ -138,7 +138,9 @@ fn a_search_on_time_to_first_event_finds_the_slots_of_a_model_server() {
         .filter(|s| s["pass"] == false)
         .collect();
     assert!(
-        failed.iter().all(|s| s["reason"].as_str().unwrap().contains("first_event.p99")),
+        failed
+            .iter()
+            .all(|s| s["reason"].as_str().unwrap().contains("first_event.p99")),
         "{failed:?}"
     );
 }
