@@ -14,19 +14,43 @@ fn run(args: &[&str]) -> (Option<i32>, Value, String) {
     (r.code, r.result, r.stdout)
 }
 
+/// A model server's cadence: the first token 60 ms after the head, then one every 20 ms,
+/// ten in all: an answer takes 60 + 9 x 20 = 240 ms.
+fn cadenced(tls: bool) -> testkit::Server {
+    let opts = testkit::Options {
+        tls,
+        ..testkit::Options::default()
+    };
+    testkit::serve_with(
+        opts,
+        Arc::new(|_: &Req| Reply::Events {
+            first: Duration::from_millis(60),
+            every: Duration::from_millis(20),
+            events: 10,
+            slot: false,
+        }),
+    )
+    .unwrap()
+}
+
 #[test]
 fn an_event_stream_is_timed_by_its_events() {
-    // A model server's cadence: the first token 60 ms after the head, then one every 20 ms,
-    // ten in all: an answer takes 60 + 9 x 20 = 240 ms.
     let _cpu = crate::support::cpu_shared();
-    let srv = testkit::serve(Arc::new(|_: &Req| Reply::Events {
-        first: Duration::from_millis(60),
-        every: Duration::from_millis(20),
-        events: 10,
-        slot: false,
-    }))
-    .unwrap();
-    let (code, r, out) = run(&[&srv.url("/v1/stream"), "-c", "4", "-d", "3s"]);
+    let srv = cadenced(false);
+    check_cadence(&[&srv.url("/v1/stream"), "-c", "4", "-d", "3s"]);
+}
+
+#[test]
+fn an_event_stream_over_tls_is_timed_by_its_events() {
+    // TLS takes the tokio worker's path, not the epoll loop's.
+    let _cpu = crate::support::cpu_shared();
+    let srv = cadenced(true);
+    check_cadence(&[&srv.url("/v1/stream"), "-c", "4", "-d", "3s", "--insecure"]);
+}
+
+/// A run of `args` against a [`cadenced`] server reads its cadence.
+fn check_cadence(args: &[&str]) {
+    let (code, r, out) = run(args);
     assert_eq!(code, Some(0), "{out}");
     let s = &r["summary"];
     let st = &s["stream"];

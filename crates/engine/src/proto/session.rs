@@ -52,6 +52,12 @@ pub trait Session {
         let _ = (rec, ending);
     }
 
+    /// The last exchange's answer read as events (Server-Sent Events), if it was: the worker
+    /// records its times once the exchange is recorded.
+    fn events(&mut self) -> Option<Box<crate::proto::events::Events>> {
+        None
+    }
+
     /// Waits until `until` on a connection brink has nothing to send on yet (a paced
     /// connection between its requests), as its protocol asks: a WebSocket answers pings
     /// and notices a close as they come. False when the connection ended meanwhile.

@@ -503,6 +503,10 @@ impl Slot {
         let refused = matches!(result, Err(ErrorKind::InvalidRequest));
         ctx.in_flight.set(ctx.in_flight.get() - 1);
         let current = self.vu.current;
+        // An answer read as events: its times (its gaps in the second it ended).
+        if let (Ok(_), Some(mut e)) = (&result, c.events()) {
+            super::record_events(&mut ctx.rec.borrow_mut()[current], &mut e, base);
+        }
         let keep = record(
             &mut ctx.rec.borrow_mut(),
             shared,

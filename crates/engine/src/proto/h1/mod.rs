@@ -26,6 +26,8 @@ use workload::capture::{Budget, Captured};
 pub struct H1Conn<S> {
     io: S,
     buf: ReadBuf,
+    /// The last answer's events, when it was read as events.
+    events: Option<Box<crate::proto::events::Events>>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
@@ -33,6 +35,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         H1Conn {
             io,
             buf: ReadBuf::default(),
+            events: None,
         }
     }
 
@@ -64,11 +67,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             None => Reader::new(head_request),
         };
         self.buf.filled = 0;
-        let (io, buf) = (&mut self.io, &mut self.buf);
+        let (io, buf, events) = (&mut self.io, &mut self.buf, &mut self.events);
         let mut written = 0;
         let mut flushed = false;
         poll_fn(|cx| {
             if let Poll::Ready(r) = poll_response(io, cx, buf, &mut reader) {
+                *events = reader.take_events();
                 return Poll::Ready(r.map(|mut reply| {
                     reply.keep_alive &= written == req.len();
                     (reply, reader.take_capture())

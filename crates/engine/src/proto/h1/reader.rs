@@ -111,6 +111,11 @@ impl Reader {
         self.events.as_deref_mut()
     }
 
+    /// The answer's events, taken.
+    pub fn take_events(&mut self) -> Option<Box<Events>> {
+        self.events.take()
+    }
+
     /// A reader that also keeps the response's headers and body (for extraction), within
     /// the run's capture `budget`.
     pub fn capturing(head_request: bool, budget: Arc<Budget>) -> Reader {

@@ -24,6 +24,10 @@ impl Session for H1Conn<Stream> {
         self.poll_idle(cx)
     }
 
+    fn events(&mut self) -> Option<Box<crate::proto::events::Events>> {
+        self.events.take()
+    }
+
     fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
         Box::pin(async move {
             let len = match connector.prepare_h1(vu) {
