@@ -1,10 +1,11 @@
 //! A hyper server speaking HTTP/1.1 and HTTP/2 (h2c prior knowledge on plain TCP, ALPN over
-//! TLS), for the client paths the raw server cannot exercise. Only [`Reply::Full`] is served;
-//! other replies become a 500.
+//! TLS), for the client paths the raw server cannot exercise. [`Reply::Full`] and
+//! [`Reply::Events`] are served; other replies become a 500.
 
 use crate::{spawn_server, Handler, Options, Reply, Server};
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -32,7 +33,7 @@ impl Rotate {
     where
         S: hyper::service::Service<
             hyper::Request<hyper::body::Incoming>,
-            Response = hyper::Response<Full<Bytes>>,
+            Response = hyper::Response<Body>,
         >,
         S::Future: Send + 'static,
         S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -46,6 +47,45 @@ impl Rotate {
         conn.as_mut().graceful_shutdown();
         let _ = conn.await;
     }
+}
+
+/// A response body of either kind.
+type Body = BoxBody<Bytes, Infallible>;
+
+fn full(status: u16, body: Vec<u8>) -> hyper::Response<Body> {
+    let mut resp = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
+    *resp.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    resp
+}
+
+/// `text/event-stream` with the cadence of [`Reply::Events`] (without slots), each event a
+/// frame of its own.
+fn event_stream(
+    first: std::time::Duration,
+    every: std::time::Duration,
+    events: u32,
+) -> hyper::Response<Body> {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        for n in 0..events {
+            tokio::time::sleep_until(start + first + every * n).await;
+            if tx
+                .send(Bytes::from(format!("data: token {n}\n\n")))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let mut resp = hyper::Response::new(accept::ChannelBody(rx).boxed());
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    resp
 }
 
 /// Serves `handler` with hyper (HTTP/1.1 + HTTP/2).
@@ -71,7 +111,7 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
                 let req = demo_service::OwnedReq::read(req).await;
                 counters.requests.fetch_add(1, Ordering::Relaxed);
                 let reply = handler(&req.as_req(seq.fetch_add(1, Ordering::Relaxed)));
-                let (status, body) = match reply {
+                let resp = match reply {
                     Reply::Full {
                         status,
                         body,
@@ -79,13 +119,16 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
                         ..
                     } => {
                         tokio::time::sleep(delay).await;
-                        (status, body)
+                        full(status, body)
                     }
-                    _ => (500, b"unsupported reply".to_vec()),
+                    Reply::Events {
+                        first,
+                        every,
+                        events,
+                        ..
+                    } => event_stream(first, every, events),
+                    _ => full(500, b"unsupported reply".to_vec()),
                 };
-                let mut resp = hyper::Response::new(Full::new(Bytes::from(body)));
-                *resp.status_mut() = hyper::StatusCode::from_u16(status)
-                    .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
                 Ok::<_, Infallible>(resp)
             }
         });

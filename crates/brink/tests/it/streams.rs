@@ -48,6 +48,27 @@ fn an_event_stream_over_tls_is_timed_by_its_events() {
     check_cadence(&[&srv.url("/v1/stream"), "-c", "4", "-d", "3s", "--insecure"]);
 }
 
+#[test]
+fn an_event_stream_over_http2_is_timed_by_its_events() {
+    // HTTP/2 over TLS: hyper's client on the tokio worker, each event a DATA frame.
+    let _cpu = crate::support::cpu_shared();
+    let srv = testkit::serve_hyper(
+        testkit::Options {
+            tls: true,
+            ..testkit::Options::default()
+        },
+        Arc::new(|_: &Req| Reply::Events {
+            first: Duration::from_millis(60),
+            every: Duration::from_millis(20),
+            events: 10,
+            slot: false,
+        }),
+    )
+    .unwrap();
+    let url = srv.url("/v1/stream");
+    check_cadence(&[&url, "--http2", "-c", "4", "-d", "3s", "--insecure"]);
+}
+
 /// A run of `args` against a [`cadenced`] server reads its cadence.
 fn check_cadence(args: &[&str]) {
     let (code, r, out) = run(args);

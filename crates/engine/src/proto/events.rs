@@ -7,6 +7,9 @@ use super::sse;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+/// The largest event read unless told otherwise: 1 MiB.
+pub const MAX_EVENT: usize = 1 << 20;
+
 /// Most gaps held between two drains: a read of a whole buffer of tiny events makes at most a
 /// few thousand; past this the oldest are dropped (and counted) rather than memory grow.
 const MOST_PENDING: usize = 16 * 1024;

@@ -4,7 +4,7 @@
 //! so framing rules live in one place.
 
 use super::parse::{parse_head, Chunked, Framing};
-use crate::proto::events::Events;
+use crate::proto::events::{Events, MAX_EVENT};
 use crate::proto::reply::Reply;
 use stats::ErrorKind;
 use std::sync::Arc;
@@ -46,9 +46,6 @@ pub struct Reader {
     /// The answer's events, once its head said it streams them (or streaming was asked).
     events: Option<Box<Events>>,
 }
-
-/// The largest event read unless told otherwise: 1 MiB.
-pub const MAX_EVENT: usize = 1 << 20;
 
 /// A per-connection read buffer: `data[..filled]` holds unconsumed bytes.
 #[derive(Debug)]

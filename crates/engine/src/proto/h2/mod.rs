@@ -9,6 +9,7 @@ mod session;
 pub use session::session;
 
 use crate::proto::body::CallBody;
+use crate::proto::events::{Events, MAX_EVENT};
 use crate::proto::reply::{io_kind, Call, Reply};
 use http_body_util::BodyExt;
 use hyper::client::conn::http2::{self, SendRequest};
@@ -21,9 +22,20 @@ use workload::capture::{Budget, Captured};
 
 /// One HTTP/2 connection; its driver runs as a task on the worker's runtime. Clones are
 /// handles on the same connection (each request is a stream of its own).
-#[derive(Clone)]
 pub struct H2Conn {
     send: SendRequest<CallBody>,
+    /// This handle's last answer, when it was read as events.
+    pub(crate) events: Option<Box<Events>>,
+}
+
+/// Another handle on the same connection, with no answer of its own yet.
+impl Clone for H2Conn {
+    fn clone(&self) -> H2Conn {
+        H2Conn {
+            send: self.send.clone(),
+            events: None,
+        }
+    }
 }
 
 impl H2Conn {
@@ -39,7 +51,7 @@ impl H2Conn {
             // The driver ends when the connection does; errors surface on the next request.
             let _ = conn.await;
         });
-        Ok(H2Conn { send })
+        Ok(H2Conn { send, events: None })
     }
 
     /// Sends one request and reads the whole response body, keeping it when `capture` is set.
@@ -66,7 +78,9 @@ impl H2Conn {
             Err(e) => return Ok(reset_call(&e, grpc).ok_or_else(|| hyper_kind(&e))),
         };
         let grpc = grpc.then_some(max_message);
-        Ok(read_response(resp, capture, grpc).await)
+        let (outcome, events) = read_response(resp, capture, grpc).await;
+        self.events = events;
+        Ok(outcome)
     }
 }
 
@@ -99,6 +113,34 @@ async fn read_response(
     resp: http::Response<hyper::body::Incoming>,
     capture: Option<&Arc<Budget>>,
     grpc: Option<usize>,
+) -> (
+    Result<(Reply, Option<Captured>), ErrorKind>,
+    Option<Box<Events>>,
+) {
+    let mut events = event_stream(&resp);
+    let outcome = read_body(resp, capture, grpc, &mut events).await;
+    (outcome, events)
+}
+
+/// Events for an answer whose head says `text/event-stream`, its head read now.
+fn event_stream(resp: &http::Response<hyper::body::Incoming>) -> Option<Box<Events>> {
+    let media = resp.headers().get(http::header::CONTENT_TYPE)?.as_bytes();
+    let media = media.split(|&b| b == b';').next().unwrap_or(media);
+    media
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"text/event-stream")
+        .then(|| {
+            let mut e = Box::new(Events::new(MAX_EVENT));
+            e.first_byte = Some(std::time::Instant::now());
+            e
+        })
+}
+
+async fn read_body(
+    resp: http::Response<hyper::body::Incoming>,
+    capture: Option<&Arc<Budget>>,
+    grpc: Option<usize>,
+    events: &mut Option<Box<Events>>,
 ) -> Result<(Reply, Option<Captured>), ErrorKind> {
     let status = resp.status().as_u16();
     let mut grpc_status: Option<Vec<u8>> = resp
@@ -124,6 +166,10 @@ async fn read_response(
         };
         if let Some(d) = frame.data_ref() {
             bytes_in += d.len() as u64;
+            if let Some(e) = events.as_mut() {
+                e.feed(d, std::time::Instant::now())
+                    .map_err(|_| ErrorKind::Protocol)?;
+            }
             if grpc.is_some() {
                 messages.feed(d);
             }

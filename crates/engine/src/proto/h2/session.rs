@@ -42,6 +42,10 @@ impl Session for H2Conn {
         Box::pin(self.exchange(connector, vu))
     }
 
+    fn events(&mut self) -> Option<Box<crate::proto::events::Events>> {
+        self.events.take()
+    }
+
     fn at_deadline(&self, connector: &Connector, mut outcome: Outcome, passed: bool) -> Outcome {
         match connector.protocol {
             Protocol::Grpc => past_deadline(&mut outcome, passed),
