@@ -48,15 +48,14 @@ fn an_event_stream_over_tls_is_timed_by_its_events() {
     check_cadence(&[&srv.url("/v1/stream"), "-c", "4", "-d", "3s", "--insecure"]);
 }
 
-#[test]
-fn an_event_stream_over_http2_is_timed_by_its_events() {
-    // HTTP/2 over TLS: hyper's client on the tokio worker, each event a DATA frame.
-    let _cpu = crate::support::cpu_shared();
-    let srv = testkit::serve_hyper(
-        testkit::Options {
-            tls: true,
-            ..testkit::Options::default()
-        },
+/// A hyper server (HTTP/2) with [`cadenced`]'s cadence.
+fn cadenced_h2(tls: bool) -> testkit::Server {
+    let opts = testkit::Options {
+        tls,
+        ..testkit::Options::default()
+    };
+    testkit::serve_hyper(
+        opts,
         Arc::new(|_: &Req| Reply::Events {
             first: Duration::from_millis(60),
             every: Duration::from_millis(20),
@@ -64,9 +63,25 @@ fn an_event_stream_over_http2_is_timed_by_its_events() {
             slot: false,
         }),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn an_event_stream_over_http2_is_timed_by_its_events() {
+    // HTTP/2 over TLS: hyper's client on the tokio worker, each event a DATA frame.
+    let _cpu = crate::support::cpu_shared();
+    let srv = cadenced_h2(true);
     let url = srv.url("/v1/stream");
     check_cadence(&[&url, "--http2", "-c", "4", "-d", "3s", "--insecure"]);
+}
+
+#[test]
+fn an_event_stream_over_h2c_is_timed_by_its_events() {
+    // h2c with prior knowledge: brink's own HTTP/2 client on the epoll loop.
+    let _cpu = crate::support::cpu_shared();
+    let srv = cadenced_h2(false);
+    let url = srv.url("/v1/stream");
+    check_cadence(&[&url, "--http2", "-c", "4", "-d", "3s"]);
 }
 
 /// A run of `args` against a [`cadenced`] server reads its cadence.

@@ -7,6 +7,18 @@ use super::sse;
 use std::collections::VecDeque;
 use std::time::Instant;
 
+/// Whether a `Content-Type` value names Server-Sent Events (`text/event-stream`, any case,
+/// parameters aside): the one test every protocol's head reader makes.
+pub fn is_event_stream(content_type: &[u8]) -> bool {
+    let media = content_type
+        .split(|&b| b == b';')
+        .next()
+        .unwrap_or(content_type);
+    media
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"text/event-stream")
+}
+
 /// The largest event read unless told otherwise: 1 MiB.
 pub const MAX_EVENT: usize = 1 << 20;
 

@@ -480,6 +480,7 @@ impl Worker<'_> {
     /// Records what connection `l` finished, answers it owes, and what a GOAWAY handed back.
     fn settle(&mut self, l: usize) {
         let now = Instant::now();
+        self.record_events(l);
         std::mem::swap(&mut self.events, &mut self.lines[l].client.events);
         if !self.lines[l].client.out.is_empty() {
             self.mark(l);
@@ -513,6 +514,18 @@ impl Worker<'_> {
             }
         } else {
             self.dispatch_queue(l, now);
+        }
+    }
+
+    /// The times of answers read as events on connection `l`: the gaps read so far, and
+    /// each answer completed (recorded before its exchange is).
+    fn record_events(&mut self, l: usize) {
+        let (slots, rec) = (&self.slots, &mut self.core.rec);
+        let client = &mut self.lines[l].client;
+        client.drain_gaps(|k, g| rec[slots[k].vu.current].events_mut().record_gap(g));
+        for (k, mut e) in client.answered_events.drain(..) {
+            let s = &slots[k];
+            super::record_events(&mut rec[s.vu.current], &mut e, s.base);
         }
     }
 

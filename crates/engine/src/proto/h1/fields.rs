@@ -74,10 +74,7 @@ impl Fields {
             self.coded = true;
             self.chunked = last_token(value).eq_ignore_ascii_case(b"chunked");
         } else if name.eq_ignore_ascii_case(b"content-type") {
-            let media = value.split(|&b| b == b';').next().unwrap_or(value);
-            self.event_stream = media
-                .trim_ascii()
-                .eq_ignore_ascii_case(b"text/event-stream");
+            self.event_stream = crate::proto::events::is_event_stream(value);
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in value.split(|&b| b == b',') {
                 let t = token.trim_ascii();

@@ -125,15 +125,11 @@ async fn read_response(
 /// Events for an answer whose head says `text/event-stream`, its head read now.
 fn event_stream(resp: &http::Response<hyper::body::Incoming>) -> Option<Box<Events>> {
     let media = resp.headers().get(http::header::CONTENT_TYPE)?.as_bytes();
-    let media = media.split(|&b| b == b';').next().unwrap_or(media);
-    media
-        .trim_ascii()
-        .eq_ignore_ascii_case(b"text/event-stream")
-        .then(|| {
-            let mut e = Box::new(Events::new(MAX_EVENT));
-            e.first_byte = Some(std::time::Instant::now());
-            e
-        })
+    crate::proto::events::is_event_stream(media).then(|| {
+        let mut e = Box::new(Events::new(MAX_EVENT));
+        e.first_byte = Some(std::time::Instant::now());
+        e
+    })
 }
 
 async fn read_body(

@@ -22,9 +22,11 @@
 use super::fields::Check;
 use super::frame::{self as f, Head};
 use super::hpack::Decoder;
+use crate::proto::events::{Events, MAX_EVENT};
 use crate::proto::reply::Reply;
 use bytes::Bytes;
 use stats::ErrorKind;
+use std::time::Instant;
 
 /// The largest header block (all its frames) and decoded header list accepted.
 pub const MAX_HEADER_BLOCK: usize = 64 << 10;
@@ -74,6 +76,8 @@ struct Stream {
     head: bool,
     /// The response's `content-length`.
     length: Option<u64>,
+    /// Its events, when its head said `text/event-stream`.
+    events: Option<Box<Events>>,
 }
 
 pub struct Client {
@@ -102,6 +106,8 @@ pub struct Client {
     /// The last stream a GOAWAY said the server processes.
     goaway: Option<u32>,
     pub events: Vec<Event>,
+    /// The events of answers completed since last taken, by the caller's slot.
+    pub answered_events: Vec<(usize, Box<Events>)>,
 }
 
 impl Default for Client {
@@ -151,6 +157,7 @@ impl Client {
             held: false,
             goaway: None,
             events: Vec::new(),
+            answered_events: Vec::new(),
         }
     }
 
@@ -216,6 +223,7 @@ impl Client {
             sent: 0,
             head,
             length: None,
+            events: None,
         });
         let i = self.streams.len() - 1;
         self.pump(i);
@@ -405,6 +413,16 @@ impl Client {
         Ok(())
     }
 
+    /// Hands over the gaps between events read so far on answers still streaming, with the
+    /// caller's slot of each.
+    pub fn drain_gaps(&mut self, mut each: impl FnMut(usize, u64)) {
+        for s in &mut self.streams {
+            if let Some(e) = s.events.as_mut() {
+                e.drain_gaps(|g| each(s.slot, g));
+            }
+        }
+    }
+
     fn find(&self, id: u32) -> Option<usize> {
         self.streams.iter().position(|s| s.id == id)
     }
@@ -439,6 +457,13 @@ impl Client {
             // DATA before the response's HEADERS, or more than its content-length.
             self.malformed(i);
             return Ok(());
+        }
+        if let Some(e) = s.events.as_mut() {
+            if e.feed(body, Instant::now()).is_err() {
+                // An event past its bound: this answer fails; the connection is fine.
+                self.malformed(i);
+                return Ok(());
+            }
         }
         if h.flags & f::END_STREAM != 0 {
             self.complete(i);
@@ -481,6 +506,11 @@ impl Client {
             Some(st) => {
                 s.status = st;
                 s.length = check.length;
+                if check.event_stream {
+                    let mut e = Box::new(Events::new(MAX_EVENT));
+                    e.first_byte = Some(Instant::now());
+                    s.events = Some(e);
+                }
             }
             None if trailers => {}
             None => {
@@ -516,7 +546,10 @@ impl Client {
             self.malformed(i);
             return;
         }
-        let s = self.streams.swap_remove(i);
+        let mut s = self.streams.swap_remove(i);
+        if let Some(e) = s.events.take() {
+            self.answered_events.push((s.slot, e));
+        }
         if s.sent < s.body.len() {
             // Answered before the whole body was sent (RFC 9113 §8.1): the rest is not.
             f::put_u32(&mut self.out, f::RST_STREAM, s.id, f::NO_ERROR);

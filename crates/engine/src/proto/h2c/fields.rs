@@ -39,6 +39,8 @@ pub struct Check {
     pub length: Option<u64>,
     /// Some field broke a rule.
     pub malformed: bool,
+    /// `content-type: text/event-stream`: the body is Server-Sent Events.
+    pub event_stream: bool,
     regular_seen: bool,
     /// The pseudo-headers seen, by their index in [`PSEUDO`].
     pseudo_seen: [bool; 6],
@@ -83,6 +85,9 @@ impl Check {
                 (Some(n), Some(m)) if n == m => {}
                 _ => self.malformed = true,
             },
+            12 if name == b"content-type" => {
+                self.event_stream = crate::proto::events::is_event_stream(value);
+            }
             7 | 10 | 16 | 17 => self.malformed |= CONNECTION_SPECIFIC.contains(&name),
             _ => {}
         }
