@@ -454,6 +454,14 @@ pub struct LoadArgs {
     /// the connection (1009) and counts as a protocol error.
     #[arg(long = "max-message-size", value_name = "SIZE")]
     pub max_message_size: Option<String>,
+    /// Read every answer as Server-Sent Events, whatever its Content-Type (answers that say
+    /// text/event-stream always are): time to the first event and between events.
+    #[arg(long)]
+    pub stream: bool,
+    /// Largest Server-Sent Event read (default 1MiB): a larger one, or an endless line, ends
+    /// its answer as a protocol error.
+    #[arg(long = "max-event-size", value_name = "SIZE")]
+    pub max_event_size: Option<String>,
     /// Service-level objective, e.g. 'p95<100ms', 'errors<0.1%', 'rps>=190', 'p99<1s over 10s abort'
     /// (repeatable; with a plan, added to every scenario).
     #[arg(long = "slo")]

@@ -480,6 +480,15 @@ fn spec(
                 as usize,
             None => engine::DEFAULT_GRPC_MAX_MESSAGE,
         },
+        events: engine::EventRule {
+            force: a.stream,
+            max: match &a.max_event_size {
+                Some(m) => plan::parse_size(m)
+                    .map_err(|e| Fail::input(format!("--max-event-size: {e}")))?
+                    .max(1) as usize,
+                None => engine::MAX_EVENT,
+            },
+        },
     })
 }
 

@@ -53,7 +53,12 @@ pub fn grpc_call(
         }
         let mut h2 = H2Conn::handshake(stream).await.map_err(describe)?;
         let outcome = h2
-            .roundtrip(req, Some(&connector.captures), connector.max_message)
+            .roundtrip(
+                req,
+                Some(&connector.captures),
+                connector.max_message,
+                connector.events,
+            )
             .await
             .map_err(|_| "the server closed the connection".to_string())?;
         let (reply, kept) = outcome.map_err(describe)?;
@@ -124,6 +129,7 @@ fn connector(
         headers_only: Budget::new(0),
         timeout,
         max_message: crate::net::conn::DEFAULT_GRPC_MAX_MESSAGE,
+        events: Default::default(),
     })
 }
 
@@ -157,7 +163,12 @@ fn get_tls(
         let (stream, _) = connector.open().await.map_err(unopened)?;
         let mut h1 = H1Conn::new(stream);
         let (reply, kept) = h1
-            .roundtrip(head.as_bytes(), false, Some(&connector.captures))
+            .roundtrip(
+                head.as_bytes(),
+                false,
+                Some(&connector.captures),
+                connector.events,
+            )
             .await
             .map_err(describe)?;
         let kept = kept.unwrap_or_default();

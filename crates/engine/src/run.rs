@@ -42,6 +42,9 @@ pub struct RunSpec {
     pub capture_limit: usize,
     /// Largest message an answer may carry (`--max-message-size`: gRPC, WebSocket).
     pub max_message: usize,
+    /// Which answers are read as Server-Sent Events, and the largest event
+    /// (`--stream`, `--max-event-size`).
+    pub events: crate::EventRule,
     /// Closed model: each connection starts at most one request per this interval (a held
     /// WebSocket's ping or message every `--every`); `None`: one after another.
     pub every: Option<Duration>,
@@ -81,6 +84,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         headers_only: Budget::new(0),
         timeout: spec.timeout,
         max_message: spec.max_message,
+        events: spec.events,
     };
     // Every worker needs a slot, and with shared connections at least one connection.
     let most = spec.connections.map_or(spec.load.max_connections(), |n| {

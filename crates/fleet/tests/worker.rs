@@ -36,6 +36,7 @@ fn spec(url: &str) -> engine::RunSpec {
         grace: Duration::from_secs(1),
         capture_limit: workload::capture::DEFAULT_LIMIT,
         max_message: engine::DEFAULT_GRPC_MAX_MESSAGE,
+        events: engine::EventRule::default(),
         every: None,
     }
 }

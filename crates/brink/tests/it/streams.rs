@@ -135,6 +135,48 @@ fn an_answer_that_is_no_event_stream_has_no_stream_figures() {
 }
 
 #[test]
+fn stream_reads_any_answer_as_events_and_max_event_size_bounds_them() {
+    // Events in a chunked answer that does not say text/event-stream.
+    let chunks = vec![b"data: a\n\n".to_vec(), b"data: b\n\ndata: c\n\n".to_vec()];
+    let srv = testkit::serve(Arc::new(move |_: &Req| Reply::Chunked(chunks.clone()))).unwrap();
+    let (code, r, out) = run(&[&srv.url("/"), "-n", "10", "-c", "2"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        r["summary"].get("stream").is_none(),
+        "not asked: {}",
+        r["summary"]
+    );
+    let (code, r, out) = run(&[&srv.url("/"), "-n", "10", "-c", "2", "--stream"]);
+    assert_eq!(code, Some(0), "{out}");
+    let st = &r["summary"]["stream"];
+    assert_eq!(
+        (st["streams"].as_u64(), st["events"].as_u64()),
+        (Some(10), Some(30)),
+        "{st}"
+    );
+    // An event of 2,000 bytes where at most 1 KiB is allowed.
+    let big = [b"data: ".to_vec(), vec![b'x'; 2000], b"\n\n".to_vec()].concat();
+    let srv = testkit::serve(Arc::new(move |_: &Req| Reply::Chunked(vec![big.clone()]))).unwrap();
+    let args = [&srv.url("/")[..], "-n", "10", "-c", "2", "--stream"];
+    let (code, _, out) = run(&args);
+    assert_eq!(code, Some(0), "within the default 1 MiB: {out}");
+    let (code, r, out) = run(&[&args[..], &["--max-event-size", "1KiB"]].concat());
+    assert_eq!(code, Some(3), "{out}");
+    assert_eq!(
+        r["summary"]["errors_by_kind"]["protocol"], 10,
+        "{}",
+        r["summary"]
+    );
+    let bad = crate::support::brink_json(&["run", &srv.url("/"), "--max-event-size", "lots"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert!(
+        bad.stderr.starts_with("error: --max-event-size: "),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
 fn an_endless_event_is_an_error_within_its_bound_and_the_run_ends() {
     // The head says events, then one `data:` line that never ends.
     let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: ".to_vec();

@@ -47,6 +47,8 @@ pub struct Connector {
     pub timeout: Duration,
     /// Largest message an answer may carry (gRPC).
     pub max_message: usize,
+    /// Which answers are read as events.
+    pub events: crate::proto::events::EventRule,
 }
 
 /// How long opening one connection took.

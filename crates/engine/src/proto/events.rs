@@ -22,6 +22,36 @@ pub fn is_event_stream(content_type: &[u8]) -> bool {
 /// The largest event read unless told otherwise: 1 MiB.
 pub const MAX_EVENT: usize = 1 << 20;
 
+/// Which answers are read as events, and how large an event may be: answers whose head says
+/// `text/event-stream`, or every answer with `force` (`--stream`); `max` bytes each
+/// (`--max-event-size`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventRule {
+    pub force: bool,
+    pub max: usize,
+}
+
+impl Default for EventRule {
+    fn default() -> EventRule {
+        EventRule {
+            force: false,
+            max: MAX_EVENT,
+        }
+    }
+}
+
+impl EventRule {
+    /// The events of an answer whose head was read at `now` (`event_stream`: it said
+    /// `text/event-stream`); `None` when it is not read as events.
+    pub fn events_for(self, event_stream: bool, now: Instant) -> Option<Box<Events>> {
+        (self.force || event_stream).then(|| {
+            let mut e = Box::new(Events::new(self.max));
+            e.first_byte = Some(now);
+            e
+        })
+    }
+}
+
 /// Most gaps held between two drains: a read of a whole buffer of tiny events makes at most a
 /// few thousand; past this the oldest are dropped (and counted) rather than memory grow.
 const MOST_PENDING: usize = 16 * 1024;

@@ -240,7 +240,8 @@ impl Worker<'_> {
         c.reader = match connector.capture_for(step) {
             None => Reader::new(step.is_head()),
             Some(budget) => Reader::capturing(step.is_head(), budget.clone()),
-        };
+        }
+        .with_events(connector.events);
         c.buf.filled = 0;
         if c.sock.is_some() {
             c.sent = now;

@@ -110,7 +110,9 @@ pub fn run(
         .clamp(1, n.max(1));
     let mut w = Worker {
         core: Core::new(shared, id, tx, n)?,
-        lines: (0..lines).map(|_| Line::new(now)).collect(),
+        lines: (0..lines)
+            .map(|_| Line::new(now, shared.connector.events))
+            .collect(),
         slots: (0..n)
             .map(|k| Slot {
                 vu: Vu::new(&shared.connector.workload, (k * shared.workers + id) as u64),
@@ -173,11 +175,11 @@ fn encode(
 }
 
 impl Line {
-    fn new(now: Instant) -> Line {
+    fn new(now: Instant, events: crate::proto::events::EventRule) -> Line {
         Line {
             sock: None,
             link: Link::Down,
-            client: Client::new(),
+            client: Client::new().with_events(events),
             written: 0,
             opened_at: now,
             deadline: now,
@@ -381,8 +383,9 @@ impl Worker<'_> {
     }
 
     fn connect(&mut self, l: usize, now: Instant) {
+        let events = self.core.shared.connector.events;
         let line = &mut self.lines[l];
-        line.client = Client::new();
+        line.client = Client::new().with_events(events);
         line.written = 0;
         let Some(s) = self.core.dial(l) else {
             self.connect_failed(l, ErrorKind::Connect, now);
@@ -536,7 +539,7 @@ impl Worker<'_> {
         let streaming: Vec<usize> = line.client.slots().collect();
         line.sock = None;
         line.link = Link::Down;
-        line.client = Client::new();
+        line.client = Client::new().with_events(self.core.shared.connector.events);
         for k in streaming {
             self.finish(k, Err(kind), now);
         }

@@ -27,6 +27,7 @@ pub fn spec(url: &str, load: Load) -> RunSpec {
         grace: Duration::from_secs(2),
         capture_limit: engine::workload::capture::DEFAULT_LIMIT,
         max_message: engine::DEFAULT_GRPC_MAX_MESSAGE,
+        events: engine::EventRule::default(),
         every: None,
     }
 }

@@ -61,11 +61,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         req: &[u8],
         head_request: bool,
         capture: Option<&Arc<Budget>>,
+        events: crate::proto::events::EventRule,
     ) -> Result<(Reply, Option<Captured>), ErrorKind> {
         let mut reader = match capture {
             Some(budget) => Reader::capturing(head_request, budget.clone()),
             None => Reader::new(head_request),
-        };
+        }
+        .with_events(events);
         self.buf.filled = 0;
         let (io, buf, events) = (&mut self.io, &mut self.buf, &mut self.events);
         let mut written = 0;

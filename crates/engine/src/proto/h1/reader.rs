@@ -4,7 +4,7 @@
 //! so framing rules live in one place.
 
 use super::parse::{parse_head, Chunked, Framing};
-use crate::proto::events::{Events, MAX_EVENT};
+use crate::proto::events::{EventRule, Events};
 use crate::proto::reply::Reply;
 use stats::ErrorKind;
 use std::sync::Arc;
@@ -40,9 +40,8 @@ pub struct Reader {
     interim: u32,
     /// Kept head and body, only when a flow step extracts from this response.
     capture: Option<Box<Captured>>,
-    /// Read the body as events: always (`Some(max_event)` from [`Reader::streaming`]) or when
-    /// the answer says `text/event-stream` (the default bound).
-    max_event: Option<usize>,
+    /// Which answers are read as events, and their bound.
+    rule: EventRule,
     /// The answer's events, once its head said it streams them (or streaming was asked).
     events: Option<Box<Events>>,
 }
@@ -89,7 +88,7 @@ impl Reader {
             bytes_in: 0,
             interim: 0,
             capture: None,
-            max_event: None,
+            rule: EventRule::default(),
             events: None,
         }
     }
@@ -97,10 +96,16 @@ impl Reader {
     /// A reader that times the body as Server-Sent Events whatever its type says, each event
     /// at most `max_event` bytes.
     pub fn streaming(head_request: bool, max_event: usize) -> Reader {
-        Reader {
-            max_event: Some(max_event),
-            ..Reader::new(head_request)
-        }
+        Reader::new(head_request).with_events(EventRule {
+            force: true,
+            max: max_event,
+        })
+    }
+
+    /// This reader, reading answers as events by `rule`.
+    pub fn with_events(mut self, rule: EventRule) -> Reader {
+        self.rule = rule;
+        self
     }
 
     /// The answer's events so far, when it streams them.
@@ -148,7 +153,7 @@ impl Reader {
         buf.filled += n;
         self.bytes_in += n as u64;
         if let Phase::Head = self.phase {
-            if !self.parse_head(buf)? {
+            if !self.parse_head(buf, now)? {
                 return Ok(None);
             }
         }
@@ -157,7 +162,6 @@ impl Reader {
             None => body_of(&mut self.phase, body, |_| Ok(()))?,
             Some(e) => {
                 let now = now.unwrap_or_else(std::time::Instant::now);
-                e.first_byte.get_or_insert(now);
                 let read = |p: &[u8]| e.feed(p, now).map_err(|_| ErrorKind::Protocol);
                 body_of(&mut self.phase, body, read)?
             }
@@ -199,7 +203,11 @@ impl Reader {
 
     /// Parses the head out of the buffer; false when more bytes are needed. Interim answers
     /// are skipped by offset and the rest of the buffer is moved once, at the end.
-    fn parse_head(&mut self, buf: &mut ReadBuf) -> Result<bool, ErrorKind> {
+    fn parse_head(
+        &mut self,
+        buf: &mut ReadBuf,
+        now: Option<std::time::Instant>,
+    ) -> Result<bool, ErrorKind> {
         let mut off = 0;
         let head = loop {
             let parsed = parse_head(&buf.data[off..buf.filled], self.head_request)
@@ -234,8 +242,9 @@ impl Reader {
         buf.filled -= off + head.len;
         self.status = head.status;
         self.keep_alive = head.keep_alive;
-        if let Some(max) = self.max_event.or(head.event_stream.then_some(MAX_EVENT)) {
-            self.events = Some(Box::new(Events::new(max)));
+        if self.rule.force || head.event_stream {
+            let now = now.unwrap_or_else(std::time::Instant::now);
+            self.events = self.rule.events_for(head.event_stream, now);
         }
         self.phase = match head.framing {
             Framing::Empty | Framing::Length(0) => Phase::Length(0),

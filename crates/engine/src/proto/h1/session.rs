@@ -37,7 +37,12 @@ impl Session for H1Conn<Stream> {
             let step = &connector.workload.requests[vu.current];
             let capture = connector.capture_for(step);
             let r = self
-                .roundtrip(connector.h1_bytes(vu), step.is_head(), capture)
+                .roundtrip(
+                    connector.h1_bytes(vu),
+                    step.is_head(),
+                    capture,
+                    connector.events,
+                )
                 .await;
             (r, len as u64)
         })

@@ -9,7 +9,7 @@ mod session;
 pub use session::session;
 
 use crate::proto::body::CallBody;
-use crate::proto::events::{Events, MAX_EVENT};
+use crate::proto::events::Events;
 use crate::proto::reply::{io_kind, Call, Reply};
 use http_body_util::BodyExt;
 use hyper::client::conn::http2::{self, SendRequest};
@@ -62,6 +62,7 @@ impl H2Conn {
         req: http::Request<CallBody>,
         capture: Option<&Arc<Budget>>,
         max_message: usize,
+        events: crate::proto::events::EventRule,
     ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
         let grpc = req
             .headers()
@@ -78,7 +79,7 @@ impl H2Conn {
             Err(e) => return Ok(reset_call(&e, grpc).ok_or_else(|| hyper_kind(&e))),
         };
         let grpc = grpc.then_some(max_message);
-        let (outcome, events) = read_response(resp, capture, grpc).await;
+        let (outcome, events) = read_response(resp, capture, grpc, events).await;
         self.events = events;
         Ok(outcome)
     }
@@ -113,23 +114,16 @@ async fn read_response(
     resp: http::Response<hyper::body::Incoming>,
     capture: Option<&Arc<Budget>>,
     grpc: Option<usize>,
+    rule: crate::proto::events::EventRule,
 ) -> (
     Result<(Reply, Option<Captured>), ErrorKind>,
     Option<Box<Events>>,
 ) {
-    let mut events = event_stream(&resp);
+    let media = resp.headers().get(http::header::CONTENT_TYPE);
+    let said = media.is_some_and(|m| crate::proto::events::is_event_stream(m.as_bytes()));
+    let mut events = rule.events_for(said, std::time::Instant::now());
     let outcome = read_body(resp, capture, grpc, &mut events).await;
     (outcome, events)
-}
-
-/// Events for an answer whose head says `text/event-stream`, its head read now.
-fn event_stream(resp: &http::Response<hyper::body::Incoming>) -> Option<Box<Events>> {
-    let media = resp.headers().get(http::header::CONTENT_TYPE)?.as_bytes();
-    crate::proto::events::is_event_stream(media).then(|| {
-        let mut e = Box::new(Events::new(MAX_EVENT));
-        e.first_byte = Some(std::time::Instant::now());
-        e
-    })
 }
 
 async fn read_body(

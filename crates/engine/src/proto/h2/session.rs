@@ -113,7 +113,8 @@ impl H2Conn {
             let Ok(req) = build() else {
                 return (Err(ErrorKind::Protocol), 0);
             };
-            match self.roundtrip(req, capture, connector.max_message).await {
+            let (max, events) = (connector.max_message, connector.events);
+            match self.roundtrip(req, capture, max, events).await {
                 Ok(outcome) => return (outcome, len),
                 Err(Unprocessed) => match self.reopen(connector).await {
                     Ok(()) => {}

@@ -22,7 +22,7 @@
 use super::fields::Check;
 use super::frame::{self as f, Head};
 use super::hpack::Decoder;
-use crate::proto::events::{Events, MAX_EVENT};
+use crate::proto::events::{EventRule, Events};
 use crate::proto::reply::Reply;
 use bytes::Bytes;
 use stats::ErrorKind;
@@ -108,6 +108,8 @@ pub struct Client {
     pub events: Vec<Event>,
     /// The events of answers completed since last taken, by the caller's slot.
     pub answered_events: Vec<(usize, Box<Events>)>,
+    /// Which answers are read as events.
+    pub event_rule: EventRule,
 }
 
 impl Default for Client {
@@ -158,6 +160,7 @@ impl Client {
             goaway: None,
             events: Vec::new(),
             answered_events: Vec::new(),
+            event_rule: EventRule::default(),
         }
     }
 
@@ -413,6 +416,12 @@ impl Client {
         Ok(())
     }
 
+    /// This client, reading answers as events by `rule`.
+    pub fn with_events(mut self, rule: EventRule) -> Client {
+        self.event_rule = rule;
+        self
+    }
+
     /// Hands over the gaps between events read so far on answers still streaming, with the
     /// caller's slot of each.
     pub fn drain_gaps(&mut self, mut each: impl FnMut(usize, u64)) {
@@ -506,10 +515,10 @@ impl Client {
             Some(st) => {
                 s.status = st;
                 s.length = check.length;
-                if check.event_stream {
-                    let mut e = Box::new(Events::new(MAX_EVENT));
-                    e.first_byte = Some(Instant::now());
-                    s.events = Some(e);
+                if check.event_stream || self.event_rule.force {
+                    s.events = self
+                        .event_rule
+                        .events_for(check.event_stream, Instant::now());
                 }
             }
             None if trailers => {}
