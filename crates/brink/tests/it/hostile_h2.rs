@@ -475,3 +475,42 @@ fn answers_without_reading_cannot_make_bodies_pile_up() {
     assert!(peak_mib < 64, "{peak_mib} MiB");
     assert!(took < Duration::from_secs(3 + 2 + 5 + 2), "{took:?}");
 }
+
+/// A server that says `text/event-stream` and then sends one event that never ends: `data: `
+/// and then `x` in DATA frames of 16 KiB until its deadline, never a newline.
+fn endless_event() -> RawServer {
+    RawServer::start(move |mut sock, until| {
+        let Some(id) = first_request(&mut sock) else {
+            return;
+        };
+        drain(&sock);
+        let head = headers(
+            id,
+            0,
+            &[status("200"), field("content-type", "text/event-stream")],
+        );
+        if sock.write_all(&head).is_err() || sock.write_all(&frame(DATA, 0, id, b"data: ")).is_err()
+        {
+            return;
+        }
+        let block = frame(DATA, 0, id, &[b'x'; 16 * 1024]);
+        while Instant::now() < until && sock.write_all(&block).is_ok() {}
+    })
+}
+
+/// An event that never ends is a protocol error at its bound (--max-event-size 1MiB), on
+/// both HTTP/2 clients, long before the request's timeout, in bounded memory.
+#[test]
+fn an_endless_event_over_http2_ends_at_its_bound() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = endless_event();
+    for extra in [None, Some("--no-keepalive")] {
+        let mut args = vec!["--http2", "-n", "1", "-c", "1", "--timeout", "20s", "-q"];
+        args.extend(extra);
+        let (_, took, peak_mib, r) = run_watched(&srv.url("/"), &args);
+        let (ok, kinds) = outcome(&r);
+        assert_eq!((ok, kinds), (0, vec!["protocol".to_string()]), "{extra:?}");
+        assert!(took < Duration::from_secs(10), "{extra:?}: {took:?}");
+        assert!(peak_mib < 64, "{extra:?}: {peak_mib} MiB");
+    }
+}

@@ -10,13 +10,14 @@ use std::time::Instant;
 /// Whether a `Content-Type` value names Server-Sent Events (`text/event-stream`, any case,
 /// parameters aside): the one test every protocol's head reader makes.
 pub fn is_event_stream(content_type: &[u8]) -> bool {
-    let media = content_type
-        .split(|&b| b == b';')
-        .next()
-        .unwrap_or(content_type);
-    media
-        .trim_ascii()
-        .eq_ignore_ascii_case(b"text/event-stream")
+    // Every answer's head passes here: the first differing byte ends it.
+    const MEDIA: &[u8] = b"text/event-stream";
+    let v = content_type.trim_ascii_start();
+    v.len() >= MEDIA.len()
+        && v[..MEDIA.len()].eq_ignore_ascii_case(MEDIA)
+        && v[MEDIA.len()..]
+            .first()
+            .is_none_or(|&b| b == b';' || b.is_ascii_whitespace())
 }
 
 /// The largest event read unless told otherwise: 1 MiB.
@@ -130,6 +131,27 @@ impl Events {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn event_streams_are_told_by_their_media_type() {
+        for yes in [
+            &b"text/event-stream"[..],
+            b"TEXT/Event-Stream",
+            b" text/event-stream; charset=utf-8",
+            b"text/event-stream ;x=y",
+        ] {
+            assert!(is_event_stream(yes), "{yes:?}");
+        }
+        for no in [
+            &b"text/event-streams"[..],
+            b"application/octet-stream",
+            b"text/event",
+            b"",
+            b"text/plain; a=text/event-stream",
+        ] {
+            assert!(!is_event_stream(no), "{no:?}");
+        }
+    }
 
     #[test]
     fn each_event_is_stamped_with_the_read_that_completed_it() {
