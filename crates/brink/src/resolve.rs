@@ -481,7 +481,7 @@ fn spec(
             None => engine::DEFAULT_GRPC_MAX_MESSAGE,
         },
         events: engine::EventRule {
-            force: a.stream,
+            force: a.stream || plan.stream.unwrap_or(false),
             max: match &a.max_event_size {
                 Some(m) => plan::parse_size(m)
                     .map_err(|e| Fail::input(format!("--max-event-size: {e}")))?

@@ -27,6 +27,8 @@ pub struct Settings {
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
+    /// Every answer read as Server-Sent Events (`--stream`).
+    pub stream: Option<bool>,
     /// WebSocket, closed model: the least time between a connection's messages.
     pub every: Option<Duration>,
 }
@@ -683,6 +685,7 @@ impl Cx<'_> {
             http2: r.http2.or(d.http2),
             insecure: r.insecure.or(d.insecure),
             keepalive: r.keepalive.or(d.keepalive),
+            stream: r.stream.or(d.stream),
             every: dur(r.every.as_ref().or(d.every.as_ref()), "every")?,
         })
     }

@@ -13,6 +13,7 @@
 //!   ok_codes: OK,NOT_FOUND                 # gRPC codes that succeed (default OK)
 //!   trace: 0.1                             # traceparent on every request, 10% sampled
 //!   http2: false
+//!   stream: false                          # every answer read as Server-Sent Events
 //!   insecure: false
 //!   keepalive: true
 //! data:
@@ -136,6 +137,8 @@ pub struct RawSettings {
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
+    /// Read every answer as Server-Sent Events (`--stream`).
+    pub stream: Option<bool>,
     /// WebSocket, closed model: the least time between a connection's messages.
     pub every: Option<S<String>>,
 }
@@ -172,6 +175,8 @@ pub struct RawScenario {
     pub http2: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
+    /// Read every answer as Server-Sent Events (`--stream`).
+    pub stream: Option<bool>,
     pub every: Option<S<String>>,
 }
 

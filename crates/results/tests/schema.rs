@@ -206,6 +206,10 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
         ),
         (format!("{summary}/grpc_stream"), fields::<StreamJson>()),
         (format!("{summary}/websocket"), fields::<WebSocketJson>()),
+        (
+            format!("{summary}/stream"),
+            fields::<results::events::EventStreamJson>(),
+        ),
         ("#/$defs/second".into(), fields::<SecondRow>()),
         ("#/$defs/slo".into(), fields::<SloResult>()),
         ("#/$defs/scenario".into(), fields::<ScenarioResult>()),

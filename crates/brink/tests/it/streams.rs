@@ -177,6 +177,27 @@ fn stream_reads_any_answer_as_events_and_max_event_size_bounds_them() {
 }
 
 #[test]
+fn a_plan_reads_its_answers_as_events_when_it_says_stream() {
+    let chunks = vec![b"data: a\n\ndata: b\n\n".to_vec()];
+    let srv = testkit::serve(Arc::new(move |_: &Req| Reply::Chunked(chunks.clone()))).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    let text = format!(
+        "target: {}\ndefaults: {{ stream: true }}\nscenarios:\n  - name: s\n    load: {{ connections: 1, requests: 5 }}\n    requests: [ {{ path: / }} ]\n",
+        srv.url("")
+    );
+    std::fs::write(&plan, text).unwrap();
+    let (code, r, out) = run(&[plan.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}");
+    let st = &r["summary"]["stream"];
+    assert_eq!(
+        (st["streams"].as_u64(), st["events"].as_u64()),
+        (Some(5), Some(10)),
+        "{st}"
+    );
+}
+
+#[test]
 fn an_endless_event_is_an_error_within_its_bound_and_the_run_ends() {
     // The head says events, then one `data:` line that never ends.
     let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: ".to_vec();
