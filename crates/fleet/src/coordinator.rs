@@ -6,7 +6,8 @@
 //! workers' seconds merged as they arrive, interrupts and aborts passed on, lost workers named.
 
 use crate::dial::{measure_clock, open, Conn, HELLO};
-use crate::follow::{said, Joined, Running, LEAD};
+use crate::follow::{Joined, Running, LEAD};
+use crate::lines::said;
 use crate::proto::{refuse_hello, FromWorker, ToWorker, PROTOCOL};
 use crate::{now_ns, spec_digest};
 use merge::{OnSecond, RunOutput};

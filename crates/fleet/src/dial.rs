@@ -98,7 +98,7 @@ impl Conn {
     pub(crate) async fn next(&mut self) -> Result<Option<FromWorker>, String> {
         self.inbox.next().await.map_err(|f| {
             let (Fault::Broken(why) | Fault::Garbled(why)) = f;
-            format!("worker {}: {}", self.name, crate::follow::said(&why))
+            format!("worker {}: {}", self.name, crate::lines::said(&why))
         })
     }
 
@@ -214,7 +214,7 @@ pub(crate) async fn open(
         }
         s => {
             let why = refusal(body).await;
-            return Err(format!("worker {name}: {s}: {}", crate::follow::said(&why)));
+            return Err(format!("worker {name}: {s}: {}", crate::lines::said(&why)));
         }
     }
     let inbox = Inbox {

@@ -6,6 +6,7 @@
 
 use crate::clock::Offset;
 use crate::dial::{Conn, Fault, Outbox};
+use crate::lines::said;
 use crate::now_ns;
 use crate::proto::{FromWorker, ToWorker, HEARTBEAT};
 use merge::{Merger, OnSecond, RunOutput};
@@ -366,13 +367,6 @@ fn in_order(second: u64, last: Option<u64>) -> Result<(), String> {
         Some(last) if second <= last => Err(format!("second {second} after second {last}")),
         _ => Ok(()),
     }
-}
-
-/// What a worker says (its host name, why it failed), as the terminal, the result and the
-/// pages may show it: one line, control characters escaped, at most 300 characters. A worker
-/// is another machine; its words are never trusted to be tidy.
-pub(crate) fn said(text: &str) -> String {
-    model::guard::escaped(text.as_bytes(), 300)
 }
 
 #[cfg(test)]

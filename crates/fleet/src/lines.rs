@@ -101,6 +101,13 @@ fn too_long() -> String {
     format!("a message longer than {} MiB", MAX_LINE >> 20)
 }
 
+/// What a worker says (its host name, why it failed), as the terminal, the result and the
+/// pages may show it: one line, control characters escaped, at most 300 characters. A worker
+/// is another machine; its words are never trusted to be tidy.
+pub(crate) fn said(text: &str) -> String {
+    model::guard::escaped(text.as_bytes(), 300)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

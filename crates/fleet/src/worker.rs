@@ -299,7 +299,7 @@ impl Load {
             (End::Received, _) => j.discard(),
             (_, Some(why)) => eprintln!(
                 "brink worker: the coordinator stopped this worker's load ({}); what it measured is in {}",
-                crate::follow::said(why),
+                crate::lines::said(why),
                 j.path().display()
             ),
             _ => eprintln!(

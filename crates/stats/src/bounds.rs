@@ -4,63 +4,12 @@
 //! exact in 64 bits, and no percentile is taken of a histogram whose count wrapped.
 
 use crate::sparse::Sparse;
-use crate::wire::WireBucket;
 
 /// Requests, answers, errors, connections, messages or recorded values in one second of one
 /// worker: four billion, a thousand times what the fastest generator does.
 pub const MOST_PER_SECOND: u64 = u32::MAX as u64;
 /// Bytes in one direction in one second of one worker: a petabyte.
 pub const MOST_BYTES_PER_SECOND: u64 = 1 << 50;
-
-/// `Err` naming the first count of `w` past its bound.
-pub fn check(w: &WireBucket) -> Result<(), String> {
-    let mut counts: Vec<(&str, u64)> = vec![
-        ("requests", w.requests),
-        ("ok", w.ok),
-        ("late", w.late),
-        ("in_flight", w.in_flight),
-        ("opened", w.opened),
-    ];
-    counts.extend(w.status.iter().map(|&(_, n)| ("status", n)));
-    counts.extend(w.grpc.iter().map(|&(_, n)| ("grpc", n)));
-    counts.extend(w.errors_by_kind.iter().map(|&n| ("errors_by_kind", n)));
-    if let Some((calls, sent, received, _)) = &w.stream {
-        counts.extend([("stream", *calls), ("stream", *sent), ("stream", *received)]);
-    }
-    if let Some(x) = &w.ws {
-        counts.extend([
-            ("ws", x.sent),
-            ("ws", x.received),
-            ("ws", x.pings),
-            ("ws", x.unexpected),
-            ("ws", x.undated),
-        ]);
-        counts.extend(x.closes.iter().chain(&x.refused).map(|&(_, n)| ("ws", n)));
-    }
-    if let Some((streams, events, ..)) = &w.events {
-        counts.extend([("streams", *streams), ("events", *events)]);
-    }
-    for c in &w.checks {
-        counts.extend([
-            ("checks", c.passed),
-            ("checks", c.failed),
-            ("checks", c.unchecked),
-        ]);
-    }
-    if let Some((what, n)) = counts.into_iter().find(|&(_, n)| n > MOST_PER_SECOND) {
-        return Err(format!("{what} {n} in one second"));
-    }
-    if let Some(n) = [w.bytes_in, w.bytes_out]
-        .into_iter()
-        .find(|&n| n > MOST_BYTES_PER_SECOND)
-    {
-        return Err(format!("{n} bytes in one second"));
-    }
-    if w.ok > w.requests {
-        return Err(format!("{} answered of {} requests", w.ok, w.requests));
-    }
-    Ok(())
-}
 
 /// `Err` when the histogram `what` holds more values than one second can.
 pub fn check_values(what: &str, h: &Sparse) -> Result<(), String> {

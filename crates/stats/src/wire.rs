@@ -231,7 +231,7 @@ impl TryFrom<WireBucket> for Decoded {
     type Error = String;
 
     fn try_from(w: WireBucket) -> Result<Decoded, String> {
-        crate::bounds::check(&w)?;
+        within_bounds(&w)?;
         let sparse = |what: &str, s: &str| {
             let h = Sparse::read(s).map_err(|e| format!("{what}: {e}"))?;
             crate::bounds::check_values(what, &h).map(|()| h)
@@ -422,6 +422,59 @@ fn trace_in(w: &WireTrace) -> Result<TraceRow, String> {
         outcome,
         at_us: w.3,
     })
+}
+
+/// `Err` naming the first count of `w` past its bound ([`crate::bounds`]).
+fn within_bounds(w: &WireBucket) -> Result<(), String> {
+    let mut counts: Vec<(&str, u64)> = vec![
+        ("requests", w.requests),
+        ("ok", w.ok),
+        ("late", w.late),
+        ("in_flight", w.in_flight),
+        ("opened", w.opened),
+    ];
+    counts.extend(w.status.iter().map(|&(_, n)| ("status", n)));
+    counts.extend(w.grpc.iter().map(|&(_, n)| ("grpc", n)));
+    counts.extend(w.errors_by_kind.iter().map(|&n| ("errors_by_kind", n)));
+    if let Some((calls, sent, received, _)) = &w.stream {
+        counts.extend([("stream", *calls), ("stream", *sent), ("stream", *received)]);
+    }
+    if let Some(x) = &w.ws {
+        counts.extend([
+            ("ws", x.sent),
+            ("ws", x.received),
+            ("ws", x.pings),
+            ("ws", x.unexpected),
+            ("ws", x.undated),
+        ]);
+        counts.extend(x.closes.iter().chain(&x.refused).map(|&(_, n)| ("ws", n)));
+    }
+    if let Some((streams, events, ..)) = &w.events {
+        counts.extend([("streams", *streams), ("events", *events)]);
+    }
+    for c in &w.checks {
+        counts.extend([
+            ("checks", c.passed),
+            ("checks", c.failed),
+            ("checks", c.unchecked),
+        ]);
+    }
+    if let Some((what, n)) = counts
+        .into_iter()
+        .find(|&(_, n)| n > crate::bounds::MOST_PER_SECOND)
+    {
+        return Err(format!("{what} {n} in one second"));
+    }
+    if let Some(n) = [w.bytes_in, w.bytes_out]
+        .into_iter()
+        .find(|&n| n > crate::bounds::MOST_BYTES_PER_SECOND)
+    {
+        return Err(format!("{n} bytes in one second"));
+    }
+    if w.ok > w.requests {
+        return Err(format!("{} answered of {} requests", w.ok, w.requests));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
