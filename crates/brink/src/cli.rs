@@ -462,6 +462,30 @@ pub struct LoadArgs {
     /// its answer as a protocol error.
     #[arg(long = "max-event-size", value_name = "SIZE")]
     pub max_event_size: Option<String>,
+    /// Read each answer as an OpenAI-compatible token stream: time to the first token (TTFT),
+    /// between tokens (ITL), per output token (TPOT), output tokens and goodput. With a URL
+    /// that ends in /chat/completions or /completions, sends the request --model, --prompt
+    /// and --max-tokens describe (POST, JSON, stream: true) unless -b gives the body.
+    #[arg(long)]
+    pub llm: bool,
+    /// With --llm: the model asked for.
+    #[arg(long, value_name = "NAME", requires = "llm")]
+    pub model: Option<String>,
+    /// With --llm: the prompt, a template ('{{words 200}}': 200 synthetic words, about 200
+    /// tokens, new for each request). Default: 64 synthetic words.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        requires = "llm",
+        conflicts_with = "prompt_tokens"
+    )]
+    pub prompt: Option<String>,
+    /// With --llm: a synthetic prompt of about N tokens, new for each request.
+    #[arg(long = "prompt-tokens", value_name = "N", requires = "llm")]
+    pub prompt_tokens: Option<u32>,
+    /// With --llm: the output tokens asked for (max_tokens; default 128).
+    #[arg(long = "max-tokens", value_name = "N", requires = "llm")]
+    pub max_tokens: Option<u32>,
     /// Service-level objective, e.g. 'p95<100ms', 'errors<0.1%', 'rps>=190', 'p99<1s over 10s abort'
     /// (repeatable; with a plan, added to every scenario).
     #[arg(long = "slo")]

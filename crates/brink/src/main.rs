@@ -9,6 +9,7 @@ mod exit;
 mod grpc_call;
 mod k8s;
 mod live_metrics;
+mod llm_flags;
 mod logmark;
 mod output;
 mod progress;

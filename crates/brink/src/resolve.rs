@@ -220,6 +220,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     let mut target = Target::parse(&a.url).map_err(|e| Fail::input(e.to_string()))?;
     // The run is named for what it loads (`GET /api/items`, a gRPC method), so the history and
     // results tell single-URL runs apart.
+    crate::llm_flags::refuse_off_http(a, target.protocol)?;
     let (name, request) = match target.protocol {
         Protocol::Grpc => {
             crate::ws_flags::refuse_flags(a)?;
@@ -237,12 +238,16 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
             crate::grpc_call::refuse_flags(a, false)?;
             crate::ws_flags::refuse_flags(a)?;
             let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
-            let method = a.method.as_deref().unwrap_or("GET");
-            let mut req = RequestSpec::new(target.clone(), method, &a.headers, body.into())
-                .map_err(|e| Fail::input(e.to_string()))?
-                .request();
-            req.headers = crate::grpc_call::flag_headers(a)?;
-            (format!("{method} {}", target.path), req)
+            if a.llm {
+                crate::llm_flags::request(a, &target, body)?
+            } else {
+                let method = a.method.as_deref().unwrap_or("GET");
+                let mut req = RequestSpec::new(target.clone(), method, &a.headers, body.into())
+                    .map_err(|e| Fail::input(e.to_string()))?
+                    .request();
+                req.headers = crate::grpc_call::flag_headers(a)?;
+                (format!("{method} {}", target.path), req)
+            }
         }
     };
     let mut workload = Workload::new(vec![request], false, Vec::new(), Vec::new(), seed);
@@ -250,7 +255,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     if let Some(t) = crate::trace_flags::tracing(a, None, &name, &run_id)? {
         workload.enable_tracing(t);
     }
-    let spec = spec(
+    let mut spec = spec(
         a,
         target,
         workload,
@@ -259,6 +264,9 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     )?;
     let completion = completion(a, &spec.target)?.map(|p| with_tls(p, &spec));
     let slos = flag_slos(a, &spec.workload)?;
+    if let Some(rule) = spec.events.llm.as_mut() {
+        *rule = crate::llm_flags::per_request(&slos);
+    }
     needs_probe(&slos, completion.is_some(), "--complete-when")?;
     let job = Job {
         completion,
@@ -272,6 +280,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
 
 fn plan_jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     crate::grpc_call::refuse_flags(a, true)?;
+    crate::llm_flags::refuse_with_plan(a)?;
     if a.method.is_some() || !a.headers.is_empty() || a.body.is_some() || a.body_file.is_some() {
         return Err(Fail::input(
             "-m, -H, -b and --body-file apply to a URL; a plan sets requests in its file",
@@ -324,13 +333,16 @@ fn plan_jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
             if let Some(t) = crate::trace_flags::tracing(a, s.settings.trace, &s.name, &run_id)? {
                 workload.enable_tracing(t);
             }
-            let spec = spec(a, target, workload, &s.load, &s.settings)
+            let mut spec = spec(a, target, workload, &s.load, &s.settings)
                 .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             let mut slos = s.slos;
             slos.extend(
                 flag_slos(a, &spec.workload)
                     .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?,
             );
+            if let Some(rule) = spec.events.llm.as_mut() {
+                *rule = crate::llm_flags::per_request(&slos);
+            }
             needs_probe(
                 &slos,
                 s.completion.is_some(),
@@ -481,6 +493,7 @@ fn spec(
             None => engine::DEFAULT_GRPC_MAX_MESSAGE,
         },
         events: engine::EventRule {
+            llm: a.llm.then(engine::PerRequest::default),
             force: a.stream || plan.stream.unwrap_or(false),
             max: match &a.max_event_size {
                 Some(m) => plan::parse_size(m)

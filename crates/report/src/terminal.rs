@@ -155,6 +155,9 @@ fn counts(o: &mut String, r: &ScenarioResult) {
     if let Some(st) = &s.stream {
         events(o, st);
     }
+    if let Some(l) = &s.llm {
+        tokens(o, l);
+    }
     row(
         o,
         "transfer",
@@ -309,6 +312,55 @@ fn events(o: &mut String, st: &results::events::EventStreamJson) {
         parts.push(format!("between events {}", p(g)));
     }
     row_to(o, "events", parts.join("; "));
+}
+
+/// Token streams: how many and how many tokens, what a user of the model waits for (the
+/// first token, each next one, per token), and how many streams met every objective.
+fn tokens(o: &mut String, l: &results::events::LlmJson) {
+    let estimated = if l.tokens_estimated {
+        " (counted from the deltas: the server sent no usage)"
+    } else {
+        ""
+    };
+    row_to(
+        o,
+        "tokens",
+        format!(
+            "{} streams, {} output tokens ({}/s; {:.1}/s per stream){estimated}",
+            fmt_count(l.streams),
+            fmt_count(l.output_tokens),
+            fmt_count(l.output_tokens_per_s.round() as u64),
+            l.output_tokens_per_stream_s
+        ),
+    );
+    let p = |l: &stats::LatencySummary| format!("p50 {} p99 {}", fmt_ms(l.p50), fmt_ms(l.p99));
+    let times = [
+        ("TTFT", &l.ttft_ms),
+        ("ITL", &l.itl_ms),
+        ("TPOT", &l.tpot_ms),
+    ];
+    let parts: Vec<String> = times
+        .iter()
+        .filter_map(|(name, t)| Some(format!("{name} {}", p(t.as_ref()?))))
+        .collect();
+    if !parts.is_empty() {
+        row_to(o, "per token", parts.join("; "));
+    }
+    if let (Some(rate), Some(good)) = (l.goodput_per_s, l.good_streams) {
+        let share = if l.streams > 0 {
+            100.0 * good as f64 / l.streams as f64
+        } else {
+            0.0
+        };
+        row_to(
+            o,
+            "goodput",
+            format!(
+                "{rate:.1} streams/s met every objective ({share:.1}% of {})",
+                fmt_count(l.streams)
+            ),
+        );
+    }
 }
 
 /// A distributed run's workers: how many, how closely they started, and each one that did

@@ -1,8 +1,10 @@
 //! `summary.stream`: answers read as events (Server-Sent Events), in the shape of the rest of
-//! a summary: counts, rates, and the three timings with the same percentiles as latency.
+//! a summary: counts, rates, and the three timings with the same percentiles as latency; and
+//! `summary.llm`: the same answers read as token streams (`--llm`).
 
 use serde::{Deserialize, Serialize};
 use stats::events::EventCounts;
+use stats::llm::LlmCounts;
 use stats::LatencySummary;
 
 /// Answers read as events.
@@ -36,6 +38,56 @@ impl EventStreamJson {
             first_byte_ms: LatencySummary::of(&e.first_byte),
             first_event_ms: some(&e.first_event),
             event_gap_ms: some(&e.gap),
+        })
+    }
+}
+
+/// Token streams (`--llm`): what a user of a language model waits for, in the shape of the
+/// rest of a summary.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LlmJson {
+    /// Token streams that ended well: a successful status, `[DONE]`, no broken rule.
+    pub streams: u64,
+    /// Time to first token: from the intended start to the first token-bearing delta;
+    /// `null` when no stream carried a token.
+    pub ttft_ms: Option<LatencySummary>,
+    /// Inter-token latency: between consecutive token-bearing deltas, pooled over streams;
+    /// `null` when none had two.
+    pub itl_ms: Option<LatencySummary>,
+    /// Time per output token: per stream, (last token − first token) / (output tokens − 1);
+    /// `null` when no stream had two tokens.
+    pub tpot_ms: Option<LatencySummary>,
+    pub output_tokens: u64,
+    /// Output tokens per second of the run, all streams together.
+    pub output_tokens_per_s: f64,
+    /// Output tokens per second of one stream's life (intended start to its end).
+    pub output_tokens_per_stream_s: f64,
+    /// Some streams' tokens were counted from their deltas: the server sent no `usage`.
+    pub tokens_estimated: bool,
+    /// Streams per second that met every per-request objective (on `ttft`, `tpot` and
+    /// latency); `null` when the run has none.
+    pub goodput_per_s: Option<f64>,
+    /// How many streams met them; `null` when the run has none.
+    pub good_streams: Option<u64>,
+}
+
+impl LlmJson {
+    /// The summary of `l` over a run of `secs` seconds; `None` when no token stream ended well
+    /// and none was timed.
+    pub fn of(l: &LlmCounts, secs: f64) -> Option<LlmJson> {
+        let per = |n: u64, d: f64| if d > 0.0 { n as f64 / d } else { 0.0 };
+        let some = |h: &stats::Histogram| (!h.is_empty()).then(|| LatencySummary::of(h));
+        (l.streams > 0 || !l.itl.is_empty()).then(|| LlmJson {
+            streams: l.streams,
+            ttft_ms: some(&l.ttft),
+            itl_ms: some(&l.itl),
+            tpot_ms: some(&l.tpot),
+            output_tokens: l.output_tokens,
+            output_tokens_per_s: per(l.output_tokens, secs),
+            output_tokens_per_stream_s: per(l.output_tokens, l.life_us as f64 / 1e6),
+            tokens_estimated: l.estimated > 0,
+            goodput_per_s: (l.judged > 0).then(|| per(l.good, secs)),
+            good_streams: (l.judged > 0).then_some(l.good),
         })
     }
 }

@@ -464,6 +464,9 @@ pub struct SummaryJson {
     /// when none streamed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<crate::events::EventStreamJson>,
+    /// Token streams (`--llm`): TTFT, ITL, TPOT, output tokens, goodput; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::events::LlmJson>,
     pub errors_by_kind: ErrorsByKind,
     pub bytes_in: u64,
     pub bytes_out: u64,
@@ -825,6 +828,11 @@ pub fn summary_json(
             .events
             .as_deref()
             .and_then(|e| crate::events::EventStreamJson::of(e, span.secs)),
+        llm: b
+            .events
+            .as_deref()
+            .and_then(|e| e.llm.as_deref())
+            .and_then(|l| crate::events::LlmJson::of(l, span.secs)),
         errors_by_kind: ErrorKind::ALL
             .iter()
             .map(|k| (k.name().to_string(), b.errors_by_kind[k.index()]))

@@ -210,6 +210,10 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
             format!("{summary}/stream"),
             fields::<results::events::EventStreamJson>(),
         ),
+        (
+            format!("{summary}/llm"),
+            fields::<results::events::LlmJson>(),
+        ),
         ("#/$defs/second".into(), fields::<SecondRow>()),
         ("#/$defs/slo".into(), fields::<SloResult>()),
         ("#/$defs/scenario".into(), fields::<ScenarioResult>()),

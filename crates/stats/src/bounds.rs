@@ -84,4 +84,21 @@ mod tests {
             "any histogram"
         );
     }
+
+    #[test]
+    fn token_stream_counts_no_second_can_hold_are_refused() {
+        let mut b = honest();
+        b.events_mut().llm_mut().streams = 2;
+        let w = WireBucket::from(&b);
+        assert!(Decoded::try_from(w.clone()).is_ok());
+        let with = |f: &dyn Fn(&mut crate::llm::WireLlm)| {
+            let mut w = w.clone();
+            f(w.llm.as_mut().unwrap());
+            refused(w)
+        };
+        assert!(with(&|l| l.output_tokens = 1 << 40).starts_with("output tokens"));
+        assert!(with(&|l| l.good = 1).contains("1 good of 2"));
+        assert!(with(&|l| l.judged = 3).contains("3 judged"));
+        assert!(with(&|l| l.life_us = u64::MAX).contains("lived"));
+    }
 }

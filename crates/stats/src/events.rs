@@ -4,6 +4,7 @@
 //! (first byte) and to its first event, and the gaps between consecutive events.
 
 use crate::hist::{new_histogram, Histogram, HIST_MAX_US};
+use crate::llm::LlmCounts;
 
 /// One second's streamed answers.
 #[derive(Clone, Debug)]
@@ -17,6 +18,8 @@ pub struct EventCounts {
     pub first_event: Histogram,
     /// Each gap in the second it was read, whether or not its answer has ended.
     pub gap: Histogram,
+    /// Token streams (`--llm`); only in seconds that read any.
+    pub llm: Option<Box<LlmCounts>>,
 }
 
 impl Default for EventCounts {
@@ -27,6 +30,7 @@ impl Default for EventCounts {
             first_byte: new_histogram(),
             first_event: new_histogram(),
             gap: new_histogram(),
+            llm: None,
         }
     }
 }
@@ -49,6 +53,11 @@ impl EventCounts {
         self.gap.saturating_record(clamp(us));
     }
 
+    /// The token streams' counts, made on first use.
+    pub fn llm_mut(&mut self) -> &mut LlmCounts {
+        self.llm.get_or_insert_with(Box::default)
+    }
+
     pub fn merge(&mut self, other: &EventCounts) {
         self.streams += other.streams;
         self.events += other.events;
@@ -56,6 +65,9 @@ impl EventCounts {
         let _ = self.first_byte.add(&other.first_byte);
         let _ = self.first_event.add(&other.first_event);
         let _ = self.gap.add(&other.gap);
+        if let Some(l) = &other.llm {
+            self.llm_mut().merge(l);
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! The fixed set of ways a request can fail below HTTP. A status code is never an error kind:
 //! statuses are counted on their own and the run decides which of them are failures. Two kinds
-//! come with an answer ([`ErrorKind::answered`]): an extraction that found nothing and a check
-//! that failed; those answers keep their status and latency.
+//! come with an answer ([`ErrorKind::answered`]): an extraction that found nothing, a check
+//! that failed, and a token stream that broke its own rules; those answers keep their status
+//! and latency.
 
 use serde::Serialize;
 
@@ -34,11 +35,18 @@ pub enum ErrorKind {
     /// The rendered request was refused before sending: a templated value would have put a
     /// CR, LF or NUL into a header, or a space or control byte into the path.
     InvalidRequest,
+    /// An event of a token stream (`--llm`) was not the JSON chunk an OpenAI-compatible
+    /// server sends.
+    BadDelta,
+    /// A token stream carried an error object (or an `error` event) instead of going on.
+    StreamError,
+    /// A token stream ended without its `[DONE]`.
+    Unfinished,
 }
 
 impl ErrorKind {
     /// Every kind, in the order used for arrays and reports.
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Tls,
@@ -50,6 +58,9 @@ impl ErrorKind {
         ErrorKind::Extract,
         ErrorKind::Check,
         ErrorKind::InvalidRequest,
+        ErrorKind::BadDelta,
+        ErrorKind::StreamError,
+        ErrorKind::Unfinished,
     ];
     /// Number of kinds (length of per-kind counter arrays).
     pub const COUNT: usize = Self::ALL.len();
@@ -68,13 +79,23 @@ impl ErrorKind {
             ErrorKind::Extract => "extract",
             ErrorKind::Check => "check",
             ErrorKind::InvalidRequest => "invalid_request",
+            ErrorKind::BadDelta => "bad_delta",
+            ErrorKind::StreamError => "stream_error",
+            ErrorKind::Unfinished => "unfinished",
         }
     }
 
     /// Whether an attempt that failed so got an answer (its status and latency are recorded):
-    /// a failed extraction or check.
+    /// a failed extraction or check, or a token stream that broke its own rules.
     pub fn answered(self) -> bool {
-        matches!(self, ErrorKind::Extract | ErrorKind::Check)
+        matches!(
+            self,
+            ErrorKind::Extract
+                | ErrorKind::Check
+                | ErrorKind::BadDelta
+                | ErrorKind::StreamError
+                | ErrorKind::Unfinished
+        )
     }
 
     /// Index into per-kind counter arrays.

@@ -8,6 +8,7 @@ pub mod capacity;
 pub mod events;
 mod hist;
 mod kind;
+pub mod llm;
 pub mod rng;
 pub mod slo;
 pub mod sparse;

@@ -16,6 +16,9 @@
 //!            | ("first_byte" | "first_event" | "event_gap") "." latency-metric
 //!                                (answers read as events: intended start to the head, to the
 //!                                 first event; the gaps between events)
+//!            | ("ttft" | "itl" | "tpot") "." latency-metric
+//!                                (token streams: intended start to the first token, the gaps
+//!                                 between token-bearing deltas, time per output token)
 //! op        := "<" | "<=" | ">" | ">="
 //! value     := duration for latency ("200ms", "1.5s"; a bare number is milliseconds, as in k6)
 //!            | percentage for errors ("0.1%", "1 %"; a bare number is a percentage too)
@@ -88,13 +91,22 @@ pub enum StreamTime {
     FirstEvent,
     /// Between consecutive events.
     EventGap,
+    /// Token streams: from the intended start to the first token.
+    Ttft,
+    /// Token streams: between consecutive token-bearing deltas.
+    Itl,
+    /// Token streams: each stream's time per output token after the first.
+    Tpot,
 }
 
 impl StreamTime {
-    pub const ALL: [StreamTime; 3] = [
+    pub const ALL: [StreamTime; 6] = [
         StreamTime::FirstByte,
         StreamTime::FirstEvent,
         StreamTime::EventGap,
+        StreamTime::Ttft,
+        StreamTime::Itl,
+        StreamTime::Tpot,
     ];
 
     /// The name objectives use: `first_byte`, `first_event`, `event_gap`.
@@ -103,15 +115,34 @@ impl StreamTime {
             StreamTime::FirstByte => "first_byte",
             StreamTime::FirstEvent => "first_event",
             StreamTime::EventGap => "event_gap",
+            StreamTime::Ttft => "ttft",
+            StreamTime::Itl => "itl",
+            StreamTime::Tpot => "tpot",
         }
     }
 
-    /// Its histogram in `e`.
-    pub fn of(self, e: &crate::events::EventCounts) -> &Histogram {
-        match self {
+    /// Its histogram in `e`; `None` for a token stream's time where `e` read none.
+    pub fn of(self, e: &crate::events::EventCounts) -> Option<&Histogram> {
+        let llm = || e.llm.as_deref();
+        Some(match self {
             StreamTime::FirstByte => &e.first_byte,
             StreamTime::FirstEvent => &e.first_event,
             StreamTime::EventGap => &e.gap,
+            StreamTime::Ttft => &llm()?.ttft,
+            StreamTime::Itl => &llm()?.itl,
+            StreamTime::Tpot => &llm()?.tpot,
+        })
+    }
+
+    /// Its histogram in `e`, made when it is a token stream's and `e` has none yet.
+    fn of_mut(self, e: &mut crate::events::EventCounts) -> &mut Histogram {
+        match self {
+            StreamTime::FirstByte => &mut e.first_byte,
+            StreamTime::FirstEvent => &mut e.first_event,
+            StreamTime::EventGap => &mut e.gap,
+            StreamTime::Ttft => &mut e.llm_mut().ttft,
+            StreamTime::Itl => &mut e.llm_mut().itl,
+            StreamTime::Tpot => &mut e.llm_mut().tpot,
         }
     }
 }
@@ -279,7 +310,7 @@ impl Slo {
             .or_else(|| share_metric(left))
             .ok_or_else(|| {
                 bad(format!(
-                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|closed|dropped|rps|status.CODE|code.NAME|checks, check.NAME, complete, handshake.pN, msg.pN, first_byte.pN, first_event.pN, event_gap.pN, or k6's p(N)|avg|med|http_req_failed)"
+                    "unknown metric '{left}' (expected [request.]p50|p95|p99|p99.9|pN|mean|min|max|errors|closed|dropped|rps|status.CODE|code.NAME|checks, check.NAME, complete, handshake.pN, msg.pN, first_byte.pN, first_event.pN, event_gap.pN, ttft.pN, itl.pN, tpot.pN, or k6's p(N)|avg|med|http_req_failed)"
                 ))
             })?;
         let mut words = rest.split_whitespace().peekable();
@@ -440,7 +471,7 @@ impl Slo {
                     .then(|| dropped as f64 / opened.max(dropped).max(1) as f64)
             }
             Metric::Handshake(q) => quantile_ms(w.setup.upgrade.as_deref()?, q),
-            Metric::Stream(t, q) => quantile_ms(t.of(w.events.as_deref()?), q),
+            Metric::Stream(t, q) => quantile_ms(t.of(w.events.as_deref()?)?, q),
             Metric::Code(c) => (w.requests > 0).then(|| w.grpc.get(c) as f64 / w.requests as f64),
             Metric::Status(c) => {
                 (w.requests > 0).then(|| w.status.get(c) as f64 / w.requests as f64)
@@ -697,9 +728,9 @@ struct Kept {
     upgrades: Vec<(u64, u64)>,
     /// WebSocket connections the server ended (for `dropped`).
     dropped: u64,
-    /// Answers read as events: their three times, (value, count), in [`StreamTime::ALL`]'s
-    /// order (for `first_byte.pN` and the others).
-    events: Option<Box<[Pairs; 3]>>,
+    /// Answers read as events: their times, (value, count), in [`StreamTime::ALL`]'s order
+    /// (for `first_byte.pN` and the others).
+    events: Option<Box<[Pairs; 6]>>,
 }
 
 /// A histogram's recorded values as (value, count).
@@ -735,7 +766,7 @@ impl Kept {
             events: b
                 .events
                 .as_deref()
-                .map(|e| Box::new(StreamTime::ALL.map(|t| pairs(t.of(e))))),
+                .map(|e| Box::new(StreamTime::ALL.map(|t| t.of(e).map_or_else(Vec::new, pairs)))),
         }
     }
 
@@ -755,8 +786,11 @@ impl Kept {
         }
         if let Some(times) = &self.events {
             let e = w.events_mut();
-            let hists = [&mut e.first_byte, &mut e.first_event, &mut e.gap];
-            for (h, kept) in hists.into_iter().zip(times.iter()) {
+            for (t, kept) in StreamTime::ALL.into_iter().zip(times.iter()) {
+                if kept.is_empty() {
+                    continue;
+                }
+                let h = t.of_mut(e);
                 for &(v, n) in kept {
                     let _ = h.record_n(v, n);
                 }

@@ -77,6 +77,9 @@ pub struct WireBucket {
     /// Answers read as events: (streams, events, first byte, first event, gaps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<(u64, u64, String, String, String)>,
+    /// Token streams (`--llm`), beside the events that carried them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm: Option<crate::llm::WireLlm>,
 }
 
 /// One check's counts as they travel.
@@ -157,6 +160,11 @@ impl From<&Bucket> for WireBucket {
                     encode(&e.gap),
                 )
             }),
+            llm: b
+                .events
+                .as_ref()
+                .and_then(|e| e.llm.as_deref())
+                .map(crate::llm::WireLlm::from),
             checks: b
                 .checks
                 .iter()
@@ -331,10 +339,16 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
                 first_byte: hist("first byte", first_byte)?,
                 first_event: hist("first event", first_event)?,
                 gap: hist("event gap", gap)?,
+                llm: None,
             }))
         }
         None => None,
     };
+    let mut events = events;
+    if let Some(l) = &w.llm {
+        let counts = l.decode(hist)?;
+        events.get_or_insert_with(Box::default).llm = Some(Box::new(counts));
+    }
     Ok(Bucket {
         events,
         second: w.second,
@@ -548,6 +562,17 @@ mod tests {
         b.traces = Some(Box::new(t));
         b.events_mut().record_answer(1_500, Some(40_000), 9);
         b.events_mut().record_gap(20_000);
+        let llm = b.events_mut().llm_mut();
+        llm.record_stream(crate::llm::Streamed {
+            ttft_us: Some(40_000),
+            tpot_us: Some(12_000),
+            tokens: 9,
+            estimated: false,
+            judged: true,
+            good: true,
+            life_us: 140_000,
+        });
+        llm.record_itl(11_000);
         b
     }
 
@@ -575,6 +600,12 @@ mod tests {
             (&e2.first_byte, &e2.first_event, &e2.gap),
             (&e.first_byte, &e.first_event, &e.gap)
         );
+        let (l, l2) = (e.llm.as_deref().unwrap(), e2.llm.as_deref().unwrap());
+        assert_eq!(
+            (l2.streams, l2.output_tokens, l2.judged, l2.good, l2.life_us),
+            (1, 9, 1, 1, 140_000)
+        );
+        assert_eq!((&l2.ttft, &l2.itl, &l2.tpot), (&l.ttft, &l.itl, &l.tpot));
         // Every other field: the wire form of the decoded bucket is the same as the original's.
         assert_eq!(WireBucket::from(&b2), w);
         let empty = Bucket::try_from(WireBucket::from(&Bucket::new(0))).expect("decodes");

@@ -1,6 +1,6 @@
 //! A hyper server speaking HTTP/1.1 and HTTP/2 (h2c prior knowledge on plain TCP, ALPN over
 //! TLS), for the client paths the raw server cannot exercise. [`Reply::Full`] and
-//! [`Reply::Events`] are served; other replies become a 500.
+//! [`Reply::Events`] and [`Reply::Tokens`] are served; other replies become a 500.
 
 use crate::{spawn_server, Handler, Options, Reply, Server};
 use bytes::Bytes;
@@ -59,25 +59,20 @@ fn full(status: u16, body: Vec<u8>) -> hyper::Response<Body> {
     resp
 }
 
-/// `text/event-stream` with the cadence of [`Reply::Events`] (without slots), each event a
-/// frame of its own.
-fn event_stream(
-    first: std::time::Duration,
-    every: std::time::Duration,
-    events: u32,
-) -> hyper::Response<Body> {
+/// `text/event-stream` with the cadence of [`Reply::Events`] and [`Reply::Tokens`]
+/// (without slots), each event a frame of its own.
+fn event_stream(c: crate::Cadence) -> hyper::Response<Body> {
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tokio::spawn(async move {
         let start = tokio::time::Instant::now();
-        for n in 0..events {
-            tokio::time::sleep_until(start + first + every * n).await;
-            if tx
-                .send(Bytes::from(format!("data: token {n}\n\n")))
-                .await
-                .is_err()
-            {
+        for (n, event) in (0u32..).zip(c.events) {
+            tokio::time::sleep_until(start + c.first + c.every * n).await;
+            if tx.send(Bytes::from(event)).await.is_err() {
                 return;
             }
+        }
+        if !c.tail.is_empty() {
+            let _ = tx.send(Bytes::from(c.tail)).await;
         }
     });
     let mut resp = hyper::Response::new(accept::ChannelBody(rx).boxed());
@@ -121,13 +116,10 @@ pub fn serve_hyper(opts: Options, handler: Handler) -> std::io::Result<Server> {
                         tokio::time::sleep(delay).await;
                         full(status, body)
                     }
-                    Reply::Events {
-                        first,
-                        every,
-                        events,
-                        ..
-                    } => event_stream(first, every, events),
-                    _ => full(500, b"unsupported reply".to_vec()),
+                    other => match other.cadence() {
+                        Some(c) => event_stream(c),
+                        None => full(500, b"unsupported reply".to_vec()),
+                    },
                 };
                 Ok::<_, Infallible>(resp)
             }

@@ -49,6 +49,17 @@ pub enum Reply {
         events: u32,
         slot: bool,
     },
+    /// An OpenAI-compatible token stream (`text/event-stream`) with the cadence of
+    /// [`Reply::Events`]: `tokens` chunks of one token each (`delta.content` with `chat`,
+    /// `text` otherwise), then at once the `usage` chunk (with `usage`) and `[DONE]`.
+    Tokens {
+        first: Duration,
+        every: Duration,
+        tokens: u32,
+        slot: bool,
+        chat: bool,
+        usage: bool,
+    },
     /// A response without length that ends when the server closes the connection.
     CloseDelimited(Vec<u8>),
     /// Close the connection without answering.
@@ -92,6 +103,70 @@ impl Reply {
             delay: Duration::ZERO,
             slot: false,
             close: false,
+        }
+    }
+}
+
+/// What a streamed reply sends after its head: each event on a cadence from the head (the
+/// first `first` later, then one every `every`), then `tail` at once.
+pub(crate) struct Cadence {
+    pub first: Duration,
+    pub every: Duration,
+    pub events: Vec<String>,
+    pub tail: String,
+    pub slot: bool,
+}
+
+impl Reply {
+    /// The cadence of [`Reply::Events`] and [`Reply::Tokens`]; `None` for other replies.
+    pub(crate) fn cadence(&self) -> Option<Cadence> {
+        match *self {
+            Reply::Events {
+                first,
+                every,
+                events,
+                slot,
+            } => Some(Cadence {
+                first,
+                every,
+                events: (0..events)
+                    .map(|n| format!("data: token {n}\n\n"))
+                    .collect(),
+                tail: String::new(),
+                slot,
+            }),
+            Reply::Tokens {
+                first,
+                every,
+                tokens,
+                slot,
+                chat,
+                usage,
+            } => {
+                let chunk = |n: u32| {
+                    match chat {
+                    true => format!(
+                        "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t{n} \"}}}}]}}\n\n"
+                    ),
+                    false => format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"t{n} \"}}]}}\n\n"),
+                }
+                };
+                let mut tail = String::new();
+                if usage {
+                    tail.push_str(&format!(
+                        "data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":8,\"completion_tokens\":{tokens}}}}}\n\n"
+                    ));
+                }
+                tail.push_str("data: [DONE]\n\n");
+                Some(Cadence {
+                    first,
+                    every,
+                    events: (0..tokens).map(chunk).collect(),
+                    tail,
+                    slot,
+                })
+            }
+            _ => None,
         }
     }
 }

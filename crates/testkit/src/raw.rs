@@ -186,26 +186,26 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             }
             false
         }
-        Reply::Events {
-            first,
-            every,
-            events,
-            slot,
-        } => {
-            let _permit = slot_for(ctx, slot).await;
+        reply @ (Reply::Events { .. } | Reply::Tokens { .. }) => {
+            let Some(c) = reply.cadence() else {
+                return false;
+            };
+            let _permit = slot_for(ctx, c.slot).await;
             let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
             if s.write_all(head).await.is_err() {
                 return false;
             }
             let start = tokio::time::Instant::now();
-            for n in 0..events {
+            let chunk = |event: &str| format!("{:x}\r\n{event}\r\n", event.len());
+            for (n, event) in (0u32..).zip(&c.events) {
                 // On a schedule from the head, so the cadence does not drift with writes.
-                tokio::time::sleep_until(start + first + every * n).await;
-                let event = format!("data: token {n}\n\n");
-                let chunk = format!("{:x}\r\n{event}\r\n", event.len());
-                if s.write_all(chunk.as_bytes()).await.is_err() {
+                tokio::time::sleep_until(start + c.first + c.every * n).await;
+                if s.write_all(chunk(event).as_bytes()).await.is_err() {
                     return false;
                 }
+            }
+            if !c.tail.is_empty() && s.write_all(chunk(&c.tail).as_bytes()).await.is_err() {
+                return false;
             }
             s.write_all(b"0\r\n\r\n").await.is_ok() && !client_close
         }

@@ -9,6 +9,7 @@
 pub mod capture;
 mod cells;
 pub mod check;
+pub mod llm;
 pub mod message;
 mod request;
 pub mod template;

@@ -563,6 +563,9 @@ impl Vu {
             if !run_checks(step, a.status, kept, unreadable, rec) && ok {
                 result = Err(ErrorKind::Check);
             }
+            if let (Some(fault), true) = (a.fault, ok) {
+                result = Err(fault);
+            }
             if ok && result.is_ok() {
                 result = self.extract(step, kept, unreadable);
             }
@@ -617,6 +620,9 @@ pub struct Answer<'a> {
     pub ok: bool,
     /// Its headers and body, when the request keeps its responses.
     pub kept: Option<&'a Captured>,
+    /// A streamed answer that broke its own rules (a token stream's `bad_delta`,
+    /// `stream_error`, `unfinished`): a success turns into this error, as a failed check does.
+    pub fault: Option<ErrorKind>,
 }
 
 /// Runs every check of `step` on an answer, counting each in `rec`; whether none that
@@ -738,6 +744,7 @@ mod tests {
                 status,
                 ok: set.contains(status),
                 kept,
+                fault: None,
             })
         };
         let mut rec = Bucket::new(0);
@@ -795,6 +802,7 @@ mod tests {
                 status: 200,
                 ok: true,
                 kept: Some(kept),
+                fault: None,
             };
             assert_eq!(vu.complete(&w, Ok(a), &mut rec), want);
         }
@@ -804,6 +812,7 @@ mod tests {
             status: 500,
             ok: false,
             kept: Some(&wrong),
+            fault: None,
         };
         assert_eq!(vu.complete(&w, Ok(a), &mut rec), Ok(()));
         let says_ok = &rec.checks[0];

@@ -77,6 +77,10 @@ enum Part {
     Data(usize, usize),
     /// Flow variable index.
     Var(usize),
+    /// `{{words N}}`: N words, each one token to common tokenizers (a synthetic prompt).
+    Words(usize),
+    /// A placeholder whose value goes into a JSON string, escaped ([`Template::json_string`]).
+    Escaped(Box<Part>),
 }
 
 /// A compiled template.
@@ -177,15 +181,27 @@ impl Template {
     pub fn most_bytes(&self, widest: &dyn Fn(usize, usize) -> usize, var_most: usize) -> u64 {
         self.parts
             .iter()
-            .map(|p| match p {
-                Part::Lit(b) => b.len(),
-                Part::Seq | Part::Vu | Part::RandInt(..) | Part::NowMs => 20,
-                Part::Uuid => 36,
-                Part::RandStr(n) => *n,
-                Part::Data(set, col) => widest(*set, *col),
-                Part::Var(_) => var_most,
-            } as u64)
+            .map(|p| part_most(p, widest, var_most) as u64)
             .sum()
+    }
+
+    /// This template as the inside of a JSON string: its literals escaped now, each
+    /// placeholder's value escaped as it is rendered (a prompt from a data file with quotes
+    /// and newlines in it still makes valid JSON).
+    pub fn json_string(self) -> Template {
+        let parts = self
+            .parts
+            .into_iter()
+            .map(|p| match p {
+                Part::Lit(b) => {
+                    let mut out = Vec::with_capacity(b.len());
+                    push_json_escaped(&mut out, &b);
+                    Part::Lit(out)
+                }
+                p => Part::Escaped(Box::new(p)),
+            })
+            .collect();
+        Template { parts }
     }
 
     /// True when it renders nothing at all (no text was given).
@@ -214,51 +230,173 @@ impl Template {
 
     /// Whether any part reads data set `set`.
     pub fn uses_data(&self, set: usize) -> bool {
-        self.parts
-            .iter()
-            .any(|p| matches!(p, Part::Data(s, _) if *s == set))
+        self.parts.iter().any(|p| match p {
+            Part::Escaped(p) => matches!(**p, Part::Data(s, _) if s == set),
+            p => matches!(p, Part::Data(s, _) if *s == set),
+        })
     }
 
     /// Appends the rendered template to `out`.
     pub fn render(&self, scope: &mut Scope, out: &mut Vec<u8>) {
         for p in &self.parts {
-            match p {
-                Part::Lit(b) => out.extend_from_slice(b),
-                Part::Seq => {
-                    let n = *scope.seq_value.get_or_insert_with(|| scope.seq.take());
-                    push_int(out, n as i64);
-                }
-                Part::Vu => push_int(out, scope.vu as i64),
-                Part::Uuid => push_uuid(out, scope.rng),
-                Part::RandInt(a, b) => push_int(out, scope.rng.range_i64(*a, *b)),
-                Part::RandStr(n) => {
-                    const ALNUM: &[u8] =
-                        b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-                    for _ in 0..*n {
-                        out.push(ALNUM[scope.rng.below(ALNUM.len() as u64) as usize]);
-                    }
-                }
-                Part::NowMs => {
-                    let ms = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as i64);
-                    push_int(out, ms);
-                }
-                Part::Data(set, col) => {
-                    let cell = scope
-                        .rows
-                        .get(*set)
-                        .and_then(|&r| scope.tables.get(*set)?.rows.get(r, *col));
-                    if let Some(cell) = cell {
-                        out.extend_from_slice(cell);
-                    }
-                }
-                Part::Var(i) => {
-                    if let Some(Some(v)) = scope.vars.get(*i) {
-                        out.extend_from_slice(v.as_bytes());
-                    }
-                }
+            render_part(p, scope, out);
+        }
+    }
+}
+
+fn render_part(p: &Part, scope: &mut Scope, out: &mut Vec<u8>) {
+    match p {
+        Part::Lit(b) => out.extend_from_slice(b),
+        Part::Seq => {
+            let n = *scope.seq_value.get_or_insert_with(|| scope.seq.take());
+            push_int(out, n as i64);
+        }
+        Part::Vu => push_int(out, scope.vu as i64),
+        Part::Uuid => push_uuid(out, scope.rng),
+        Part::RandInt(a, b) => push_int(out, scope.rng.range_i64(*a, *b)),
+        Part::RandStr(n) => {
+            const ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+            for _ in 0..*n {
+                out.push(ALNUM[scope.rng.below(ALNUM.len() as u64) as usize]);
             }
+        }
+        Part::NowMs => {
+            let ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            push_int(out, ms);
+        }
+        Part::Data(set, col) => {
+            let cell = scope
+                .rows
+                .get(*set)
+                .and_then(|&r| scope.tables.get(*set)?.rows.get(r, *col));
+            if let Some(cell) = cell {
+                out.extend_from_slice(cell);
+            }
+        }
+        Part::Var(i) => {
+            if let Some(Some(v)) = scope.vars.get(*i) {
+                out.extend_from_slice(v.as_bytes());
+            }
+        }
+        Part::Words(n) => {
+            for i in 0..*n {
+                if i > 0 {
+                    out.push(b' ');
+                }
+                let w = WORDS[scope.rng.below(WORDS.len() as u64) as usize];
+                out.extend_from_slice(w.as_bytes());
+            }
+        }
+        Part::Escaped(p) => {
+            let start = out.len();
+            render_part(p, scope, out);
+            let raw = out.split_off(start);
+            push_json_escaped(out, &raw);
+        }
+    }
+}
+
+fn part_most(p: &Part, widest: &dyn Fn(usize, usize) -> usize, var_most: usize) -> usize {
+    match p {
+        Part::Lit(b) => b.len(),
+        Part::Seq | Part::Vu | Part::RandInt(..) | Part::NowMs => 20,
+        Part::Uuid => 36,
+        Part::RandStr(n) => *n,
+        Part::Data(set, col) => widest(*set, *col),
+        Part::Var(_) => var_most,
+        Part::Words(n) => n * (LONGEST_WORD + 1),
+        // `\u001f` for every byte at worst.
+        Part::Escaped(p) => 6 * part_most(p, widest, var_most),
+    }
+}
+
+/// Words that common tokenizers (GPT's, Llama's) read as one token each, after a space:
+/// `{{words N}}` draws from them, so N words are about N prompt tokens and no two prompts
+/// share a long prefix a server could cache.
+const WORDS: [&str; 64] = [
+    "the",
+    "time",
+    "people",
+    "way",
+    "day",
+    "man",
+    "thing",
+    "woman",
+    "life",
+    "child",
+    "world",
+    "school",
+    "state",
+    "family",
+    "student",
+    "group",
+    "country",
+    "problem",
+    "hand",
+    "part",
+    "place",
+    "case",
+    "week",
+    "company",
+    "system",
+    "program",
+    "question",
+    "work",
+    "government",
+    "number",
+    "night",
+    "point",
+    "home",
+    "water",
+    "room",
+    "mother",
+    "area",
+    "money",
+    "story",
+    "fact",
+    "month",
+    "lot",
+    "right",
+    "study",
+    "book",
+    "eye",
+    "job",
+    "word",
+    "business",
+    "issue",
+    "side",
+    "kind",
+    "head",
+    "house",
+    "service",
+    "friend",
+    "father",
+    "power",
+    "hour",
+    "game",
+    "line",
+    "end",
+    "member",
+    "law",
+];
+const LONGEST_WORD: usize = 10;
+
+/// `raw` as the inside of a JSON string (RFC 8259): quotes, backslashes and control bytes
+/// escaped; other bytes (UTF-8 included) as they are.
+fn push_json_escaped(out: &mut Vec<u8>, raw: &[u8]) {
+    for &b in raw {
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0..=0x1f => {
+                let _ = write!(out, "\\u{b:04x}");
+            }
+            _ => out.push(b),
         }
     }
 }
@@ -290,7 +428,12 @@ fn push_uuid(out: &mut Vec<u8>, rng: &mut Rng) {
     );
 }
 
-const FUNCTIONS: [&str; 7] = ["seq", "vu", "uuid", "rand_int", "rand_str", "now_ms", "env"];
+const FUNCTIONS: [&str; 8] = [
+    "seq", "vu", "uuid", "rand_int", "rand_str", "now_ms", "env", "words",
+];
+
+/// The most words `{{words N}}` gives: a prompt of about that many tokens.
+const MOST_WORDS: usize = 1 << 20;
 
 fn placeholder(inner: &str, names: &Names) -> Result<Part, String> {
     let mut words = inner.split_whitespace();
@@ -331,6 +474,16 @@ fn placeholder(inner: &str, names: &Names) -> Result<Part, String> {
                 Ok(n) if (1..=4096).contains(&n) => Ok(Part::RandStr(n)),
                 _ => Err(format!(
                     "rand_str: '{}' is not a length in 1..=4096",
+                    args[0]
+                )),
+            }
+        }
+        "words" => {
+            arity(1, "words COUNT")?;
+            match args[0].parse::<usize>() {
+                Ok(n) if (1..=MOST_WORDS).contains(&n) => Ok(Part::Words(n)),
+                _ => Err(format!(
+                    "words: '{}' is not a count in 1..={MOST_WORDS}",
                     args[0]
                 )),
             }
@@ -440,6 +593,49 @@ mod tests {
         let mut out = Vec::new();
         t.render(&mut scope, &mut out);
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn words_are_drawn_anew_for_each_request() {
+        let t = Template::compile("{{words 40}}", &names(&[], &[])).unwrap();
+        let (seq, mut rng) = (Counter::new(0), Rng::new(3));
+        let a = render(&t, &seq, &mut rng, &[]);
+        let b = render(&t, &seq, &mut rng, &[]);
+        assert_eq!(a.split(' ').count(), 40, "{a}");
+        assert!(a.split(' ').all(|w| WORDS.contains(&w)), "{a}");
+        assert_ne!(a, b, "two prompts share no long prefix");
+        assert!(t.most_bytes(&|_, _| 0, 0) >= a.len() as u64);
+        for bad in [
+            "{{words 0}}",
+            "{{words}}",
+            "{{words many}}",
+            "{{words 2000000}}",
+        ] {
+            let e = Template::compile(bad, &names(&[], &[])).unwrap_err();
+            assert!(e.message.contains("words"), "{bad}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn a_json_string_template_escapes_what_it_renders() {
+        let data = [("users".to_string(), vec!["email".to_string()])];
+        let vars = ["q".to_string()];
+        let t = Template::compile(
+            "say \"{{q}}\"\n to {{data.users.email}}",
+            &names(&data, &vars),
+        )
+        .unwrap()
+        .json_string();
+        let hostile = "a\"b\\c\n\u{1}é";
+        let (seq, mut rng) = (Counter::new(0), Rng::new(1));
+        let got = render(&t, &seq, &mut rng, &[Some(hostile.into())]);
+        let back: String = serde_json::from_str(&format!("\"{got}\"")).unwrap();
+        assert_eq!(back, format!("say \"{hostile}\"\n to ann@example.test"));
+        assert!(
+            t.uses_data(0),
+            "an escaped placeholder still reads its data set"
+        );
+        assert!(t.most_bytes(&|_, _| 16, 10) >= got.len() as u64);
     }
 
     #[test]

@@ -32,6 +32,7 @@ mod hostile_ws;
 mod idle_sockets;
 mod k8s;
 mod live_metrics;
+mod llm;
 mod local_users;
 mod ordinary;
 mod plans;

@@ -3,6 +3,7 @@
 //! arrive, and each event is stamped with the time its bytes were read. What a user of a
 //! stream waits for is the first event and then each next one, not the end of the response.
 
+use super::llm::Tokens;
 use super::sse;
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -25,11 +26,40 @@ pub const MAX_EVENT: usize = 1 << 20;
 
 /// Which answers are read as events, and how large an event may be: answers whose head says
 /// `text/event-stream`, or every answer with `force` (`--stream`); `max` bytes each
-/// (`--max-event-size`).
+/// (`--max-event-size`); with `llm`, each answer as a token stream too (`--llm`), judged
+/// against its per-request objectives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventRule {
     pub force: bool,
     pub max: usize,
+    pub llm: Option<PerRequest>,
+}
+
+/// The objectives one token stream is judged against (goodput: streams that met all of
+/// them), µs; `None` where the run has no such objective. Each is the threshold of the run's
+/// objective on the same time (`ttft.p99 < 1s`: a stream's TTFT under 1 s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PerRequest {
+    pub ttft_us: Option<u64>,
+    pub tpot_us: Option<u64>,
+    /// The whole answer (end-to-end latency).
+    pub latency_us: Option<u64>,
+}
+
+impl PerRequest {
+    /// Whether any objective is set: goodput is only counted then.
+    pub fn any(&self) -> bool {
+        self.ttft_us.is_some() || self.tpot_us.is_some() || self.latency_us.is_some()
+    }
+
+    /// Whether a stream with these times met every objective (a time it lacks meets none).
+    pub fn met(&self, ttft_us: Option<u64>, tpot_us: Option<u64>, latency_us: u64) -> bool {
+        let within =
+            |limit: Option<u64>, v: Option<u64>| limit.is_none_or(|l| v.is_some_and(|v| v < l));
+        within(self.ttft_us, ttft_us)
+            && within(self.latency_us, Some(latency_us))
+            && self.tpot_us.is_none_or(|l| tpot_us.is_none_or(|v| v < l))
+    }
 }
 
 impl Default for EventRule {
@@ -37,17 +67,27 @@ impl Default for EventRule {
         EventRule {
             force: false,
             max: MAX_EVENT,
+            llm: None,
         }
     }
 }
 
 impl EventRule {
+    /// Whether an answer is read as events (`event_stream`: its head said
+    /// `text/event-stream`): the test a head reader makes before it reads the clock.
+    pub fn reads(self, event_stream: bool) -> bool {
+        self.force || self.llm.is_some() || event_stream
+    }
+
     /// The events of an answer whose head was read at `now` (`event_stream`: it said
     /// `text/event-stream`); `None` when it is not read as events.
     pub fn events_for(self, event_stream: bool, now: Instant) -> Option<Box<Events>> {
-        (self.force || event_stream).then(|| {
+        self.reads(event_stream).then(|| {
             let mut e = Box::new(Events::new(self.max));
             e.first_byte = Some(now);
+            if self.llm.is_some() {
+                e.tokens = Some(Box::default());
+            }
             e
         })
     }
@@ -72,6 +112,8 @@ pub struct Events {
     gaps_us: VecDeque<u64>,
     /// Gaps dropped because nobody drained them.
     pub dropped: u64,
+    /// The answer read as a token stream too (`--llm`).
+    pub tokens: Option<Box<Tokens>>,
 }
 
 impl Events {
@@ -85,13 +127,20 @@ impl Events {
             count: 0,
             gaps_us: VecDeque::new(),
             dropped: 0,
+            tokens: None,
         }
     }
 
     /// Reads `payload`, body bytes read at `now`.
     pub fn feed(&mut self, payload: &[u8], now: Instant) -> Result<(), sse::Fault> {
         let mut n = 0u64;
-        self.sse.feed(payload, &mut |_| n += 1)?;
+        let tokens = &mut self.tokens;
+        self.sse.feed(payload, &mut |ev| {
+            n += 1;
+            if let Some(t) = tokens.as_deref_mut() {
+                t.event(ev.kind, ev.data, now);
+            }
+        })?;
         for _ in 0..n {
             self.event_at(now);
         }
@@ -118,6 +167,16 @@ impl Events {
     pub fn drain_gaps(&mut self, mut each: impl FnMut(u64)) {
         for g in self.gaps_us.drain(..) {
             each(g);
+        }
+    }
+
+    /// Records the gaps since the last drain in `counts`: between events, and between
+    /// token-bearing deltas of a token stream.
+    pub fn drain_into(&mut self, counts: &mut stats::events::EventCounts) {
+        self.drain_gaps(|g| counts.record_gap(g));
+        if let Some(t) = self.tokens.as_deref_mut() {
+            let llm = counts.llm_mut();
+            t.drain_itl(|g| llm.record_itl(g));
         }
     }
 

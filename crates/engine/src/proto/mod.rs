@@ -3,7 +3,7 @@
 //! hyper ([`h2`], gRPC included: its status and messages are read there, and its streamed
 //! messages go out in [`body`]), brink's own h2c client ([`h2c`]) for the epoll loop, and
 //! WebSocket ([`ws`]: an HTTP/1.1 upgrade, then messages); Server-Sent Events are read from
-//! any of their bodies by [`sse`] and timed by [`events`].
+//! any of their bodies by [`sse`] and timed by [`events`], token streams (`--llm`) by [`llm`].
 //! The tokio worker reaches any of them through one seam, [`session::Session`], and
 //! [`connect`] says which one an opened connection speaks.
 
@@ -13,6 +13,7 @@ pub mod events;
 pub mod h1;
 pub mod h2;
 pub mod h2c;
+pub mod llm;
 pub mod reply;
 pub mod session;
 pub mod sse;

@@ -25,6 +25,9 @@ pub struct Reply {
     pub stray: bool,
     /// A call's own outcome (`None` for plain HTTP): its code decides success, not `status`.
     pub call: Option<Call>,
+    /// A token stream (`--llm`) with a successful status that broke its own rules: the
+    /// answer counts as this error (status and latency kept), not as a success.
+    pub fault: Option<ErrorKind>,
 }
 
 impl Reply {
@@ -41,6 +44,7 @@ impl Reply {
                 messages: 0,
                 first_message: None,
             }),
+            fault: None,
         }
     }
 }

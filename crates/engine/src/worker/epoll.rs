@@ -343,8 +343,7 @@ impl Worker<'_> {
                 Ok(n) => {
                     let r = c.reader.advance(&mut c.buf, n).transpose();
                     if let Some(e) = c.reader.events() {
-                        let rec = self.core.rec[c.vu.current].events_mut();
-                        e.drain_gaps(|g| rec.record_gap(g));
+                        e.drain_into(self.core.rec[c.vu.current].events_mut());
                     }
                     r
                 }
@@ -383,7 +382,7 @@ impl Worker<'_> {
     }
 
     /// Records the attempt on slot `k` and frees the slot (or, closed model, reuses it at once).
-    fn finish(&mut self, k: usize, result: Result<Reply, ErrorKind>, done: Instant) {
+    fn finish(&mut self, k: usize, mut result: Result<Reply, ErrorKind>, done: Instant) {
         self.core.in_flight -= 1;
         let c = &mut self.conns[k];
         if c.fresh && !self.core.shared.keepalive && result.is_ok() {
@@ -392,8 +391,9 @@ impl Worker<'_> {
                 .record_with_connect(micros(done - c.opened_at));
         }
         c.fresh = false;
-        if let (Ok(_), Some(e)) = (&result, c.reader.events()) {
-            super::record_events(&mut self.core.rec[c.vu.current], e, c.base);
+        if let (Ok(reply), Some(e)) = (&mut result, c.reader.events()) {
+            let (rec, shared) = (&mut self.core.rec[c.vu.current], self.core.shared);
+            super::record_events(rec, shared, e, c.base, done, reply);
         }
         let outcome = result.map(|reply| (reply, c.reader.take_capture()));
         // Answered before the request was all out: the rest is never sent, and the connection

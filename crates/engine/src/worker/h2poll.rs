@@ -483,15 +483,25 @@ impl Worker<'_> {
     /// Records what connection `l` finished, answers it owes, and what a GOAWAY handed back.
     fn settle(&mut self, l: usize) {
         let now = Instant::now();
-        self.record_events(l);
+        self.drain_streaming(l);
         std::mem::swap(&mut self.events, &mut self.lines[l].client.events);
+        let mut answered = std::mem::take(&mut self.lines[l].client.answered_events);
         if !self.lines[l].client.out.is_empty() {
             self.mark(l);
         }
         let events = std::mem::take(&mut self.events);
         for e in &events {
             match *e {
-                Event::Done(k, reply) => self.finish(k, Ok(reply), now),
+                Event::Done(k, mut reply) => {
+                    if let Some(i) = answered.iter().position(|(slot, _)| *slot == k) {
+                        let (_, mut e) = answered.swap_remove(i);
+                        let (s, rec) = (&self.slots[k], &mut self.core.rec);
+                        let shared = self.core.shared;
+                        let rec = &mut rec[s.vu.current];
+                        super::record_events(rec, shared, &mut e, s.base, now, &mut reply);
+                    }
+                    self.finish(k, Ok(reply), now)
+                }
                 Event::Failed(k, kind) => self.finish(k, Err(kind), now),
                 Event::Unprocessed(k) => {
                     let s = &mut self.slots[k];
@@ -507,6 +517,8 @@ impl Worker<'_> {
         }
         self.events = events;
         self.events.clear();
+        answered.clear();
+        self.lines[l].client.answered_events = answered;
         let line = &self.lines[l];
         if line.client.draining() && line.client.open_streams() == 0 {
             // Rotated by the server: a fresh connection takes what is waiting.
@@ -520,16 +532,11 @@ impl Worker<'_> {
         }
     }
 
-    /// The times of answers read as events on connection `l`: the gaps read so far, and
-    /// each answer completed (recorded before its exchange is).
-    fn record_events(&mut self, l: usize) {
+    /// The gaps read so far on connection `l`'s answers still streaming as events.
+    fn drain_streaming(&mut self, l: usize) {
         let (slots, rec) = (&self.slots, &mut self.core.rec);
         let client = &mut self.lines[l].client;
-        client.drain_gaps(|k, g| rec[slots[k].vu.current].events_mut().record_gap(g));
-        for (k, mut e) in client.answered_events.drain(..) {
-            let s = &slots[k];
-            super::record_events(&mut rec[s.vu.current], &mut e, s.base);
-        }
+        client.drain_gaps(|k, e| e.drain_into(rec[slots[k].vu.current].events_mut()));
     }
 
     /// Connection `l` broke: every stream on it fails with `kind`; waiting slots reconnect.

@@ -247,6 +247,7 @@ fn record(
             status: r.status,
             ok,
             kept: captured.as_ref(),
+            fault: r.fault,
         }),
         (Err(kind), _) | (_, Err(kind)) => Err(*kind),
     };
@@ -354,14 +355,44 @@ fn follow_completion(shared: &Shared, vu: &mut Vu, since: Instant) {
     }
 }
 
-/// An answer read as events ended: its head and first event, from the intended start `base`,
-/// and how many it carried; the gaps still undrained.
-fn record_events(rec: &mut Bucket, e: &mut crate::proto::events::Events, base: Instant) {
+/// An answer read as events ended at `done`: its head and first event, from the intended
+/// start `base`, how many it carried, and the gaps still undrained. A token stream with a
+/// successful status is timed too when it ended well, or else marks `reply` with the rule it
+/// broke.
+fn record_events(
+    rec: &mut Bucket,
+    shared: &Shared,
+    e: &mut crate::proto::events::Events,
+    base: Instant,
+    done: Instant,
+    reply: &mut crate::proto::reply::Reply,
+) {
     let since = |t: Instant| micros(t.saturating_duration_since(base));
     let counts = rec.events_mut();
-    e.drain_gaps(|g| counts.record_gap(g));
+    e.drain_into(counts);
     let first_byte = e.first_byte.map_or(0, since);
     counts.record_answer(first_byte, e.first_event.map(since), e.count);
+    let (Some(tokens), Some(rule)) = (e.tokens.as_deref(), shared.connector.events.llm) else {
+        return;
+    };
+    if reply.call.is_some() || !shared.ok_status.contains(reply.status) {
+        return;
+    }
+    if let Some(fault) = tokens.end_fault() {
+        reply.fault = Some(fault);
+        return;
+    }
+    let (n, estimated) = tokens.output_tokens();
+    let (ttft_us, tpot_us, life_us) = (tokens.first.map(since), tokens.tpot_us(), since(done));
+    counts.llm_mut().record_stream(stats::llm::Streamed {
+        ttft_us,
+        tpot_us,
+        tokens: n,
+        estimated,
+        judged: rule.any(),
+        good: rule.met(ttft_us, tpot_us, life_us),
+        life_us,
+    });
 }
 
 /// Bytes a server sent with no request outstanding count as one `protocol` error of their

@@ -504,8 +504,10 @@ impl Slot {
         ctx.in_flight.set(ctx.in_flight.get() - 1);
         let current = self.vu.current;
         // An answer read as events: its times (its gaps in the second it ended).
-        if let (Ok(_), Some(mut e)) = (&result, c.events()) {
-            super::record_events(&mut ctx.rec.borrow_mut()[current], &mut e, base);
+        let mut result = result;
+        if let (Ok((reply, _)), Some(mut e)) = (&mut result, c.events()) {
+            let rec = &mut ctx.rec.borrow_mut()[current];
+            super::record_events(rec, shared, &mut e, base, done, reply);
         }
         let keep = record(
             &mut ctx.rec.borrow_mut(),

@@ -99,6 +99,7 @@ impl Reader {
         Reader::new(head_request).with_events(EventRule {
             force: true,
             max: max_event,
+            llm: None,
         })
     }
 
@@ -198,6 +199,7 @@ impl Reader {
             keep_alive: self.keep_alive,
             stray: false,
             call: None,
+            fault: None,
         }
     }
 
@@ -242,7 +244,7 @@ impl Reader {
         buf.filled -= off + head.len;
         self.status = head.status;
         self.keep_alive = head.keep_alive;
-        if self.rule.force || head.event_stream {
+        if self.rule.reads(head.event_stream) {
             let now = now.unwrap_or_else(std::time::Instant::now);
             self.events = self.rule.events_for(head.event_stream, now);
         }
@@ -347,6 +349,7 @@ mod tests {
                     keep_alive: true,
                     stray: false,
                     call: None,
+                    fault: None,
                 },
                 "step {step}"
             );

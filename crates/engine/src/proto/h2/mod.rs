@@ -185,6 +185,7 @@ async fn read_body(
             messages: messages.count,
             first_message: messages.first,
         }),
+        fault: None,
     };
     Ok((reply, kept))
 }

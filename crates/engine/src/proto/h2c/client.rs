@@ -422,12 +422,12 @@ impl Client {
         self
     }
 
-    /// Hands over the gaps between events read so far on answers still streaming, with the
-    /// caller's slot of each.
-    pub fn drain_gaps(&mut self, mut each: impl FnMut(usize, u64)) {
+    /// Hands over each answer still streaming as events (to drain the gaps read so far), with
+    /// the caller's slot of each.
+    pub fn drain_gaps(&mut self, mut each: impl FnMut(usize, &mut Events)) {
         for s in &mut self.streams {
             if let Some(e) = s.events.as_mut() {
-                e.drain_gaps(|g| each(s.slot, g));
+                each(s.slot, e);
             }
         }
     }
@@ -515,7 +515,7 @@ impl Client {
             Some(st) => {
                 s.status = st;
                 s.length = check.length;
-                if check.event_stream || self.event_rule.force {
+                if self.event_rule.reads(check.event_stream) {
                     s.events = self
                         .event_rule
                         .events_for(check.event_stream, Instant::now());
@@ -573,6 +573,7 @@ impl Client {
                 keep_alive: true,
                 stray: false,
                 call: None,
+                fault: None,
             },
         ));
     }

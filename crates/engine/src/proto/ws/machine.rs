@@ -29,6 +29,7 @@ const REPLY: Reply = Reply {
     keep_alive: true,
     stray: false,
     call: None,
+    fault: None,
 };
 
 /// An upgrade sent and awaiting its answer: the key it must prove it read, and the

@@ -1,0 +1,354 @@
+//! Token streams (`--llm`): the request an OpenAI-compatible server is sent, and what a user
+//! of a language model waits for (the first token, each next one, per token), checked
+//! against a server of known cadence; streams that break the rules are errors of their own.
+
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use testkit::{Reply, Req};
+
+fn run(args: &[&str]) -> (Option<i32>, Value, String) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    let r = crate::support::brink_json(&all);
+    (r.code, r.result, format!("{}{}", r.stdout, r.stderr))
+}
+
+/// A model server's cadence: the first token 60 ms after the head, then one every 20 ms,
+/// ten in all (TTFT 60 ms, ITL and TPOT 20 ms, 240 ms a stream), keeping the last body it
+/// was sent.
+fn model_server(chat: bool, usage: bool, h2: bool) -> (testkit::Server, Arc<Mutex<Vec<u8>>>) {
+    let body = Arc::new(Mutex::new(Vec::new()));
+    let kept = body.clone();
+    let handler: testkit::Handler = Arc::new(move |r: &Req| {
+        if let Ok(mut b) = kept.lock() {
+            *b = r.body.to_vec();
+        }
+        Reply::Tokens {
+            first: Duration::from_millis(60),
+            every: Duration::from_millis(20),
+            tokens: 10,
+            slot: false,
+            chat,
+            usage,
+        }
+    });
+    let opts = testkit::Options::default();
+    let srv = match h2 {
+        true => testkit::serve_hyper(opts, handler),
+        false => testkit::serve_with(opts, handler),
+    };
+    (srv.unwrap(), body)
+}
+
+fn ms(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn a_chat_stream_is_timed_by_its_tokens_and_asked_as_written() {
+    let _cpu = crate::support::cpu_shared();
+    let (srv, body) = model_server(true, true, false);
+    let url = srv.url("/v1/chat/completions");
+    let prompt = "say \"hi\"\nthen {{words 3}}";
+    let (code, r, out) = run(&[
+        &url,
+        "--llm",
+        "--model",
+        "tiny-\"m\"",
+        "--prompt",
+        prompt,
+        "--max-tokens",
+        "10",
+        "-c",
+        "4",
+        "-d",
+        "3s",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let sent: Value = serde_json::from_slice(&body.lock().unwrap()).expect("a JSON body");
+    assert_eq!(sent["model"], "tiny-\"m\"", "{sent}");
+    assert_eq!(
+        (sent["stream"].as_bool(), sent["max_tokens"].as_u64()),
+        (Some(true), Some(10))
+    );
+    assert_eq!(sent["stream_options"]["include_usage"], true);
+    let content = sent["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("say \"hi\"\nthen ") && content.split(' ').count() == 5,
+        "{sent}"
+    );
+    check_cadence(&r, false, &out);
+}
+
+#[test]
+fn a_completions_stream_over_h2c_without_usage_counts_its_deltas() {
+    let _cpu = crate::support::cpu_shared();
+    let (srv, body) = model_server(false, false, true);
+    let url = srv.url("/v1/completions");
+    let (code, r, out) = run(&[
+        &url,
+        "--llm",
+        "--model",
+        "m",
+        "--prompt-tokens",
+        "50",
+        "--http2",
+        "-c",
+        "4",
+        "-d",
+        "3s",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let sent: Value = serde_json::from_slice(&body.lock().unwrap()).expect("a JSON body");
+    assert_eq!(
+        sent["prompt"].as_str().unwrap().split(' ').count(),
+        50,
+        "{sent}"
+    );
+    assert_eq!(sent["max_tokens"], 128, "the default");
+    check_cadence(&r, true, &out);
+    assert!(out.contains("counted from the deltas"), "{out}");
+}
+
+/// A run against [`model_server`] reads its cadence.
+fn check_cadence(r: &Value, estimated: bool, out: &str) {
+    let s = &r["summary"];
+    let l = &s["llm"];
+    let streams = l["streams"].as_u64().unwrap();
+    assert_eq!(
+        streams,
+        s["ok"].as_u64().unwrap(),
+        "every answer a good stream: {l}"
+    );
+    assert_eq!(l["output_tokens"].as_u64(), Some(streams * 10), "{l}");
+    assert_eq!(l["tokens_estimated"], estimated, "{l}");
+    // Little's law: 4 streams held for 240 ms each.
+    assert!(
+        (40..=52).contains(&streams),
+        "{streams} streams in 3 s over 4: {l}"
+    );
+    let (ttft, itl, tpot) = (
+        ms(&l["ttft_ms"]["p50"]),
+        ms(&l["itl_ms"]["p50"]),
+        ms(&l["tpot_ms"]["p50"]),
+    );
+    assert!(
+        (58.0..=80.0).contains(&ttft),
+        "TTFT {ttft} ms, truth 60: {l}"
+    );
+    assert!((17.0..=26.0).contains(&itl), "ITL {itl} ms, truth 20: {l}");
+    assert!(
+        (18.0..=24.0).contains(&tpot),
+        "TPOT {tpot} ms, truth 20: {l}"
+    );
+    let per_stream = ms(&l["output_tokens_per_stream_s"]);
+    assert!(
+        (34.0..=42.0).contains(&per_stream),
+        "{per_stream} tokens/s a stream, truth 41.7: {l}"
+    );
+    assert!(
+        l["goodput_per_s"].is_null() && l["good_streams"].is_null(),
+        "no objectives: {l}"
+    );
+    assert!(
+        out.contains("TTFT p50") && out.contains("ITL p50") && out.contains("TPOT p50"),
+        "{out}"
+    );
+}
+
+#[test]
+fn goodput_counts_the_streams_that_met_every_objective() {
+    let _cpu = crate::support::cpu_shared();
+    let (srv, _) = model_server(true, true, false);
+    let url = srv.url("/v1/chat/completions");
+    let base = [url.as_str(), "--llm", "--model", "m", "-c", "2", "-d", "2s"];
+    let mut met = base.to_vec();
+    met.extend([
+        "--slo",
+        "ttft.p99<150ms",
+        "--slo",
+        "tpot.p90<=30ms",
+        "--slo",
+        "p99<400ms",
+    ]);
+    let (code, r, out) = run(&met);
+    assert_eq!(code, Some(0), "{out}");
+    let l = &r["summary"]["llm"];
+    assert_eq!(l["good_streams"], l["streams"], "{l}");
+    assert!(ms(&l["goodput_per_s"]) > 5.0, "{l}");
+    assert!(out.contains("goodput"), "{out}");
+    // No stream's first token comes within 30 ms: none is good, and the objective fails.
+    let mut missed = base.to_vec();
+    missed.extend(["--slo", "ttft.p99<30ms"]);
+    let (code, r, out) = run(&missed);
+    assert_ne!(code, Some(0), "{out}");
+    let l = &r["summary"]["llm"];
+    assert_eq!(
+        (l["good_streams"].as_u64(), ms(&l["goodput_per_s"])),
+        (Some(0), 0.0),
+        "{l}"
+    );
+    assert!(l["streams"].as_u64().unwrap() > 0, "{l}");
+}
+
+/// A server whose every answer is `events` (each `data:` line its own event), chunked.
+fn streaming(events: &'static [&'static str]) -> testkit::Server {
+    testkit::serve_with(
+        testkit::Options::default(),
+        Arc::new(move |_: &Req| {
+            let mut chunks = vec![];
+            for e in events {
+                chunks.push(format!("data: {e}\n\n").into_bytes());
+            }
+            Reply::Chunked(chunks)
+        }),
+    )
+    .unwrap()
+}
+
+#[test]
+fn streams_that_break_the_rules_are_errors_of_their_own_kind() {
+    let _cpu = crate::support::cpu_shared();
+    let token = r#"{"choices":[{"delta":{"content":"a"}}]}"#;
+    for (events, kind) in [
+        (&[r#"{"choices":[{"delta":"#, "[DONE]"][..], "bad_delta"),
+        (
+            &[
+                token,
+                r#"{"error":{"message":"overloaded","code":503}}"#,
+                "[DONE]",
+            ][..],
+            "stream_error",
+        ),
+        (&[token, token][..], "unfinished"),
+    ] {
+        // Leaked so the handler may hold it for the server's life: a test's few bytes.
+        let events: &'static [&'static str] = Box::leak(events.to_vec().into_boxed_slice());
+        let srv = streaming(events);
+        let url = srv.url("/v1/chat/completions");
+        let (_, r, out) = run(&[&url, "--llm", "--model", "m", "-c", "1", "-n", "5"]);
+        let s = &r["summary"];
+        assert_eq!(s["errors_by_kind"][kind], 5, "{kind}: {out}");
+        assert_eq!(
+            (s["ok"].as_u64(), s["status"]["200"].as_u64()),
+            (Some(0), Some(5)),
+            "{kind}: answered, not ok"
+        );
+        assert!(
+            s["llm"]["streams"].as_u64().unwrap_or(0) == 0,
+            "{kind}: no good stream: {s}"
+        );
+        assert!(out.contains(kind), "{kind}: {out}");
+    }
+}
+
+#[test]
+fn llm_flags_say_what_is_missing() {
+    let srv = streaming(&["[DONE]"]);
+    for (args, says) in [
+        (
+            vec![srv.url("/"), "--llm".into(), "--model".into(), "m".into()],
+            "ends in neither",
+        ),
+        (
+            vec![srv.url("/v1/chat/completions"), "--llm".into()],
+            "--model NAME is required",
+        ),
+        (
+            vec![
+                srv.url("/v1/completions"),
+                "--llm".into(),
+                "--model".into(),
+                "m".into(),
+                "--prompt".into(),
+                "{{nope}}".into(),
+            ],
+            "--prompt",
+        ),
+        (
+            vec![
+                srv.url("/v1/completions"),
+                "--llm".into(),
+                "--model".into(),
+                "m".into(),
+                "--max-tokens".into(),
+                "0".into(),
+            ],
+            "--max-tokens",
+        ),
+        (
+            vec![srv.url("/v1/completions"), "--model".into(), "m".into()],
+            "--llm",
+        ),
+    ] {
+        let mut all: Vec<&str> = vec!["run"];
+        all.extend(args.iter().map(String::as_str));
+        let r = crate::support::brink_json(&all);
+        assert_eq!(r.code, Some(2), "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+    assert_eq!(srv.counters.requests(), 0, "nothing was sent");
+}
+
+#[test]
+fn a_search_on_ttft_finds_the_slots_of_a_model_server() {
+    // 4 slots; a stream holds one for 20 ms to its first token and 4 x 10 ms more. Up to 4
+    // streams at once the first token comes at 20 ms; a fifth waits up to 60 ms for a slot.
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve_with(
+        testkit::Options {
+            threads: 2,
+            slots: Some(4),
+            ..testkit::Options::default()
+        },
+        Arc::new(|_: &Req| Reply::Tokens {
+            first: Duration::from_millis(20),
+            every: Duration::from_millis(10),
+            tokens: 5,
+            slot: true,
+            chat: true,
+            usage: true,
+        }),
+    )
+    .unwrap();
+    let url = srv.url("/v1/chat/completions");
+    let (code, r, text) = crate::find::find(
+        &[
+            &url,
+            "--llm",
+            "--model",
+            "m",
+            "--slo",
+            "ttft.p99<50ms",
+            "--step",
+            "2s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--to",
+            "16",
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(
+        r["find"]["max_sustainable"]["level"].as_f64(),
+        Some(4.0),
+        "{text}"
+    );
+    let failed: Vec<&Value> = r["find"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["pass"] == false)
+        .collect();
+    assert!(!failed.is_empty(), "{text}");
+    assert!(
+        failed
+            .iter()
+            .all(|s| s["reason"].as_str().unwrap_or("").contains("ttft.p99")),
+        "{failed:?}"
+    );
+}
