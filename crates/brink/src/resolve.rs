@@ -493,7 +493,7 @@ fn spec(
             None => engine::DEFAULT_GRPC_MAX_MESSAGE,
         },
         events: engine::EventRule {
-            llm: a.llm.then(engine::PerRequest::default),
+            llm: (a.llm || plan.llm).then(engine::PerRequest::default),
             force: a.stream || plan.stream.unwrap_or(false),
             max: match &a.max_event_size {
                 Some(m) => plan::parse_size(m)

@@ -29,6 +29,8 @@ pub struct Settings {
     pub keepalive: Option<bool>,
     /// Every answer read as Server-Sent Events (`--stream`).
     pub stream: Option<bool>,
+    /// Every answer read as a token stream: the scenario's steps are `llm:` steps.
+    pub llm: bool,
     /// WebSocket, closed model: the least time between a connection's messages.
     pub every: Option<Duration>,
 }
@@ -283,21 +285,37 @@ impl Cx<'_> {
                 return Err(self.err(p, format!("per: '{other}' is not 'iteration' or 'vu'")))
             }
         };
-        let csv = &d.value.csv;
-        let path = self.named_file(&csv.value);
+        let (file, jsonl) = match (&d.value.csv, &d.value.jsonl) {
+            (Some(_), Some(j)) => {
+                return Err(self.err(j, format!("data '{name}': 'csv' or 'jsonl', not both")))
+            }
+            (Some(c), None) => (c, false),
+            (None, Some(j)) => (j, true),
+            (None, None) => {
+                return Err(self.err(
+                    d,
+                    format!("data '{name}': give its file as csv: FILE or jsonl: FILE"),
+                ))
+            }
+        };
+        let path = self.named_file(&file.value);
         let text = model::input::read_string(&path)
-            .map_err(|e| self.err(csv, format!("data '{name}': cannot read {e}")))?;
-        let (columns, rows) = crate::csv::parse(text)
-            .map_err(|e| self.err(csv, format!("data '{name}': {}: {e}", path.display())))?;
-        if columns.is_empty() {
+            .map_err(|e| self.err(file, format!("data '{name}': cannot read {e}")))?;
+        let parsed = match jsonl {
+            true => crate::jsonl::parse(&text),
+            false => crate::csv::parse(text),
+        };
+        let (columns, rows) = parsed
+            .map_err(|e| self.err(file, format!("data '{name}': {}: {e}", path.display())))?;
+        if columns.is_empty() && !jsonl {
             return Err(self.err(
-                csv,
+                file,
                 format!("data '{name}': {} has no header row", path.display()),
             ));
         }
         if rows.rows() == 0 {
             return Err(self.err(
-                csv,
+                file,
                 format!("data '{name}': {} has no data rows", path.display()),
             ));
         }
@@ -440,6 +458,10 @@ impl Cx<'_> {
                 errs.push(self.err(*st, "a step of a grpc:// scenario is a grpc: call (grpc: { call: package.Service/Method, data: ... })"));
                 return steps;
             }
+        }
+        if let Some(e) = self.llm_misplaced(raw_steps, target.protocol) {
+            errs.push(e);
+            return steps;
         }
         if target.protocol == model::Protocol::Ws && raw_steps.is_empty() {
             errs.push(self.err(s, format!("scenario '{name}' has a WebSocket target: its steps send messages (requests: [{{ message: '...' }}], or {{ ping: true }}, or {{ subscribe: true }})")));
@@ -686,6 +708,10 @@ impl Cx<'_> {
             insecure: r.insecure.or(d.insecure),
             keepalive: r.keepalive.or(d.keepalive),
             stream: r.stream.or(d.stream),
+            llm: [&r.requests, &r.flow]
+                .into_iter()
+                .flatten()
+                .any(|steps| steps.value.iter().any(|st| st.value.llm.is_some())),
             every: dur(r.every.as_ref().or(d.every.as_ref()), "every")?,
         })
     }

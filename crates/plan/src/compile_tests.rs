@@ -473,3 +473,6 @@ fn equals_null_compares_with_null() {
 
 #[path = "ws_step_tests.rs"]
 mod ws;
+
+#[path = "llm_step_tests.rs"]
+mod llm_step_tests;

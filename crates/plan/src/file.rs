@@ -18,6 +18,7 @@
 //!   keepalive: true
 //! data:
 //!   users: { csv: users.csv, per: iteration }   # per: iteration (next row each time) | vu
+//!   prompts: { jsonl: prompts.jsonl }           # one JSON object per line, keys as columns
 //! hooks:                                 # brink find: commands at moments of the search
 //!   peak: { run: "./profile.sh", at: 0.5, timeout: 60s, required: false }
 //!   after: "./collect-logs.sh"           # also each_step, on_fail
@@ -55,6 +56,13 @@
 //!       { get: /sold, until: "$.sold >= 1000", progress: "$.sold", every: 100ms, within: 2m }
 //!     # or { get: http://127.0.0.1:9308/metrics, prometheus: 'sum(kafka_consumergroup_lag) == 0' }
 //!     pause: 10s                                # wait after this scenario
+//!   - name: chat                                # a model server's token streams
+//!     target: http://127.0.0.1:8000
+//!     requests:
+//!       - path: /v1/chat/completions            # or /v1/completions
+//!         llm: { model: tiny, prompt: "{{data.prompts.text}}", max_tokens: 128 }
+//!                                               # or prompt_tokens: 200 (synthetic)
+//!     slo: [ "ttft.p99 < 1s", "itl.p99 < 50ms", "tpot.p90 < 40ms" ]
 //! ```
 
 use serde::Deserialize;
@@ -146,7 +154,9 @@ pub struct RawSettings {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawData {
-    pub csv: S<String>,
+    pub csv: Option<S<String>>,
+    /// JSON Lines: one object per line, its keys the columns.
+    pub jsonl: Option<S<String>>,
     pub per: Option<S<String>>,
 }
 
@@ -205,6 +215,8 @@ pub struct RawRequest {
     pub extract: BTreeMap<String, S<RawExtract>>,
     /// A gRPC call instead of an HTTP request.
     pub grpc: Option<S<RawGrpc>>,
+    /// A token stream asked of an OpenAI-compatible server (the body is built from it).
+    pub llm: Option<S<RawLlm>>,
     /// Async completion of each answered attempt: `{ get: "{{job}}", until: ..., every, within }`.
     pub complete: Option<S<RawComplete>>,
     /// What every answer is checked for.
@@ -311,6 +323,17 @@ pub struct RawGrpc {
     pub metadata: BTreeMap<String, S<String>>,
     /// Client and bidi streaming: what each call sends.
     pub stream: Option<S<RawStream>>,
+}
+
+/// `llm: { model: NAME, prompt: TEXT, max_tokens: N }` (or `prompt_tokens: N` for a
+/// synthetic prompt).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLlm {
+    pub model: S<String>,
+    pub prompt: Option<S<String>>,
+    pub prompt_tokens: Option<S<u32>>,
+    pub max_tokens: Option<S<u32>>,
 }
 
 /// `stream: { messages: 10, interval: 100ms }`.

@@ -45,6 +45,7 @@ impl Cx<'_> {
                 }
                 up
             }
+            None if r.llm.is_some() => "POST".to_string(),
             None => "GET".to_string(),
         };
         let base = target.path.trim_end_matches('/');
@@ -73,6 +74,10 @@ impl Cx<'_> {
             headers.push((k.clone(), v.clone()));
         }
         let body = match (&r.body, &r.body_file) {
+            _ if r.llm.is_some() => {
+                let l = r.llm.as_ref().expect("an llm: step");
+                self.llm_body(st, l, &path_text, names)?
+            }
             (Some(_), Some(f)) => {
                 return Err(self.err(f, "'body' and 'body_file' cannot both be set"))
             }
@@ -106,7 +111,7 @@ impl Cx<'_> {
             method,
             path,
             path_text,
-            headers: self.headers(&headers, names)?,
+            headers: self.json_header(r, self.headers(&headers, names)?),
             body,
             message: None,
             complete,
@@ -117,6 +122,24 @@ impl Cx<'_> {
             sent_at: None,
             match_id: None,
         })
+    }
+
+    /// An `llm:` step's headers say its body is JSON, unless they say otherwise.
+    fn json_header(
+        &self,
+        r: &RawRequest,
+        mut headers: Vec<(String, Template)>,
+    ) -> Vec<(String, Template)> {
+        let typed = headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-type"));
+        if r.llm.is_some() && !typed {
+            headers.push((
+                "content-type".into(),
+                Template::literal(b"application/json"),
+            ));
+        }
+        headers
     }
 
     pub(crate) fn weight(&self, r: &RawRequest) -> Result<u32, PlanError> {

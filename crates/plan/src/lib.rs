@@ -1,8 +1,9 @@
 //! From what the user typed to what the engine runs: the units grammar shared by flags and plans
 //! (durations, rates, stages), the load rules ([`load`]), and plan files: YAML with realistic
 //! data, request mixes and flows, and SLOs ([`file`] as written, [`compile`] checked and
-//! runnable, errors at `file:line:column`), whose steps may be gRPC calls ([`grpc_step`]) and
-//! check what they are answered ([`check_step`]).
+//! runnable, errors at `file:line:column`), whose steps may be gRPC calls ([`grpc_step`]) or
+//! token streams of a model server ([`llm_step`]) and check what they are answered
+//! ([`check_step`]).
 
 mod check_step;
 pub mod compile;
@@ -12,6 +13,8 @@ pub mod file;
 mod grpc_step;
 mod http_step;
 mod indent;
+mod jsonl;
+mod llm_step;
 pub mod load;
 mod unknown;
 mod watch;

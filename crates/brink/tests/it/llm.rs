@@ -352,3 +352,35 @@ fn a_search_on_ttft_finds_the_slots_of_a_model_server() {
         "{failed:?}"
     );
 }
+
+#[test]
+fn a_plan_asks_with_prompts_from_json_lines_and_judges_its_streams() {
+    let _cpu = crate::support::cpu_shared();
+    let (srv, body) = model_server(true, true, false);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prompts.jsonl"),
+        "{\"text\": \"what is \\\"brink\\\"?\\nbe short\"}\n",
+    )
+    .unwrap();
+    let plan = dir.path().join("plan.yaml");
+    let text = format!(
+        "target: {}\ndata:\n  prompts: {{ jsonl: prompts.jsonl }}\nscenarios:\n  - name: chat\n    load: {{ connections: 2, requests: 6 }}\n    requests:\n      - path: /v1/chat/completions\n        llm: {{ model: m, prompt: '{{{{data.prompts.text}}}}', max_tokens: 10 }}\n    slo: [ \"ttft.p99 < 150ms\" ]\n",
+        srv.url("")
+    );
+    std::fs::write(&plan, text).unwrap();
+    let (code, r, out) = run(&[plan.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}");
+    let sent: Value = serde_json::from_slice(&body.lock().unwrap()).expect("a JSON body");
+    assert_eq!(
+        sent["messages"][0]["content"],
+        "what is \"brink\"?\nbe short"
+    );
+    let l = &r["summary"]["llm"];
+    assert_eq!(
+        (l["streams"].as_u64(), l["good_streams"].as_u64()),
+        (Some(6), Some(6)),
+        "{l}"
+    );
+    assert_eq!(l["output_tokens"], 60, "{l}");
+}
