@@ -384,3 +384,93 @@ fn a_plan_asks_with_prompts_from_json_lines_and_judges_its_streams() {
     );
     assert_eq!(l["output_tokens"], 60, "{l}");
 }
+
+#[test]
+fn two_local_workers_merge_their_token_streams_exactly() {
+    // Worker processes generating load take CPU from the tests beside them.
+    let _cpu = crate::support::cpu_exclusive();
+    let (srv, _) = model_server(true, false, false);
+    let url = srv.url("/v1/chat/completions");
+    let (code, r, out) = run(&[
+        &url,
+        "--llm",
+        "--model",
+        "m",
+        "-c",
+        "4",
+        "-d",
+        "3s",
+        "--workers",
+        "2",
+        "--slo",
+        "ttft.p99<200ms",
+    ]);
+    assert_eq!(code, Some(0), "{out}");
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
+    assert!(problems.is_empty(), "{problems:?}");
+    let l = &r["summary"]["llm"];
+    let streams = l["streams"].as_u64().unwrap();
+    assert_eq!(streams, r["summary"]["ok"].as_u64().unwrap(), "{l}");
+    assert_eq!(l["output_tokens"].as_u64(), Some(streams * 10), "{l}");
+    assert_eq!(
+        (l["tokens_estimated"].as_bool(), l["good_streams"].as_u64()),
+        (Some(true), Some(streams)),
+        "{l}"
+    );
+    let (ttft, itl) = (ms(&l["ttft_ms"]["p50"]), ms(&l["itl_ms"]["p50"]));
+    assert!(
+        (58.0..=85.0).contains(&ttft),
+        "TTFT {ttft} ms, truth 60: {l}"
+    );
+    assert!((17.0..=27.0).contains(&itl), "ITL {itl} ms, truth 20: {l}");
+    // Little's law over both workers: 4 streams held for 240 ms each.
+    assert!((38..=52).contains(&streams), "{streams} streams: {l}");
+}
+
+#[test]
+fn the_open_model_times_the_first_token_from_the_intended_start() {
+    // 2 slots, each stream holding one for 100 ms (first token at 40 ms, then 3 x 20 ms): 20
+    // streams/s at most. At 10/s every stream finds a slot; at 40/s they queue, and the first
+    // token, counted from when the stream was due, grows with the queue.
+    let _cpu = crate::support::cpu_shared();
+    let srv = testkit::serve_with(
+        testkit::Options {
+            slots: Some(2),
+            ..testkit::Options::default()
+        },
+        Arc::new(|_: &Req| Reply::Tokens {
+            first: Duration::from_millis(40),
+            every: Duration::from_millis(20),
+            tokens: 4,
+            slot: true,
+            chat: true,
+            usage: true,
+        }),
+    )
+    .unwrap();
+    let url = srv.url("/v1/chat/completions");
+    let ttft = |rate: &str| {
+        let (code, r, out) = run(&[
+            &url, "--llm", "--model", "m", "--rate", rate, "-d", "2s", "-c", "64",
+        ]);
+        assert_eq!(code, Some(0), "{out}");
+        let l = &r["summary"]["llm"];
+        (
+            ms(&l["ttft_ms"]["p50"]),
+            ms(&l["ttft_ms"]["max"]),
+            l["streams"].as_u64().unwrap_or(0),
+        )
+    };
+    let (calm, _, n) = ttft("10");
+    assert!(
+        (38.0..=70.0).contains(&calm),
+        "TTFT {calm} ms at 10/s, truth 40"
+    );
+    assert!((17..=21).contains(&n), "{n} streams at 10/s over 2 s");
+    let (_, worst, _) = ttft("40");
+    // 80 streams due in 2 s, 40 served: the last waits about a second for its slot.
+    assert!(
+        worst > 500.0,
+        "TTFT max {worst} ms at twice the capacity: the queue is counted"
+    );
+}
