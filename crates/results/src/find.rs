@@ -275,6 +275,19 @@ pub enum Finding {
         peak_per_s: f64,
         p99_ms: f64,
     },
+    /// Token streams from the lowest step (`from`) to the first failing one (`level`): the
+    /// time to the first token grew far more than the time between tokens (`queued`: the
+    /// streams waited for the server to admit them), or the time between tokens grew (the
+    /// server decodes a larger batch more slowly).
+    TokenStreams {
+        level: f64,
+        from: f64,
+        ttft_from_ms: f64,
+        ttft_to_ms: f64,
+        itl_from_ms: f64,
+        itl_to_ms: f64,
+        queued: bool,
+    },
 }
 
 /// A share of brink's workers' time waiting for a CPU from which a run's or step's figures may
@@ -378,6 +391,24 @@ impl Finding {
             Finding::AcceptQueueOverflow { level, peak_per_s, mean_per_s } => format!(
                 "accept queue overflowed during the failing step at {} (up to {peak_per_s:.0}/s, {mean_per_s:.1}/s on average): connections arrived faster than the service accepted them: raise its listen backlog (and net.core.somaxconn) or accept faster",
                 lvl(*level)
+            ),
+            Finding::TokenStreams { level, from, ttft_from_ms, ttft_to_ms, itl_from_ms, itl_to_ms, queued: true } => format!(
+                "token streams queue at the server: from {} to {} the time to first token (p99) grew {} -> {} while the time between tokens stayed {} -> {}: the server admits fewer streams at once than were offered (its batch, KV-cache or slot limit), and each new stream waits for a place before its first token",
+                lvl(*from),
+                lvl(*level),
+                fmt_ms(*ttft_from_ms),
+                fmt_ms(*ttft_to_ms),
+                fmt_ms(*itl_from_ms),
+                fmt_ms(*itl_to_ms)
+            ),
+            Finding::TokenStreams { level, from, ttft_from_ms, ttft_to_ms, itl_from_ms, itl_to_ms, queued: false } => format!(
+                "token streams decode more slowly in a larger batch: from {} to {} the time between tokens (p99) grew {} -> {} (time to first token {} -> {}): each added stream slows every other stream's tokens; the server's decode step is the limit (more compute, or a smaller batch to keep ITL)",
+                lvl(*from),
+                lvl(*level),
+                fmt_ms(*itl_from_ms),
+                fmt_ms(*itl_to_ms),
+                fmt_ms(*ttft_from_ms),
+                fmt_ms(*ttft_to_ms)
             ),
             Finding::Retransmits { level, peak_per_s, p99_ms } => format!(
                 "TCP retransmissions during the failing step at {} (up to {peak_per_s:.0}/s) with p99 at {p99_ms:.0} ms: latency clusters at retransmission timeouts (200 ms minimum RTO, 1 s for a lost SYN): look for drops on the path (queues, conntrack, a proxy)",

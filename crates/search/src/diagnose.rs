@@ -22,7 +22,10 @@
 //! * **accept queue overflow**: this host's listen queues overflowed during the first
 //!   failing step (`/proc/net/netstat`);
 //! * **retransmissions**: TCP retransmitted during the first failing step and p99 reached
-//!   200 ms or more (the minimum retransmission timeout).
+//!   200 ms or more (the minimum retransmission timeout);
+//! * **token streams** ([`crate::tokens`]): from the lowest step to the first failing one, the
+//!   time to the first token grew (streams queue at the server) or the time between tokens
+//!   (decoding slows with the batch).
 
 use results::find::{Finding, KneeInfo, StepRow};
 use stats::{Bucket, ErrorKind};
@@ -74,6 +77,7 @@ pub fn diagnose(knee: Option<&KneeInfo>, steps: &[StepFacts]) -> Vec<Finding> {
         .min_by(|a, b| a.row.level.total_cmp(&b.row.level));
     if let Some(s) = first_fail {
         failing_step(s, &mut out);
+        out.extend(crate::tokens::token_streams(s, steps));
     }
     if let Some(k) = knee {
         out.push(at_the_knee(k, steps));

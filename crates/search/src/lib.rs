@@ -17,6 +17,7 @@ mod decide;
 mod diagnose;
 pub mod little;
 mod summary;
+mod tokens;
 
 pub use decide::{decide, Decision, Outcome, Settings};
 pub use diagnose::{cpu_bound, diagnose, StepFacts};

@@ -351,6 +351,16 @@ fn a_search_on_ttft_finds_the_slots_of_a_model_server() {
             .all(|s| s["reason"].as_str().unwrap_or("").contains("ttft.p99")),
         "{failed:?}"
     );
+    // Past 4 streams the fifth waits for a slot before its first token, while tokens keep
+    // their 10 ms pace: the diagnosis says the streams queue, not that decoding slowed.
+    let queued = r["find"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "token_streams")
+        .unwrap_or_else(|| panic!("no token_streams finding: {text}"));
+    assert_eq!(queued["queued"], true, "{queued}");
+    assert!(text.contains("token streams queue at the server"), "{text}");
 }
 
 #[test]
