@@ -462,6 +462,10 @@ pub struct LoadArgs {
     /// its answer as a protocol error.
     #[arg(long = "max-event-size", value_name = "SIZE")]
     pub max_event_size: Option<String>,
+    /// A streamed answer (events, tokens) that sends nothing for this long ends as a timeout
+    /// (default: only --timeout bounds it).
+    #[arg(long = "idle-timeout", value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
     /// Read each answer as an OpenAI-compatible token stream: time to the first token (TTFT),
     /// between tokens (ITL), per output token (TPOT), output tokens and goodput. With a URL
     /// that ends in /chat/completions or /completions, sends the request --model, --prompt

@@ -494,6 +494,9 @@ fn spec(
         },
         events: engine::EventRule {
             llm: (a.llm || plan.llm).then(engine::PerRequest::default),
+            idle: flag_duration("--idle-timeout", a.idle_timeout.as_deref())?
+                .or(plan.idle_timeout)
+                .filter(|d| !d.is_zero()),
             force: a.stream || plan.stream.unwrap_or(false),
             max: match &a.max_event_size {
                 Some(m) => plan::parse_size(m)

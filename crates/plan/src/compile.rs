@@ -31,6 +31,8 @@ pub struct Settings {
     pub stream: Option<bool>,
     /// Every answer read as a token stream: the scenario's steps are `llm:` steps.
     pub llm: bool,
+    /// A streamed answer silent this long is a timeout.
+    pub idle_timeout: Option<Duration>,
     /// WebSocket, closed model: the least time between a connection's messages.
     pub every: Option<Duration>,
 }
@@ -712,6 +714,10 @@ impl Cx<'_> {
                 .into_iter()
                 .flatten()
                 .any(|steps| steps.value.iter().any(|st| st.value.llm.is_some())),
+            idle_timeout: dur(
+                r.idle_timeout.as_ref().or(d.idle_timeout.as_ref()),
+                "idle_timeout",
+            )?,
             every: dur(r.every.as_ref().or(d.every.as_ref()), "every")?,
         })
     }

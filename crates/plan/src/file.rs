@@ -14,6 +14,7 @@
 //!   trace: 0.1                             # traceparent on every request, 10% sampled
 //!   http2: false
 //!   stream: false                          # every answer read as Server-Sent Events
+//!   idle_timeout: 10s                      # a streamed answer silent this long: a timeout
 //!   insecure: false
 //!   keepalive: true
 //! data:
@@ -147,6 +148,8 @@ pub struct RawSettings {
     pub keepalive: Option<bool>,
     /// Read every answer as Server-Sent Events (`--stream`).
     pub stream: Option<bool>,
+    /// A streamed answer silent this long is a timeout (`--idle-timeout`).
+    pub idle_timeout: Option<S<String>>,
     /// WebSocket, closed model: the least time between a connection's messages.
     pub every: Option<S<String>>,
 }
@@ -187,6 +190,7 @@ pub struct RawScenario {
     pub keepalive: Option<bool>,
     /// Read every answer as Server-Sent Events (`--stream`).
     pub stream: Option<bool>,
+    pub idle_timeout: Option<S<String>>,
     pub every: Option<S<String>>,
 }
 

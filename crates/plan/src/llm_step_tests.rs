@@ -98,3 +98,21 @@ fn llm_step_mistakes_point_at_their_value() {
         "csv: FILE or jsonl: FILE",
     );
 }
+
+#[test]
+fn an_idle_timeout_bounds_a_quiet_stream() {
+    let plan = check("target: http://127.0.0.1:8000\ndefaults: { idle_timeout: 2s }\nscenarios:\n  - name: a\n  - name: b\n    idle_timeout: 500ms\n").unwrap();
+    assert_eq!(
+        plan.scenarios[0].settings.idle_timeout,
+        Some(Duration::from_secs(2))
+    );
+    assert_eq!(
+        plan.scenarios[1].settings.idle_timeout,
+        Some(Duration::from_millis(500))
+    );
+    expect_error(
+        "target: http://127.0.0.1:8000\ndefaults: { idle_timeout: soon }\nscenarios:\n  - name: a\n",
+        "2:27",
+        "idle_timeout",
+    );
+}

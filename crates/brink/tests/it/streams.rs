@@ -267,3 +267,39 @@ fn a_search_on_time_to_first_event_finds_the_slots_of_a_model_server() {
         "{failed:?}"
     );
 }
+
+#[test]
+fn a_stream_that_stops_sending_ends_at_its_idle_timeout_on_every_path() {
+    // The first event at once, the next a minute later: the stream has gone quiet.
+    let stalled = Arc::new(|_: &Req| Reply::Events {
+        first: Duration::ZERO,
+        every: Duration::from_secs(60),
+        events: 3,
+        slot: false,
+    });
+    let _cpu = crate::support::cpu_shared();
+    let tls = testkit::Options {
+        tls: true,
+        ..testkit::Options::default()
+    };
+    let h1 = testkit::serve_with(testkit::Options::default(), stalled.clone()).unwrap();
+    let h1s = testkit::serve_with(tls.clone(), stalled.clone()).unwrap();
+    let h2c = testkit::serve_hyper(testkit::Options::default(), stalled.clone()).unwrap();
+    let h2s = testkit::serve_hyper(tls, stalled).unwrap();
+    for (name, url, extra) in [
+        ("http/1.1", h1.url("/s"), &[][..]),
+        ("http/1.1 tls", h1s.url("/s"), &["--insecure"][..]),
+        ("h2c", h2c.url("/s"), &["--http2"][..]),
+        ("h2 tls", h2s.url("/s"), &["--http2", "--insecure"][..]),
+    ] {
+        let started = std::time::Instant::now();
+        let mut args = vec![url.as_str(), "-n", "3", "-c", "1", "--timeout", "20s"];
+        args.extend(["--idle-timeout", "300ms"]);
+        args.extend(extra);
+        let (_, r, out) = run(&args);
+        let took = started.elapsed();
+        let s = &r["summary"];
+        assert_eq!(s["errors_by_kind"]["timeout"], 3, "{name}: {out}");
+        assert!(took < Duration::from_secs(8), "{name}: {took:?}: {out}");
+    }
+}

@@ -27,12 +27,15 @@ pub const MAX_EVENT: usize = 1 << 20;
 /// Which answers are read as events, and how large an event may be: answers whose head says
 /// `text/event-stream`, or every answer with `force` (`--stream`); `max` bytes each
 /// (`--max-event-size`); with `llm`, each answer as a token stream too (`--llm`), judged
-/// against its per-request objectives.
+/// against its per-request objectives; `idle`: how long one may go without a byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EventRule {
     pub force: bool,
     pub max: usize,
     pub llm: Option<PerRequest>,
+    /// A streamed answer that sends nothing for this long ends as a `timeout`
+    /// (`--idle-timeout`); `None`: only the request's `--timeout` bounds it.
+    pub idle: Option<std::time::Duration>,
 }
 
 /// The objectives one token stream is judged against (goodput: streams that met all of
@@ -68,6 +71,7 @@ impl Default for EventRule {
             force: false,
             max: MAX_EVENT,
             llm: None,
+            idle: None,
         }
     }
 }
@@ -85,6 +89,7 @@ impl EventRule {
         self.reads(event_stream).then(|| {
             let mut e = Box::new(Events::new(self.max));
             e.first_byte = Some(now);
+            e.last_read = now;
             if self.llm.is_some() {
                 e.tokens = Some(Box::default());
             }
@@ -114,6 +119,9 @@ pub struct Events {
     pub dropped: u64,
     /// The answer read as a token stream too (`--llm`).
     pub tokens: Option<Box<Tokens>>,
+    /// When its bytes last came (the head, or the last body bytes): what an idle timeout
+    /// counts from.
+    pub last_read: Instant,
 }
 
 impl Events {
@@ -128,11 +136,13 @@ impl Events {
             gaps_us: VecDeque::new(),
             dropped: 0,
             tokens: None,
+            last_read: Instant::now(),
         }
     }
 
     /// Reads `payload`, body bytes read at `now`.
     pub fn feed(&mut self, payload: &[u8], now: Instant) -> Result<(), sse::Fault> {
+        self.last_read = now;
         let mut n = 0u64;
         let tokens = &mut self.tokens;
         self.sse.feed(payload, &mut |ev| {
@@ -161,6 +171,11 @@ impl Events {
             }
         }
         self.last = Some(now);
+    }
+
+    /// Whether it has sent nothing for `idle` (`None`: never idle) at `now`.
+    pub fn idle_at(&self, idle: Option<std::time::Duration>, now: Instant) -> bool {
+        idle.is_some_and(|d| now >= self.last_read + d)
     }
 
     /// Hands over the gaps between events since the last drain, µs, oldest first.

@@ -129,11 +129,14 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
     fn core_mut(&mut self) -> &mut Core<'a> {
         &mut self.core
     }
-    /// Fails attempts whose connect or request deadline has passed.
+    /// Fails attempts whose connect or request deadline has passed, and streamed answers
+    /// idle past `--idle-timeout`.
     fn expire(&mut self, now: Instant) {
+        let idle = self.core.shared.connector.events.idle;
         for k in 0..self.conns.len() {
             let c = &self.conns[k];
-            if now < c.deadline {
+            let stalled = || c.reader.events_ref().is_some_and(|e| e.idle_at(idle, now));
+            if now < c.deadline && !(c.state == State::Reading && stalled()) {
                 continue;
             }
             match c.state {

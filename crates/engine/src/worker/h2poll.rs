@@ -78,6 +78,8 @@ struct Worker<'a> {
     readbuf: Vec<u8>,
     dirty: Vec<usize>,
     events: Vec<Event>,
+    /// Slots whose streamed answers went idle past `--idle-timeout` (housekeeping's scratch).
+    stalled: Vec<usize>,
     /// Each step's header block and body when they never change (untraced static steps),
     /// encoded once.
     statics: Vec<Option<(Vec<u8>, Bytes)>>,
@@ -130,6 +132,7 @@ pub fn run(
         readbuf: vec![0; READ_BUF],
         dirty: Vec::new(),
         events: Vec::new(),
+        stalled: Vec::new(),
         statics: statics(shared),
     };
     driver::run(&mut w);
@@ -210,9 +213,14 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
                 self.connect(l, now);
             }
         }
+        let idle = self.core.shared.connector.events.idle;
+        let mut stalled = std::mem::take(&mut self.stalled);
+        for line in &self.lines {
+            line.client.idle_slots(idle, now, |k| stalled.push(k));
+        }
         for k in 0..self.slots.len() {
             let s = &self.slots[k];
-            if !s.busy || now < s.deadline {
+            if !s.busy || (now < s.deadline && !(s.streaming && stalled.contains(&k))) {
                 continue;
             }
             let l = self.line_of(k);
@@ -225,6 +233,8 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
             }
             self.finish(k, Err(ErrorKind::Timeout), now);
         }
+        stalled.clear();
+        self.stalled = stalled;
     }
     fn housekeep_closed(&mut self, now: Instant) -> bool {
         match self.core.follow_curve(now) {

@@ -61,17 +61,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         req: &[u8],
         head_request: bool,
         capture: Option<&Arc<Budget>>,
-        events: crate::proto::events::EventRule,
+        rule: crate::proto::events::EventRule,
     ) -> Result<(Reply, Option<Captured>), ErrorKind> {
         let mut reader = match capture {
             Some(budget) => Reader::capturing(head_request, budget.clone()),
             None => Reader::new(head_request),
         }
-        .with_events(events);
+        .with_events(rule);
         self.buf.filled = 0;
         let (io, buf, events) = (&mut self.io, &mut self.buf, &mut self.events);
         let mut written = 0;
         let mut flushed = false;
+        let mut idle = rule.idle.map(|d| (d, Box::pin(tokio::time::sleep(d))));
         poll_fn(|cx| {
             if let Poll::Ready(r) = poll_response(io, cx, buf, &mut reader) {
                 *events = reader.take_events();
@@ -79,6 +80,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
                     reply.keep_alive &= written == req.len();
                     (reply, reader.take_capture())
                 }));
+            }
+            if let (Some((d, sleep)), Some(e)) = (idle.as_mut(), reader.events_ref()) {
+                // A streamed answer that went quiet: its timer counts from its last bytes.
+                let due = tokio::time::Instant::from_std(e.last_read + *d);
+                if sleep.deadline() != due {
+                    sleep.as_mut().reset(due);
+                }
+                if std::future::Future::poll(sleep.as_mut(), cx).is_ready() {
+                    return Poll::Ready(Err(ErrorKind::Timeout));
+                }
             }
             while written < req.len() {
                 match Pin::new(&mut *io).poll_write(cx, &req[written..]) {

@@ -100,6 +100,7 @@ impl Reader {
             force: true,
             max: max_event,
             llm: None,
+            idle: None,
         })
     }
 
@@ -112,6 +113,11 @@ impl Reader {
     /// The answer's events so far, when it streams them.
     pub fn events(&mut self) -> Option<&mut Events> {
         self.events.as_deref_mut()
+    }
+
+    /// The answer's events so far, to look at.
+    pub fn events_ref(&self) -> Option<&Events> {
+        self.events.as_deref()
     }
 
     /// The answer's events, taken.

@@ -122,8 +122,21 @@ async fn read_response(
     let media = resp.headers().get(http::header::CONTENT_TYPE);
     let said = media.is_some_and(|m| crate::proto::events::is_event_stream(m.as_bytes()));
     let mut events = rule.events_for(said, std::time::Instant::now());
-    let outcome = read_body(resp, capture, grpc, &mut events).await;
+    let outcome = read_body(resp, capture, grpc, &mut events, rule.idle).await;
     (outcome, events)
+}
+
+/// The body's next frame; a streamed answer that sends nothing for `idle` is a `timeout`.
+async fn next_frame(
+    body: &mut hyper::body::Incoming,
+    idle: Option<std::time::Duration>,
+) -> Result<Option<Result<hyper::body::Frame<bytes::Bytes>, hyper::Error>>, ErrorKind> {
+    match idle {
+        Some(d) => tokio::time::timeout(d, body.frame())
+            .await
+            .map_err(|_| ErrorKind::Timeout),
+        None => Ok(body.frame().await),
+    }
 }
 
 async fn read_body(
@@ -131,6 +144,7 @@ async fn read_body(
     capture: Option<&Arc<Budget>>,
     grpc: Option<usize>,
     events: &mut Option<Box<Events>>,
+    idle: Option<std::time::Duration>,
 ) -> Result<(Reply, Option<Captured>), ErrorKind> {
     let status = resp.status().as_u16();
     let mut grpc_status: Option<Vec<u8>> = resp
@@ -149,7 +163,7 @@ async fn read_body(
     let mut messages = Messages::new(grpc.unwrap_or(usize::MAX), encoded);
     let mut body = resp.into_body();
     let mut bytes_in = 0u64;
-    while let Some(frame) = body.frame().await {
+    while let Some(frame) = next_frame(&mut body, idle.filter(|_| events.is_some())).await? {
         let frame = match frame {
             Ok(f) => f,
             Err(e) => return reset_call(&e, grpc.is_some()).ok_or_else(|| hyper_kind(&e)),

@@ -432,6 +432,23 @@ impl Client {
         }
     }
 
+    /// The caller's slots whose answers, read as events, sent nothing for `idle` at `now`.
+    pub fn idle_slots(
+        &self,
+        idle: Option<std::time::Duration>,
+        now: Instant,
+        mut each: impl FnMut(usize),
+    ) {
+        if idle.is_none() {
+            return;
+        }
+        for s in &self.streams {
+            if s.events.as_ref().is_some_and(|e| e.idle_at(idle, now)) {
+                each(s.slot);
+            }
+        }
+    }
+
     fn find(&self, id: u32) -> Option<usize> {
         self.streams.iter().position(|s| s.id == id)
     }
