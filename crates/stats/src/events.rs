@@ -49,8 +49,13 @@ impl EventCounts {
 
     /// A gap between two events, µs.
     pub fn record_gap(&mut self, us: u64) {
+        self.record_gaps(us, 1);
+    }
+
+    /// `n` gaps of `us` µs each.
+    pub fn record_gaps(&mut self, us: u64, n: u64) {
         // A gap of 0 (two events in one read) is recorded as the histogram's least value.
-        self.gap.saturating_record(clamp(us));
+        self.gap.saturating_record_n(clamp(us), n);
     }
 
     /// The token streams' counts, made on first use.

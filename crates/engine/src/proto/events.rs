@@ -87,7 +87,7 @@ impl EventRule {
     /// `text/event-stream`); `None` when it is not read as events.
     pub fn events_for(self, event_stream: bool, now: Instant) -> Option<Box<Events>> {
         self.reads(event_stream).then(|| {
-            let mut e = Box::new(Events::new(self.max));
+            let mut e = Box::new(Events::new(self.max, self.llm.is_some()));
             e.first_byte = Some(now);
             e.last_read = now;
             if self.llm.is_some() {
@@ -113,8 +113,10 @@ pub struct Events {
     last: Option<Instant>,
     /// Events dispatched.
     pub count: u64,
-    /// Gaps between consecutive events not yet drained, µs.
+    /// Gaps between consecutive events not yet drained, µs (0 µs gaps aside).
     gaps_us: VecDeque<u64>,
+    /// Gaps of 0 µs (events completed by one read) not yet drained.
+    zero_gaps: u64,
     /// Gaps dropped because nobody drained them.
     pub dropped: u64,
     /// The answer read as a token stream too (`--llm`).
@@ -125,15 +127,18 @@ pub struct Events {
 }
 
 impl Events {
-    /// Events of at most `max_event` bytes (a line being read plus the event gathered).
-    pub fn new(max_event: usize) -> Events {
+    /// Events of at most `max_event` bytes (a line being read plus the event gathered);
+    /// their data is copied out only for a reader of it (`keep_data`: a token stream).
+    pub fn new(max_event: usize, keep_data: bool) -> Events {
+        let sse = sse::Reader::new(max_event);
         Events {
-            sse: sse::Reader::new(max_event),
+            sse: if keep_data { sse.keeping_data() } else { sse },
             first_byte: None,
             first_event: None,
             last: None,
             count: 0,
             gaps_us: VecDeque::new(),
+            zero_gaps: 0,
             dropped: 0,
             tokens: None,
             last_read: Instant::now(),
@@ -151,23 +156,31 @@ impl Events {
                 t.event(ev.kind, ev.data, now);
             }
         })?;
-        for _ in 0..n {
-            self.event_at(now);
-        }
+        self.events_at(n, now);
         Ok(())
     }
 
-    fn event_at(&mut self, now: Instant) {
-        self.count += 1;
+    /// `n` events completed by one read at `now`: all but the first are 0 µs after the one
+    /// before, and are counted as such, not stored one by one.
+    fn events_at(&mut self, n: u64, now: Instant) {
+        if n == 0 {
+            return;
+        }
+        self.count += n;
+        self.zero_gaps += n - 1;
         match self.last {
             None => self.first_event = Some(now),
             Some(prev) => {
-                if self.gaps_us.len() >= MOST_PENDING {
-                    self.gaps_us.pop_front();
-                    self.dropped += 1;
+                let gap = now.saturating_duration_since(prev).as_micros() as u64;
+                if gap == 0 {
+                    self.zero_gaps += 1;
+                } else {
+                    if self.gaps_us.len() >= MOST_PENDING {
+                        self.gaps_us.pop_front();
+                        self.dropped += 1;
+                    }
+                    self.gaps_us.push_back(gap);
                 }
-                self.gaps_us
-                    .push_back(now.saturating_duration_since(prev).as_micros() as u64);
             }
         }
         self.last = Some(now);
@@ -178,17 +191,21 @@ impl Events {
         idle.is_some_and(|d| now >= self.last_read + d)
     }
 
-    /// Hands over the gaps between events since the last drain, µs, oldest first.
-    pub fn drain_gaps(&mut self, mut each: impl FnMut(u64)) {
+    /// Hands over the gaps between events since the last drain, µs, as (gap, how many): those
+    /// of 0 µs (events read together) first, then the others, oldest first.
+    pub fn drain_gaps(&mut self, mut each: impl FnMut(u64, u64)) {
+        if self.zero_gaps > 0 {
+            each(0, std::mem::take(&mut self.zero_gaps));
+        }
         for g in self.gaps_us.drain(..) {
-            each(g);
+            each(g, 1);
         }
     }
 
     /// Records the gaps since the last drain in `counts`: between events, and between
     /// token-bearing deltas of a token stream.
     pub fn drain_into(&mut self, counts: &mut stats::events::EventCounts) {
-        self.drain_gaps(|g| counts.record_gap(g));
+        self.drain_gaps(|g, n| counts.record_gaps(g, n));
         if let Some(t) = self.tokens.as_deref_mut() {
             let llm = counts.llm_mut();
             t.drain_itl(|g| llm.record_itl(g));
@@ -231,7 +248,7 @@ mod tests {
     fn each_event_is_stamped_with_the_read_that_completed_it() {
         let t0 = Instant::now();
         let at = |ms| t0 + Duration::from_millis(ms);
-        let mut e = Events::new(1024);
+        let mut e = Events::new(1024, false);
         e.feed(b": ping\n\ndata: a", at(5)).unwrap();
         assert_eq!(
             (e.count, e.first_event),
@@ -242,22 +259,40 @@ mod tests {
         e.feed(b"data: c\n\ndata: d\n\n", at(100)).unwrap();
         assert_eq!((e.count, e.first_event), (4, Some(at(40))));
         let mut gaps = Vec::new();
-        e.drain_gaps(|g| gaps.push(g));
+        e.drain_gaps(|g, n| gaps.push((g, n)));
         // b came in the read that completed a; d in the one that completed c.
-        assert_eq!(gaps, [0, 60_000, 0]);
-        e.drain_gaps(|g| gaps.push(g));
-        assert_eq!(gaps.len(), 3, "drained once");
+        assert_eq!(gaps, [(0, 2), (60_000, 1)]);
+        e.drain_gaps(|g, n| gaps.push((g, n)));
+        assert_eq!(gaps.len(), 2, "drained once");
     }
 
     #[test]
     fn undrained_gaps_are_bounded() {
         let t0 = Instant::now();
-        let mut e = Events::new(64);
-        let many = b"data: x\n\n".repeat(MOST_PENDING + 10);
-        e.feed(&many, t0).unwrap();
+        let mut e = Events::new(64, false);
+        for i in 0..MOST_PENDING + 10 {
+            e.feed(
+                b"data: x\n\n",
+                t0 + std::time::Duration::from_micros(i as u64),
+            )
+            .unwrap();
+        }
         assert_eq!(e.count, (MOST_PENDING + 10) as u64);
         let mut n = 0;
-        e.drain_gaps(|_| n += 1);
-        assert_eq!((n, e.dropped), (MOST_PENDING, 9));
+        e.drain_gaps(|_, k| n += k);
+        assert_eq!((n, e.dropped), (MOST_PENDING as u64, 9));
+        // A read of many events stores none of their gaps one by one.
+        let many = b"data: x\n\n".repeat(MOST_PENDING * 4);
+        e.feed(&many, t0 + std::time::Duration::from_secs(1))
+            .unwrap();
+        let mut pairs = Vec::new();
+        e.drain_gaps(|g, k| pairs.push((g, k)));
+        assert_eq!(
+            pairs,
+            [
+                (0, (MOST_PENDING * 4 - 1) as u64),
+                (1_000_000 - (MOST_PENDING + 9) as u64, 1)
+            ]
+        );
     }
 }

@@ -34,7 +34,12 @@ pub struct Reader {
     max_event: usize,
     /// The current line, when it spans chunks.
     line: Vec<u8>,
+    /// The event's data so far, when its reader wants it ([`Reader::keeping_data`]).
     data: Vec<u8>,
+    /// Its length (with a LF after each line), kept either way: it bounds the event and says
+    /// whether there is one.
+    data_len: usize,
+    keep_data: bool,
     kind: Vec<u8>,
     id: Vec<u8>,
     /// The reconnection time the stream last set, ms.
@@ -56,6 +61,8 @@ impl Reader {
             max_event,
             line: Vec::new(),
             data: Vec::new(),
+            data_len: 0,
+            keep_data: false,
             kind: Vec::new(),
             id: Vec::new(),
             retry_ms: None,
@@ -63,6 +70,13 @@ impl Reader {
             start: true,
             comments: 0,
         }
+    }
+
+    /// This reader, handing each event's data to its callback (without it, events are only
+    /// counted and their data not copied).
+    pub fn keeping_data(mut self) -> Reader {
+        self.keep_data = true;
+        self
     }
 
     /// The reconnection time (`retry:`) the stream last set, ms.
@@ -81,7 +95,11 @@ impl Reader {
     }
 
     /// Reads `chunk`, calling `on_event` for each event it completes, in order.
-    pub fn feed(&mut self, chunk: &[u8], on_event: &mut dyn FnMut(Event<'_>)) -> Result<(), Fault> {
+    pub fn feed<F: FnMut(Event<'_>)>(
+        &mut self,
+        chunk: &[u8],
+        on_event: &mut F,
+    ) -> Result<(), Fault> {
         let mut rest = chunk;
         if self.start {
             if self.line.len() + rest.len() < BOM.len()
@@ -92,6 +110,11 @@ impl Reader {
                 return Ok(());
             }
             self.start = false;
+            if self.line.is_empty() {
+                // The whole start is in this chunk: no copy of it.
+                let rest = rest.strip_prefix(BOM).unwrap_or(rest);
+                return self.feed_lines(rest, on_event);
+            }
             let mut head = std::mem::take(&mut self.line);
             head.extend_from_slice(rest);
             let head = head.strip_prefix(BOM).map(<[u8]>::to_vec).unwrap_or(head);
@@ -106,37 +129,83 @@ impl Reader {
         self.feed_lines(rest, on_event)
     }
 
-    fn feed_lines(
+    fn feed_lines<F: FnMut(Event<'_>)>(
         &mut self,
-        mut rest: &[u8],
-        on_event: &mut dyn FnMut(Event<'_>),
+        rest: &[u8],
+        on_event: &mut F,
     ) -> Result<(), Fault> {
-        while let Some(at) = memchr::memchr2(b'\n', b'\r', rest) {
-            let ended_by_cr = rest[at] == b'\r';
+        // One search over the chunk (not one per line): lines of an event stream are short,
+        // and nearly every stream ends them with LF alone.
+        if memchr::memchr(b'\r', rest).is_none() {
+            return self.feed_lf_lines(rest, on_event);
+        }
+        let mut start = 0;
+        let mut after_cr = false;
+        for at in memchr::memchr2_iter(b'\n', b'\r', rest) {
+            if std::mem::take(&mut after_cr) && at == start && rest[at] == b'\n' {
+                // The LF of a CRLF: that line has ended already.
+                start = at + 1;
+                continue;
+            }
             if self.line.is_empty() {
-                self.take_line(&rest[..at], on_event)?;
+                self.take_line(&rest[start..at], on_event)?;
             } else {
-                self.grow_line(&rest[..at])?;
+                self.grow_line(&rest[start..at])?;
                 let line = std::mem::take(&mut self.line);
                 self.take_line(&line, on_event)?;
                 self.line = line;
                 self.line.clear();
             }
-            rest = &rest[at + 1..];
-            if ended_by_cr {
-                match rest.first() {
-                    Some(b'\n') => rest = &rest[1..],
-                    Some(_) => {}
-                    None => self.after_cr = true,
-                }
-            }
+            after_cr = rest[at] == b'\r';
+            start = at + 1;
         }
-        self.grow_line(rest)
+        // A CR that ends the chunk: an LF first in the next one ends nothing more.
+        self.after_cr = after_cr && start == rest.len();
+        self.grow_line(&rest[start..])
+    }
+
+    /// [`Reader::feed_lines`] for a chunk without a CR: every line ends at an LF. The hot
+    /// path of every stream: a blank line (an event's end) is told by its first byte, with
+    /// no search, and a `data:` line is taken without looking for its colon.
+    fn feed_lf_lines<F: FnMut(Event<'_>)>(
+        &mut self,
+        rest: &[u8],
+        on_event: &mut F,
+    ) -> Result<(), Fault> {
+        let mut start = 0;
+        if !self.line.is_empty() {
+            let Some(at) = memchr::memchr(b'\n', rest) else {
+                return self.grow_line(rest);
+            };
+            self.grow_line(&rest[..at])?;
+            let line = std::mem::take(&mut self.line);
+            self.take_line(&line, on_event)?;
+            self.line = line;
+            self.line.clear();
+            start = at + 1;
+        }
+        while let Some(&first) = rest.get(start) {
+            if first == b'\n' {
+                self.dispatch(on_event);
+                start += 1;
+                continue;
+            }
+            let Some(off) = memchr::memchr(b'\n', &rest[start..]) else {
+                break;
+            };
+            let line = &rest[start..start + off];
+            match line.strip_prefix(b"data:") {
+                Some(v) => self.data_line(v.strip_prefix(b" ").unwrap_or(v))?,
+                None => self.take_line(line, on_event)?,
+            }
+            start += off + 1;
+        }
+        self.grow_line(&rest[start..])
     }
 
     /// Adds `bytes` to the unfinished line, within the bound.
     fn grow_line(&mut self, bytes: &[u8]) -> Result<(), Fault> {
-        if self.line.len() + self.data.len() + bytes.len() > self.max_event {
+        if self.line.len() + self.data_len + bytes.len() > self.max_event {
             return Err(Fault::TooLarge);
         }
         self.line.extend_from_slice(bytes);
@@ -144,7 +213,11 @@ impl Reader {
     }
 
     /// One whole line (without its end).
-    fn take_line(&mut self, line: &[u8], on_event: &mut dyn FnMut(Event<'_>)) -> Result<(), Fault> {
+    fn take_line<F: FnMut(Event<'_>)>(
+        &mut self,
+        line: &[u8],
+        on_event: &mut F,
+    ) -> Result<(), Fault> {
         if line.is_empty() {
             self.dispatch(on_event);
             return Ok(());
@@ -152,6 +225,10 @@ impl Reader {
         if line[0] == b':' {
             self.comments += 1;
             return Ok(());
+        }
+        if let Some(v) = line.strip_prefix(b"data:") {
+            // Nearly every line of a stream: no search for its colon.
+            return self.data_line(v.strip_prefix(b" ").unwrap_or(v));
         }
         let (field, value) = match memchr::memchr(b':', line) {
             Some(c) => {
@@ -161,13 +238,7 @@ impl Reader {
             None => (line, &b""[..]),
         };
         match field {
-            b"data" => {
-                if self.data.len() + value.len() + 1 > self.max_event {
-                    return Err(Fault::TooLarge);
-                }
-                self.data.extend_from_slice(value);
-                self.data.push(b'\n');
-            }
+            b"data" => self.data_line(value)?,
             b"event" => {
                 self.kind.clear();
                 self.kind
@@ -186,10 +257,24 @@ impl Reader {
         Ok(())
     }
 
+    /// A `data:` line's value, added to the event being gathered within the bound.
+    #[inline]
+    fn data_line(&mut self, value: &[u8]) -> Result<(), Fault> {
+        if self.data_len + value.len() + 1 > self.max_event {
+            return Err(Fault::TooLarge);
+        }
+        self.data_len += value.len() + 1;
+        if self.keep_data {
+            self.data.extend_from_slice(value);
+            self.data.push(b'\n');
+        }
+        Ok(())
+    }
+
     /// A blank line: the event gathered so far goes out (none without data), and the type
     /// is forgotten; the ID is kept.
-    fn dispatch(&mut self, on_event: &mut dyn FnMut(Event<'_>)) {
-        if !self.data.is_empty() {
+    fn dispatch<F: FnMut(Event<'_>)>(&mut self, on_event: &mut F) {
+        if self.data_len > 0 {
             self.data.pop();
             let kind: &[u8] = if self.kind.is_empty() {
                 b"message"
@@ -203,6 +288,7 @@ impl Reader {
             });
         }
         self.data.clear();
+        self.data_len = 0;
         self.kind.clear();
     }
 }
@@ -213,7 +299,7 @@ mod tests {
 
     /// Every event of `chunks` fed in order, as (type, data, id) strings.
     fn events(chunks: &[&[u8]]) -> Vec<(String, String, String)> {
-        let mut r = Reader::new(1 << 16);
+        let mut r = Reader::new(1 << 16).keeping_data();
         let mut out = Vec::new();
         for c in chunks {
             r.feed(c, &mut |e: Event<'_>| {
@@ -322,10 +408,28 @@ mod tests {
             "data lines without a blank line"
         );
         // Within the bound, an event of exactly max_event bytes of line and data passes.
-        let mut r = Reader::new(12);
+        let mut r = Reader::new(12).keeping_data();
         let mut got = Vec::new();
         r.feed(b"data: 0123456789\n\n", &mut |e| got.push(e.data.to_vec()))
             .unwrap();
         assert_eq!(got, [b"0123456789".to_vec()]);
+    }
+
+    #[test]
+    fn a_reader_that_only_counts_sees_the_same_events_within_the_same_bound() {
+        let stream = b"data: a\ndata: b\n\n: ping\n\ndata:\n\nevent: x\n\ndata: 0123456789\n\n";
+        let (mut kept, mut counted) = (Reader::new(12).keeping_data(), Reader::new(12));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        kept.feed(stream, &mut |e| a.push(e.kind.to_vec())).unwrap();
+        counted
+            .feed(stream, &mut |e| b.push((e.kind.to_vec(), e.data.len())))
+            .unwrap();
+        assert_eq!(a.len(), 3, "two data events, one empty-data event");
+        assert_eq!(b.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), a);
+        assert!(b.iter().all(|(_, n)| *n == 0), "no data copied");
+        assert_eq!(
+            counted.feed(b"data: 0123456789xy\n", &mut |_| {}),
+            Err(Fault::TooLarge)
+        );
     }
 }

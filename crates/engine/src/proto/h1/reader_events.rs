@@ -22,7 +22,7 @@ fn feed(
         let at = t0 + Duration::from_millis(ms_per_read * i as u64);
         reply = r.advance_at(&mut buf, piece.len(), Some(at)).unwrap();
         if let Some(e) = r.events() {
-            e.drain_gaps(|g| gaps.push(g));
+            e.drain_gaps(|g, n| gaps.extend(std::iter::repeat_n(g, n as usize)));
         }
         if reply.is_some() {
             break;
@@ -76,7 +76,7 @@ fn each_event_is_timed_by_the_read_that_completed_it() {
         r.advance_at(&mut buf, p.len(), Some(now)).unwrap();
         r.events()
             .expect("an event stream")
-            .drain_gaps(|g| gaps.push(g));
+            .drain_gaps(|g, n| gaps.extend(std::iter::repeat_n(g, n as usize)));
     }
     let e = r.events().unwrap();
     assert_eq!(e.count, 3);
