@@ -296,22 +296,27 @@ fn events(o: &mut String, st: &results::events::EventStreamJson) {
         o,
         "stream",
         format!(
-            "{} answers streamed {} events ({:.1} each, {}/s)",
-            fmt_count(st.streams),
+            "{} events read ({}/s); {} answers ended, {:.1} events each",
             fmt_count(st.events),
-            st.events_per_stream,
-            fmt_count(st.events_per_s.round() as u64)
+            fmt_count(st.events_per_s.round() as u64),
+            fmt_count(st.streams),
+            st.events_per_stream
         ),
     );
     let p = |l: &stats::LatencySummary| format!("p50 {} p99 {}", fmt_ms(l.p50), fmt_ms(l.p99));
-    let mut parts = vec![format!("first byte {}", p(&st.first_byte_ms))];
+    let mut parts = Vec::new();
+    if let Some(f) = &st.first_byte_ms {
+        parts.push(format!("first byte {}", p(f)));
+    }
     if let Some(f) = &st.first_event_ms {
         parts.push(format!("first event {}", p(f)));
     }
     if let Some(g) = &st.event_gap_ms {
         parts.push(format!("between events {}", p(g)));
     }
-    row_to(o, "events", parts.join("; "));
+    if !parts.is_empty() {
+        row_to(o, "events", parts.join("; "));
+    }
 }
 
 /// Token streams: how many and how many tokens, what a user of the model waits for (the

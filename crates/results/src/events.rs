@@ -12,13 +12,14 @@ use stats::LatencySummary;
 pub struct EventStreamJson {
     /// Answers read as events that ended (and were answered).
     pub streams: u64,
-    /// Events those answers carried.
+    /// Events read, those of streams still open at the end (held streams) included.
     pub events: u64,
+    /// Events per answer that ended.
     pub events_per_stream: f64,
     /// Events per second of the run.
     pub events_per_s: f64,
-    /// From the intended start to the answer's head.
-    pub first_byte_ms: LatencySummary,
+    /// From the intended start to the answer's head; `null` when no answer ended.
+    pub first_byte_ms: Option<LatencySummary>,
     /// From the intended start to the first event; `null` when no answer carried one.
     pub first_event_ms: Option<LatencySummary>,
     /// Between consecutive events of one answer; `null` when none had two.
@@ -26,16 +27,17 @@ pub struct EventStreamJson {
 }
 
 impl EventStreamJson {
-    /// The summary of `e` over a run of `secs` seconds; `None` when no answer ended.
+    /// The summary of `e` over a run of `secs` seconds; `None` when no answer ended and no
+    /// event was read.
     pub fn of(e: &EventCounts, secs: f64) -> Option<EventStreamJson> {
         let per = |n: u64, d: f64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let some = |h: &stats::Histogram| (!h.is_empty()).then(|| LatencySummary::of(h));
-        (e.streams > 0).then(|| EventStreamJson {
+        (e.streams > 0 || e.events > 0).then(|| EventStreamJson {
             streams: e.streams,
             events: e.events,
-            events_per_stream: per(e.events, e.streams as f64),
+            events_per_stream: per(e.ended_events, e.streams as f64),
             events_per_s: per(e.events, secs),
-            first_byte_ms: LatencySummary::of(&e.first_byte),
+            first_byte_ms: some(&e.first_byte),
             first_event_ms: some(&e.first_event),
             event_gap_ms: some(&e.gap),
         })

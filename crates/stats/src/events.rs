@@ -11,8 +11,11 @@ use crate::llm::LlmCounts;
 pub struct EventCounts {
     /// Answers read as events that ended in this second.
     pub streams: u64,
-    /// Events they carried (each counted in the second its answer ended).
+    /// Events read in this second, whether or not their answer has ended (a held stream's
+    /// too).
     pub events: u64,
+    /// The events the answers that ended in this second carried (for events per answer).
+    pub ended_events: u64,
     pub first_byte: Histogram,
     /// Answers that carried no event are not in it.
     pub first_event: Histogram,
@@ -27,6 +30,7 @@ impl Default for EventCounts {
         EventCounts {
             streams: 0,
             events: 0,
+            ended_events: 0,
             first_byte: new_histogram(),
             first_event: new_histogram(),
             gap: new_histogram(),
@@ -40,11 +44,16 @@ impl EventCounts {
     /// after the intended start, and the events it carried.
     pub fn record_answer(&mut self, first_byte_us: u64, first_event_us: Option<u64>, events: u64) {
         self.streams += 1;
-        self.events += events;
+        self.ended_events += events;
         self.first_byte.saturating_record(clamp(first_byte_us));
         if let Some(us) = first_event_us {
             self.first_event.saturating_record(clamp(us));
         }
+    }
+
+    /// `n` events read.
+    pub fn record_events(&mut self, n: u64) {
+        self.events += n;
     }
 
     /// A gap between two events, µs.
@@ -66,6 +75,7 @@ impl EventCounts {
     pub fn merge(&mut self, other: &EventCounts) {
         self.streams += other.streams;
         self.events += other.events;
+        self.ended_events += other.ended_events;
         // Same bounds on every side, so `add` cannot fail.
         let _ = self.first_byte.add(&other.first_byte);
         let _ = self.first_event.add(&other.first_event);
@@ -88,13 +98,14 @@ mod tests {
     fn answers_and_gaps_merge_exactly() {
         let mut a = EventCounts::default();
         a.record_answer(2_000, Some(40_000), 12);
+        a.record_events(12);
         a.record_gap(0);
         a.record_gap(25_000);
         let mut b = EventCounts::default();
         b.record_answer(3_000, None, 0);
         b.record_gap(HIST_MAX_US * 4);
         a.merge(&b);
-        assert_eq!((a.streams, a.events), (2, 12));
+        assert_eq!((a.streams, a.events, a.ended_events), (2, 12, 12));
         assert_eq!(
             (a.first_byte.len(), a.first_event.len(), a.gap.len()),
             (2, 1, 3)

@@ -74,9 +74,10 @@ pub struct WireBucket {
     /// Response checks by slot.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<WireChecked>,
-    /// Answers read as events: (streams, events, first byte, first event, gaps).
+    /// Answers read as events: (streams, events read, events of the answers that ended,
+    /// first byte, first event, gaps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub events: Option<(u64, u64, String, String, String)>,
+    pub events: Option<(u64, u64, u64, String, String, String)>,
     /// Token streams (`--llm`), beside the events that carried them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<crate::llm::WireLlm>,
@@ -155,6 +156,7 @@ impl From<&Bucket> for WireBucket {
                 (
                     e.streams,
                     e.events,
+                    e.ended_events,
                     encode(&e.first_byte),
                     encode(&e.first_event),
                     encode(&e.gap),
@@ -332,10 +334,11 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
         None => None,
     };
     let events = match &w.events {
-        Some((streams, events, first_byte, first_event, gap)) => {
+        Some((streams, events, ended_events, first_byte, first_event, gap)) => {
             Some(Box::new(crate::events::EventCounts {
                 streams: *streams,
                 events: *events,
+                ended_events: *ended_events,
                 first_byte: hist("first byte", first_byte)?,
                 first_event: hist("first event", first_event)?,
                 gap: hist("event gap", gap)?,
@@ -463,8 +466,12 @@ fn within_bounds(w: &WireBucket) -> Result<(), String> {
         ]);
         counts.extend(x.closes.iter().chain(&x.refused).map(|&(_, n)| ("ws", n)));
     }
-    if let Some((streams, events, ..)) = &w.events {
-        counts.extend([("streams", *streams), ("events", *events)]);
+    if let Some((streams, events, ended, ..)) = &w.events {
+        counts.extend([
+            ("streams", *streams),
+            ("events", *events),
+            ("events", *ended),
+        ]);
     }
     for c in &w.checks {
         counts.extend([
@@ -561,6 +568,7 @@ mod tests {
         t.record(row(TraceOutcome::Grpc(14)), true, false);
         b.traces = Some(Box::new(t));
         b.events_mut().record_answer(1_500, Some(40_000), 9);
+        b.events_mut().record_events(9);
         b.events_mut().record_gap(20_000);
         let llm = b.events_mut().llm_mut();
         llm.record_stream(crate::llm::Streamed {
@@ -595,7 +603,7 @@ mod tests {
         assert_eq!(b2.refused, b.refused);
         assert_eq!(b2.checks, b.checks);
         let (e, e2) = (b.events.as_deref().unwrap(), b2.events.as_deref().unwrap());
-        assert_eq!((e2.streams, e2.events), (1, 9));
+        assert_eq!((e2.streams, e2.events, e2.ended_events), (1, 9, 9));
         assert_eq!(
             (&e2.first_byte, &e2.first_event, &e2.gap),
             (&e.first_byte, &e.first_event, &e.gap)

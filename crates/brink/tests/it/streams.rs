@@ -118,7 +118,9 @@ fn check_cadence(args: &[&str]) {
         "the whole answer {latency} ms, truth 240"
     );
     assert!(
-        out.contains("answers streamed") && out.contains("first event p50"),
+        out.contains("events read")
+            && out.contains("answers ended")
+            && out.contains("first event p50"),
         "{out}"
     );
     let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
@@ -131,7 +133,7 @@ fn an_answer_that_is_no_event_stream_has_no_stream_figures() {
     let (code, r, out) = run(&[&srv.url("/"), "-n", "20", "-c", "2"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(r["summary"].get("stream").is_none(), "{}", r["summary"]);
-    assert!(!out.contains("answers streamed"), "{out}");
+    assert!(!out.contains("events read"), "{out}");
 }
 
 #[test]
@@ -302,4 +304,44 @@ fn a_stream_that_stops_sending_ends_at_its_idle_timeout_on_every_path() {
         assert_eq!(s["errors_by_kind"]["timeout"], 3, "{name}: {out}");
         assert!(took < Duration::from_secs(8), "{name}: {took:?}: {out}");
     }
+}
+
+#[test]
+fn held_streams_that_never_end_still_say_their_events_and_gaps() {
+    // A notification channel: an event every 100 ms for far longer than the run.
+    let _cpu = crate::support::cpu_shared();
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::Events {
+        first: Duration::ZERO,
+        every: Duration::from_millis(100),
+        events: 10_000,
+        slot: false,
+    }))
+    .unwrap();
+    let (_, r, out) = run(&[
+        &srv.url("/notify"),
+        "-c",
+        "3",
+        "-d",
+        "2s",
+        "--timeout",
+        "60s",
+        "--grace",
+        "0s",
+    ]);
+    let st = &r["summary"]["stream"];
+    assert_eq!(st["streams"], 0, "none ended: {st}");
+    assert!(st["first_byte_ms"].is_null(), "{st}");
+    let events = st["events"].as_u64().unwrap();
+    assert!(
+        (51..=66).contains(&events),
+        "3 streams x 2 s at 10/s: {events}: {st}"
+    );
+    let gap = st["event_gap_ms"]["p50"].as_f64().unwrap();
+    assert!(
+        (95.0..=112.0).contains(&gap),
+        "gap {gap} ms, truth 100: {st}"
+    );
+    assert!(out.contains("events read"), "{out}");
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
+    assert!(problems.is_empty(), "{problems:?}");
 }

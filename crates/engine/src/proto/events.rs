@@ -117,6 +117,8 @@ pub struct Events {
     gaps_us: VecDeque<u64>,
     /// Gaps of 0 µs (events completed by one read) not yet drained.
     zero_gaps: u64,
+    /// Events read since the last drain.
+    undrained: u64,
     /// Gaps dropped because nobody drained them.
     pub dropped: u64,
     /// The answer read as a token stream too (`--llm`).
@@ -139,6 +141,7 @@ impl Events {
             count: 0,
             gaps_us: VecDeque::new(),
             zero_gaps: 0,
+            undrained: 0,
             dropped: 0,
             tokens: None,
             last_read: Instant::now(),
@@ -167,6 +170,7 @@ impl Events {
             return;
         }
         self.count += n;
+        self.undrained += n;
         self.zero_gaps += n - 1;
         match self.last {
             None => self.first_event = Some(now),
@@ -202,9 +206,10 @@ impl Events {
         }
     }
 
-    /// Records the gaps since the last drain in `counts`: between events, and between
-    /// token-bearing deltas of a token stream.
+    /// Records what was read since the last drain in `counts`: the events, the gaps between
+    /// them, and between token-bearing deltas of a token stream.
     pub fn drain_into(&mut self, counts: &mut stats::events::EventCounts) {
+        counts.record_events(std::mem::take(&mut self.undrained));
         self.drain_gaps(|g, n| counts.record_gaps(g, n));
         if let Some(t) = self.tokens.as_deref_mut() {
             let llm = counts.llm_mut();
