@@ -1,5 +1,6 @@
 //! The health probe of a capacity search: does the service still answer? Any HTTP status is an
-//! answer (a 503 from a live server is not "stuck"); no answer within the timeout is not. For
+//! answer (a 503 from a live server is not "stuck"), read from the head alone (a chunked answer
+//! kept open, an event stream, has answered); no answer within the timeout is not. For
 //! `https://` a completed TCP connect is the answer (enough to tell a dead listener from a live
 //! one without a TLS client here).
 
@@ -15,7 +16,7 @@ pub fn answers(target: &Target, timeout: Duration) -> bool {
             .resolve()
             .is_ok_and(|a| TcpStream::connect_timeout(&a, timeout).is_ok());
     }
-    crate::http::get(target, timeout).is_ok()
+    crate::http::status(target, timeout).is_ok()
 }
 
 /// Probes every second until the service answers or `within` has passed; returns how long it
@@ -64,3 +65,45 @@ pub fn wait_for_recovery(
 
 /// How often a wait checks whether it should give up.
 const TICK: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A server that answers once with `head` and then keeps the connection open, silent.
+    fn open_answer(head: &'static [u8]) -> Target {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let mut req = [0u8; 1024];
+                let _ = s.read(&mut req);
+                let _ = s.write_all(head);
+                std::thread::sleep(Duration::from_secs(5));
+            }
+        });
+        Target::parse(&format!("http://127.0.0.1:{port}/health")).unwrap()
+    }
+
+    #[test]
+    fn a_streaming_answer_kept_open_is_an_answer() {
+        for head in [
+            &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: x\n\n",
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 100\r\n\r\n",
+        ] {
+            let started = Instant::now();
+            assert!(answers(&open_answer(head), Duration::from_secs(3)));
+            assert!(
+                started.elapsed() < Duration::from_secs(2),
+                "answered at its head"
+            );
+        }
+        let half = open_answer(b"HTTP/1.1 200 OK\r\nContent-");
+        assert!(
+            !answers(&half, Duration::from_millis(300)),
+            "no whole head, no answer"
+        );
+    }
+}

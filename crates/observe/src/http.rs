@@ -14,8 +14,53 @@ pub fn get(target: &Target, timeout: Duration) -> Result<(u16, Vec<u8>), String>
     get_full(target, timeout).map(|(status, _, body)| (status, body))
 }
 
+/// The status of `GET target` within `timeout`, read from the head alone: a health probe
+/// needs no body, and an answer that streams (chunked and kept open, an event stream) has
+/// answered once its head is in.
+pub fn status(target: &Target, timeout: Duration) -> Result<u16, String> {
+    let buf = exchange(target, timeout, |b| {
+        memchr::memmem::find(b, b"\r\n\r\n").is_some()
+    })?;
+    let head_end = memchr::memmem::find(&buf, b"\r\n\r\n").ok_or("no complete response head")?;
+    status_of(&String::from_utf8_lossy(&buf[..head_end]))
+}
+
 /// [`get`], with the response's `Retry-After` in seconds when it gives one.
 pub fn get_full(target: &Target, timeout: Duration) -> Result<(u16, Option<f64>, Vec<u8>), String> {
+    let buf = exchange(target, timeout, |_| false)?;
+    let head_end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("no complete response head")?;
+    let head = String::from_utf8_lossy(&buf[..head_end]);
+    let status = status_of(&head)?;
+    let mut body = buf[head_end + 4..].to_vec();
+    let lower = head.to_ascii_lowercase();
+    if lower.contains("transfer-encoding: chunked") {
+        body = dechunk(&body);
+    }
+    let retry_after = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("retry-after:"))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    Ok((status, retry_after, body))
+}
+
+/// The status code of a response head.
+fn status_of(head: &str) -> Result<u16, String> {
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| "no status code".to_string())
+}
+
+/// Sends `GET target` and reads the answer until the connection closes or `enough` says the
+/// bytes so far will do, within `timeout` and [`MAX_BODY`].
+fn exchange(
+    target: &Target,
+    timeout: Duration,
+    enough: impl Fn(&[u8]) -> bool,
+) -> Result<Vec<u8>, String> {
     let deadline = Instant::now() + timeout;
     let req = model::guard::get_head(
         &target.path,
@@ -39,7 +84,7 @@ pub fn get_full(target: &Target, timeout: Duration) -> Result<(u16, Option<f64>,
         .map_err(|e| format!("send: {e}"))?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 16 * 1024];
-    loop {
+    while !enough(&buf) {
         if Instant::now() >= deadline {
             return Err("timed out".into());
         }
@@ -57,26 +102,7 @@ pub fn get_full(target: &Target, timeout: Duration) -> Result<(u16, Option<f64>,
             Err(e) => return Err(format!("read: {e}")),
         }
     }
-    let head_end = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or("no complete response head")?;
-    let head = String::from_utf8_lossy(&buf[..head_end]);
-    let status: u16 = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or("no status code")?;
-    let mut body = buf[head_end + 4..].to_vec();
-    let lower = head.to_ascii_lowercase();
-    if lower.contains("transfer-encoding: chunked") {
-        body = dechunk(&body);
-    }
-    let retry_after = lower
-        .lines()
-        .find_map(|l| l.strip_prefix("retry-after:"))
-        .and_then(|v| v.trim().parse::<f64>().ok());
-    Ok((status, retry_after, body))
+    Ok(buf)
 }
 
 fn dechunk(raw: &[u8]) -> Vec<u8> {

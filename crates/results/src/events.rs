@@ -29,14 +29,14 @@ pub struct EventStreamJson {
 impl EventStreamJson {
     /// The summary of `e` over a run of `secs` seconds; `None` when no answer ended and no
     /// event was read.
-    pub fn of(e: &EventCounts, secs: f64) -> Option<EventStreamJson> {
+    pub fn of(e: &EventCounts, secs: f64, grace: &stats::Grace) -> Option<EventStreamJson> {
         let per = |n: u64, d: f64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let some = |h: &stats::Histogram| (!h.is_empty()).then(|| LatencySummary::of(h));
         (e.streams > 0 || e.events > 0).then(|| EventStreamJson {
             streams: e.streams,
             events: e.events,
             events_per_stream: per(e.ended_events, e.streams as f64),
-            events_per_s: per(e.events, secs),
+            events_per_s: per(e.events.saturating_sub(grace.events), secs),
             first_byte_ms: some(&e.first_byte),
             first_event_ms: some(&e.first_event),
             event_gap_ms: some(&e.gap),
@@ -60,35 +60,37 @@ pub struct LlmJson {
     /// `null` when no stream had two tokens.
     pub tpot_ms: Option<LatencySummary>,
     pub output_tokens: u64,
-    /// Output tokens per second of the run, all streams together.
+    /// Output tokens per second of the run's schedule (the grace after it left out, as for
+    /// `rps`), all streams together.
     pub output_tokens_per_s: f64,
     /// Output tokens per second of one stream's life (intended start to its end).
     pub output_tokens_per_stream_s: f64,
     /// Some streams' tokens were counted from their deltas: the server sent no `usage`.
     pub tokens_estimated: bool,
-    /// Streams per second that met every per-request objective (on `ttft`, `tpot` and
-    /// latency); `null` when the run has none.
+    /// Streams per second of the schedule that met every per-request objective (on `ttft`,
+    /// `tpot` and latency; those that ended in the grace left out, as for `ok_rps`); `null`
+    /// when the run has none.
     pub goodput_per_s: Option<f64>,
     /// How many streams met them; `null` when the run has none.
     pub good_streams: Option<u64>,
 }
 
 impl LlmJson {
-    /// The summary of `l` over a run of `secs` seconds; `None` when no token stream ended well
-    /// and none was timed.
-    pub fn of(l: &LlmCounts, secs: f64) -> Option<LlmJson> {
+    /// The summary of `l` over a run of `secs` seconds (it exists once a token stream was
+    /// read, whether or not one ended well).
+    pub fn of(l: &LlmCounts, secs: f64, grace: &stats::Grace) -> Option<LlmJson> {
         let per = |n: u64, d: f64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let some = |h: &stats::Histogram| (!h.is_empty()).then(|| LatencySummary::of(h));
-        (l.streams > 0 || !l.itl.is_empty()).then(|| LlmJson {
+        Some(LlmJson {
             streams: l.streams,
             ttft_ms: some(&l.ttft),
             itl_ms: some(&l.itl),
             tpot_ms: some(&l.tpot),
             output_tokens: l.output_tokens,
-            output_tokens_per_s: per(l.output_tokens, secs),
+            output_tokens_per_s: per(l.output_tokens.saturating_sub(grace.output_tokens), secs),
             output_tokens_per_stream_s: per(l.output_tokens, l.life_us as f64 / 1e6),
             tokens_estimated: l.estimated > 0,
-            goodput_per_s: (l.judged > 0).then(|| per(l.good, secs)),
+            goodput_per_s: (l.judged > 0).then(|| per(l.good.saturating_sub(grace.good), secs)),
             good_streams: (l.judged > 0).then_some(l.good),
         })
     }

@@ -827,12 +827,12 @@ pub fn summary_json(
         stream: b
             .events
             .as_deref()
-            .and_then(|e| crate::events::EventStreamJson::of(e, span.secs)),
+            .and_then(|e| crate::events::EventStreamJson::of(e, span.secs, &totals.in_grace)),
         llm: b
             .events
             .as_deref()
             .and_then(|e| e.llm.as_deref())
-            .and_then(|l| crate::events::LlmJson::of(l, span.secs)),
+            .and_then(|l| crate::events::LlmJson::of(l, span.secs, &totals.in_grace)),
         errors_by_kind: ErrorKind::ALL
             .iter()
             .map(|k| (k.name().to_string(), b.errors_by_kind[k.index()]))

@@ -111,6 +111,7 @@ impl<'a> Watch<'a> {
                         stats::Grace {
                             requests: self.grace.requests,
                             ok: self.grace.ok,
+                            ..stats::Grace::default()
                         },
                     ),
                 };

@@ -27,8 +27,9 @@
 //!   time to the first token grew (streams queue at the server) or the time between tokens
 //!   (decoding slows with the batch).
 
-use results::find::{Finding, KneeInfo, StepRow};
-use stats::{Bucket, ErrorKind};
+pub use crate::facts::StepFacts;
+use results::find::{Finding, KneeInfo};
+use stats::ErrorKind;
 
 const SERVER_CPU: &str = model::metrics::CPU;
 /// Share of throttled CPU periods (%) that makes a CPU quota the finding.
@@ -37,19 +38,6 @@ const THROTTLED_FINDING: f64 = 10.0;
 const MIN_RTO_MS: f64 = 200.0;
 /// A connect this slow (ms) waited for a retransmitted SYN (the first retry is after 1 s).
 const SYN_RETRY_MS: f64 = 900.0;
-
-/// What the summary and the diagnosis read of one step.
-#[derive(Clone, Copy)]
-pub struct StepFacts<'a> {
-    /// Its table row (level, verdict, throughput, generator CPU, observed server figures).
-    pub row: &'a StepRow,
-    /// The service stopped answering after it and did not recover.
-    pub stuck: bool,
-    /// It was cut short by an interrupt: listed, never judged.
-    pub interrupted: bool,
-    /// Its steady part (after the warm-up): status and error counts.
-    pub steady: &'a Bucket,
-}
 
 /// The findings of a search whose knee (if any) is `knee`, in the order above.
 pub fn diagnose(knee: Option<&KneeInfo>, steps: &[StepFacts]) -> Vec<Finding> {
@@ -240,7 +228,8 @@ fn at_the_knee(k: &KneeInfo, steps: &[StepFacts]) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::find::Observed;
+    use results::find::{Observed, StepRow};
+    use stats::Bucket;
 
     /// A step at `level` with its verdict, server CPU (if observed) and steady counts.
     struct S {

@@ -15,6 +15,7 @@
 
 mod decide;
 mod diagnose;
+mod facts;
 pub mod little;
 mod summary;
 mod tokens;

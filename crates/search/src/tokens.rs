@@ -3,7 +3,7 @@
 //! its batch, KV-cache or slot limit) or the time between tokens (the server decodes a larger
 //! batch more slowly)? The two call for different fixes, so the finding names one.
 
-use crate::diagnose::StepFacts;
+use crate::facts::StepFacts;
 use results::find::Finding;
 
 /// TTFT grown at least this much (p99, ×) while ITL did not slow: the streams queued.

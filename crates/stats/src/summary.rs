@@ -16,11 +16,41 @@ pub struct Totals {
     pub in_grace: Grace,
 }
 
-/// Attempts counted after the schedule's end.
+/// Attempts counted after the schedule's end, and what they streamed: rates over the
+/// schedule leave all of it out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Grace {
     pub requests: u64,
     pub ok: u64,
+    /// Events read.
+    pub events: u64,
+    /// Output tokens of token streams that ended.
+    pub output_tokens: u64,
+    /// Token streams that met every per-request objective.
+    pub good: u64,
+}
+
+impl Grace {
+    fn add(&mut self, g: Grace) {
+        self.requests += g.requests;
+        self.ok += g.ok;
+        self.events += g.events;
+        self.output_tokens += g.output_tokens;
+        self.good += g.good;
+    }
+
+    /// What second `b` counts.
+    fn of(b: &Bucket) -> Grace {
+        let e = b.events.as_deref();
+        let l = e.and_then(|e| e.llm.as_deref());
+        Grace {
+            requests: b.requests,
+            ok: b.ok,
+            events: e.map_or(0, |e| e.events),
+            output_tokens: l.map_or(0, |l| l.output_tokens),
+            good: l.map_or(0, |l| l.good),
+        }
+    }
 }
 
 impl Default for Totals {
@@ -41,15 +71,13 @@ impl Totals {
     /// Adds one (merged) second that came after the schedule's end.
     pub fn add_in_grace(&mut self, b: &Bucket) {
         self.all.merge(b);
-        self.in_grace.requests += b.requests;
-        self.in_grace.ok += b.ok;
+        self.in_grace.add(Grace::of(b));
     }
 
     /// Adds another run's totals (scenarios of one suite).
     pub fn add_totals(&mut self, t: &Totals) {
         self.all.merge(&t.all);
-        self.in_grace.requests += t.in_grace.requests;
-        self.in_grace.ok += t.in_grace.ok;
+        self.in_grace.add(t.in_grace);
     }
 
     /// Attempts and successes per second over `secs` of schedule: what completed in it, not

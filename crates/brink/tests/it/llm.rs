@@ -177,6 +177,16 @@ fn goodput_counts_the_streams_that_met_every_objective() {
     let l = &r["summary"]["llm"];
     assert_eq!(l["good_streams"], l["streams"], "{l}");
     assert!(ms(&l["goodput_per_s"]) > 5.0, "{l}");
+    // Rates over the schedule, as ok/s is: what ended in the grace after it is left out.
+    let ok_rps = ms(&r["summary"]["ok_rps"]);
+    assert!(
+        (ms(&l["goodput_per_s"]) - ok_rps).abs() < 1e-9,
+        "goodput is ok/s here: {l} vs {ok_rps}"
+    );
+    assert!(
+        (ms(&l["output_tokens_per_s"]) - ok_rps * 10.0).abs() < 1e-6,
+        "{l} vs {ok_rps}"
+    );
     assert!(out.contains("goodput"), "{out}");
     // No stream's first token comes within 30 ms: none is good, and the objective fails.
     let mut missed = base.to_vec();
@@ -235,9 +245,11 @@ fn streams_that_break_the_rules_are_errors_of_their_own_kind() {
             (Some(0), Some(5)),
             "{kind}: answered, not ok"
         );
+        let l = &s["llm"];
+        assert_eq!(l["streams"], 0, "{kind}: no good stream: {s}");
         assert!(
-            s["llm"]["streams"].as_u64().unwrap_or(0) == 0,
-            "{kind}: no good stream: {s}"
+            l["itl_ms"].is_null() && l["ttft_ms"].is_null(),
+            "{kind}: no times of broken streams: {l}"
         );
         assert!(out.contains(kind), "{kind}: {out}");
     }

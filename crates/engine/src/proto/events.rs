@@ -206,15 +206,12 @@ impl Events {
         }
     }
 
-    /// Records what was read since the last drain in `counts`: the events, the gaps between
-    /// them, and between token-bearing deltas of a token stream.
+    /// Records what was read since the last drain in `counts`: the events and the gaps
+    /// between them. A token stream's gaps wait for its end (only a stream that ends well
+    /// has them recorded).
     pub fn drain_into(&mut self, counts: &mut stats::events::EventCounts) {
         counts.record_events(std::mem::take(&mut self.undrained));
         self.drain_gaps(|g, n| counts.record_gaps(g, n));
-        if let Some(t) = self.tokens.as_deref_mut() {
-            let llm = counts.llm_mut();
-            t.drain_itl(|g| llm.record_itl(g));
-        }
     }
 
     /// The stream's reader (last event ID, retry, comments).

@@ -15,8 +15,9 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-/// Most gaps held between two drains (as for events): past it the oldest are dropped.
-const MOST_PENDING: usize = 16 * 1024;
+/// Most gaps one stream holds until it ends (only a stream that ends well has its gaps
+/// recorded): past it the oldest are dropped and counted. 128 KiB a stream at most.
+const MOST_PENDING: usize = 32 * 1024;
 
 /// One token stream so far.
 #[derive(Debug, Default)]
@@ -34,7 +35,7 @@ pub struct Tokens {
     /// The first rule the stream broke.
     pub fault: Option<ErrorKind>,
     /// Gaps between token-bearing deltas not yet drained, µs.
-    itl_us: VecDeque<u64>,
+    itl_us: VecDeque<u32>,
     /// Gaps dropped because nobody drained them.
     pub dropped: u64,
 }
@@ -129,8 +130,8 @@ impl Tokens {
                     self.itl_us.pop_front();
                     self.dropped += 1;
                 }
-                self.itl_us
-                    .push_back(now.saturating_duration_since(prev).as_micros() as u64);
+                let us = now.saturating_duration_since(prev).as_micros();
+                self.itl_us.push_back(u32::try_from(us).unwrap_or(u32::MAX));
             }
         }
         self.last = Some(now);
@@ -139,7 +140,7 @@ impl Tokens {
     /// Hands over the gaps between token-bearing deltas since the last drain, µs.
     pub fn drain_itl(&mut self, mut each: impl FnMut(u64)) {
         for g in self.itl_us.drain(..) {
-            each(g);
+            each(u64::from(g));
         }
     }
 

@@ -372,9 +372,11 @@ fn record_events(
     e.drain_into(counts);
     let first_byte = e.first_byte.map_or(0, since);
     counts.record_answer(first_byte, e.first_event.map(since), e.count);
-    let (Some(tokens), Some(rule)) = (e.tokens.as_deref(), shared.connector.events.llm) else {
+    let (Some(tokens), Some(rule)) = (e.tokens.as_deref_mut(), shared.connector.events.llm) else {
         return;
     };
+    // A run of token streams says so even when none ended well.
+    let llm = counts.llm_mut();
     if reply.call.is_some() || !shared.ok_status.contains(reply.status) {
         return;
     }
@@ -382,9 +384,10 @@ fn record_events(
         reply.fault = Some(fault);
         return;
     }
+    tokens.drain_itl(|g| llm.record_itl(g));
     let (n, estimated) = tokens.output_tokens();
     let (ttft_us, tpot_us, life_us) = (tokens.first.map(since), tokens.tpot_us(), since(done));
-    counts.llm_mut().record_stream(stats::llm::Streamed {
+    llm.record_stream(stats::llm::Streamed {
         ttft_us,
         tpot_us,
         tokens: n,
