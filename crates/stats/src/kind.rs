@@ -42,11 +42,15 @@ pub enum ErrorKind {
     StreamError,
     /// A token stream ended without its `[DONE]`.
     Unfinished,
+    /// A token stream's answer with a successful status was no event stream at all (its
+    /// `Content-Type` was not `text/event-stream` and it carried no event): a body that did
+    /// not ask for `stream: true`, or a server that ignores it.
+    NotStream,
 }
 
 impl ErrorKind {
     /// Every kind, in the order used for arrays and reports.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 15] = [
         ErrorKind::Connect,
         ErrorKind::ConnectTimeout,
         ErrorKind::Tls,
@@ -61,6 +65,7 @@ impl ErrorKind {
         ErrorKind::BadDelta,
         ErrorKind::StreamError,
         ErrorKind::Unfinished,
+        ErrorKind::NotStream,
     ];
     /// Number of kinds (length of per-kind counter arrays).
     pub const COUNT: usize = Self::ALL.len();
@@ -82,6 +87,7 @@ impl ErrorKind {
             ErrorKind::BadDelta => "bad_delta",
             ErrorKind::StreamError => "stream_error",
             ErrorKind::Unfinished => "unfinished",
+            ErrorKind::NotStream => "not_stream",
         }
     }
 
@@ -95,6 +101,7 @@ impl ErrorKind {
                 | ErrorKind::BadDelta
                 | ErrorKind::StreamError
                 | ErrorKind::Unfinished
+                | ErrorKind::NotStream
         )
     }
 

@@ -256,6 +256,37 @@ fn streams_that_break_the_rules_are_errors_of_their_own_kind() {
 }
 
 #[test]
+fn an_answer_that_is_no_stream_at_all_says_so() {
+    // A body without stream: true gets one JSON answer: no event stream to time.
+    let srv = testkit::serve(Arc::new(|_: &Req| {
+        Reply::ok(
+            r#"{"choices":[{"message":{"content":"hi"}}]}"#,
+            Duration::ZERO,
+        )
+    }))
+    .unwrap();
+    let url = srv.url("/v1/chat/completions");
+    let (_, r, out) = run(&[
+        &url,
+        "--llm",
+        "-b",
+        r#"{"model":"m","messages":[]}"#,
+        "-n",
+        "4",
+        "-c",
+        "1",
+    ]);
+    let s = &r["summary"];
+    assert_eq!(s["errors_by_kind"]["not_stream"], 4, "{out}");
+    assert_eq!(
+        (s["ok"].as_u64(), s["status"]["200"].as_u64()),
+        (Some(0), Some(4)),
+        "{s}"
+    );
+    assert!(out.contains("not_stream"), "{out}");
+}
+
+#[test]
 fn llm_flags_say_what_is_missing() {
     let srv = streaming(&["[DONE]"]);
     for (args, says) in [

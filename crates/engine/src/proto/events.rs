@@ -89,6 +89,7 @@ impl EventRule {
         self.reads(event_stream).then(|| {
             let mut e = Box::new(Events::new(self.max, self.llm.is_some()));
             e.first_byte = Some(now);
+            e.said_stream = event_stream;
             e.last_read = now;
             if self.llm.is_some() {
                 e.tokens = Some(Box::default());
@@ -126,6 +127,8 @@ pub struct Events {
     /// When its bytes last came (the head, or the last body bytes): what an idle timeout
     /// counts from.
     pub last_read: Instant,
+    /// Its head said `text/event-stream` (it was not only read as events because asked).
+    pub said_stream: bool,
 }
 
 impl Events {
@@ -145,6 +148,7 @@ impl Events {
             dropped: 0,
             tokens: None,
             last_read: Instant::now(),
+            said_stream: false,
         }
     }
 

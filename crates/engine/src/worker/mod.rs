@@ -380,6 +380,10 @@ fn record_events(
     if reply.call.is_some() || !shared.ok_status.contains(reply.status) {
         return;
     }
+    if !e.said_stream && e.count == 0 {
+        reply.fault = Some(ErrorKind::NotStream);
+        return;
+    }
     if let Some(fault) = tokens.end_fault() {
         reply.fault = Some(fault);
         return;
