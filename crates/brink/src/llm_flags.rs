@@ -109,6 +109,29 @@ fn built_body(a: &LoadArgs, path: &str) -> Result<Template, Fail> {
     })
 }
 
+/// The objectives of a run's token streams: their per-request thresholds when the run reads
+/// token streams (`rule`), and an error naming the first `ttft`/`itl`/`tpot` objective when
+/// it does not (it could only ever say "no data").
+pub fn judge(rule: &mut Option<PerRequest>, slos: &[Slo]) -> Result<(), Fail> {
+    if let Some(r) = rule.as_mut() {
+        *r = per_request(slos);
+        return Ok(());
+    }
+    let tokens = slos.iter().find(|s| {
+        matches!(
+            s.metric,
+            Metric::Stream(StreamTime::Ttft | StreamTime::Itl | StreamTime::Tpot, _)
+        )
+    });
+    match tokens {
+        Some(s) => Err(Fail::input(format!(
+            "objective '{}' times token streams: add --llm (or make the steps llm: steps)",
+            s.text
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The objectives one token stream is judged against for goodput: for each of TTFT, TPOT
 /// and the whole answer's latency, the tightest upper bound the run's objectives (on all its
 /// requests) set.

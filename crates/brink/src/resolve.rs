@@ -195,8 +195,9 @@ fn flag_slos(a: &LoadArgs, workload: &engine::workload::Workload) -> Result<Vec<
             .map_err(|e| Fail::input(format!("--slo: {e}")))?;
             match &slo.request {
                 Some(r) if !requests.contains(r) => Err(Fail::input(format!(
-                    "--slo '{t}' names request '{r}', which is not one of {}",
-                    requests.join(", ")
+                    "--slo '{t}' names request '{r}', which is not one of {}{}",
+                    requests.join(", "),
+                    engine::workload::template::did_you_mean(r, stats::slo::PREFIXES.into_iter())
                 ))),
                 _ => Ok(slo),
             }
@@ -264,9 +265,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     )?;
     let completion = completion(a, &spec.target)?.map(|p| with_tls(p, &spec));
     let slos = flag_slos(a, &spec.workload)?;
-    if let Some(rule) = spec.events.llm.as_mut() {
-        *rule = crate::llm_flags::per_request(&slos);
-    }
+    crate::llm_flags::judge(&mut spec.events.llm, &slos)?;
     needs_probe(&slos, completion.is_some(), "--complete-when")?;
     let job = Job {
         completion,
@@ -340,9 +339,8 @@ fn plan_jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
                 flag_slos(a, &spec.workload)
                     .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?,
             );
-            if let Some(rule) = spec.events.llm.as_mut() {
-                *rule = crate::llm_flags::per_request(&slos);
-            }
+            crate::llm_flags::judge(&mut spec.events.llm, &slos)
+                .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             needs_probe(
                 &slos,
                 s.completion.is_some(),

@@ -331,11 +331,11 @@ fn tokens(o: &mut String, l: &results::events::LlmJson) {
         o,
         "tokens",
         format!(
-            "{} streams, {} output tokens ({}/s; {:.1}/s per stream){estimated}",
+            "{} streams, {} output tokens ({}/s; {}/s per stream){estimated}",
             fmt_count(l.streams),
             fmt_count(l.output_tokens),
             fmt_count(l.output_tokens_per_s.round() as u64),
-            l.output_tokens_per_stream_s
+            per_stream(l.output_tokens_per_stream_s)
         ),
     );
     let p = |l: &stats::LatencySummary| format!("p50 {} p99 {}", fmt_ms(l.p50), fmt_ms(l.p99));
@@ -365,6 +365,15 @@ fn tokens(o: &mut String, l: &results::events::LlmJson) {
                 fmt_count(l.streams)
             ),
         );
+    }
+}
+
+/// Output tokens per second of one stream: one decimal while small, grouped digits past it.
+fn per_stream(rate: f64) -> String {
+    if rate < 100.0 {
+        format!("{rate:.1}")
+    } else {
+        fmt_count(rate.round() as u64)
     }
 }
 

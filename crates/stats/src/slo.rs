@@ -82,6 +82,21 @@ pub enum Metric {
     Stream(StreamTime, Option<f64>),
 }
 
+/// The names an objective's metric may start with before a `.` (`ttft.p99`): what a request
+/// name that is none of the run's requests is likely a misspelling of.
+pub const PREFIXES: [&str; 10] = [
+    "first_byte",
+    "first_event",
+    "event_gap",
+    "ttft",
+    "itl",
+    "tpot",
+    "msg",
+    "handshake",
+    "async",
+    "check",
+];
+
 /// Which time of answers read as events an objective holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StreamTime {

@@ -324,6 +324,25 @@ fn llm_flags_say_what_is_missing() {
             vec![srv.url("/v1/completions"), "--model".into(), "m".into()],
             "--llm",
         ),
+        (
+            vec![
+                srv.url("/v1/completions"),
+                "--slo".into(),
+                "ttft.p99<1s".into(),
+            ],
+            "times token streams: add --llm",
+        ),
+        (
+            vec![
+                srv.url("/v1/completions"),
+                "--llm".into(),
+                "--model".into(),
+                "m".into(),
+                "--slo".into(),
+                "tfft.p99<1s".into(),
+            ],
+            "did you mean 'ttft'",
+        ),
     ] {
         let mut all: Vec<&str> = vec!["run"];
         all.extend(args.iter().map(String::as_str));
