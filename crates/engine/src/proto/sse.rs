@@ -150,11 +150,7 @@ impl Reader {
             if self.line.is_empty() {
                 self.take_line(&rest[start..at], on_event)?;
             } else {
-                self.grow_line(&rest[start..at])?;
-                let line = std::mem::take(&mut self.line);
-                self.take_line(&line, on_event)?;
-                self.line = line;
-                self.line.clear();
+                self.end_line(&rest[start..at], on_event)?;
             }
             after_cr = rest[at] == b'\r';
             start = at + 1;
@@ -177,11 +173,7 @@ impl Reader {
             let Some(at) = memchr::memchr(b'\n', rest) else {
                 return self.grow_line(rest);
             };
-            self.grow_line(&rest[..at])?;
-            let line = std::mem::take(&mut self.line);
-            self.take_line(&line, on_event)?;
-            self.line = line;
-            self.line.clear();
+            self.end_line(&rest[..at], on_event)?;
             start = at + 1;
         }
         while let Some(&first) = rest.get(start) {
@@ -201,6 +193,20 @@ impl Reader {
             start += off + 1;
         }
         self.grow_line(&rest[start..])
+    }
+
+    /// Ends the line begun in an earlier chunk with `tail`, and takes it.
+    fn end_line<F: FnMut(Event<'_>)>(
+        &mut self,
+        tail: &[u8],
+        on_event: &mut F,
+    ) -> Result<(), Fault> {
+        self.grow_line(tail)?;
+        let line = std::mem::take(&mut self.line);
+        let taken = self.take_line(&line, on_event);
+        self.line = line;
+        self.line.clear();
+        taken
     }
 
     /// Adds `bytes` to the unfinished line, within the bound.
