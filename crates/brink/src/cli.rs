@@ -320,7 +320,10 @@ pub struct LoadArgs {
     pub message_file: Option<PathBuf>,
     /// WebSocket: hold the -c connections open for the run, each sending a ping (or the
     /// --message) every --every (default 1s); measures upgrades, how long connections stay
-    /// up and how they end.
+    /// up and how they end. Event streams (http/https): hold the -c streams for the run,
+    /// each reopened when it ends as a browser's EventSource does (after the stream's
+    /// retry:, default 3s, sending Last-Event-ID), counting reconnects; a held stream ends
+    /// only when it goes quiet for --idle-timeout (default: --timeout).
     #[arg(long)]
     pub hold: bool,
     /// WebSocket, closed model: each connection sends one message (or ping) per this interval
@@ -333,9 +336,10 @@ pub struct LoadArgs {
     /// it.
     #[arg(long, conflicts_with = "hold")]
     pub subscribe: bool,
-    /// WebSocket subscriptions: the JSON path where a pushed message carries its send time
-    /// (epoch seconds, ms, µs or ns), for the delivery delay (`$.ts`).
-    #[arg(long = "sent-at", value_name = "JSONPATH", requires = "subscribe")]
+    /// WebSocket subscriptions and event streams: the JSON path where a pushed message (an
+    /// event's data) carries its send time (epoch seconds, ms, µs or ns), for the delivery
+    /// delay (`$.ts`).
+    #[arg(long = "sent-at", value_name = "JSONPATH")]
     pub sent_at: Option<String>,
     /// WebSocket messages: the answer is the first message with the same id as the message
     /// sent, found by a JSON path (`$.id`) or else a regex (its first group, or the whole

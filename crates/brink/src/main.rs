@@ -18,6 +18,7 @@ mod record;
 mod resolve;
 mod signals;
 mod sinks;
+mod stream_flags;
 mod trace_flags;
 mod ws_flags;
 

@@ -224,7 +224,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     crate::llm_flags::refuse_off_http(a, target.protocol)?;
     let (name, request) = match target.protocol {
         Protocol::Grpc => {
-            crate::ws_flags::refuse_flags(a)?;
+            crate::ws_flags::refuse_flags(a, false)?;
             let name = a
                 .call
                 .clone()
@@ -237,7 +237,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
         }
         Protocol::Http1 | Protocol::Http2 => {
             crate::grpc_call::refuse_flags(a, false)?;
-            crate::ws_flags::refuse_flags(a)?;
+            crate::ws_flags::refuse_flags(a, true)?;
             let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
             if a.llm {
                 crate::llm_flags::request(a, &target, body)?
@@ -266,6 +266,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     let completion = completion(a, &spec.target)?.map(|p| with_tls(p, &spec));
     let slos = flag_slos(a, &spec.workload)?;
     crate::llm_flags::judge(&mut spec.events.llm, &slos)?;
+    crate::stream_flags::refuse_undated(&spec.events, &slos)?;
     needs_probe(&slos, completion.is_some(), "--complete-when")?;
     let job = Job {
         completion,
@@ -340,6 +341,7 @@ fn plan_jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
                     .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?,
             );
             crate::llm_flags::judge(&mut spec.events.llm, &slos)
+                .and_then(|()| crate::stream_flags::refuse_undated(&spec.events, &slos))
                 .map_err(|f| Fail::input(format!("scenario '{}': {}", s.name, f.message)))?;
             needs_probe(
                 &slos,
@@ -439,6 +441,10 @@ fn spec(
     let connect_timeout = flag_duration("--connect-timeout", a.connect_timeout.as_deref())?;
     let grace = match &a.grace {
         Some(g) => parse_duration(g).map_err(|e| Fail::input(format!("--grace: {e}")))?,
+        // Held event streams never end on their own: nothing is left to wait for.
+        None if a.hold && !matches!(target.protocol, Protocol::Ws | Protocol::Grpc) => {
+            Duration::ZERO
+        }
         None => DEFAULT_GRACE,
     };
     let capture_limit = match &a.capture_limit {
@@ -464,12 +470,14 @@ fn spec(
         Some(n) => Some(plan::load::connections("--connections", n).map_err(Fail::input)?),
     };
     let every = crate::ws_flags::every(a, &load, &target, plan.every)?;
+    let timeout = timeout.or(plan.timeout).unwrap_or(DEFAULT_TIMEOUT);
+    let events = crate::stream_flags::rule(a, plan, target.protocol, &load, timeout)?;
     Ok(RunSpec {
         target,
         workload: Arc::new(workload),
         load,
         max_requests,
-        timeout: timeout.or(plan.timeout).unwrap_or(DEFAULT_TIMEOUT),
+        timeout,
         connect_timeout: connect_timeout
             .or(plan.connect_timeout)
             .unwrap_or(crate::connect_flags::DEFAULT_CONNECT_TIMEOUT),
@@ -490,19 +498,7 @@ fn spec(
                 as usize,
             None => engine::DEFAULT_GRPC_MAX_MESSAGE,
         },
-        events: engine::EventRule {
-            llm: (a.llm || plan.llm).then(engine::PerRequest::default),
-            idle: flag_duration("--idle-timeout", a.idle_timeout.as_deref())?
-                .or(plan.idle_timeout)
-                .filter(|d| !d.is_zero()),
-            force: a.stream || plan.stream.unwrap_or(false),
-            max: match &a.max_event_size {
-                Some(m) => plan::parse_size(m)
-                    .map_err(|e| Fail::input(format!("--max-event-size: {e}")))?
-                    .max(1) as usize,
-                None => engine::MAX_EVENT,
-            },
-        },
+        events,
     })
 }
 

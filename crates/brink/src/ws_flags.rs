@@ -62,10 +62,12 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
     req.name = format!("WS {}", target.path);
     req.ws = ws;
     req.sent_at = match &a.sent_at {
-        Some(p) => Some(
-            serde_json_path::JsonPath::parse(p)
-                .map_err(|e| Fail::input(format!("--sent-at {p}: {e}")))?,
-        ),
+        Some(_) if !a.subscribe => {
+            return Err(Fail::input(
+                "--sent-at reads the send time of the messages a --subscribe connection takes: add --subscribe",
+            ))
+        }
+        Some(p) => Some(crate::stream_flags::sent_at_path(p)?),
         None => None,
     };
     req.match_id = match &a.match_id {
@@ -102,12 +104,17 @@ pub fn every(
     planned: Option<Duration>,
 ) -> Result<Option<Duration>, Fail> {
     if target.protocol != engine::Protocol::Ws {
-        refuse_flags(a)?;
+        let http = matches!(
+            target.protocol,
+            engine::Protocol::Http1 | engine::Protocol::Http2
+        );
+        refuse_flags(a, http)?;
         if planned.is_some() {
             return Err(Fail::input(
                 "the plan's every: paces WebSocket connections: it goes with a ws:// or wss:// target",
             ));
         }
+        return Ok(None);
     }
     let every = match (&a.every, a.hold) {
         (Some(e), _) => Some(plan::load::positive_duration("--every", e).map_err(Fail::input)?),
@@ -136,18 +143,22 @@ pub fn every(
 /// How often a held connection pings when `--every` is not given.
 const HOLD_EVERY: Duration = Duration::from_secs(1);
 
-/// WebSocket flags given for a URL that is not a WebSocket.
-pub fn refuse_flags(a: &LoadArgs) -> Result<(), Fail> {
+/// WebSocket flags given for a URL that is not a WebSocket (`http`: an `http(s)://` URL,
+/// whose event streams `--hold` and `--sent-at` also apply to).
+pub fn refuse_flags(a: &LoadArgs, http: bool) -> Result<(), Fail> {
     if a.message.is_some()
         || a.message_file.is_some()
-        || a.hold
         || a.every.is_some()
         || a.subscribe
-        || a.sent_at.is_some()
         || a.match_id.is_some()
     {
         return Err(Fail::input(
-            "--message, --message-file, --hold, --every, --subscribe, --sent-at and --match-id apply to ws:// and wss:// URLs",
+            "--message, --message-file, --every, --subscribe and --match-id apply to ws:// and wss:// URLs",
+        ));
+    }
+    if !http && (a.hold || a.sent_at.is_some()) {
+        return Err(Fail::input(
+            "--hold and --sent-at apply to ws:// and wss:// URLs, and to event streams at http:// and https:// URLs",
         ));
     }
     Ok(())

@@ -727,6 +727,7 @@ mod tests {
             hooks: Vec::new(),
             captures: Vec::new(),
             every_ms: None,
+            held_streams: false,
         }
     }
 

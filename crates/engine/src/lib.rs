@@ -28,6 +28,7 @@ pub mod tls {
 pub use net::conn::DEFAULT_GRPC_MAX_MESSAGE;
 pub use once::{answers_http1_to_h2, completion_fetch, grpc_call, Answer};
 pub use proto::events::{EventRule, PerRequest, MAX_EVENT};
+pub use proto::sent_at::SentAt;
 pub use run::{check, run, RunError, RunSpec};
 pub use target::RequestSpec;
 /// What a run sends (requests, templates, extraction), re-exported for callers of [`run()`].

@@ -58,6 +58,7 @@ pub fn grpc_call(
                 Some(&connector.captures),
                 connector.max_message,
                 connector.events,
+                None,
             )
             .await
             .map_err(|_| "the server closed the connection".to_string())?;
@@ -168,6 +169,7 @@ fn get_tls(
                 false,
                 Some(&connector.captures),
                 connector.events,
+                None,
             )
             .await
             .map_err(describe)?;

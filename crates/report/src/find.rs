@@ -113,6 +113,8 @@ pub fn render_summary(f: &FindResult) -> String {
                 "each connection sends every {}, so throughput follows the pace, not the service",
                 fmt_period(every)
             )
+        } else if f.held_streams {
+            "each connection holds a stream, so its requests are reconnects, not the service's throughput".to_string()
         } else if levels < 3 {
             format!("it needs steps with answers at 3 or more levels, and this search has {levels}")
         } else {
@@ -215,6 +217,12 @@ pub fn capacity_lines(f: &FindResult) -> Vec<String> {
         ));
         return out;
     }
+    if f.held_streams {
+        out.push(
+            "Throughput: each connection holds one event stream, so requests/s counts only reconnects: the objectives on its events, not the throughput, find the limit".to_string(),
+        );
+        return out;
+    }
     let Some(k) = &f.knee else {
         out.push(format!(
             "Throughput: still growing at {}, the highest level run ({} req/s): the service's limit is further on",
@@ -262,6 +270,7 @@ fn capacity_line(f: &FindResult) -> String {
             f.by.describe(m.level),
             fmt_period(every)
         ),
+        None if f.held_streams => format!("{} held", f.by.describe(m.level)),
         None => format!("{} req/s", fmt_rate(m.rps)),
     };
     if let Some(Stop::AllPassed { to }) = &f.stop {
@@ -289,8 +298,8 @@ fn capacity_line(f: &FindResult) -> String {
             m.slo.join(", ")
         );
     }
-    match f.every_ms {
-        Some(_) => format!(
+    match f.every_ms.map(|_| ()).or(f.held_streams.then_some(())) {
+        Some(()) => format!(
             "Capacity: {capacity} (maximum sustainable with {}{res})",
             m.slo.join(", ")
         ),

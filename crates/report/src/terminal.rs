@@ -225,30 +225,7 @@ fn closes(o: &mut String, w: &crate::WebSocketJson) {
         }
         row_to(o, "closed", text.trim_start().to_string());
     }
-    if let Some(d) = &w.delay_ms {
-        let mut text = format!(
-            "p50 {} p99 {} max {} from the send time each message carries",
-            fmt_ms(d.p50),
-            fmt_ms(d.p99),
-            fmt_ms(d.max)
-        );
-        if w.undated > 0 {
-            text.push_str(&format!(
-                "; {} without a readable one",
-                fmt_count(w.undated)
-            ));
-        }
-        row_to(o, "delivery", text);
-    } else if w.undated > 0 {
-        row_to(
-            o,
-            "delivery",
-            format!(
-                "{} messages without a readable send time",
-                fmt_count(w.undated)
-            ),
-        );
-    }
+    delivery(o, w.delay_ms.as_ref(), w.undated, "message");
     if let Some(c) = &w.connected_ms {
         row_to(
             o,
@@ -316,6 +293,44 @@ fn events(o: &mut String, st: &results::events::EventStreamJson) {
     }
     if !parts.is_empty() {
         row_to(o, "events", parts.join("; "));
+    }
+    if st.reconnects > 0 {
+        row_to(
+            o,
+            "reconnects",
+            format!(
+                "{} (a held stream ended and was reopened), {} with Last-Event-ID",
+                fmt_count(st.reconnects),
+                fmt_count(st.resumed)
+            ),
+        );
+    }
+    delivery(o, st.delay_ms.as_ref(), st.undated, "event");
+}
+
+/// Delivery delays from the send time each pushed `what` (a message, an event) carries, and
+/// how many carried none that could be read.
+fn delivery(o: &mut String, delay: Option<&stats::LatencySummary>, undated: u64, what: &str) {
+    if let Some(d) = delay {
+        let mut text = format!(
+            "p50 {} p99 {} max {} from the send time each {what} carries",
+            fmt_ms(d.p50),
+            fmt_ms(d.p99),
+            fmt_ms(d.max)
+        );
+        if undated > 0 {
+            text.push_str(&format!("; {} without a readable one", fmt_count(undated)));
+        }
+        row_to(o, "delivery", text);
+    } else if undated > 0 {
+        row_to(
+            o,
+            "delivery",
+            format!(
+                "{} {what}s without a readable send time",
+                fmt_count(undated)
+            ),
+        );
     }
 }
 
@@ -597,7 +612,16 @@ fn notes(o: &mut String, r: &ScenarioResult) {
             row(o, "generator", format!("NOTE {note}"));
         }
     }
-    if s.unfinished > 0 {
+    if let Some(held) = s.stream.as_ref().and_then(|st| st.held) {
+        row(
+            o,
+            "held",
+            format!(
+                "{} streams open at the end of the run (held, not counted as requests)",
+                fmt_count(held)
+            ),
+        );
+    } else if s.unfinished > 0 {
         row(
             o,
             "unfinished",

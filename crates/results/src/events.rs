@@ -18,12 +18,33 @@ pub struct EventStreamJson {
     pub events_per_stream: f64,
     /// Events per second of the run.
     pub events_per_s: f64,
-    /// From the intended start to the answer's head; `null` when no answer ended.
+    /// From the intended start to the answer's head (each head in the second it was read);
+    /// `null` when no head was read as a stream.
     pub first_byte_ms: Option<LatencySummary>,
-    /// From the intended start to the first event; `null` when no answer carried one.
+    /// From the intended start to the first event (a held stream's too); `null` when no
+    /// answer carried one.
     pub first_event_ms: Option<LatencySummary>,
     /// Between consecutive events of one answer; `null` when none had two.
     pub event_gap_ms: Option<LatencySummary>,
+    /// Held streams (`--hold`) opened again after one ended, as a browser's `EventSource`
+    /// reopens it.
+    #[serde(default)]
+    pub reconnects: u64,
+    /// Of those, the ones that sent `Last-Event-ID` (the stream had confirmed an ID).
+    #[serde(default)]
+    pub resumed: u64,
+    /// Held streams (`--hold`) still open when the run ended (not requests: they never
+    /// ended); `null` when the run held none.
+    #[serde(default)]
+    pub held: Option<u64>,
+    /// Each event's delivery delay, from the send time its data carries (`--sent-at`) to its
+    /// read; `null` without `--sent-at` or when no event was dated.
+    #[serde(default)]
+    pub delay_ms: Option<LatencySummary>,
+    /// Events whose send time could not be read, or lay ahead of this clock: never counted
+    /// as a delay of zero.
+    #[serde(default)]
+    pub undated: u64,
 }
 
 impl EventStreamJson {
@@ -40,6 +61,11 @@ impl EventStreamJson {
             first_byte_ms: some(&e.first_byte),
             first_event_ms: some(&e.first_event),
             event_gap_ms: some(&e.gap),
+            reconnects: e.channel.as_ref().map_or(0, |c| c.reconnects),
+            resumed: e.channel.as_ref().map_or(0, |c| c.resumed),
+            held: None,
+            delay_ms: e.channel.as_ref().and_then(|c| some(&c.delay)),
+            undated: e.channel.as_ref().map_or(0, |c| c.undated),
         })
     }
 }

@@ -87,6 +87,21 @@ pub struct FindResult {
     /// connections held, not in req/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub every_ms: Option<f64>,
+    /// Held event streams (`--hold` on an http(s) URL): each connection held one stream for
+    /// the step, so its requests are only reconnects and the capacity is in streams held.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held_streams: bool,
+}
+
+/// How a search's connections send, which says what their throughput means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// Each sends its next request when its answer comes: throughput is the service's.
+    Free,
+    /// Each sends every this long (held WebSocket connections): throughput is the pace.
+    Every(std::time::Duration),
+    /// Each holds an event stream for the step (`--hold`): its requests are reconnects.
+    Held,
 }
 
 /// One hook that ran: when (seconds from the start of the command), where, and how it ended.

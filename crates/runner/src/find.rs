@@ -113,7 +113,11 @@ pub fn search_job(
         &facts,
         stop,
         search.recovery.as_secs_f64(),
-        job.spec.every,
+        match (job.spec.every, job.spec.events.hold) {
+            (Some(every), _) => results::find::Pace::Every(every),
+            (None, true) => results::find::Pace::Held,
+            (None, false) => results::find::Pace::Free,
+        },
     );
     drop(facts);
     let mut find = find;
@@ -366,7 +370,9 @@ fn step_on(
             None => r.slo.clone(),
         })
         .collect();
-    if b.ok == 0 {
+    // Held streams open at the end of the step were held, as asked: none had to end.
+    let held = spec.events.hold && out.unfinished > 0;
+    if b.ok == 0 && !held {
         reasons.insert(0, "no successful response".into());
     }
     // A worker of a distributed step that did not finish its share ends the search there.
@@ -380,8 +386,10 @@ fn step_on(
     let rps = b.requests.saturating_sub(grace.requests) as f64 / steady_s;
     let mean = window_mean_ms(b, grace);
     // Paced connections (held WebSocket connections) wait for their pace, not an answer,
-    // between requests: N / X is the pace, and Little's law says nothing of the latency.
-    let little = (s.by == By::Connections && spec.every.is_none() && !out.interrupted)
+    // between requests (held streams for their reconnect): N / X is the pace, and Little's
+    // law says nothing of the latency.
+    let paced = spec.every.is_some() || spec.events.hold;
+    let little = (s.by == By::Connections && !paced && !out.interrupted)
         .then(|| {
             search::little::check(&search::little::StepFigures {
                 level,

@@ -24,7 +24,11 @@ pub fn scenario_result(
 ) -> ScenarioResult {
     let schedule = schedule_info(spec, out);
     let span = results::Span::of(out.duration, out.scheduled);
-    let summary = summary_json(&out.totals, span, out.unfinished, schedule);
+    let mut summary = summary_json(&out.totals, span, out.unfinished, schedule);
+    if let (true, Some(st)) = (spec.events.hold, summary.stream.as_mut()) {
+        // Held streams open at the end never ended as requests: they were held, as asked.
+        st.held = Some(out.unfinished);
+    }
     let requests = if out.by_request.len() > 1 {
         out.by_request
             .iter()

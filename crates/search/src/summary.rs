@@ -4,18 +4,18 @@
 //! diagnosis. Interrupted steps are listed but never judged.
 
 use crate::diagnose::{diagnose, StepFacts};
-use results::find::{By, FindResult, KneeInfo, Stop, Sustained, UslInfo};
+use results::find::{By, FindResult, KneeInfo, Pace, Stop, Sustained, UslInfo};
 use stats::capacity::{knee, Point, Usl};
 
-/// The `find` section of a result, from every step in the order they ran. `every`: the pace
-/// of paced connections (held WebSocket connections), whose throughput is set by it.
+/// The `find` section of a result, from every step in the order they ran. `pace`: how the
+/// connections send (paced or held ones set their throughput themselves).
 pub fn summarise(
     by: By,
     slos: &[String],
     all_steps: &[StepFacts],
     stop: Stop,
     recovery_s: f64,
-    every: Option<std::time::Duration>,
+    pace: Pace,
 ) -> FindResult {
     // Only whole steps count; an interrupted one is listed but never judged.
     let whole: Vec<StepFacts> = all_steps
@@ -50,16 +50,18 @@ pub fn summarise(
         })
         .collect();
     // Paced connections' throughput grows with them by design and stops when the service
-    // refuses more, not where work queues: no knee is read off it.
-    let knee = knee(&points).filter(|_| every.is_none()).map(|k| KneeInfo {
+    // refuses more, not where work queues (held streams' is their reconnects): no knee is
+    // read off it.
+    let free = pace == Pace::Free;
+    let knee = knee(&points).filter(|_| free).map(|k| KneeInfo {
         level: k.level,
         reason: k.reason,
     });
     // The USL's N is concurrency: by rate it has no level to be read in, so it is left out;
     // paced connections' throughput is N / pace by design, which says nothing of the service.
-    let usl_points: Vec<(f64, f64)> = match (by, every) {
-        (By::Connections, None) => steps.iter().filter_map(|x| x.row.usl_point(by)).collect(),
-        (By::Connections, Some(_)) | (By::Rate, _) => Vec::new(),
+    let usl_points: Vec<(f64, f64)> = match (by, free) {
+        (By::Connections, true) => steps.iter().filter_map(|x| x.row.usl_point(by)).collect(),
+        (By::Connections, false) | (By::Rate, _) => Vec::new(),
     };
     let usl = Usl::fit(&usl_points).map(|u| UslInfo {
         lambda: u.lambda,
@@ -83,7 +85,11 @@ pub fn summarise(
         stop: Some(stop),
         hooks: Vec::new(),
         captures: Vec::new(),
-        every_ms: every.map(|e| e.as_secs_f64() * 1000.0),
+        every_ms: match pace {
+            Pace::Every(e) => Some(e.as_secs_f64() * 1000.0),
+            Pace::Free | Pace::Held => None,
+        },
+        held_streams: pace == Pace::Held,
     };
     find.findings = diagnose(find.knee.as_ref(), steps);
     find.diagnosis = find.findings.iter().map(|x| x.describe(by)).collect();
@@ -139,7 +145,7 @@ mod tests {
             &facts(&rows, &steady, 8.0),
             stop.clone(),
             5.0,
-            None,
+            Pace::Free,
         );
         assert_eq!(f.steps.len(), 5, "every step is listed");
         let best = f.max_sustainable.expect("a step passed");
@@ -174,14 +180,16 @@ mod tests {
                 every,
             )
         };
-        let paced = sum(Some(std::time::Duration::from_secs(1)));
+        let paced = sum(Pace::Every(std::time::Duration::from_secs(1)));
         assert!(paced.usl.is_none());
         assert!(paced.knee.is_none());
         assert_eq!(paced.every_ms, Some(1000.0));
         // The same figures unpaced are a perfectly linear service, and get their fit.
-        let free = sum(None);
+        let held = sum(Pace::Held);
+        assert!(held.usl.is_none() && held.knee.is_none() && held.held_streams);
+        let free = sum(Pace::Free);
         assert!(free.usl.is_some());
-        assert_eq!(free.every_ms, None);
+        assert_eq!((free.every_ms, free.held_streams), (None, false));
     }
 
     #[test]
@@ -194,7 +202,7 @@ mod tests {
             &facts(&rows, &steady, -1.0),
             Stop::FirstFailed { from: 1.0 },
             5.0,
-            None,
+            Pace::Free,
         );
         assert!(f.max_sustainable.is_none());
         assert_eq!(f.stopped, "the first level (1.0/s) already failed");

@@ -1,7 +1,8 @@
 //! Streamed answers read as events (Server-Sent Events), per second like latency: how many
 //! answers streamed and how many events they carried, and three HDR histograms (µs) that merge
 //! exactly across threads, workers and seconds: from the intended start to the answer's head
-//! (first byte) and to its first event, and the gaps between consecutive events.
+//! (first byte) and to its first event, and the gaps between consecutive events; and for a
+//! notification channel ([`Channel`]) its reconnects and each event's delivery delay.
 
 use crate::hist::{new_histogram, Histogram, HIST_MAX_US};
 use crate::llm::LlmCounts;
@@ -23,6 +24,47 @@ pub struct EventCounts {
     pub gap: Histogram,
     /// Token streams (`--llm`); only in seconds that read any.
     pub llm: Option<Box<LlmCounts>>,
+    /// Held streams reopened, and events dated by their send time; only in seconds with any.
+    pub channel: Option<Box<Channel>>,
+}
+
+/// A notification channel's second: the streams brink reopened after one ended (as a
+/// browser's `EventSource` does), and each event's delivery delay, from the send time it
+/// carries (`--sent-at`) to its read.
+#[derive(Clone, Debug)]
+pub struct Channel {
+    /// Streams reopened after the last one on the same slot ended.
+    pub reconnects: u64,
+    /// Of those, the ones that said where to resume (`Last-Event-ID`).
+    pub resumed: u64,
+    /// Events whose send time could not be read, or lay ahead of this clock.
+    pub undated: u64,
+    pub delay: Histogram,
+}
+
+impl Default for Channel {
+    fn default() -> Channel {
+        Channel {
+            reconnects: 0,
+            resumed: 0,
+            undated: 0,
+            delay: new_histogram(),
+        }
+    }
+}
+
+impl Channel {
+    pub fn merge(&mut self, other: &Channel) {
+        self.reconnects += other.reconnects;
+        self.resumed += other.resumed;
+        self.undated += other.undated;
+        let _ = self.delay.add(&other.delay);
+    }
+
+    /// An event delivered `us` µs after the send time it carries.
+    pub fn record_delay(&mut self, us: u64) {
+        self.delay.saturating_record(clamp(us));
+    }
 }
 
 impl Default for EventCounts {
@@ -35,20 +77,27 @@ impl Default for EventCounts {
             first_event: new_histogram(),
             gap: new_histogram(),
             llm: None,
+            channel: None,
         }
     }
 }
 
 impl EventCounts {
-    /// An answer that ended: its head `first_byte_us` and its first event `first_event_us`
-    /// after the intended start, and the events it carried.
-    pub fn record_answer(&mut self, first_byte_us: u64, first_event_us: Option<u64>, events: u64) {
+    /// An answer that ended, and the events it carried.
+    pub fn record_answer(&mut self, events: u64) {
         self.streams += 1;
         self.ended_events += events;
-        self.first_byte.saturating_record(clamp(first_byte_us));
-        if let Some(us) = first_event_us {
-            self.first_event.saturating_record(clamp(us));
-        }
+    }
+
+    /// An answer's head read `us` after its intended start (in the second it was read,
+    /// whether or not the answer ends well, or at all).
+    pub fn record_first_byte(&mut self, us: u64) {
+        self.first_byte.saturating_record(clamp(us));
+    }
+
+    /// An answer's first event read `us` after its intended start.
+    pub fn record_first_event(&mut self, us: u64) {
+        self.first_event.saturating_record(clamp(us));
     }
 
     /// `n` events read.
@@ -72,6 +121,11 @@ impl EventCounts {
         self.llm.get_or_insert_with(Box::default)
     }
 
+    /// The channel's counts, made on first use.
+    pub fn channel_mut(&mut self) -> &mut Channel {
+        self.channel.get_or_insert_with(Box::default)
+    }
+
     pub fn merge(&mut self, other: &EventCounts) {
         self.streams += other.streams;
         self.events += other.events;
@@ -82,6 +136,9 @@ impl EventCounts {
         let _ = self.gap.add(&other.gap);
         if let Some(l) = &other.llm {
             self.llm_mut().merge(l);
+        }
+        if let Some(c) = &other.channel {
+            self.channel_mut().merge(c);
         }
     }
 }
@@ -97,14 +154,25 @@ mod tests {
     #[test]
     fn answers_and_gaps_merge_exactly() {
         let mut a = EventCounts::default();
-        a.record_answer(2_000, Some(40_000), 12);
+        a.record_answer(12);
+        a.record_first_byte(2_000);
+        a.record_first_event(40_000);
         a.record_events(12);
         a.record_gap(0);
         a.record_gap(25_000);
         let mut b = EventCounts::default();
-        b.record_answer(3_000, None, 0);
+        b.record_answer(0);
+        b.record_first_byte(3_000);
         b.record_gap(HIST_MAX_US * 4);
+        let ch = b.channel_mut();
+        (ch.reconnects, ch.resumed, ch.undated) = (3, 2, 1);
+        ch.record_delay(4_000);
         a.merge(&b);
+        let ch = a.channel.as_deref().unwrap();
+        assert_eq!(
+            (ch.reconnects, ch.resumed, ch.undated, ch.delay.len()),
+            (3, 2, 1, 1)
+        );
         assert_eq!((a.streams, a.events, a.ended_events), (2, 12, 12));
         assert_eq!(
             (a.first_byte.len(), a.first_event.len(), a.gap.len()),

@@ -84,10 +84,11 @@ pub enum Metric {
 
 /// The names an objective's metric may start with before a `.` (`ttft.p99`): what a request
 /// name that is none of the run's requests is likely a misspelling of.
-pub const PREFIXES: [&str; 10] = [
+pub const PREFIXES: [&str; 11] = [
     "first_byte",
     "first_event",
     "event_gap",
+    "delivery",
     "ttft",
     "itl",
     "tpot",
@@ -112,16 +113,19 @@ pub enum StreamTime {
     Itl,
     /// Token streams: each stream's time per output token after the first.
     Tpot,
+    /// From the send time an event carries (`--sent-at`) to its read.
+    Delivery,
 }
 
 impl StreamTime {
-    pub const ALL: [StreamTime; 6] = [
+    pub const ALL: [StreamTime; 7] = [
         StreamTime::FirstByte,
         StreamTime::FirstEvent,
         StreamTime::EventGap,
         StreamTime::Ttft,
         StreamTime::Itl,
         StreamTime::Tpot,
+        StreamTime::Delivery,
     ];
 
     /// The name objectives use: `first_byte`, `first_event`, `event_gap`.
@@ -133,6 +137,7 @@ impl StreamTime {
             StreamTime::Ttft => "ttft",
             StreamTime::Itl => "itl",
             StreamTime::Tpot => "tpot",
+            StreamTime::Delivery => "delivery",
         }
     }
 
@@ -146,6 +151,7 @@ impl StreamTime {
             StreamTime::Ttft => &llm()?.ttft,
             StreamTime::Itl => &llm()?.itl,
             StreamTime::Tpot => &llm()?.tpot,
+            StreamTime::Delivery => &e.channel.as_deref()?.delay,
         })
     }
 
@@ -158,6 +164,7 @@ impl StreamTime {
             StreamTime::Ttft => &mut e.llm_mut().ttft,
             StreamTime::Itl => &mut e.llm_mut().itl,
             StreamTime::Tpot => &mut e.llm_mut().tpot,
+            StreamTime::Delivery => &mut e.channel_mut().delay,
         }
     }
 }
@@ -745,7 +752,7 @@ struct Kept {
     dropped: u64,
     /// Answers read as events: their times, (value, count), in [`StreamTime::ALL`]'s order
     /// (for `first_byte.pN` and the others).
-    events: Option<Box<[Pairs; 6]>>,
+    events: Option<Box<[Pairs; 7]>>,
 }
 
 /// A histogram's recorded values as (value, count).
@@ -960,8 +967,12 @@ mod tests {
         let mut b = Bucket::new(0);
         b.requests = 3;
         assert_eq!(f.measure(&b, 1.0), None, "no stream, nothing to judge");
-        b.events_mut().record_answer(2_000, Some(1_500_000), 3);
-        b.events_mut().record_answer(2_000, Some(200_000), 3);
+        for first in [1_500_000, 200_000] {
+            let e = b.events_mut();
+            e.record_answer(3);
+            e.record_first_byte(2_000);
+            e.record_first_event(first);
+        }
         for us in [10_000, 20_000, 90_000, 95_000] {
             b.events_mut().record_gap(us);
         }

@@ -81,6 +81,18 @@ pub struct WireBucket {
     /// Token streams (`--llm`), beside the events that carried them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<crate::llm::WireLlm>,
+    /// A notification channel's reconnects and delivery delays, beside its events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<WireChannel>,
+}
+
+/// [`crate::events::Channel`] as it travels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireChannel {
+    pub reconnects: u64,
+    pub resumed: u64,
+    pub undated: u64,
+    pub delay: String,
 }
 
 /// One check's counts as they travel.
@@ -167,6 +179,16 @@ impl From<&Bucket> for WireBucket {
                 .as_ref()
                 .and_then(|e| e.llm.as_deref())
                 .map(crate::llm::WireLlm::from),
+            channel: b
+                .events
+                .as_ref()
+                .and_then(|e| e.channel.as_deref())
+                .map(|c| WireChannel {
+                    reconnects: c.reconnects,
+                    resumed: c.resumed,
+                    undated: c.undated,
+                    delay: encode(&c.delay),
+                }),
             checks: b
                 .checks
                 .iter()
@@ -343,6 +365,7 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
                 first_event: hist("first event", first_event)?,
                 gap: hist("event gap", gap)?,
                 llm: None,
+                channel: None,
             }))
         }
         None => None,
@@ -351,6 +374,14 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
     if let Some(l) = &w.llm {
         let counts = l.decode(hist)?;
         events.get_or_insert_with(Box::default).llm = Some(Box::new(counts));
+    }
+    if let Some(c) = &w.channel {
+        events.get_or_insert_with(Box::default).channel = Some(Box::new(crate::events::Channel {
+            reconnects: c.reconnects,
+            resumed: c.resumed,
+            undated: c.undated,
+            delay: hist("delivery delay", &c.delay)?,
+        }));
     }
     Ok(Bucket {
         events,
@@ -473,6 +504,13 @@ fn within_bounds(w: &WireBucket) -> Result<(), String> {
             ("events", *ended),
         ]);
     }
+    if let Some(c) = &w.channel {
+        counts.extend([
+            ("streams", c.reconnects),
+            ("streams", c.resumed),
+            ("events", c.undated),
+        ]);
+    }
     for c in &w.checks {
         counts.extend([
             ("checks", c.passed),
@@ -567,7 +605,12 @@ mod tests {
         t.record(row(TraceOutcome::Error(ErrorKind::Timeout)), false, false);
         t.record(row(TraceOutcome::Grpc(14)), true, false);
         b.traces = Some(Box::new(t));
-        b.events_mut().record_answer(1_500, Some(40_000), 9);
+        b.events_mut().record_answer(9);
+        b.events_mut().record_first_byte(1_500);
+        b.events_mut().record_first_event(40_000);
+        let ch = b.events_mut().channel_mut();
+        (ch.reconnects, ch.resumed, ch.undated) = (4, 3, 2);
+        ch.record_delay(7_000);
         b.events_mut().record_events(9);
         b.events_mut().record_gap(20_000);
         let llm = b.events_mut().llm_mut();

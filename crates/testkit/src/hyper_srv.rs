@@ -67,7 +67,7 @@ fn event_stream(c: crate::Cadence) -> hyper::Response<Body> {
         let start = tokio::time::Instant::now();
         for (n, event) in (0u32..).zip(c.events) {
             tokio::time::sleep_until(start + c.first + c.every * n).await;
-            if tx.send(Bytes::from(event)).await.is_err() {
+            if tx.send(Bytes::from(crate::stamped(&event))).await.is_err() {
                 return;
             }
         }

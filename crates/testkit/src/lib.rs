@@ -60,6 +60,16 @@ pub enum Reply {
         chat: bool,
         usage: bool,
     },
+    /// A notification channel's stream (`text/event-stream`): `retry: RETRY_MS`, then
+    /// events `after + 1` to `after + events`, the first at once and then one every `every`,
+    /// each `id: N` and `data: {"n": N, "ts": µs since the epoch when it was sent}`, then
+    /// the end. A handler resumes a reconnect by passing its `Last-Event-ID` as `after`.
+    Feed {
+        after: u64,
+        events: u32,
+        every: Duration,
+        retry_ms: u32,
+    },
     /// A response without length that ends when the server closes the connection.
     CloseDelimited(Vec<u8>),
     /// Close the connection without answering.
@@ -117,8 +127,23 @@ pub(crate) struct Cadence {
     pub slot: bool,
 }
 
+/// Where an event carries the time it is sent: replaced by [`stamped`] as it goes out.
+const NOW: &str = "{now_us}";
+
+/// `event` with its send time (µs since the epoch) where it says [`NOW`].
+pub(crate) fn stamped(event: &str) -> String {
+    if !event.contains(NOW) {
+        return event.to_string();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    event.replace(NOW, &now.to_string())
+}
+
 impl Reply {
-    /// The cadence of [`Reply::Events`] and [`Reply::Tokens`]; `None` for other replies.
+    /// The cadence of [`Reply::Events`], [`Reply::Tokens`] and [`Reply::Feed`]; `None` for
+    /// other replies.
     pub(crate) fn cadence(&self) -> Option<Cadence> {
         match *self {
             Reply::Events {
@@ -134,6 +159,27 @@ impl Reply {
                     .collect(),
                 tail: String::new(),
                 slot,
+            }),
+            Reply::Feed {
+                after,
+                events,
+                every,
+                retry_ms,
+            } => Some(Cadence {
+                first: Duration::ZERO,
+                every,
+                events: (1..=u64::from(events))
+                    .map(|i| {
+                        let n = after + i;
+                        let retry = match i {
+                            1 => format!("retry: {retry_ms}\n"),
+                            _ => String::new(),
+                        };
+                        format!("{retry}id: {n}\ndata: {{\"n\":{n},\"ts\":{NOW}}}\n\n")
+                    })
+                    .collect(),
+                tail: String::new(),
+                slot: false,
             }),
             Reply::Tokens {
                 first,

@@ -186,7 +186,7 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             }
             false
         }
-        reply @ (Reply::Events { .. } | Reply::Tokens { .. }) => {
+        reply @ (Reply::Events { .. } | Reply::Tokens { .. } | Reply::Feed { .. }) => {
             let Some(c) = reply.cadence() else {
                 return false;
             };
@@ -200,7 +200,10 @@ async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
             for (n, event) in (0u32..).zip(&c.events) {
                 // On a schedule from the head, so the cadence does not drift with writes.
                 tokio::time::sleep_until(start + c.first + c.every * n).await;
-                if s.write_all(chunk(event).as_bytes()).await.is_err() {
+                if s.write_all(chunk(&crate::stamped(event)).as_bytes())
+                    .await
+                    .is_err()
+                {
                     return false;
                 }
             }

@@ -12,6 +12,7 @@ pub mod check;
 pub mod llm;
 pub mod message;
 mod request;
+pub mod resume;
 pub mod template;
 pub mod trace;
 

@@ -374,6 +374,8 @@ pub struct Vu {
     /// `--trace`: the current request's trace id, and the generator ids come from.
     pub trace_id: Option<[u8; 16]>,
     trace_rng: Rng,
+    /// Its held stream's reconnection state (`--hold` on an event stream).
+    pub resume: crate::resume::Resume,
 }
 
 impl Vu {
@@ -395,6 +397,7 @@ impl Vu {
             body: Vec::new(),
             trace_id: None,
             trace_rng: Rng::stream(w.seed ^ TRACE_STREAM, id),
+            resume: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@ fn isolate_history() {
 }
 
 mod bounds;
+mod channels;
 mod checks;
 mod cli;
 mod compare;

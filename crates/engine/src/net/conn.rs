@@ -213,8 +213,9 @@ impl Connector {
     /// (no allocation once the buffer has grown) and its `traceparent` stamped there.
     pub fn prepare_h1(&self, vu: &mut Vu) -> Result<usize, ErrorKind> {
         let traced = self.workload.trace.is_some();
+        let resumed = self.resumes(vu);
         match &self.h1_static[vu.current] {
-            Some(b) if !traced => return Ok(b.len()),
+            Some(b) if !traced && !resumed => return Ok(b.len()),
             Some(b) => {
                 vu.buf.clear();
                 vu.buf.extend_from_slice(b);
@@ -227,13 +228,28 @@ impl Connector {
             }
         }
         vu.stamp_trace(&self.workload);
+        if let (true, Some(id)) = (resumed, vu.resume.last_id()) {
+            let id = id.to_vec();
+            workload::resume::add_to_h1(&mut vu.buf, &id);
+        }
         Ok(vu.buf.len())
+    }
+
+    /// Whether `vu`'s request goes out with the `Last-Event-ID` its held stream confirmed
+    /// (a request that names that header itself is sent as written).
+    pub fn resumes(&self, vu: &Vu) -> bool {
+        self.events.hold
+            && vu.resume.last_id().is_some()
+            && !self.workload.requests[vu.current]
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("last-event-id"))
     }
 
     /// The HTTP/1.1 bytes prepared by [`Connector::prepare_h1`].
     pub fn h1_bytes<'a>(&'a self, vu: &'a Vu) -> &'a [u8] {
         match &self.h1_static[vu.current] {
-            Some(b) if self.workload.trace.is_none() => b,
+            Some(b) if self.workload.trace.is_none() && !self.resumes(vu) => b,
             _ => &vu.buf,
         }
     }

@@ -4,9 +4,10 @@
 //! stream waits for is the first event and then each next one, not the end of the response.
 
 use super::llm::Tokens;
+use super::sent_at::SentAt;
 use super::sse;
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// Whether a `Content-Type` value names Server-Sent Events (`text/event-stream`, any case,
 /// parameters aside): the one test every protocol's head reader makes.
@@ -36,6 +37,11 @@ pub struct EventRule {
     /// A streamed answer that sends nothing for this long ends as a `timeout`
     /// (`--idle-timeout`); `None`: only the request's `--timeout` bounds it.
     pub idle: Option<std::time::Duration>,
+    /// Each event's delivery delay, from the send time its data carries here (`--sent-at`).
+    pub sent_at: Option<SentAt>,
+    /// Streams are held for the run and reopened when they end, as a browser's
+    /// `EventSource` does (`--hold`): a held stream is bounded by `idle` alone.
+    pub hold: bool,
 }
 
 /// The objectives one token stream is judged against (goodput: streams that met all of
@@ -72,6 +78,8 @@ impl Default for EventRule {
             max: MAX_EVENT,
             llm: None,
             idle: None,
+            sent_at: None,
+            hold: false,
         }
     }
 }
@@ -87,7 +95,9 @@ impl EventRule {
     /// `text/event-stream`); `None` when it is not read as events.
     pub fn events_for(self, event_stream: bool, now: Instant) -> Option<Box<Events>> {
         self.reads(event_stream).then(|| {
-            let mut e = Box::new(Events::new(self.max, self.llm.is_some()));
+            let keep_data = self.llm.is_some() || self.sent_at.is_some();
+            let mut e = Box::new(Events::new(self.max, keep_data));
+            e.sent_at = self.sent_at;
             e.first_byte = Some(now);
             e.said_stream = event_stream;
             e.last_read = now;
@@ -120,7 +130,7 @@ pub struct Events {
     zero_gaps: u64,
     /// Events read since the last drain.
     undrained: u64,
-    /// Gaps dropped because nobody drained them.
+    /// Gaps and delays dropped because nobody drained them.
     pub dropped: u64,
     /// The answer read as a token stream too (`--llm`).
     pub tokens: Option<Box<Tokens>>,
@@ -129,6 +139,14 @@ pub struct Events {
     pub last_read: Instant,
     /// Its head said `text/event-stream` (it was not only read as events because asked).
     pub said_stream: bool,
+    /// Where its events carry their send time.
+    sent_at: Option<SentAt>,
+    /// Delivery delays not yet drained, µs.
+    delays_us: Vec<u64>,
+    /// Events whose send time could not be read, not yet drained.
+    undated: u64,
+    /// Its first byte, and first event, were drained.
+    told: (bool, bool),
 }
 
 impl Events {
@@ -149,6 +167,10 @@ impl Events {
             tokens: None,
             last_read: Instant::now(),
             said_stream: false,
+            sent_at: None,
+            delays_us: Vec::new(),
+            undated: 0,
+            told: (false, false),
         }
     }
 
@@ -157,10 +179,22 @@ impl Events {
         self.last_read = now;
         let mut n = 0u64;
         let tokens = &mut self.tokens;
+        let (sent_at, delays, undated) = (self.sent_at, &mut self.delays_us, &mut self.undated);
+        let dropped = &mut self.dropped;
+        // The wall clock is read once per read that completes a dated event.
+        let mut wall = None;
         self.sse.feed(payload, &mut |ev| {
             n += 1;
             if let Some(t) = tokens.as_deref_mut() {
                 t.event(ev.kind, ev.data, now);
+            }
+            if let Some(at) = sent_at {
+                let wall = *wall.get_or_insert_with(SystemTime::now);
+                match super::sent_at::delay_us(at.path(), ev.data, wall) {
+                    Some(d) if delays.len() < MOST_PENDING => delays.push(d),
+                    Some(_) => *dropped += 1,
+                    None => *undated += 1,
+                }
             }
         })?;
         self.events_at(n, now);
@@ -210,12 +244,33 @@ impl Events {
         }
     }
 
-    /// Records what was read since the last drain in `counts`: the events and the gaps
-    /// between them. A token stream's gaps wait for its end (only a stream that ends well
-    /// has them recorded).
-    pub fn drain_into(&mut self, counts: &mut stats::events::EventCounts) {
+    /// Records what was read since the last drain in `counts`: the head and first event
+    /// (from `base`, the intended start) once each, the events, the gaps between them and
+    /// their delivery delays. A token stream's gaps wait for its end (only a stream that
+    /// ends well has them recorded).
+    pub fn drain_into(&mut self, counts: &mut stats::events::EventCounts, base: Instant) {
+        let since = |t: Instant| t.saturating_duration_since(base).as_micros() as u64;
+        if !self.told.0 {
+            if let Some(t) = self.first_byte {
+                self.told.0 = true;
+                counts.record_first_byte(since(t));
+            }
+        }
+        if !self.told.1 {
+            if let Some(t) = self.first_event {
+                self.told.1 = true;
+                counts.record_first_event(since(t));
+            }
+        }
         counts.record_events(std::mem::take(&mut self.undrained));
         self.drain_gaps(|g, n| counts.record_gaps(g, n));
+        if !self.delays_us.is_empty() || self.undated > 0 {
+            let ch = counts.channel_mut();
+            ch.undated += std::mem::take(&mut self.undated);
+            for d in self.delays_us.drain(..) {
+                ch.record_delay(d);
+            }
+        }
     }
 
     /// The stream's reader (last event ID, retry, comments).
@@ -270,6 +325,37 @@ mod tests {
         assert_eq!(gaps, [(0, 2), (60_000, 1)]);
         e.drain_gaps(|g, n| gaps.push((g, n)));
         assert_eq!(gaps.len(), 2, "drained once");
+    }
+
+    #[test]
+    fn heads_first_events_and_delays_are_drained_once_as_they_are_read() {
+        let base = Instant::now();
+        let path = serde_json_path::JsonPath::parse("$.ts").unwrap();
+        let rule = EventRule {
+            sent_at: Some(SentAt::new(path)),
+            ..EventRule::default()
+        };
+        let mut e = rule
+            .events_for(true, base + Duration::from_millis(3))
+            .unwrap();
+        let mut counts = stats::events::EventCounts::default();
+        e.drain_into(&mut counts, base);
+        assert_eq!((counts.first_byte.len(), counts.first_event.len()), (1, 0));
+        let sent = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        let dated = format!("data: {{\"ts\": {sent}}}\n\ndata: no time\n\n");
+        e.feed(dated.as_bytes(), base + Duration::from_millis(9))
+            .unwrap();
+        e.drain_into(&mut counts, base);
+        e.drain_into(&mut counts, base);
+        assert_eq!((counts.first_byte.len(), counts.first_event.len()), (1, 1));
+        let at = counts.first_event.value_at_quantile(1.0);
+        assert!((8_900..=9_100).contains(&at), "{at}");
+        let ch = counts.channel.as_deref().unwrap();
+        assert_eq!((ch.delay.len(), ch.undated, counts.events), (1, 1, 2));
+        assert!(ch.delay.max() < 1_000_000, "read as ms: {}", ch.delay.max());
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! `worker::Loop::of`; a protocol without one runs here.)
 
 use crate::net::conn::Connector;
+use crate::proto::events::Events;
 use crate::proto::reply::{Idle, Outcome};
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Context;
@@ -23,6 +25,28 @@ pub type Closing<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
 /// A connection's rest in progress: whether it is still open at the end.
 pub type Resting<'a> = Pin<Box<dyn Future<Output = bool> + 'a>>;
 
+/// Where an exchange's events are recorded as they are read, not only when its answer ends:
+/// a held stream may never end, and a run cut short keeps what it read. The worker's
+/// per-second buckets, and the request's intended start (what first byte and first event
+/// are timed from).
+#[derive(Clone, Copy)]
+pub struct Tally<'a> {
+    pub rec: &'a RefCell<Vec<stats::Bucket>>,
+    pub base: Instant,
+}
+
+impl Tally<'_> {
+    /// Records what `e` read since it was last drained, in request `request`'s bucket.
+    pub fn drain(&self, request: usize, e: &mut Events) {
+        // Never borrowed across an await: a failed borrow only defers the drain.
+        if let Ok(mut rec) = self.rec.try_borrow_mut() {
+            if let Some(b) = rec.get_mut(request) {
+                e.drain_into(b.events_mut(), self.base);
+            }
+        }
+    }
+}
+
 /// An open connection speaking one protocol, as the tokio worker drives it.
 pub trait Session {
     /// Another handle on the same connection for a protocol whose requests run side by side
@@ -33,8 +57,14 @@ pub trait Session {
     /// `idle_for`: how long since its last exchange ended.
     fn idle(&mut self, cx: &mut Context<'_>, idle_for: Duration) -> Idle;
 
-    /// Sends `vu`'s current request and reads its whole answer.
-    fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a>;
+    /// Sends `vu`'s current request and reads its whole answer, recording events in `tally`
+    /// as they are read.
+    fn send<'a>(
+        &'a mut self,
+        connector: &'a Connector,
+        vu: &'a mut Vu,
+        tally: Tally<'a>,
+    ) -> Exchange<'a>;
 
     /// What an exchange counts as when the worker timed it out, or it ended with `passed`
     /// its deadline: a protocol whose calls carry a deadline reads it its own way (gRPC's

@@ -42,6 +42,11 @@ pub struct Reader {
     keep_data: bool,
     kind: Vec<u8>,
     id: Vec<u8>,
+    /// An `id:` line came since the last blank line.
+    id_pending: bool,
+    /// The ID as the last blank line left it: what a browser's `EventSource` keeps as its
+    /// last event ID (`None`: no blank line followed an `id:` yet).
+    dispatched_id: Option<Vec<u8>>,
     /// The reconnection time the stream last set, ms.
     retry_ms: Option<u64>,
     /// The previous chunk ended in CR: an LF first in this one ends nothing more.
@@ -65,6 +70,8 @@ impl Reader {
             keep_data: false,
             kind: Vec::new(),
             id: Vec::new(),
+            id_pending: false,
+            dispatched_id: None,
             retry_ms: None,
             after_cr: false,
             start: true,
@@ -84,9 +91,16 @@ impl Reader {
         self.retry_ms
     }
 
-    /// The last event ID the stream set (what a reconnect sends as `Last-Event-ID`).
+    /// The last event ID the stream set, as it stands.
     pub fn last_id(&self) -> &[u8] {
         &self.id
+    }
+
+    /// The last event ID a blank line confirmed (what a reconnect sends as `Last-Event-ID`;
+    /// empty: the stream reset it); `None` when the stream confirmed none, so the one before
+    /// it still holds.
+    pub fn confirmed_id(&self) -> Option<&[u8]> {
+        self.dispatched_id.as_deref()
     }
 
     /// Comment lines read so far.
@@ -251,6 +265,7 @@ impl Reader {
                     .extend_from_slice(&value[..value.len().min(self.max_event)]);
             }
             b"id" if !value.contains(&0) => {
+                self.id_pending = true;
                 self.id.clear();
                 self.id
                     .extend_from_slice(&value[..value.len().min(self.max_event)]);
@@ -280,6 +295,13 @@ impl Reader {
     /// A blank line: the event gathered so far goes out (none without data), and the type
     /// is forgotten; the ID is kept.
     fn dispatch<F: FnMut(Event<'_>)>(&mut self, on_event: &mut F) {
+        if self.id_pending {
+            // The browser's last event ID is set at every blank line, data or not.
+            self.id_pending = false;
+            let d = self.dispatched_id.get_or_insert_with(Vec::new);
+            d.clear();
+            d.extend_from_slice(&self.id);
+        }
         if self.data_len > 0 {
             self.data.pop();
             let kind: &[u8] = if self.kind.is_empty() {
@@ -385,6 +407,48 @@ mod tests {
             (1, &b"42"[..]),
             "an id alone dispatches nothing"
         );
+        assert_eq!(
+            r.confirmed_id(),
+            Some(&b"42"[..]),
+            "but a blank line confirms it"
+        );
+    }
+
+    #[test]
+    fn the_id_a_reconnect_sends_is_the_one_a_blank_line_confirmed() {
+        let mut r = Reader::new(1024);
+        r.feed(
+            b"data: x
+
+",
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.confirmed_id(), None, "no id yet: the one before holds");
+        r.feed(
+            b"id: 7
+data: x
+
+id: 8
+data: cut",
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            (r.confirmed_id(), r.last_id()),
+            (Some(&b"7"[..]), &b"8"[..]),
+            "an event cut before its blank line was not delivered"
+        );
+        r.feed(
+            b"
+
+id
+
+",
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.confirmed_id(), Some(&b""[..]), "an empty id resets it");
     }
 
     #[test]

@@ -132,11 +132,21 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
     /// Fails attempts whose connect or request deadline has passed, and streamed answers
     /// idle past `--idle-timeout`.
     fn expire(&mut self, now: Instant) {
-        let idle = self.core.shared.connector.events.idle;
+        let rule = self.core.shared.connector.events;
         for k in 0..self.conns.len() {
             let c = &self.conns[k];
-            let stalled = || c.reader.events_ref().is_some_and(|e| e.idle_at(idle, now));
-            if now < c.deadline && !(c.state == State::Reading && stalled()) {
+            let stalled = || match c.reader.events_ref() {
+                Some(e) => e.idle_at(rule.idle, now),
+                // A held stream is bounded by its silence alone, from the send until its head.
+                None => rule.hold && rule.idle.is_some_and(|d| now >= c.sent + d),
+            };
+            let busy = matches!(c.state, State::Writing | State::Reading);
+            let due = if rule.hold && busy {
+                stalled()
+            } else {
+                now >= c.deadline || (c.state == State::Reading && stalled())
+            };
+            if !due {
                 continue;
             }
             match c.state {
@@ -229,6 +239,10 @@ impl Worker<'_> {
         let connector = &self.core.shared.connector;
         let c = &mut self.conns[k];
         let step = &connector.workload.requests[c.vu.next(&connector.workload)];
+        if connector.events.hold {
+            let resumed = connector.resumes(&c.vu);
+            super::held_stream_opens(&mut self.core.rec[c.vu.current], &mut c.vu, resumed);
+        }
         if connector.prepare_h1(&mut c.vu).is_err() {
             record_refusal(&mut self.core.rec, self.core.shared, &mut c.vu);
             c.state = State::Backoff;
@@ -346,7 +360,7 @@ impl Worker<'_> {
                 Ok(n) => {
                     let r = c.reader.advance(&mut c.buf, n).transpose();
                     if let Some(e) = c.reader.events() {
-                        e.drain_into(self.core.rec[c.vu.current].events_mut());
+                        e.drain_into(self.core.rec[c.vu.current].events_mut(), c.base);
                     }
                     r
                 }
@@ -421,6 +435,12 @@ impl Worker<'_> {
         c.state = State::Idle;
         if !keep || unsent {
             c.sock = None;
+        }
+        if self.core.shared.connector.events.hold {
+            // Reopened when the stream asked, as a browser does, by the housekeeping.
+            c.retry_at = super::held_stream_ended(&mut c.vu, c.reader.events_ref(), done);
+            c.state = State::Backoff;
+            return;
         }
         match self.core.shared.load {
             Load::Closed { .. } => {

@@ -92,6 +92,9 @@ pub fn fits(shared: &Shared) -> bool {
     c.protocol == Protocol::Http2
         && c.keepalive
         && c.tls.is_none()
+        // Held event streams reopen after a pause and resume where they left off: the tokio
+        // loop keeps that for HTTP/2.
+        && !c.events.hold
         && c.workload
             .requests
             .iter()
@@ -546,7 +549,10 @@ impl Worker<'_> {
     fn drain_streaming(&mut self, l: usize) {
         let (slots, rec) = (&self.slots, &mut self.core.rec);
         let client = &mut self.lines[l].client;
-        client.drain_gaps(|k, e| e.drain_into(rec[slots[k].vu.current].events_mut()));
+        client.drain_gaps(|k, e| {
+            let s = &slots[k];
+            e.drain_into(rec[s.vu.current].events_mut(), s.base)
+        });
     }
 
     /// Connection `l` broke: every stream on it fails with `kind`; waiting slots reconnect.

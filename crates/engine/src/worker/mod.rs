@@ -355,8 +355,8 @@ fn follow_completion(shared: &Shared, vu: &mut Vu, since: Instant) {
     }
 }
 
-/// An answer read as events ended at `done`: its head and first event, from the intended
-/// start `base`, how many it carried, and the gaps still undrained. A token stream with a
+/// An answer read as events ended at `done`: how many events it carried, and what was read
+/// and not yet drained (its head and first event timed from the intended start `base`). A token stream with a
 /// successful status is timed too when it ended well, or else marks `reply` with the rule it
 /// broke.
 fn record_events(
@@ -369,9 +369,8 @@ fn record_events(
 ) {
     let since = |t: Instant| micros(t.saturating_duration_since(base));
     let counts = rec.events_mut();
-    e.drain_into(counts);
-    let first_byte = e.first_byte.map_or(0, since);
-    counts.record_answer(first_byte, e.first_event.map(since), e.count);
+    e.drain_into(counts, base);
+    counts.record_answer(e.count);
     let (Some(tokens), Some(rule)) = (e.tokens.as_deref_mut(), shared.connector.events.llm) else {
         return;
     };
@@ -400,6 +399,36 @@ fn record_events(
         good: rule.met(ttft_us, tpot_us, life_us),
         life_us,
     });
+}
+
+/// A held stream on `vu` ended at `done` (`e`: its events, when its head came): the last
+/// event ID it confirmed and the reconnection time it set are kept, as a browser's
+/// `EventSource` keeps them. Returns when the next stream opens.
+fn held_stream_ended(
+    vu: &mut Vu,
+    e: Option<&crate::proto::events::Events>,
+    done: Instant,
+) -> Instant {
+    if let Some(r) = e.map(|e| e.reader()) {
+        if let Some(id) = r.confirmed_id() {
+            vu.resume.confirm(id);
+        }
+        if let Some(ms) = r.retry_ms() {
+            vu.resume.retry = Some(Duration::from_millis(ms));
+        }
+    }
+    done + vu.resume.delay()
+}
+
+/// A held stream opens on `vu`: every one after its first is a reconnect, counted, and
+/// counted as resumed when it says where (`resumed`: it carries `Last-Event-ID`).
+fn held_stream_opens(rec: &mut Bucket, vu: &mut Vu, resumed: bool) {
+    if vu.resume.opened > 0 {
+        let ch = rec.events_mut().channel_mut();
+        ch.reconnects += 1;
+        ch.resumed += u64::from(resumed);
+    }
+    vu.resume.opened += 1;
 }
 
 /// Bytes a server sent with no request outstanding count as one `protocol` error of their

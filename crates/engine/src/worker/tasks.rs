@@ -11,7 +11,7 @@ use super::{
 use super::{Msg, Shared};
 use crate::proto::connect::connect;
 use crate::proto::reply::Idle;
-use crate::proto::session::{self, Conn};
+use crate::proto::session::{self, Conn, Tally};
 use model::Curve;
 use model::Load;
 use stats::{Bucket, ErrorKind};
@@ -193,6 +193,11 @@ async fn closed_task(ctx: Rc<Local>, slot: usize) {
             let until = ctx.shared.end.map_or(at, |end| at.min(end));
             conn.rest(&ctx, until).await;
         }
+        if let Some(at) = conn.resume_at.take() {
+            // A held stream that ended opens again when it asked, as a browser's would.
+            let until = ctx.shared.end.map_or(at, |end| at.min(end));
+            conn.rest(&ctx, until).await;
+        }
         let now = Instant::now();
         if !closed_may_send(&ctx.shared, slot, ctx.target.get(), now) {
             break;
@@ -322,6 +327,8 @@ struct Slot {
     timer: Pin<Box<Sleep>>,
     /// Where a connection still open when the slot is dropped is accounted.
     local: Rc<Local>,
+    /// When its held stream, ended, opens again (`--hold` on an event stream).
+    resume_at: Option<Instant>,
 }
 
 impl Drop for Slot {
@@ -378,6 +385,7 @@ impl Slot {
             failures: 0,
             last_done: Instant::now(),
             timer: Box::pin(tokio::time::sleep(shared.timeout)),
+            resume_at: None,
         }
     }
 
@@ -472,9 +480,23 @@ impl Slot {
                 }
             }
         };
-        let deadline = sent + shared.timeout;
+        // A held stream lasts the run: only its silence (the idle timeout) ends it early.
+        let held = connector.events.hold;
+        let deadline = match shared.end {
+            Some(end) if held => end.max(sent) + shared.timeout,
+            _ => sent + shared.timeout,
+        };
+        if held {
+            let resumed = connector.resumes(&self.vu);
+            let rec = &mut ctx.rec.borrow_mut()[self.vu.current];
+            super::held_stream_opens(rec, &mut self.vu, resumed);
+        }
         let (result, bytes_out) = {
-            let mut send = c.send(connector, &mut self.vu);
+            let tally = Tally {
+                rec: &ctx.rec,
+                base,
+            };
+            let mut send = c.send(connector, &mut self.vu, tally);
             loop {
                 // The deadline first: a server streaming without end keeps `send` busy until
                 // tokio's budget runs out, and a timer polled after it would find the budget
@@ -503,11 +525,16 @@ impl Slot {
         let refused = matches!(result, Err(ErrorKind::InvalidRequest));
         ctx.in_flight.set(ctx.in_flight.get() - 1);
         let current = self.vu.current;
-        // An answer read as events: its times (its gaps in the second it ended).
+        // An answer read as events: what is left of it to record, once it ended well.
         let mut result = result;
-        if let (Ok((reply, _)), Some(mut e)) = (&mut result, c.events()) {
+        let mut events = c.events();
+        if let (Ok((reply, _)), Some(e)) = (&mut result, events.as_deref_mut()) {
             let rec = &mut ctx.rec.borrow_mut()[current];
-            super::record_events(rec, shared, &mut e, base, done, reply);
+            super::record_events(rec, shared, e, base, done, reply);
+        }
+        if held {
+            let e = events.as_deref();
+            self.resume_at = Some(super::held_stream_ended(&mut self.vu, e, done));
         }
         let keep = record(
             &mut ctx.rec.borrow_mut(),

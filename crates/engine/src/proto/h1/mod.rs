@@ -13,6 +13,7 @@ mod session;
 pub use session::session;
 
 use crate::proto::reply::{io_kind, Idle, Reply};
+use crate::proto::session::Tally;
 use reader::{ReadBuf, Reader};
 use stats::ErrorKind;
 use std::future::poll_fn;
@@ -55,13 +56,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
     /// Writes `req` and reads one full response, keeping it when `capture` is set. Reading
     /// goes on while the request is written, so an answer that comes before the request is all
     /// out (401/413 during an upload) completes the attempt at once; the rest is then never
-    /// sent and the connection is not reused.
+    /// sent and the connection is not reused. Events read are recorded in `tally` (for
+    /// request `.1`) as they come.
     pub async fn roundtrip(
         &mut self,
         req: &[u8],
         head_request: bool,
         capture: Option<&Arc<Budget>>,
         rule: crate::proto::events::EventRule,
+        tally: Option<(Tally<'_>, usize)>,
     ) -> Result<(Reply, Option<Captured>), ErrorKind> {
         let mut reader = match capture {
             Some(budget) => Reader::capturing(head_request, budget.clone()),
@@ -73,21 +76,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         let mut written = 0;
         let mut flushed = false;
         let mut idle = rule.idle.map(|d| (d, Box::pin(tokio::time::sleep(d))));
+        // A held stream's silence counts from the send until its head comes.
+        let since = rule.hold.then(std::time::Instant::now);
         poll_fn(|cx| {
-            if let Poll::Ready(r) = poll_response(io, cx, buf, &mut reader) {
+            let read = poll_response(io, cx, buf, &mut reader);
+            if let (Some((t, request)), Some(e)) = (&tally, reader.events()) {
+                t.drain(*request, e);
+            }
+            if let Poll::Ready(r) = read {
                 *events = reader.take_events();
                 return Poll::Ready(r.map(|mut reply| {
                     reply.keep_alive &= written == req.len();
                     (reply, reader.take_capture())
                 }));
             }
-            if let (Some((d, sleep)), Some(e)) = (idle.as_mut(), reader.events_ref()) {
+            let quiet_since = reader.events_ref().map(|e| e.last_read).or(since);
+            if let (Some((d, sleep)), Some(last)) = (idle.as_mut(), quiet_since) {
                 // A streamed answer that went quiet: its timer counts from its last bytes.
-                let due = tokio::time::Instant::from_std(e.last_read + *d);
+                let due = tokio::time::Instant::from_std(last + *d);
                 if sleep.deadline() != due {
                     sleep.as_mut().reset(due);
                 }
                 if std::future::Future::poll(sleep.as_mut(), cx).is_ready() {
+                    *events = reader.take_events();
                     return Poll::Ready(Err(ErrorKind::Timeout));
                 }
             }

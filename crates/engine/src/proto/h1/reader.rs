@@ -99,8 +99,7 @@ impl Reader {
         Reader::new(head_request).with_events(EventRule {
             force: true,
             max: max_event,
-            llm: None,
-            idle: None,
+            ..EventRule::default()
         })
     }
 

@@ -5,7 +5,7 @@
 use super::H1Conn;
 use crate::net::conn::{Connector, Stream};
 use crate::proto::reply::Idle;
-use crate::proto::session::{Conn, Exchange, Session};
+use crate::proto::session::{Conn, Exchange, Session, Tally};
 use stats::ErrorKind;
 use std::task::Context;
 use workload::Vu;
@@ -28,7 +28,12 @@ impl Session for H1Conn<Stream> {
         self.events.take()
     }
 
-    fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
+    fn send<'a>(
+        &'a mut self,
+        connector: &'a Connector,
+        vu: &'a mut Vu,
+        tally: Tally<'a>,
+    ) -> Exchange<'a> {
         Box::pin(async move {
             let len = match connector.prepare_h1(vu) {
                 Ok(len) => len,
@@ -42,6 +47,7 @@ impl Session for H1Conn<Stream> {
                     step.is_head(),
                     capture,
                     connector.events,
+                    Some((tally, vu.current)),
                 )
                 .await;
             (r, len as u64)

@@ -11,6 +11,7 @@ pub use session::session;
 use crate::proto::body::CallBody;
 use crate::proto::events::Events;
 use crate::proto::reply::{io_kind, Call, Reply};
+use crate::proto::session::Tally;
 use http_body_util::BodyExt;
 use hyper::client::conn::http2::{self, SendRequest};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -63,6 +64,7 @@ impl H2Conn {
         capture: Option<&Arc<Budget>>,
         max_message: usize,
         events: crate::proto::events::EventRule,
+        tally: Option<(Tally<'_>, usize)>,
     ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
         let grpc = req
             .headers()
@@ -72,14 +74,21 @@ impl H2Conn {
         if self.send.ready().await.is_err() {
             return Err(Unprocessed);
         }
-        let sent = self.send.send_request(req).await;
+        // A held stream's silence counts from the send until its head comes.
+        let sent = match events.idle.filter(|_| events.hold) {
+            Some(d) => match tokio::time::timeout(d, self.send.send_request(req)).await {
+                Ok(sent) => sent,
+                Err(_) => return Ok(Err(ErrorKind::Timeout)),
+            },
+            None => self.send.send_request(req).await,
+        };
         let resp = match sent {
             Ok(r) => r,
             Err(e) if unprocessed(&e) => return Err(Unprocessed),
             Err(e) => return Ok(reset_call(&e, grpc).ok_or_else(|| hyper_kind(&e))),
         };
         let grpc = grpc.then_some(max_message);
-        let (outcome, events) = read_response(resp, capture, grpc, events).await;
+        let (outcome, events) = read_response(resp, capture, grpc, events, tally).await;
         self.events = events;
         Ok(outcome)
     }
@@ -115,6 +124,7 @@ async fn read_response(
     capture: Option<&Arc<Budget>>,
     grpc: Option<usize>,
     rule: crate::proto::events::EventRule,
+    tally: Option<(Tally<'_>, usize)>,
 ) -> (
     Result<(Reply, Option<Captured>), ErrorKind>,
     Option<Box<Events>>,
@@ -122,7 +132,7 @@ async fn read_response(
     let media = resp.headers().get(http::header::CONTENT_TYPE);
     let said = media.is_some_and(|m| crate::proto::events::is_event_stream(m.as_bytes()));
     let mut events = rule.events_for(said, std::time::Instant::now());
-    let outcome = read_body(resp, capture, grpc, &mut events, rule.idle).await;
+    let outcome = read_body(resp, capture, grpc, &mut events, rule.idle, tally).await;
     (outcome, events)
 }
 
@@ -145,6 +155,7 @@ async fn read_body(
     grpc: Option<usize>,
     events: &mut Option<Box<Events>>,
     idle: Option<std::time::Duration>,
+    tally: Option<(Tally<'_>, usize)>,
 ) -> Result<(Reply, Option<Captured>), ErrorKind> {
     let status = resp.status().as_u16();
     let mut grpc_status: Option<Vec<u8>> = resp
@@ -171,8 +182,11 @@ async fn read_body(
         if let Some(d) = frame.data_ref() {
             bytes_in += d.len() as u64;
             if let Some(e) = events.as_mut() {
-                e.feed(d, std::time::Instant::now())
-                    .map_err(|_| ErrorKind::Protocol)?;
+                let fed = e.feed(d, std::time::Instant::now());
+                if let Some((t, request)) = &tally {
+                    t.drain(*request, e);
+                }
+                fed.map_err(|_| ErrorKind::Protocol)?;
             }
             if grpc.is_some() {
                 messages.feed(d);

@@ -6,7 +6,7 @@ use super::{H2Conn, Unprocessed};
 use crate::net::conn::{Connector, Stream};
 use crate::proto::body::{messages, CallBody};
 use crate::proto::reply::{Idle, Outcome, Reply};
-use crate::proto::session::{Conn, Exchange, Session};
+use crate::proto::session::{Conn, Exchange, Session, Tally};
 use bytes::Bytes;
 use model::Protocol;
 use stats::ErrorKind;
@@ -38,8 +38,13 @@ impl Session for H2Conn {
         Idle::Open
     }
 
-    fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
-        Box::pin(self.exchange(connector, vu))
+    fn send<'a>(
+        &'a mut self,
+        connector: &'a Connector,
+        vu: &'a mut Vu,
+        tally: Tally<'a>,
+    ) -> Exchange<'a> {
+        Box::pin(self.exchange(connector, vu, tally))
     }
 
     fn events(&mut self) -> Option<Box<crate::proto::events::Events>> {
@@ -56,7 +61,12 @@ impl Session for H2Conn {
 }
 
 impl H2Conn {
-    async fn exchange(&mut self, connector: &Connector, vu: &mut Vu) -> (Outcome, u64) {
+    async fn exchange(
+        &mut self,
+        connector: &Connector,
+        vu: &mut Vu,
+        tally: Tally<'_>,
+    ) -> (Outcome, u64) {
         let step = &connector.workload.requests[vu.current];
         let capture = connector.capture_for(step);
         let (path, values, body) = match vu.render_parts(&connector.workload) {
@@ -80,12 +90,17 @@ impl H2Conn {
             Protocol::Grpc => Some(grpc_timeout(connector.timeout)),
             Protocol::Http1 | Protocol::Http2 | Protocol::Ws => None,
         };
+        // A held stream resumes where the last one confirmed.
+        let last_id = connector.resumes(vu).then(|| vu.resume.last_id()).flatten();
         let build = || {
             let mut req = http::Request::builder()
                 .method(step.method.as_str())
                 .uri(uri.as_str());
             for ((name, _), value) in step.headers.iter().zip(&values) {
                 req = req.header(name.as_str(), value.as_slice());
+            }
+            if let Some(id) = last_id {
+                req = req.header("last-event-id", id);
             }
             if let Some(deadline) = &deadline {
                 for (name, value) in [
@@ -114,7 +129,10 @@ impl H2Conn {
                 return (Err(ErrorKind::Protocol), 0);
             };
             let (max, events) = (connector.max_message, connector.events);
-            match self.roundtrip(req, capture, max, events).await {
+            match self
+                .roundtrip(req, capture, max, events, Some((tally, vu.current)))
+                .await
+            {
                 Ok(outcome) => return (outcome, len),
                 Err(Unprocessed) => match self.reopen(connector).await {
                     Ok(()) => {}

@@ -457,7 +457,7 @@ impl Machine {
 
     /// A pushed message's delivery delay, from the send time it carries at `path`.
     fn date(&mut self, path: &serde_json_path::JsonPath, data: &[u8]) {
-        match super::sent_at::delay_us(path, data, std::time::SystemTime::now()) {
+        match crate::proto::sent_at::delay_us(path, data, std::time::SystemTime::now()) {
             Some(us) => self.counts.record_delay(us),
             None => self.counts.undated += 1,
         }

@@ -6,5 +6,4 @@ pub mod answer;
 pub mod frame;
 pub mod handshake;
 pub mod machine;
-pub mod sent_at;
 pub mod session;

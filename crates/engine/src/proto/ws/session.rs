@@ -208,7 +208,12 @@ impl Session for WsConn {
         idle
     }
 
-    fn send<'a>(&'a mut self, connector: &'a Connector, vu: &'a mut Vu) -> Exchange<'a> {
+    fn send<'a>(
+        &'a mut self,
+        connector: &'a Connector,
+        vu: &'a mut Vu,
+        _: crate::proto::session::Tally<'a>,
+    ) -> Exchange<'a> {
         Box::pin(async move { (self.exchange(connector, vu).await, 0) })
     }
 

@@ -1,4 +1,5 @@
-//! A subscription's delivery delay: a pushed JSON message says when it was sent (a number
+//! A delivery delay (a WebSocket subscription's messages, a notification channel's events):
+//! a pushed JSON message says when it was sent (a number
 //! at a JSON path, in epoch seconds, milliseconds, microseconds or nanoseconds, told apart by
 //! size, or such a number in a string), and the delay is its arrival minus that. A message
 //! that is not JSON, has no number there, or says it was sent in the future (a clock ahead
@@ -7,6 +8,31 @@
 use serde_json::Value;
 use serde_json_path::JsonPath;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Where events carry their send time (`--sent-at` on an event stream), as the run's
+/// [`EventRule`](super::events::EventRule) holds it: a reference, so the rule stays `Copy`
+/// (it is copied into each answer's reader on the hot path, where a shared count would be
+/// contended between threads). Made once per run and kept for the process's life.
+#[derive(Clone, Copy, Debug)]
+pub struct SentAt(&'static JsonPath);
+
+impl SentAt {
+    pub fn new(path: JsonPath) -> SentAt {
+        SentAt(Box::leak(Box::new(path)))
+    }
+
+    pub fn path(self) -> &'static JsonPath {
+        self.0
+    }
+}
+
+impl PartialEq for SentAt {
+    fn eq(&self, other: &SentAt) -> bool {
+        std::ptr::eq(self.0, other.0)
+    }
+}
+
+impl Eq for SentAt {}
 
 /// How long after the send time at `path` in `data` the message arrived at `now`, in µs.
 pub fn delay_us(path: &JsonPath, data: &[u8], now: SystemTime) -> Option<u64> {
