@@ -612,7 +612,7 @@ fn notes(o: &mut String, r: &ScenarioResult) {
             row(o, "generator", format!("NOTE {note}"));
         }
     }
-    if let Some(held) = s.stream.as_ref().and_then(|st| st.held) {
+    if let Some(held) = s.stream.as_ref().and_then(|st| st.held).filter(|&n| n > 0) {
         row(
             o,
             "held",
