@@ -51,12 +51,23 @@ pub fn rule(
 
 /// `--sent-at`'s JSON path.
 pub fn sent_at_path(p: &str) -> Result<serde_json_path::JsonPath, Fail> {
-    serde_json_path::JsonPath::parse(p).map_err(|e| Fail::input(format!("--sent-at {p}: {e}")))
+    serde_json_path::JsonPath::parse(p).map_err(|e| {
+        let hint = match p.starts_with('$') {
+            true => "",
+            false => " (a JSON path starts with $, e.g. '$.ts')",
+        };
+        Fail::input(format!("--sent-at {p}: {e}{hint}"))
+    })
 }
 
 /// `--hold` on an event stream: the closed model's `-c` streams, each open until the run
 /// ends, so the run needs a duration and no rate.
 fn refuse_hold(a: &LoadArgs, load: &Load) -> Result<(), Fail> {
+    if a.requests.is_some() {
+        return Err(Fail::input(
+            "--hold keeps each stream open until the run ends: -n (a number of requests) does not fit; give -d alone",
+        ));
+    }
     if a.llm {
         return Err(Fail::input(
             "--hold keeps notification streams open for the run; a --llm stream ends with its answer, so -c streams are already held",

@@ -90,17 +90,20 @@ fn counts(o: &mut String, r: &ScenarioResult) {
     }
     requests.push(')');
     row(o, "requests", requests);
-    row(
-        o,
-        "ok",
+    let held = s.stream.as_ref().and_then(|st| st.held).unwrap_or(0);
+    let ok = if s.requests == 0 && held > 0 {
+        // Every stream was held open to the end: none ended, so none is a success or not.
+        format!("0  (no stream ended: {} held open)", fmt_count(held))
+    } else {
         format!(
             "{}  success rate {:.2}%  ({} ok/s, {} ok/min)",
             fmt_count(s.ok),
             s.success_rate * 100.0,
             fmt_rate(s.ok_rps),
             fmt_rate(s.ok_rps * 60.0)
-        ),
-    );
+        )
+    };
+    row(o, "ok", ok);
     let kinds: Vec<String> = s
         .errors_by_kind
         .iter()
@@ -158,11 +161,20 @@ fn counts(o: &mut String, r: &ScenarioResult) {
     if let Some(l) = &s.llm {
         tokens(o, l);
     }
+    // Bytes are counted when an answer ends: held streams open at the end never did.
+    let held = s.stream.as_ref().and_then(|st| st.held).unwrap_or(0);
+    let unended = match held {
+        0 => String::new(),
+        n => format!(
+            " (answers that ended; the {} streams held open are not in it)",
+            fmt_count(n)
+        ),
+    };
     row(
         o,
         "transfer",
         format!(
-            "in {}, out {}",
+            "in {}, out {}{unended}",
             fmt_bytes(s.bytes_in),
             fmt_bytes(s.bytes_out)
         ),

@@ -48,12 +48,12 @@ pub struct EventStreamJson {
 }
 
 impl EventStreamJson {
-    /// The summary of `e` over a run of `secs` seconds; `None` when no answer ended and no
-    /// event was read.
+    /// The summary of `e` over a run of `secs` seconds; `None` when no answer ended, no
+    /// event was read and no held stream was reopened.
     pub fn of(e: &EventCounts, secs: f64, grace: &stats::Grace) -> Option<EventStreamJson> {
         let per = |n: u64, d: f64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let some = |h: &stats::Histogram| (!h.is_empty()).then(|| LatencySummary::of(h));
-        (e.streams > 0 || e.events > 0).then(|| EventStreamJson {
+        (e.streams > 0 || e.events > 0 || e.channel.is_some()).then(|| EventStreamJson {
             streams: e.streams,
             events: e.events,
             events_per_stream: per(e.ended_events, e.streams as f64),

@@ -24,13 +24,16 @@ pub struct Resume {
 }
 
 impl Resume {
-    /// A stream confirmed `id` as its last event ID (empty: it reset it). An ID that cannot
-    /// be a header value (control bytes) or is longer than [`MAX_ID`] is kept as none.
+    /// A stream confirmed `id` as its last event ID (empty: it reset it), read as UTF-8 as a
+    /// browser reads the stream (a broken sequence becomes U+FFFD). An ID that cannot be a
+    /// header value (control bytes other than tab) or is longer than [`MAX_ID`] is kept as
+    /// none.
     pub fn confirm(&mut self, id: &[u8]) {
         self.last_id.clear();
-        let sendable = id.len() <= MAX_ID && id.iter().all(|&b| b >= 0x20 && b != 0x7f);
-        if sendable {
-            self.last_id.extend_from_slice(id);
+        let sendable = |b: &u8| *b == b'\t' || (*b >= 0x20 && *b != 0x7f);
+        if id.len() <= MAX_ID && id.iter().all(sendable) {
+            self.last_id
+                .extend_from_slice(String::from_utf8_lossy(id).as_bytes());
         }
     }
 
@@ -77,12 +80,22 @@ mod tests {
         let mut r = Resume::default();
         r.confirm(b"abc 7");
         assert_eq!(r.last_id(), Some(&b"abc 7"[..]));
-        for bad in [&b"a\x01b"[..], b"a\x7fb", b"a\tb", &vec![b'x'; MAX_ID + 1]] {
+        for bad in [&b"a\x01b"[..], b"a\x7fb", &vec![b'x'; MAX_ID + 1]] {
             r.confirm(bad);
             assert_eq!(r.last_id(), None, "{bad:?}");
         }
-        r.confirm("é".as_bytes());
-        assert!(r.last_id().is_some(), "UTF-8 is a header value's obs-text");
+        r.confirm("é\tx".as_bytes());
+        assert_eq!(
+            r.last_id(),
+            Some("é\tx".as_bytes()),
+            "obs-text and tab are header text"
+        );
+        r.confirm(b"a\xffb");
+        assert_eq!(
+            r.last_id(),
+            Some("a\u{fffd}b".as_bytes()),
+            "read as UTF-8, as a browser"
+        );
         r.confirm(b"");
         assert_eq!((r.last_id(), r.delay()), (None, DEFAULT_RETRY));
     }

@@ -224,7 +224,9 @@ fn hold_and_sent_at_say_where_they_do_not_fit() {
             vec![url, "--hold", "--rate", "10", "-d", "1s"],
             "not --rate",
         ),
-        (vec![url, "--hold", "-n", "10"], "give the run a duration"),
+        (vec![url, "--hold", "-n", "10"], "give -d alone"),
+        (vec![url, "--hold", "-n", "10", "-d", "3s"], "give -d alone"),
+        (vec![url, "--sent-at", "ts", "-d", "1s"], "starts with $"),
         (
             vec![
                 "http://127.0.0.1:9/v1/chat/completions",
@@ -316,4 +318,31 @@ fn a_delivery_objective_needs_the_send_time_it_reads() {
     ]);
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("add --sent-at"), "{out}");
+}
+
+#[test]
+fn reconnects_are_counted_though_no_stream_carried_an_event() {
+    let _cpu = crate::support::cpu_shared();
+    let seen: Seen = Arc::default();
+    let log = seen.clone();
+    // Every stream refused; a browser's wait before each retry is 3 s, so -d 4s sees one.
+    let srv = testkit::serve(Arc::new(move |r: &Req| {
+        log.lock()
+            .unwrap()
+            .push(r.header("last-event-id").map(str::to_string));
+        Reply::status(503)
+    }))
+    .unwrap();
+    let url = srv.url("/s");
+    let (code, r, out) = run(&[&url, "--hold", "-c", "2", "-d", "4s"]);
+    assert_eq!(code, Some(3), "{out}");
+    let st = &r["summary"]["stream"];
+    let opened = seen.lock().unwrap().len() as u64;
+    assert_eq!(opened, 4, "{out}");
+    assert_eq!(
+        (&st["reconnects"], &st["resumed"]),
+        (&Value::from(2), &Value::from(0)),
+        "{st}"
+    );
+    assert!(out.contains("reconnects"), "{out}");
 }
