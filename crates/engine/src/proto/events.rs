@@ -178,25 +178,31 @@ impl Events {
     pub fn feed(&mut self, payload: &[u8], now: Instant) -> Result<(), sse::Fault> {
         self.last_read = now;
         let mut n = 0u64;
-        let tokens = &mut self.tokens;
-        let (sent_at, delays, undated) = (self.sent_at, &mut self.delays_us, &mut self.undated);
-        let dropped = &mut self.dropped;
-        // The wall clock is read once per read that completes a dated event.
-        let mut wall = None;
-        self.sse.feed(payload, &mut |ev| {
-            n += 1;
-            if let Some(t) = tokens.as_deref_mut() {
-                t.event(ev.kind, ev.data, now);
-            }
-            if let Some(at) = sent_at {
-                let wall = *wall.get_or_insert_with(SystemTime::now);
-                match super::sent_at::delay_us(at.path(), ev.data, wall) {
-                    Some(d) if delays.len() < MOST_PENDING => delays.push(d),
-                    Some(_) => *dropped += 1,
-                    None => *undated += 1,
+        if self.tokens.is_none() && self.sent_at.is_none() {
+            // Events only counted and timed (every plain stream): a callback small enough
+            // to melt into the reader's loop.
+            self.sse.feed(payload, &mut |_| n += 1)?;
+        } else {
+            let tokens = &mut self.tokens;
+            let (sent_at, delays) = (self.sent_at, &mut self.delays_us);
+            let (undated, dropped) = (&mut self.undated, &mut self.dropped);
+            // The wall clock is read once per read that completes a dated event.
+            let mut wall = None;
+            self.sse.feed(payload, &mut |ev| {
+                n += 1;
+                if let Some(t) = tokens.as_deref_mut() {
+                    t.event(ev.kind, ev.data, now);
                 }
-            }
-        })?;
+                if let Some(at) = sent_at {
+                    let wall = *wall.get_or_insert_with(SystemTime::now);
+                    match super::sent_at::delay_us(at.path(), ev.data, wall) {
+                        Some(d) if delays.len() < MOST_PENDING => delays.push(d),
+                        Some(_) => *dropped += 1,
+                        None => *undated += 1,
+                    }
+                }
+            })?;
+        }
         self.events_at(n, now);
         Ok(())
     }
