@@ -442,7 +442,9 @@ fn spec(
     let grace = match &a.grace {
         Some(g) => parse_duration(g).map_err(|e| Fail::input(format!("--grace: {e}")))?,
         // Held event streams never end on their own: nothing is left to wait for.
-        None if a.hold && !matches!(target.protocol, Protocol::Ws | Protocol::Grpc) => {
+        None if (a.hold || plan.hold)
+            && !matches!(target.protocol, Protocol::Ws | Protocol::Grpc) =>
+        {
             Duration::ZERO
         }
         None => DEFAULT_GRACE,
@@ -471,7 +473,8 @@ fn spec(
     };
     let every = crate::ws_flags::every(a, &load, &target, plan.every)?;
     let timeout = timeout.or(plan.timeout).unwrap_or(DEFAULT_TIMEOUT);
-    let events = crate::stream_flags::rule(a, plan, target.protocol, &load, timeout)?;
+    let counted = max_requests.is_some();
+    let events = crate::stream_flags::rule(a, plan, target.protocol, (&load, counted), timeout)?;
     Ok(RunSpec {
         target,
         workload: Arc::new(workload),

@@ -11,25 +11,30 @@ use engine::{Load, Protocol};
 use plan::compile::Settings;
 use std::time::Duration;
 
-/// The rule of a run of `protocol` with `load`: flags first, then the plan's settings.
-/// `timeout`: the run's request timeout (a held stream's silence is bounded by it unless
-/// `--idle-timeout` says otherwise).
+/// The rule of a run of `protocol` with `load` (`counted`: it also ends after a number of
+/// requests): flags first, then the plan's settings. `timeout`: the run's request timeout (a
+/// held stream's silence is bounded by it unless `--idle-timeout` says otherwise).
 pub fn rule(
     a: &LoadArgs,
     plan: &Settings,
     protocol: Protocol,
-    load: &Load,
+    (load, counted): (&Load, bool),
     timeout: Duration,
 ) -> Result<engine::EventRule, Fail> {
     let http = matches!(protocol, Protocol::Http1 | Protocol::Http2);
-    let hold = a.hold && http;
+    if plan.hold && !http {
+        return Err(Fail::input(
+            "hold: true holds event streams at http:// and https:// targets; a WebSocket scenario holds its connections with every:",
+        ));
+    }
+    let hold = (a.hold || plan.hold) && http;
     let idle = match a.idle_timeout.as_deref() {
         Some(v) => Some(plan::load::positive_duration("--idle-timeout", v).map_err(Fail::input)?),
         None => plan.idle_timeout,
     }
     .filter(|d| !d.is_zero());
     if hold {
-        refuse_hold(a, load)?;
+        refuse_hold(a.llm || plan.llm, load, counted)?;
     }
     Ok(engine::EventRule {
         llm: (a.llm || plan.llm).then(engine::PerRequest::default),
@@ -60,15 +65,16 @@ pub fn sent_at_path(p: &str) -> Result<serde_json_path::JsonPath, Fail> {
     })
 }
 
-/// `--hold` on an event stream: the closed model's `-c` streams, each open until the run
-/// ends, so the run needs a duration and no rate.
-fn refuse_hold(a: &LoadArgs, load: &Load) -> Result<(), Fail> {
-    if a.requests.is_some() {
+/// `--hold` (a plan's `hold: true`) on an event stream: the closed model's `-c` streams,
+/// each open until the run ends, so the run needs a duration and no rate (`counted`: it
+/// also ends after a number of requests).
+fn refuse_hold(llm: bool, load: &Load, counted: bool) -> Result<(), Fail> {
+    if counted {
         return Err(Fail::input(
             "--hold keeps each stream open until the run ends: -n (a number of requests) does not fit; give -d alone",
         ));
     }
-    if a.llm {
+    if llm {
         return Err(Fail::input(
             "--hold keeps notification streams open for the run; a --llm stream ends with its answer, so -c streams are already held",
         ));

@@ -33,6 +33,8 @@ pub struct Settings {
     pub llm: bool,
     /// A streamed answer silent this long is a timeout.
     pub idle_timeout: Option<Duration>,
+    /// Event streams held for the run and reopened as a browser does (`hold: true`).
+    pub hold: bool,
     /// WebSocket, closed model: the least time between a connection's messages.
     pub every: Option<Duration>,
 }
@@ -718,6 +720,7 @@ impl Cx<'_> {
                 r.idle_timeout.as_ref().or(d.idle_timeout.as_ref()),
                 "idle_timeout",
             )?,
+            hold: r.hold.or(d.hold).unwrap_or(false),
             every: dur(r.every.as_ref().or(d.every.as_ref()), "every")?,
         })
     }

@@ -15,6 +15,7 @@
 //!   http2: false
 //!   stream: false                          # every answer read as Server-Sent Events
 //!   idle_timeout: 10s                      # a streamed answer silent this long: a timeout
+//!   hold: false                            # event streams held for the run, reopened as a browser does
 //!   insecure: false
 //!   keepalive: true
 //! data:
@@ -150,6 +151,8 @@ pub struct RawSettings {
     pub stream: Option<bool>,
     /// A streamed answer silent this long is a timeout (`--idle-timeout`).
     pub idle_timeout: Option<S<String>>,
+    /// Hold the event streams for the run, reopening each that ends (`--hold`).
+    pub hold: Option<bool>,
     /// WebSocket, closed model: the least time between a connection's messages.
     pub every: Option<S<String>>,
 }
@@ -191,6 +194,7 @@ pub struct RawScenario {
     /// Read every answer as Server-Sent Events (`--stream`).
     pub stream: Option<bool>,
     pub idle_timeout: Option<S<String>>,
+    pub hold: Option<bool>,
     pub every: Option<S<String>>,
 }
 

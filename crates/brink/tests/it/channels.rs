@@ -346,3 +346,30 @@ fn reconnects_are_counted_though_no_stream_carried_an_event() {
     );
     assert!(out.contains("reconnects"), "{out}");
 }
+
+#[test]
+fn a_plan_holds_its_streams_when_it_says_hold() {
+    let _cpu = crate::support::cpu_shared();
+    let (h, seen) = feed();
+    let srv = testkit::serve(h).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    let text = format!(
+        "target: {}\nscenarios:\n  - name: feed\n    hold: true\n    load: {{ connections: 2, duration: 1500ms }}\n    requests: [ {{ path: /feed }} ]\n",
+        srv.url("")
+    );
+    std::fs::write(&plan, text).unwrap();
+    let (code, r, out) = run(&[plan.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}");
+    let st = &r["scenarios"][0]["summary"]["stream"];
+    let resumed = seen.lock().unwrap().iter().flatten().count() as u64;
+    assert!(resumed >= 6, "{resumed}: {out}");
+    assert_eq!(st["resumed"].as_u64(), Some(resumed), "{st}");
+    // A WebSocket scenario holds its connections another way, and says so.
+    let ws = dir.path().join("ws.yaml");
+    let text = "target: ws://127.0.0.1:9/\nscenarios:\n  - name: w\n    hold: true\n    load: { connections: 1, duration: 1s }\n    requests: [ { message: x } ]\n";
+    std::fs::write(&ws, text).unwrap();
+    let (code, _, out) = run(&[ws.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("every:"), "{out}");
+}
