@@ -85,9 +85,10 @@ impl Sink for Terminal {
                 header,
                 by,
                 columns,
+                held,
             } => {
                 emit(header);
-                emit(&report::find::step_header(*by, columns));
+                emit(&report::find::step_header(*by, columns, *held));
                 self.search = Some((*by, columns.to_vec()));
             }
             Event::ScenarioDone(s) if self.search.is_none() => emit(&report::render(s)),

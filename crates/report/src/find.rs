@@ -6,8 +6,9 @@ use results::find::{By, FindResult, KneeInfo, StepRow, Stop, FALL_PERCENT, GENER
 use results::fmt::{fmt_count, fmt_ms, fmt_period, fmt_rate, observed_value};
 use std::fmt::Write;
 
-/// The table header, printed before the first step.
-pub fn step_header(by: By, observed: &[String]) -> String {
+/// The table header, printed before the first step (`held`: the levels are held event
+/// streams, whose events get columns of their own).
+pub fn step_header(by: By, observed: &[String], held: bool) -> String {
     let mut o = format!(
         "\n {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>7} {:>5}",
         if by == By::Rate { "rate" } else { "conns" },
@@ -19,6 +20,9 @@ pub fn step_header(by: By, observed: &[String]) -> String {
         "errors",
         "gen"
     );
+    if held {
+        let _ = write!(o, " {:>9} {:>8} {:>8}", "events/s", "gap p99", "dlv p99");
+    }
     for name in observed {
         let _ = write!(o, " {:>9}", short(name));
     }
@@ -52,6 +56,16 @@ pub fn step_line(by: By, s: &StepRow, observed: &[String], knee: Option<&str>) -
         fmt_count(s.errors),
         s.generator_cpu * 100.0
     );
+    if let Some(h) = &s.held {
+        let opt = |v: Option<f64>| v.map_or("-".to_string(), fmt_ms);
+        let _ = write!(
+            o,
+            " {:>9} {:>8} {:>8}",
+            fmt_rate(h.events_per_s),
+            opt(h.gap_p99_ms),
+            opt(h.delivery_p99_ms)
+        );
+    }
     for name in observed {
         let v = s
             .observed
@@ -80,7 +94,10 @@ pub fn step_line(by: By, s: &StepRow, observed: &[String], knee: Option<&str>) -
 pub fn by_level(f: &FindResult, observed: &[String]) -> String {
     let mut rows: Vec<&StepRow> = f.steps.iter().collect();
     rows.sort_by(|a, b| a.level.total_cmp(&b.level));
-    let mut o = format!("\n by level:{}", step_header(f.by, observed));
+    let mut o = format!(
+        "\n by level:{}",
+        step_header(f.by, observed, f.held_streams)
+    );
     for r in rows {
         let knee = f
             .knee

@@ -475,6 +475,24 @@ pub struct StepRow {
     /// and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub little: Option<LittleGap>,
+    /// Held event streams (`find --hold`): what the level's streams carried, which its
+    /// objectives judge (their requests are only reconnects).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldStep>,
+}
+
+/// A level of held event streams, over the steady part of its step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeldStep {
+    /// Events read per second.
+    pub events_per_s: f64,
+    /// Gaps between consecutive events, p99; `null` when no stream had two.
+    pub gap_p99_ms: Option<f64>,
+    /// Delivery delay from the send time each event carries (`--sent-at`), p99; `null`
+    /// without one.
+    pub delivery_p99_ms: Option<f64>,
+    /// Held streams reopened.
+    pub reconnects: u64,
 }
 
 /// A closed-model step whose mean latency strayed from connections / throughput.

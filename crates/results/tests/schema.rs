@@ -272,6 +272,10 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
                 fields::<Observed>(),
             ),
             (little.clone(), fields::<LittleGap>()),
+            (
+                format!("{row}/properties/held"),
+                fields::<results::find::HeldStep>(),
+            ),
         ] {
             assert_eq!(properties(at(&schema, &pointer)), want, "{pointer}");
             covered.insert(pointer);

@@ -83,6 +83,7 @@ pub fn search_job(
         header: &header,
         by: search.by,
         columns: &columns,
+        held: job.spec.events.hold,
     });
     let mut ctl = Controller {
         job,
@@ -427,6 +428,7 @@ fn step_on(
         interrupted: out.interrupted,
         reason: reasons.join(", "),
         little,
+        held: spec.events.hold.then(|| held_step(b, grace, steady_s)),
     };
     Ok(Step {
         row,
@@ -436,6 +438,22 @@ fn step_on(
         steady: watch.judged,
         short,
     })
+}
+
+/// What a level's held streams carried over its steady part (`b`, the grace after it in
+/// `grace`, left out of the rate).
+fn held_step(b: &stats::Bucket, grace: &stats::Bucket, steady_s: f64) -> results::find::HeldStep {
+    let events = |x: &stats::Bucket| x.events.as_deref().map_or(0, |e| e.events);
+    let p99 =
+        |h: &stats::Histogram| (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1000.0);
+    let e = b.events.as_deref();
+    let channel = e.and_then(|e| e.channel.as_deref());
+    results::find::HeldStep {
+        events_per_s: events(b).saturating_sub(events(grace)) as f64 / steady_s,
+        gap_p99_ms: e.and_then(|e| p99(&e.gap)),
+        delivery_p99_ms: channel.and_then(|c| p99(&c.delay)),
+        reconnects: channel.map_or(0, |c| c.reconnects),
+    }
 }
 
 /// How long the requests in flight at the end of a step's schedule had waited, seconds, at

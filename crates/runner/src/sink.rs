@@ -23,6 +23,8 @@ pub enum Event<'a> {
         header: &'a str,
         by: By,
         columns: &'a [String],
+        /// Its levels are held event streams (`--hold`): the table shows their events.
+        held: bool,
     },
     /// A run (a scenario, or a step of a search) starts; it lasts `total` when known.
     RunStarted { total: Option<Duration> },

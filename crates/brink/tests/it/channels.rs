@@ -296,6 +296,17 @@ fn a_search_holds_streams_and_judges_their_events() {
     assert_eq!(f["held_streams"], true, "{f}");
     assert_eq!(f["max_sustainable"]["level"], 8.0, "{out}");
     assert!(out.contains("8 connections held"), "{out}");
+    // Each level says what its streams carried: 20 events a second each.
+    for step in f["steps"].as_array().unwrap() {
+        let (level, held) = (step["level"].as_f64().unwrap(), &step["held"]);
+        let rate = held["events_per_s"].as_f64().unwrap();
+        assert!(
+            (rate / (20.0 * level) - 1.0).abs() < 0.15,
+            "{level}: {held}"
+        );
+        assert!(held["delivery_p99_ms"].as_f64().unwrap() < 200.0, "{held}");
+    }
+    assert!(out.contains("events/s"), "{out}");
     assert!(!out.contains("no successful response"), "{out}");
     // Loopback cannot deliver within a microsecond: the first level fails on it, and says so.
     let (code, r, out) = find("delivery.p99<0.001ms");
