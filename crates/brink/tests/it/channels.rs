@@ -384,3 +384,26 @@ fn a_plan_holds_its_streams_when_it_says_hold() {
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("every:"), "{out}");
 }
+
+#[test]
+fn what_held_and_broken_streams_read_is_in_the_bytes_read() {
+    let _cpu = crate::support::cpu_shared();
+    // An event every 100 ms (`data: token N`, 14 or 15 bytes with its blank line), never
+    // ending: none of it ends as an answer, all of it was read.
+    let srv = testkit::serve(Arc::new(|_: &Req| Reply::Events {
+        first: Duration::ZERO,
+        every: Duration::from_millis(100),
+        events: 10_000,
+        slot: false,
+    }))
+    .unwrap();
+    let url = srv.url("/s");
+    let (_, r, out) = run(&[&url, "--hold", "-c", "2", "-d", "1500ms"]);
+    let s = &r["summary"];
+    let events = s["stream"]["events"].as_u64().unwrap();
+    let bytes = s["bytes_in"].as_u64().unwrap();
+    assert!(
+        bytes >= events * 14 && bytes <= (events + 2) * 16,
+        "{bytes} bytes for {events} events: {out}"
+    );
+}

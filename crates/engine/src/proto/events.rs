@@ -147,6 +147,10 @@ pub struct Events {
     undated: u64,
     /// Its first byte, and first event, were drained.
     told: (bool, bool),
+    /// Body bytes read since the last drain.
+    fed: u64,
+    /// Body bytes drained (counted in the run's bytes in as they were read).
+    pub drained_bytes: u64,
 }
 
 impl Events {
@@ -171,12 +175,15 @@ impl Events {
             delays_us: Vec::new(),
             undated: 0,
             told: (false, false),
+            fed: 0,
+            drained_bytes: 0,
         }
     }
 
     /// Reads `payload`, body bytes read at `now`.
     pub fn feed(&mut self, payload: &[u8], now: Instant) -> Result<(), sse::Fault> {
         self.last_read = now;
+        self.fed += payload.len() as u64;
         let mut n = 0u64;
         if self.tokens.is_none() && self.sent_at.is_none() {
             // Events only counted and timed (every plain stream): a callback small enough
@@ -250,11 +257,16 @@ impl Events {
         }
     }
 
-    /// Records what was read since the last drain in `counts`: the head and first event
-    /// (from `base`, the intended start) once each, the events, the gaps between them and
-    /// their delivery delays. A token stream's gaps wait for its end (only a stream that
-    /// ends well has them recorded).
-    pub fn drain_into(&mut self, counts: &mut stats::events::EventCounts, base: Instant) {
+    /// Records what was read since the last drain in `rec`: the body bytes (a stream that
+    /// never ends, or ends in an error, still read them), the head and first event (from
+    /// `base`, the intended start) once each, the events, the gaps between them and their
+    /// delivery delays. A token stream's gaps wait for its end (only a stream that ends well
+    /// has them recorded).
+    pub fn drain_into(&mut self, rec: &mut stats::Bucket, base: Instant) {
+        let fed = std::mem::take(&mut self.fed);
+        rec.bytes_in += fed;
+        self.drained_bytes += fed;
+        let counts = rec.events_mut();
         let since = |t: Instant| t.saturating_duration_since(base).as_micros() as u64;
         if !self.told.0 {
             if let Some(t) = self.first_byte {
@@ -344,8 +356,9 @@ mod tests {
         let mut e = rule
             .events_for(true, base + Duration::from_millis(3))
             .unwrap();
-        let mut counts = stats::events::EventCounts::default();
-        e.drain_into(&mut counts, base);
+        let mut rec = stats::Bucket::new(0);
+        e.drain_into(&mut rec, base);
+        let counts = rec.events.as_deref().unwrap();
         assert_eq!((counts.first_byte.len(), counts.first_event.len()), (1, 0));
         let sent = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -354,8 +367,10 @@ mod tests {
         let dated = format!("data: {{\"ts\": {sent}}}\n\ndata: no time\n\n");
         e.feed(dated.as_bytes(), base + Duration::from_millis(9))
             .unwrap();
-        e.drain_into(&mut counts, base);
-        e.drain_into(&mut counts, base);
+        e.drain_into(&mut rec, base);
+        e.drain_into(&mut rec, base);
+        assert_eq!(rec.bytes_in, dated.len() as u64, "body bytes, once");
+        let counts = rec.events.as_deref().unwrap();
         assert_eq!((counts.first_byte.len(), counts.first_event.len()), (1, 1));
         let at = counts.first_event.value_at_quantile(1.0);
         assert!((8_900..=9_100).contains(&at), "{at}");

@@ -41,7 +41,7 @@ impl Tally<'_> {
         // Never borrowed across an await: a failed borrow only defers the drain.
         if let Ok(mut rec) = self.rec.try_borrow_mut() {
             if let Some(b) = rec.get_mut(request) {
-                e.drain_into(b.events_mut(), self.base);
+                e.drain_into(b, self.base);
             }
         }
     }

@@ -360,7 +360,7 @@ impl Worker<'_> {
                 Ok(n) => {
                     let r = c.reader.advance(&mut c.buf, n).transpose();
                     if let Some(e) = c.reader.events() {
-                        e.drain_into(self.core.rec[c.vu.current].events_mut(), c.base);
+                        e.drain_into(&mut self.core.rec[c.vu.current], c.base);
                     }
                     r
                 }

@@ -551,7 +551,7 @@ impl Worker<'_> {
         let client = &mut self.lines[l].client;
         client.drain_gaps(|k, e| {
             let s = &slots[k];
-            e.drain_into(rec[s.vu.current].events_mut(), s.base)
+            e.drain_into(&mut rec[s.vu.current], s.base)
         });
     }
 

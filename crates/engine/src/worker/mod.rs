@@ -368,8 +368,10 @@ fn record_events(
     reply: &mut crate::proto::reply::Reply,
 ) {
     let since = |t: Instant| micros(t.saturating_duration_since(base));
+    e.drain_into(rec, base);
+    // Its body bytes are in already, as they were read.
+    reply.bytes_in = reply.bytes_in.saturating_sub(e.drained_bytes);
     let counts = rec.events_mut();
-    e.drain_into(counts, base);
     counts.record_answer(e.count);
     let (Some(tokens), Some(rule)) = (e.tokens.as_deref_mut(), shared.connector.events.llm) else {
         return;
