@@ -200,11 +200,28 @@ impl Reader {
                 break;
             };
             let line = &rest[start..start + off];
-            match line.strip_prefix(b"data:") {
-                Some(v) => self.data_line(v.strip_prefix(b" ").unwrap_or(v))?,
-                None => self.take_line(line, on_event)?,
-            }
             start += off + 1;
+            let Some(v) = line.strip_prefix(b"data:") else {
+                self.take_line(line, on_event)?;
+                continue;
+            };
+            let v = v.strip_prefix(b" ").unwrap_or(v);
+            // The usual event: one data line and the blank line after it, with no type or
+            // ID of its own and its data not wanted: dispatched here, nothing gathered.
+            let alone = !self.keep_data && self.data_len == 0 && !self.id_pending;
+            if alone && self.kind.is_empty() && rest.get(start) == Some(&b'\n') {
+                if v.len() + 1 > self.max_event {
+                    return Err(Fault::TooLarge);
+                }
+                on_event(Event {
+                    kind: b"message",
+                    data: &[],
+                    id: &self.id,
+                });
+                start += 1;
+                continue;
+            }
+            self.data_line(v)?;
         }
         self.grow_line(&rest[start..])
     }
