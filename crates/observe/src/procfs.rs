@@ -232,6 +232,9 @@ mod tests {
         );
         assert_eq!(super::sched_of("12 x 3"), None);
         let before = super::thread_sched().expect("this kernel keeps schedstat");
+        // A thread that never left its CPU would have run in no new slice: the sleep makes it
+        // leave once, so it comes back in at least one.
+        std::thread::sleep(std::time::Duration::from_millis(1));
         let t = std::time::Instant::now();
         let mut spin = 0u64;
         while t.elapsed() < std::time::Duration::from_millis(50) {

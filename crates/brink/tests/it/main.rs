@@ -44,6 +44,7 @@ mod reports;
 mod results;
 mod schema;
 mod serve;
+mod sse_starlette;
 mod streams;
 mod support;
 mod traces;

@@ -621,7 +621,7 @@ fn flags_that_do_not_apply_are_refused() {
         ),
         (
             vec!["run", "http://127.0.0.1:9/", "--message", "x"],
-            "--message, --message-file, --hold, --every, --subscribe, --sent-at and --match-id apply to ws://",
+            "--message, --message-file, --every, --subscribe and --match-id apply to ws://",
         ),
         (
             vec!["run", "http://127.0.0.1:9/", "--match-id", "$.id"],
@@ -632,14 +632,36 @@ fn flags_that_do_not_apply_are_refused() {
             "a --subscribe connection sends once",
         ),
         (
-            vec!["find", "ws://127.0.0.1:9/", "--hold", "--by", "rate", "--from", "10", "--to", "20"],
+            vec![
+                "find",
+                "ws://127.0.0.1:9/",
+                "--hold",
+                "--by",
+                "rate",
+                "--from",
+                "10",
+                "--to",
+                "20",
+            ],
             "search them with --by connections",
         ),
         (
-            vec!["find", "ws://127.0.0.1:9/", "--message", "x", "--every", "1s", "--by", "rate", "--from", "10", "--to", "20"],
+            vec![
+                "find",
+                "ws://127.0.0.1:9/",
+                "--message",
+                "x",
+                "--every",
+                "1s",
+                "--by",
+                "rate",
+                "--from",
+                "10",
+                "--to",
+                "20",
+            ],
             "search them with --by connections",
         ),
-
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_brink"))
             .args(&args)
