@@ -196,36 +196,65 @@ impl Reader {
                 start += 1;
                 continue;
             }
+            if self.lone_ready() {
+                let at = self.lone_events(rest, start, on_event)?;
+                if at != start {
+                    start = at;
+                    continue;
+                }
+            }
             let Some(off) = memchr::memchr(b'\n', &rest[start..]) else {
                 break;
             };
             let line = &rest[start..start + off];
             start += off + 1;
-            let Some(v) = line.strip_prefix(b"data:") else {
-                self.take_line(line, on_event)?;
-                continue;
-            };
-            let v = v.strip_prefix(b" ").unwrap_or(v);
-            // The usual event: one data line and the blank line after it, with no type or
-            // ID of its own and its data not wanted: dispatched here, nothing gathered.
-            let alone = !self.keep_data && self.data_len == 0 && !self.id_pending;
-            if alone && self.kind.is_empty() && rest.get(start) == Some(&b'\n') {
-                if v.len() + 1 > self.max_event {
-                    return Err(Fault::TooLarge);
-                }
-                on_event(Event {
-                    kind: b"message",
-                    data: &[],
-                    id: &self.id,
-                });
-                start += 1;
-                continue;
-            }
-            self.data_line(v)?;
+            self.take_line(line, on_event)?;
         }
         self.grow_line(&rest[start..])
     }
 
+    /// Nothing gathered and nothing to gather: the next event with one data line and no
+    /// type or ID of its own can be dispatched where its line is read.
+    #[inline]
+    fn lone_ready(&self) -> bool {
+        !self.keep_data && self.data_len == 0 && !self.id_pending && self.kind.is_empty()
+    }
+
+    /// The usual events from `start` on (a `data:` line, then the blank line), dispatched
+    /// with nothing gathered: the hot loop of every stream. Where the first other line
+    /// begins (`start` itself when it is one).
+    #[inline]
+    fn lone_events<F: FnMut(Event<'_>)>(
+        &self,
+        rest: &[u8],
+        mut start: usize,
+        on_event: &mut F,
+    ) -> Result<usize, Fault> {
+        // A lone event holds its line less `data:` (and a space), plus an LF: bound the line.
+        let max_line = self.max_event.saturating_add(b"data:".len() - 1);
+        loop {
+            let tail = &rest[start..];
+            if !tail.starts_with(b"data:") {
+                return Ok(start);
+            }
+            let Some(end) = memchr::memchr(b'\n', tail) else {
+                return Ok(start);
+            };
+            if tail.get(end + 1) != Some(&b'\n') {
+                return Ok(start);
+            }
+            let space = usize::from(tail.get(5) == Some(&b' ') && end > 5);
+            if end - space > max_line {
+                return Err(Fault::TooLarge);
+            }
+            on_event(Event {
+                kind: b"message",
+                data: &[],
+                id: &self.id,
+            });
+            start += end + 2;
+        }
+    }
     /// Ends the line begun in an earlier chunk with `tail`, and takes it.
     fn end_line<F: FnMut(Event<'_>)>(
         &mut self,
@@ -518,5 +547,101 @@ id
             counted.feed(b"data: 0123456789xy\n", &mut |_| {}),
             Err(Fault::TooLarge)
         );
+    }
+
+    #[test]
+    fn the_usual_event_is_bounded_as_any_other() {
+        // The counting reader dispatches these where their line is read; the keeping one
+        // gathers them: both must refuse at the same size, one byte past the bound.
+        for line in [
+            &b"data: 0123456789"[..],
+            b"data:0123456789",
+            b"data: ",
+            b"data:",
+        ] {
+            let value = line.len() - 5 - usize::from(line.get(5) == Some(&b' '));
+            let stream = [line, b"\n\n", line, b"\n\n"].concat();
+            for max in [value, value + 1] {
+                let fits = value < max;
+                for keep in [false, true] {
+                    let mut r = Reader::new(max);
+                    if keep {
+                        r = r.keeping_data();
+                    }
+                    let mut n = 0;
+                    let got = r.feed(&stream, &mut |_| n += 1);
+                    let want = if fits { Ok(()) } else { Err(Fault::TooLarge) };
+                    let what = String::from_utf8_lossy(line);
+                    assert_eq!(got, want, "{what:?} within {max}, keeping {keep}");
+                    if fits {
+                        assert_eq!(n, 2, "{what:?} within {max}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Everything a reader says about a stream fed in `chunks`: each event's type and ID,
+    /// then the retry, confirmed ID and comments, and the first fault with its chunk.
+    fn trace(mut r: Reader, chunks: &[&[u8]]) -> String {
+        let mut out = String::new();
+        for (i, c) in chunks.iter().enumerate() {
+            let fed = r.feed(c, &mut |e| {
+                out += &format!("{}#{};", String::from_utf8_lossy(e.kind), e.id.len());
+            });
+            if let Err(f) = fed {
+                out += &format!("{f:?} at {i}");
+                return out;
+            }
+        }
+        let id = r.confirmed_id().map(<[u8]>::len);
+        out + &format!("{:?} {id:?} {}", r.retry_ms(), r.comments())
+    }
+
+    #[test]
+    fn counting_and_keeping_readers_agree_on_any_stream_cut_anywhere() {
+        const LINES: [&str; 12] = [
+            "data: x",
+            "data:",
+            "data: 0123456",
+            "data:abc",
+            "event: e",
+            "id: 5",
+            ": c",
+            "",
+            "",
+            "retry: 10",
+            "dat",
+            "x",
+        ];
+        let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for round in 0..3000 {
+            let end = ["\n", "\r\n", "\r"][usize::from(round % 5 == 0) * (1 + next(2))];
+            let stream: String = (0..next(24))
+                .map(|_| LINES[next(LINES.len())].to_string() + end)
+                .collect();
+            let bytes = stream.as_bytes();
+            let mut cuts: Vec<usize> = (0..next(4)).map(|_| next(bytes.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            for c in cuts.into_iter().chain([bytes.len()]) {
+                chunks.push(&bytes[at..c]);
+                at = c;
+            }
+            let max = 4 + next(16);
+            let (kept, counted) = (Reader::new(max).keeping_data(), Reader::new(max));
+            assert_eq!(
+                trace(kept, &chunks),
+                trace(counted, &chunks),
+                "{stream:?} in {chunks:?} within {max}"
+            );
+        }
     }
 }

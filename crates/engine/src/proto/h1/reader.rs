@@ -158,12 +158,15 @@ impl Reader {
     ) -> Result<Option<Reply>, ErrorKind> {
         buf.filled += n;
         self.bytes_in += n as u64;
+        let mut from = 0;
         if let Phase::Head = self.phase {
-            if !self.parse_head(buf, now)? {
-                return Ok(None);
+            match self.parse_head(buf, now)? {
+                Some(at) => from = at,
+                None => return Ok(None),
             }
         }
-        let body = &buf.data[..buf.filled];
+        // The body is read where it lies: moving it behind the head would copy the answer.
+        let body = &buf.data[from..buf.filled];
         let (done, used) = match &mut self.events {
             None => body_of(&mut self.phase, body, |_| Ok(()))?,
             Some(e) => {
@@ -208,13 +211,14 @@ impl Reader {
         }
     }
 
-    /// Parses the head out of the buffer; false when more bytes are needed. Interim answers
-    /// are skipped by offset and the rest of the buffer is moved once, at the end.
+    /// Parses the head in the buffer: where its body begins, or `None` when more bytes are
+    /// needed (an unfinished head is moved to the buffer's start). Interim answers are skipped
+    /// by offset.
     fn parse_head(
         &mut self,
         buf: &mut ReadBuf,
         now: Option<std::time::Instant>,
-    ) -> Result<bool, ErrorKind> {
+    ) -> Result<Option<usize>, ErrorKind> {
         let mut off = 0;
         let head = loop {
             let parsed = parse_head(&buf.data[off..buf.filled], self.head_request)
@@ -238,15 +242,13 @@ impl Reader {
                         }
                         buf.data.resize(buf.data.len() * 2, 0);
                     }
-                    return Ok(false);
+                    return Ok(None);
                 }
             }
         };
         if let Some(c) = self.capture.as_mut() {
             c.headers = header_list(&buf.data[off..off + head.len]);
         }
-        buf.data.copy_within(off + head.len..buf.filled, 0);
-        buf.filled -= off + head.len;
         self.status = head.status;
         self.keep_alive = head.keep_alive;
         if self.rule.reads(head.event_stream) {
@@ -264,7 +266,7 @@ impl Reader {
             Framing::Chunked => Phase::Chunked(Chunked::default()),
             Framing::Close => Phase::UntilClose,
         };
-        Ok(true)
+        Ok(Some(off + head.len))
     }
 }
 
