@@ -269,9 +269,16 @@ impl Reader {
         taken
     }
 
+    /// The longest line: `max_event` of value (its LF counted) after `data: `. Every line is
+    /// held to it, whole in one read or cut between reads, so where a stream is cut never
+    /// changes what it is; the event's data is held to `max_event` by [`Reader::data_line`].
+    fn max_line(&self) -> usize {
+        self.max_event.saturating_add(b"data:".len())
+    }
+
     /// Adds `bytes` to the unfinished line, within the bound.
     fn grow_line(&mut self, bytes: &[u8]) -> Result<(), Fault> {
-        if self.line.len() + self.data_len + bytes.len() > self.max_event {
+        if self.line.len() + bytes.len() > self.max_line() {
             return Err(Fault::TooLarge);
         }
         self.line.extend_from_slice(bytes);
@@ -287,6 +294,9 @@ impl Reader {
         if line.is_empty() {
             self.dispatch(on_event);
             return Ok(());
+        }
+        if line.len() > self.max_line() {
+            return Err(Fault::TooLarge);
         }
         if line[0] == b':' {
             self.comments += 1;
@@ -509,7 +519,7 @@ id
             assert!(fed < 1000, "never refused");
         };
         assert_eq!(err, Fault::TooLarge);
-        assert!(fed <= 100 && r.line.capacity() <= 256, "{fed} fed");
+        assert!(fed <= 105 && r.line.capacity() <= 256, "{fed} fed");
         let mut r = Reader::new(100);
         let mut refused = None;
         for i in 0..100 {
@@ -637,11 +647,25 @@ id
             }
             let max = 4 + next(16);
             let (kept, counted) = (Reader::new(max).keeping_data(), Reader::new(max));
+            let cut = trace(counted, &chunks);
             assert_eq!(
                 trace(kept, &chunks),
-                trace(counted, &chunks),
+                cut,
                 "{stream:?} in {chunks:?} within {max}"
             );
+            // Where the stream was cut changes nothing but when a fault is seen.
+            let whole = trace(Reader::new(max), &[bytes]);
+            let fault = |t: &str| t.find("TooLarge").map(|at| t[..at].to_string());
+            if !stream.contains('\r') {
+                assert_eq!(
+                    fault(&whole).is_some(),
+                    fault(&cut).is_some(),
+                    "{stream:?} in {chunks:?} within {max}"
+                );
+                if fault(&whole).is_none() {
+                    assert_eq!(whole, cut, "{stream:?} in {chunks:?} within {max}");
+                }
+            }
         }
     }
 }
