@@ -305,6 +305,7 @@ fn framing_cases(tls: bool) {
             b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n",
             false,
         ),
+        "/blank-after" => raw(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n", false),
         _ => Reply::Stray {
             body: b"ok".to_vec(),
             after: Duration::from_millis(30),
@@ -347,13 +348,15 @@ fn framing_cases(tls: bool) {
         assert_eq!(s["status"], serde_json::json!({}), "{path}: {s}");
     }
 
+    // Bytes right after an answer break its framing: six requests, six answers counted as
+    // `protocol` errors (never a second, unasked answer); blank lines after it are tolerated.
     let before = srv.counters.connections();
     let (code, r) = run_json(&srv.url("/stray"), &closed);
     let s = &r["summary"];
-    assert_eq!(code, Some(0));
+    assert_eq!(code, Some(3), "nothing succeeded: {s}");
     assert_eq!(
-        (&s["ok"], &s["errors_by_kind"]["protocol"]),
-        (&6.into(), &6.into()),
+        (&s["requests"], &s["ok"], &s["errors_by_kind"]["protocol"]),
+        (&6.into(), &0.into(), &6.into()),
         "{s}"
     );
     assert_eq!(
@@ -362,6 +365,12 @@ fn framing_cases(tls: bool) {
         "the stray 500 is no answer: {s}"
     );
     assert_eq!(conns(before), 6);
+    let before = srv.counters.connections();
+    let (code, r) = run_json(&srv.url("/blank-after"), &closed);
+    let s = &r["summary"];
+    assert_eq!(code, Some(0), "{s}");
+    assert_eq!((&s["requests"], &s["ok"]), (&6.into(), &6.into()), "{s}");
+    assert_eq!(conns(before), 6, "not used again after bytes past the end");
 
     // Stray bytes on an idle connection (open model, 200 ms between requests): one protocol
     // error each, the connection dropped, the next request answered on a fresh one.

@@ -19,9 +19,9 @@ pub struct Reply {
     pub bytes_in: u64,
     /// Whether the connection may carry another request.
     pub keep_alive: bool,
-    /// Bytes came after the end of this response although no other request was outstanding:
-    /// the framing was wrong or the server misbehaves. The response still counts; the
-    /// connection is closed and one `protocol` error is counted for the stray bytes.
+    /// Bytes other than blank lines came right after the end of this response, although no
+    /// other request was outstanding: its framing was wrong or the server misbehaves. The
+    /// answer counts as answered and as a `protocol` error; the connection is closed.
     pub stray: bool,
     /// A call's own outcome (`None` for plain HTTP): its code decides success, not `status`.
     pub call: Option<Call>,

@@ -391,7 +391,7 @@ impl Worker<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Ok(n) if n > 0 => {
                     c.sock = None;
-                    super::record_stray(&mut self.core.rec[c.vu.current], true);
+                    super::record_stray(&mut self.core.rec[c.vu.current]);
                 }
                 _ => c.sock = None,
             }

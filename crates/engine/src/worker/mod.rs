@@ -251,7 +251,12 @@ fn record(
         }),
         (Err(kind), _) | (_, Err(kind)) => Err(*kind),
     };
-    let extracted = vu.complete(workload, answer, &mut rec[vu.current]);
+    let mut extracted = vu.complete(workload, answer, &mut rec[vu.current]);
+    if result.as_ref().is_ok_and(|r| r.stray) && extracted.is_ok() {
+        // Bytes past its end broke the answer's framing: answered, and a `protocol` error
+        // (never a second, unasked answer).
+        extracted = Err(ErrorKind::Protocol);
+    }
     if answered_ok == Ok(true) && extracted.is_ok() {
         follow_completion(shared, vu, base);
     }
@@ -296,7 +301,6 @@ fn record(
                 None => rec.record_response(reply.status, ok, corrected, service),
             }
             rec.bytes_in += reply.bytes_in;
-            record_stray(rec, reply.stray);
             reply.keep_alive && shared.keepalive
         }
         (Ok(reply), Err(kind)) => {
@@ -308,7 +312,6 @@ fn record(
                 rec.note_extract_failure(vu.extract_failure.take());
             }
             rec.bytes_in += reply.bytes_in;
-            record_stray(rec, reply.stray);
             reply.keep_alive && shared.keepalive
         }
         (Err(ErrorKind::InvalidRequest), _) => {
@@ -433,12 +436,11 @@ fn held_stream_opens(rec: &mut Bucket, vu: &mut Vu, resumed: bool) {
     vu.resume.opened += 1;
 }
 
-/// Bytes a server sent with no request outstanding count as one `protocol` error of their
-/// own (the connection is closed), never as the next request's answer.
-fn record_stray(rec: &mut Bucket, stray: bool) {
-    if stray {
-        rec.record_error(ErrorKind::Protocol);
-    }
+/// Bytes a server sent on an idle connection, with no request outstanding, count as one
+/// `protocol` error of their own (the connection is closed), never as the next request's
+/// answer.
+fn record_stray(rec: &mut Bucket) {
+    rec.record_error(ErrorKind::Protocol);
 }
 
 /// Counts `vu`'s refused attempt once, keeping the first refusal's details.

@@ -422,7 +422,7 @@ impl Slot {
                 }
                 Idle::Stray => {
                     self.conn = None;
-                    super::record_stray(&mut ctx.rec.borrow_mut()[self.vu.current], true);
+                    super::record_stray(&mut ctx.rec.borrow_mut()[self.vu.current]);
                 }
             }
         }

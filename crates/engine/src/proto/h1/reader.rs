@@ -184,8 +184,11 @@ impl Reader {
         Ok(done.then(|| {
             let mut reply = self.reply();
             if stray > 0 {
+                // Bytes past the answer's end: the connection is not used again. Blank lines
+                // are a known server slip and tolerated; anything else breaks the answer's
+                // framing (the worker counts the answer as a `protocol` error).
                 reply.bytes_in -= stray as u64;
-                reply.stray = true;
+                reply.stray = !body[used..].iter().all(|b| matches!(b, b'\r' | b'\n'));
                 reply.keep_alive = false;
             }
             reply
@@ -413,6 +416,12 @@ mod tests {
         }
         let clean = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
         assert!(!read(clean, 7, false).unwrap().unwrap().stray);
+        let blank = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n";
+        let reply = read(blank, blank.len(), false).unwrap().unwrap();
+        assert!(
+            !reply.stray && !reply.keep_alive,
+            "a blank line after is tolerated"
+        );
     }
 
     #[test]
