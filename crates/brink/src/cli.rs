@@ -394,6 +394,9 @@ pub struct LoadArgs {
     /// Use HTTP/2 (h2c prior knowledge for http://, ALPN for https://).
     #[arg(long)]
     pub http2: bool,
+    /// Use HTTP/3 over QUIC (an https:// URL; TLS 1.3, ALPN h3).
+    #[arg(long)]
+    pub http3: bool,
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     pub insecure: bool,

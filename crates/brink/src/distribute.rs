@@ -293,7 +293,7 @@ mod tests {
             "find http://x/ -c 3 --connections 2 -m POST -H a:b --body x --call p.S/M",
             "--proto a.proto --protoset a.pb -I inc --max-data-size 1MiB --stream-messages 2",
             "--stream-interval 1ms --ok-codes OK --timeout 1s --connect-timeout 1s",
-            "--no-keepalive --http2 -k --cacert ca.pem --complete-when /x",
+            "--no-keepalive --http2 --http3 -k --cacert ca.pem --complete-when /x",
             "--complete-progress $.n --complete-every 1s --complete-within 1m --trace=0.5",
             "--trace-link http://t/{trace_id} --cert c.pem --key k.pem --authority a:1",
             "--ok-status 200 --threads 2 --latency --grace 1s --capture-limit 1MiB",

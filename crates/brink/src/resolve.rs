@@ -235,7 +235,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
             let request = crate::ws_flags::request(a, &target)?;
             (format!("WS {}", target.path), request)
         }
-        Protocol::Http1 | Protocol::Http2 => {
+        Protocol::Http1 | Protocol::Http2 | Protocol::Http3 => {
             crate::grpc_call::refuse_flags(a, false)?;
             crate::ws_flags::refuse_flags(a, true)?;
             let body = read_body(a.body.as_deref(), a.body_file.as_deref())?;
@@ -455,7 +455,19 @@ fn spec(
         }
         None => engine::workload::capture::DEFAULT_LIMIT,
     };
-    let target = target.with_http2(a.http2 || plan.http2.unwrap_or(false));
+    let (http2, http3) = (
+        a.http2 || plan.http2.unwrap_or(false),
+        a.http3 || plan.http3.unwrap_or(false),
+    );
+    if http2 && http3 {
+        return Err(Fail::input(
+            "HTTP/2 and HTTP/3 are two protocols (--http2, --http3, or http2:/http3: in a plan): choose one",
+        ));
+    }
+    let target = target
+        .with_http2(http2)
+        .with_http3(http3)
+        .map_err(|e| Fail::input(e.to_string()))?;
     let grpc = target.protocol == Protocol::Grpc;
     let threads = a
         .threads
@@ -466,7 +478,7 @@ fn spec(
         None => None,
         Some(_) if !target.protocol.multiplexed() => {
             return Err(Fail::input(
-                "--connections shares connections between requests in flight: it needs --http2 or a grpc:// URL (with HTTP/1.1, -c is the connections)",
+                "--connections shares connections between requests in flight: it needs --http2, --http3 or a grpc:// URL (with HTTP/1.1, -c is the connections)",
             ))
         }
         Some(n) => Some(plan::load::connections("--connections", n).map_err(Fail::input)?),

@@ -32,15 +32,18 @@ pub enum Protocol {
     Grpc,
     /// WebSocket (RFC 6455): an HTTP/1.1 upgrade, then messages (`ws://`, `wss://`).
     Ws,
+    /// HTTP/3 over QUIC (RFC 9114): `--http3` on an `https://` URL.
+    Http3,
 }
 
 impl Protocol {
     /// Every protocol, in the order a scheme error lists them.
-    pub const ALL: [Protocol; 4] = [
+    pub const ALL: [Protocol; 5] = [
         Protocol::Http1,
         Protocol::Http2,
         Protocol::Grpc,
         Protocol::Ws,
+        Protocol::Http3,
     ];
 
     /// The protocol a URL scheme names, and whether TLS carries it (`None`: not ours).
@@ -57,8 +60,8 @@ impl Protocol {
     /// The URL scheme this protocol is written with, over TCP or over TLS.
     pub fn scheme(self, tls: bool) -> &'static str {
         match (self, tls) {
-            (Protocol::Http1 | Protocol::Http2, false) => "http",
-            (Protocol::Http1 | Protocol::Http2, true) => "https",
+            (Protocol::Http1 | Protocol::Http2 | Protocol::Http3, false) => "http",
+            (Protocol::Http1 | Protocol::Http2 | Protocol::Http3, true) => "https",
             (Protocol::Grpc, false) => "grpc",
             (Protocol::Grpc, true) => "grpcs",
             (Protocol::Ws, false) => "ws",
@@ -70,14 +73,14 @@ impl Protocol {
     fn named_by_scheme(self) -> bool {
         match self {
             Protocol::Http1 | Protocol::Grpc | Protocol::Ws => true,
-            Protocol::Http2 => false,
+            Protocol::Http2 | Protocol::Http3 => false,
         }
     }
 
     /// The port a URL without one means.
     pub fn default_port(self, tls: bool) -> u16 {
         match self {
-            Protocol::Http1 | Protocol::Http2 | Protocol::Grpc | Protocol::Ws => {
+            Protocol::Http1 | Protocol::Http2 | Protocol::Grpc | Protocol::Ws | Protocol::Http3 => {
                 if tls {
                     443
                 } else {
@@ -93,6 +96,7 @@ impl Protocol {
         match self {
             Protocol::Http1 | Protocol::Ws => &[b"http/1.1"],
             Protocol::Http2 | Protocol::Grpc => &[b"h2", b"http/1.1"],
+            Protocol::Http3 => &[b"h3"],
         }
     }
 
@@ -100,7 +104,7 @@ impl Protocol {
     pub fn multiplexed(self) -> bool {
         match self {
             Protocol::Http1 | Protocol::Ws => false,
-            Protocol::Http2 | Protocol::Grpc => true,
+            Protocol::Http2 | Protocol::Grpc | Protocol::Http3 => true,
         }
     }
 
@@ -108,7 +112,7 @@ impl Protocol {
     /// probe or a remote-write endpoint must be); a gRPC call is judged by its own code.
     pub fn is_http(self) -> bool {
         match self {
-            Protocol::Http1 | Protocol::Http2 => true,
+            Protocol::Http1 | Protocol::Http2 | Protocol::Http3 => true,
             Protocol::Grpc | Protocol::Ws => false,
         }
     }
@@ -119,6 +123,7 @@ impl Protocol {
             Protocol::Http1 => Wire::Http1,
             Protocol::Http2 | Protocol::Grpc => Wire::H2,
             Protocol::Ws => Wire::Ws,
+            Protocol::Http3 => Wire::H3,
         }
     }
 
@@ -144,6 +149,8 @@ pub enum Wire {
     /// WebSocket, after its HTTP/1.1 upgrade.
     #[serde(rename = "websocket")]
     Ws,
+    #[serde(rename = "h3")]
+    H3,
 }
 
 impl Wire {
@@ -152,6 +159,7 @@ impl Wire {
             Wire::Http1 => "http/1.1",
             Wire::H2 => "h2",
             Wire::Ws => "websocket",
+            Wire::H3 => "h3",
         }
     }
 }
@@ -232,6 +240,25 @@ impl Target {
             self.protocol = Protocol::Http2;
         }
         self
+    }
+
+    /// This target spoken over HTTP/3 when `on`: an `https://` URL only (QUIC is TLS 1.3).
+    pub fn with_http3(mut self, on: bool) -> Result<Target, TargetError> {
+        if !on {
+            return Ok(self);
+        }
+        if self.protocol != Protocol::Http1 || !self.tls {
+            let url = format!(
+                "{}://{}{}",
+                self.protocol.scheme(self.tls),
+                self.authority,
+                self.path
+            );
+            let why = "--http3 needs an https:// URL (HTTP/3 runs over QUIC, which is TLS 1.3)";
+            return Err(TargetError::Url(url, why.to_string()));
+        }
+        self.protocol = Protocol::Http3;
+        Ok(self)
     }
 
     /// This target with the path `path` (a completion probe's rendered URL): refused when the

@@ -25,6 +25,7 @@ pub struct Settings {
     /// W3C trace context: the sampled share.
     pub trace: Option<f64>,
     pub http2: Option<bool>,
+    pub http3: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
     /// Every answer read as Server-Sent Events (`--stream`).
@@ -709,6 +710,7 @@ impl Cx<'_> {
             ok_codes,
             trace,
             http2: r.http2.or(d.http2),
+            http3: r.http3.or(d.http3),
             insecure: r.insecure.or(d.insecure),
             keepalive: r.keepalive.or(d.keepalive),
             stream: r.stream.or(d.stream),

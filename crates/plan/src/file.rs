@@ -13,6 +13,7 @@
 //!   ok_codes: OK,NOT_FOUND                 # gRPC codes that succeed (default OK)
 //!   trace: 0.1                             # traceparent on every request, 10% sampled
 //!   http2: false
+//!   http3: false                           # HTTP/3 over QUIC (an https:// target)
 //!   stream: false                          # every answer read as Server-Sent Events
 //!   idle_timeout: 10s                      # a streamed answer silent this long: a timeout
 //!   hold: false                            # event streams held for the run, reopened as a browser does
@@ -145,6 +146,8 @@ pub struct RawSettings {
     /// W3C trace context on every request: the sampled share (0-1), or true for all.
     pub trace: Option<S<Scalar>>,
     pub http2: Option<bool>,
+    /// HTTP/3 over QUIC (`--http3`), for an `https://` target.
+    pub http3: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
     /// Read every answer as Server-Sent Events (`--stream`).
@@ -189,6 +192,8 @@ pub struct RawScenario {
     /// W3C trace context on every request: the sampled share (0-1), or true for all.
     pub trace: Option<S<Scalar>>,
     pub http2: Option<bool>,
+    /// HTTP/3 over QUIC (`--http3`), for an `https://` target.
+    pub http3: Option<bool>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
     /// Read every answer as Server-Sent Events (`--stream`).

@@ -104,7 +104,10 @@ pub fn scenario_result(
                 .iter()
                 .map(|c| model::grpc::name(*c))
                 .collect(),
-            model::Protocol::Http1 | model::Protocol::Http2 | model::Protocol::Ws => Vec::new(),
+            model::Protocol::Http1
+            | model::Protocol::Http2
+            | model::Protocol::Ws
+            | model::Protocol::Http3 => Vec::new(),
         },
         traces: traces(spec, out),
         completion: None,

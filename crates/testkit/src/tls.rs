@@ -22,6 +22,15 @@ pub fn acceptor(
     h2: bool,
     mtls: bool,
 ) -> Result<(TlsAcceptor, String, Option<ClientIdentity>), String> {
+    let (config, pem, identity) = server_config(h2, mtls)?;
+    Ok((TlsAcceptor::from(Arc::new(config)), pem, identity))
+}
+
+/// The server side of [`acceptor`]: a rustls configuration with a fresh certificate.
+pub fn server_config(
+    h2: bool,
+    mtls: bool,
+) -> Result<(rustls::ServerConfig, String, Option<ClientIdentity>), String> {
     let err = |e: rcgen::Error| e.to_string();
     let cert =
         rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string(), "localhost".to_string()])
@@ -67,7 +76,7 @@ pub fn acceptor(
     } else {
         vec![b"http/1.1".to_vec()]
     };
-    Ok((TlsAcceptor::from(Arc::new(config)), pem, identity))
+    Ok((config, pem, identity))
 }
 
 /// PEM files for a TLS service and its clients, written into a directory: a CA, a server

@@ -30,6 +30,7 @@ mod history;
 mod hostile;
 mod hostile_h2;
 mod hostile_ws;
+mod http3;
 mod idle_sockets;
 mod k8s;
 mod live_metrics;

@@ -6,7 +6,7 @@
 use crate::net::conn::{Connector, SetupTimes};
 use crate::proto::reply::Unopened;
 use crate::proto::session::Conn;
-use crate::proto::{h1, h2, ws};
+use crate::proto::{h1, h2, h3, ws};
 use model::Protocol;
 use stats::ErrorKind;
 use workload::Vu;
@@ -17,6 +17,10 @@ use workload::Vu;
 /// `--connect-timeout` (TCP and TLS in `Connector::open`; HTTP/2's handshake here, counted
 /// as `connect_timeout`; a WebSocket's upgrade in its session, counted as `handshake`).
 pub async fn connect(connector: &Connector, vu: &mut Vu) -> Result<(Conn, SetupTimes), Unopened> {
+    if connector.protocol == Protocol::Http3 {
+        // QUIC: no TCP stream; the worker's UDP endpoint carries it.
+        return h3::open(connector).await;
+    }
     let (stream, mut times) = connector.open().await?;
     let conn = match (connector.protocol, stream.alpn_h2()) {
         (Protocol::Http1, _) | (Protocol::Http2 | Protocol::Grpc, Some(false)) => {
@@ -36,6 +40,12 @@ pub async fn connect(connector: &Connector, vu: &mut Vu) -> Result<(Conn, SetupT
             let (conn, upgrade) = ws::session::session(stream, connector, vu).await?;
             times.upgrade = Some(upgrade);
             conn
+        }
+        (Protocol::Http3, _) => {
+            return Err(Unopened::because(
+                ErrorKind::Protocol,
+                "HTTP/3 runs over QUIC, not TCP",
+            ));
         }
     };
     Ok((conn, times))

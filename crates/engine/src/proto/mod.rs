@@ -14,6 +14,7 @@ pub mod events;
 pub mod h1;
 pub mod h2;
 pub mod h2c;
+pub mod h3;
 pub mod llm;
 pub mod reply;
 pub mod sent_at;

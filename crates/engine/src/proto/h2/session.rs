@@ -54,7 +54,7 @@ impl Session for H2Conn {
     fn at_deadline(&self, connector: &Connector, mut outcome: Outcome, passed: bool) -> Outcome {
         match connector.protocol {
             Protocol::Grpc => past_deadline(&mut outcome, passed),
-            Protocol::Http1 | Protocol::Http2 | Protocol::Ws => {}
+            Protocol::Http1 | Protocol::Http2 | Protocol::Ws | Protocol::Http3 => {}
         }
         outcome
     }
@@ -88,7 +88,7 @@ impl H2Conn {
         // gRPC calls say their deadline, and that they are gRPC, unless the step says so.
         let deadline = match connector.protocol {
             Protocol::Grpc => Some(grpc_timeout(connector.timeout)),
-            Protocol::Http1 | Protocol::Http2 | Protocol::Ws => None,
+            Protocol::Http1 | Protocol::Http2 | Protocol::Ws | Protocol::Http3 => None,
         };
         // A held stream resumes where the last one confirmed.
         let last_id = connector.resumes(vu).then(|| vu.resume.last_id()).flatten();

@@ -1,0 +1,216 @@
+//! HTTP/3 over QUIC (`--http3`): requests counted against the server's own count over shared
+//! and separate connections, event streams read as over HTTP/1.1 and HTTP/2, the handshake's
+//! failures named, a silent UDP port bounded by `--connect-timeout`, and the flags that do
+//! not fit refused. The server is testkit's quinn + h3 one, with a fresh certificate.
+
+use crate::support::brink_json;
+use std::time::Duration;
+
+fn server(reply: testkit::Reply) -> (testkit::Server, tempfile::TempDir, String) {
+    let handler: testkit::Handler = std::sync::Arc::new(move |_: &testkit::Req| reply.clone());
+    let srv = testkit::serve_h3(testkit::Options::default(), handler).expect("h3 server starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, srv.cert_pem.as_deref().unwrap_or_default()).expect("ca written");
+    let ca = ca.display().to_string();
+    (srv, dir, ca)
+}
+
+#[test]
+fn http3_requests_are_counted_as_the_server_counts_them() {
+    let (srv, _dir, ca) = server(testkit::Reply::ok("hello", Duration::from_millis(5)));
+    let url = srv.url("/");
+    let r = brink_json(&[
+        "run",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "400",
+        "-c",
+        "8",
+        "--no-history",
+    ]);
+    let s = &r.result["summary"];
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        (&s["requests"], &s["ok"]),
+        (&400.into(), &400.into()),
+        "{s}"
+    );
+    assert_eq!(
+        srv.counters.requests(),
+        400,
+        "the server counted what brink counted"
+    );
+    assert_eq!(s["bytes_in"], 400 * 5, "{s}");
+    assert_eq!(
+        r.result["target"]["protocol"], "h3",
+        "{}",
+        r.result["target"]
+    );
+    // Little's law: 8 streams in flight, each served in at least 5 ms.
+    let mean = s["latency_ms"]["mean"].as_f64().unwrap_or(0.0);
+    let rps = s["rps"].as_f64().unwrap_or(0.0);
+    assert!(mean >= 5.0, "mean {mean} ms");
+    let little = 8.0 / rps * 1000.0;
+    assert!(
+        (little - mean).abs() / mean < 0.25,
+        "8 / {rps} req/s = {little} ms vs mean {mean} ms"
+    );
+    assert_eq!(
+        srv.counters.connections(),
+        8,
+        "one QUIC connection per slot"
+    );
+
+    // --connections: the 8 streams share 2 connections.
+    let before = srv.counters.connections();
+    let r = brink_json(&[
+        "run",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "200",
+        "-c",
+        "8",
+        "--connections",
+        "2",
+        "--no-history",
+    ]);
+    assert_eq!(r.result["summary"]["ok"], 200, "{}", r.result["summary"]);
+    assert_eq!(srv.counters.connections() - before, 2);
+}
+
+#[test]
+fn http3_event_streams_are_read_as_events() {
+    let reply = testkit::Reply::Events {
+        first: Duration::from_millis(20),
+        every: Duration::from_millis(5),
+        events: 6,
+        slot: false,
+    };
+    let (srv, _dir, ca) = server(reply);
+    let r = brink_json(&[
+        "run",
+        &srv.url("/feed"),
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "20",
+        "-c",
+        "4",
+        "--no-history",
+    ]);
+    let s = &r.result["summary"];
+    assert_eq!(s["ok"], 20, "{s}");
+    assert_eq!(s["stream"]["events"], 20 * 6, "{}", s["stream"]);
+    let first = s["stream"]["first_event_ms"]["p50"].as_f64().unwrap_or(0.0);
+    assert!(
+        first >= 20.0,
+        "first event after the server's 20 ms: {first}"
+    );
+}
+
+#[test]
+fn http3_handshake_failures_and_silence_are_named_and_bounded() {
+    let (srv, _dir, _ca) = server(testkit::Reply::ok("hello", Duration::ZERO));
+    // The server's certificate is not trusted: a TLS failure, named.
+    let r = brink_json(&[
+        "run",
+        &srv.url("/"),
+        "--http3",
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--no-history",
+    ]);
+    let s = &r.result["summary"];
+    assert_eq!(s["errors_by_kind"]["tls"], 3, "{s}");
+    assert_eq!(srv.counters.requests(), 0);
+
+    // A UDP port that answers nothing: each connection gives up at --connect-timeout.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bound");
+    let port = silent.local_addr().expect("addr").port();
+    let started = std::time::Instant::now();
+    let url = format!("https://127.0.0.1:{port}/");
+    let r = brink_json(&[
+        "run",
+        &url,
+        "--http3",
+        "-k",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--connect-timeout",
+        "300ms",
+        "--no-history",
+    ]);
+    let s = &r.result["summary"];
+    assert_eq!(s["errors_by_kind"]["connect_timeout"], 2, "{s}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn http3_flags_that_do_not_fit_are_refused() {
+    for (args, says) in [
+        (
+            &["run", "http://127.0.0.1:1/", "--http3"][..],
+            "--http3 needs an https:// URL",
+        ),
+        (
+            &["run", "https://127.0.0.1:1/", "--http3", "--http2"][..],
+            "HTTP/2 and HTTP/3 are two protocols",
+        ),
+    ] {
+        let r = brink_json(args);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_plan_speaks_http3_with_http3_true_in_the_open_model() {
+    let (srv, dir, ca) = server(testkit::Reply::ok("ok", Duration::from_millis(1)));
+    let plan = dir.path().join("h3.yaml");
+    let text = format!(
+        "target: {}\ndefaults:\n  http3: true\nscenarios:\n  - name: paced\n    load: {{ rate: 200/s, duration: 2s, connections: 8 }}\n    requests: [ {{ name: get, path: /x }} ]\n",
+        srv.url("")
+    );
+    std::fs::write(&plan, text).expect("plan written");
+    let path = plan.display().to_string();
+    let r = brink_json(&["run", &path, "--cacert", &ca, "--no-history"]);
+    let s = &r.result["summary"];
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let ok = s["ok"].as_u64().unwrap_or(0);
+    assert!((390..=401).contains(&ok), "200/s for 2 s: {s}");
+    assert_eq!(
+        srv.counters.requests(),
+        ok,
+        "the server counted what brink counted"
+    );
+    assert_eq!(
+        r.result["target"]["protocol"], "h3",
+        "{}",
+        r.result["target"]
+    );
+    // The open model's schedule: every intended request sent and answered (how late they
+    // went is a benchmark's question, not a test's on a shared machine).
+    let sched = &s["schedule"];
+    assert_eq!(
+        (&sched["intended"], &sched["not_sent"]),
+        (&ok.into(), &0.into()),
+        "{sched}"
+    );
+}

@@ -1,0 +1,173 @@
+//! HTTP/3 as a [`Session`] of the tokio worker: opening a QUIC connection on the worker's
+//! endpoint (its handshake timed as the connection's set-up), and one request's exchange.
+
+use super::{connection_kind, H3Conn};
+use crate::net::conn::{Connector, SetupTimes};
+use crate::proto::reply::{Idle, Unopened};
+use crate::proto::session::{Conn, Exchange, Session, Tally};
+use bytes::Bytes;
+use h3_quinn::quinn;
+use stats::ErrorKind;
+use std::cell::RefCell;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::task::Context;
+use std::time::{Duration, Instant};
+use workload::Vu;
+
+thread_local! {
+    /// This worker thread's QUIC endpoint (one UDP socket for all its connections), with the
+    /// TLS configuration it was made for.
+    static ENDPOINT: RefCell<Option<(usize, quinn::Endpoint)>> = const { RefCell::new(None) };
+}
+
+/// The worker thread's endpoint for `connector`, made on first use.
+fn endpoint(connector: &Connector) -> Result<quinn::Endpoint, Unopened> {
+    let Some((tls, _)) = &connector.tls else {
+        return Err(Unopened::because(
+            ErrorKind::Tls,
+            "HTTP/3 needs TLS (an https:// URL)",
+        ));
+    };
+    let key = Arc::as_ptr(tls) as usize;
+    ENDPOINT.with_borrow_mut(|slot| {
+        if let Some((k, e)) = slot.as_ref() {
+            if *k == key {
+                return Ok(e.clone());
+            }
+        }
+        let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls.clone())
+            .map_err(|e| Unopened::because(ErrorKind::Tls, format!("QUIC needs TLS 1.3: {e}")))?;
+        let local: SocketAddr = match connector.addr {
+            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        let mut e = quinn::Endpoint::client(local)
+            .map_err(|e| Unopened::because(ErrorKind::Connect, format!("UDP socket: {e}")))?;
+        e.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+        *slot = Some((key, e.clone()));
+        Ok(e)
+    })
+}
+
+/// Opens an HTTP/3 connection: the QUIC handshake (TLS 1.3 inside it, ALPN `h3`), then
+/// HTTP/3's control streams. Both within `--connect-timeout`; the handshake is the
+/// connection's set-up time (QUIC has no separate connect).
+pub async fn open(connector: &Connector) -> Result<(Conn, SetupTimes), Unopened> {
+    let started = Instant::now();
+    let endpoint = endpoint(connector)?;
+    let name = match &connector.tls {
+        Some((_, name)) => name.to_str().into_owned(),
+        None => return Err(Unopened::because(ErrorKind::Tls, "HTTP/3 needs TLS")),
+    };
+    let within = connector.connect_timeout;
+    let late = || {
+        let why = format!("no QUIC handshake within {within:?} (--connect-timeout)");
+        Unopened::because(ErrorKind::ConnectTimeout, why)
+    };
+    let connecting = endpoint
+        .connect(connector.addr, &name)
+        .map_err(|e| Unopened::because(ErrorKind::Connect, e.to_string()))?;
+    let quic = match tokio::time::timeout(within, connecting).await {
+        Err(_) => return Err(late()),
+        Ok(Err(e)) => return Err(handshake_failed(&e)),
+        Ok(Ok(c)) => c,
+    };
+    let handshake = started.elapsed();
+    let left = within.saturating_sub(handshake);
+    let (mut driver, send) =
+        match tokio::time::timeout(left, h3::client::new(h3_quinn::Connection::new(quic))).await {
+            Err(_) => return Err(late()),
+            Ok(Err(e)) => {
+                return Err(Unopened::because(connection_kind(&e), e.to_string()));
+            }
+            Ok(Ok(pair)) => pair,
+        };
+    tokio::spawn(async move {
+        // The driver ends when the connection does; errors surface on the next request.
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    });
+    let times = SetupTimes {
+        connect: handshake,
+        tls: None,
+        upgrade: None,
+    };
+    let conn = H3Conn { send, events: None };
+    Ok((Box::new(conn), times))
+}
+
+/// Why a QUIC handshake failed, counted as its kind: TLS's alert (a certificate refused, no
+/// common ALPN) is `tls`, silence `connect_timeout`, anything else `connect`.
+fn handshake_failed(e: &quinn::ConnectionError) -> Unopened {
+    use quinn::ConnectionError as C;
+    let kind = match e {
+        C::TimedOut => ErrorKind::ConnectTimeout,
+        C::TransportError(t) if t.code.to_string().contains("crypto") => ErrorKind::Tls,
+        C::ConnectionClosed(c) if c.error_code.to_string().contains("crypto") => ErrorKind::Tls,
+        _ => ErrorKind::Connect,
+    };
+    Unopened::because(kind, e.to_string())
+}
+
+impl Session for H3Conn {
+    fn share(&self) -> Option<Conn> {
+        Some(Box::new(self.clone()))
+    }
+
+    fn idle(&mut self, _: &mut Context<'_>, _: Duration) -> Idle {
+        // A closing connection shows on the next request.
+        Idle::Open
+    }
+
+    fn send<'a>(
+        &'a mut self,
+        connector: &'a Connector,
+        vu: &'a mut Vu,
+        tally: Tally<'a>,
+    ) -> Exchange<'a> {
+        Box::pin(self.exchange(connector, vu, tally))
+    }
+
+    fn events(&mut self) -> Option<Box<crate::proto::events::Events>> {
+        self.events.take()
+    }
+}
+
+impl H3Conn {
+    async fn exchange(
+        &mut self,
+        connector: &Connector,
+        vu: &mut Vu,
+        tally: Tally<'_>,
+    ) -> (crate::proto::reply::Outcome, u64) {
+        let step = &connector.workload.requests[vu.current];
+        let capture = connector.capture_for(step);
+        let (path, values, body) = match vu.render_parts(&connector.workload) {
+            Ok(parts) => parts,
+            Err(r) => {
+                vu.refused = Some(r);
+                return (Err(ErrorKind::InvalidRequest), 0);
+            }
+        };
+        let len = body.len() as u64;
+        let uri = format!("https://{}{}", connector.authority, path);
+        let last_id = connector.resumes(vu).then(|| vu.resume.last_id()).flatten();
+        let mut req = http::Request::builder()
+            .method(step.method.as_str())
+            .uri(uri.as_str());
+        for ((name, _), value) in step.headers.iter().zip(&values) {
+            req = req.header(name.as_str(), value.as_slice());
+        }
+        if let Some(id) = last_id {
+            req = req.header("last-event-id", id);
+        }
+        let Ok(req) = req.body(()) else {
+            return (Err(ErrorKind::InvalidRequest), 0);
+        };
+        let rule = connector.events;
+        let outcome = self
+            .roundtrip(req, Bytes::from(body), capture, rule, (tally, vu.current))
+            .await;
+        (outcome, len)
+    }
+}
