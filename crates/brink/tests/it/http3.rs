@@ -214,3 +214,94 @@ fn a_plan_speaks_http3_with_http3_true_in_the_open_model() {
         "{sched}"
     );
 }
+
+/// Debian's caddy (HTTP/3 on by default), on a free port, its own CA for 127.0.0.1: `None`
+/// when caddy is not installed (a failure when `BRINK_REQUIRE_CADDY` is set).
+fn caddy() -> Option<(crate::support::Killed, tempfile::TempDir, u16)> {
+    let found = std::process::Command::new("caddy")
+        .arg("version")
+        .output()
+        .is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("BRINK_REQUIRE_CADDY").is_none(),
+            "caddy is required here but not installed"
+        );
+        eprintln!("caddy not installed: skipping");
+        return None;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A port free for UDP (HTTP/3) and TCP (HTTP/1.1 and HTTP/2) alike.
+    let port = loop {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bound");
+        let port = udp.local_addr().expect("addr").port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            break port;
+        }
+    };
+    let d = dir.path().display();
+    let config = format!(
+        "{{\n\tadmin off\n\tauto_https disable_redirects\n\tdefault_sni localhost\n\tstorage file_system {d}/data\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\nhttps://localhost:{port}, https://127.0.0.1:{port} {{\n\ttls internal\n\trespond \"hello\" 200\n}}\n"
+    );
+    let file = dir.path().join("Caddyfile");
+    std::fs::write(&file, config).expect("Caddyfile written");
+    let child = std::process::Command::new("caddy")
+        .args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(&file)
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("caddy starts");
+    let child = crate::support::Killed(child);
+    // Ready once it answers over TCP.
+    let t = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "caddy never listened"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some((child, dir, port))
+}
+
+#[test]
+fn caddy_answers_over_http3_and_http2_alike() {
+    let Some((_caddy, _dir, port)) = caddy() else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{port}/");
+    for proto in ["--http3", "--http2"] {
+        let r = brink_json(&[
+            "run",
+            &url,
+            proto,
+            "-k",
+            "-n",
+            "300",
+            "-c",
+            "4",
+            "--no-history",
+        ]);
+        let s = &r.result["summary"];
+        assert_eq!(r.code, Some(0), "{proto}: {}{}", r.stdout, r.stderr);
+        assert_eq!(
+            (&s["requests"], &s["ok"]),
+            (&300.into(), &300.into()),
+            "{proto}: {s}"
+        );
+        assert_eq!(s["bytes_in"], 300 * 5, "{proto}: {s}");
+        // Little's law: 4 in flight / throughput = mean latency.
+        let mean = s["latency_ms"]["mean"].as_f64().unwrap_or(0.0);
+        let little = 4.0 / s["rps"].as_f64().unwrap_or(1.0) * 1000.0;
+        assert!(
+            (little - mean).abs() / mean < 0.3,
+            "{proto}: {little} ms vs mean {mean} ms"
+        );
+        let want = if proto == "--http3" { "h3" } else { "h2" };
+        assert_eq!(r.result["target"]["protocol"], want);
+    }
+}
