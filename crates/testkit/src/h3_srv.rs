@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// Serves `handler` over HTTP/3 (`opts.threads` runtime threads; `opts.port` on UDP).
+/// Serves `handler` over HTTP/3 (`opts.threads` runtime threads; `opts.port` on UDP; with
+/// `opts.rotate_after`, a GOAWAY after that many requests on a connection).
 pub fn serve_h3(opts: Options, handler: Handler) -> std::io::Result<Server> {
     let (mut tls, pem, client) =
         crate::tls::server_config(false, opts.mtls).map_err(std::io::Error::other)?;
@@ -32,14 +33,14 @@ pub fn serve_h3(opts: Options, handler: Handler) -> std::io::Result<Server> {
         let (_, unused) = accept::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
         Ok((addr, unused))
     };
-    let c = counters.clone();
+    let (c, rotate) = (counters.clone(), opts.rotate_after);
     let (addr, running) = accept::spawn("testkit-h3", opts.threads, bind, move |_, stop| {
         let endpoint = shared.lock().ok().and_then(|mut s| s.take());
         async move {
             let Some(endpoint) = endpoint else {
                 return;
             };
-            accept_loop(endpoint, stop, handler, c).await;
+            accept_loop(endpoint, stop, (handler, c), rotate).await;
         }
     })?;
     Ok(Server {
@@ -55,8 +56,8 @@ pub fn serve_h3(opts: Options, handler: Handler) -> std::io::Result<Server> {
 async fn accept_loop(
     endpoint: quinn::Endpoint,
     mut stop: accept::Stop,
-    handler: Handler,
-    counters: Arc<Counters>,
+    (handler, counters): (Handler, Arc<Counters>),
+    rotate_after: Option<u64>,
 ) {
     let seq = Arc::new(AtomicU64::new(0));
     loop {
@@ -77,7 +78,14 @@ async fn accept_loop(
             else {
                 return;
             };
+            let mut served = 0u64;
             while let Ok(Some(resolver)) = h3.accept().await {
+                served += 1;
+                if rotate_after == Some(served) {
+                    // As a server rotating connections does: GOAWAY, then the requests already
+                    // in flight are served and later ones refused.
+                    let _ = h3.shutdown(1).await;
+                }
                 let (handler, counters, seq) = (handler.clone(), counters.clone(), seq.clone());
                 tokio::spawn(async move {
                     let Ok((req, stream)) = resolver.resolve_request().await else {

@@ -266,8 +266,9 @@ pub struct Options {
     /// 413 before an upload ends; then drain the body slowly (16 KiB per 50 ms, for at most
     /// 2 s) and close.
     pub answer_before_body: bool,
-    /// Hyper server only: shut each connection down gracefully (HTTP/2 GOAWAY, HTTP/1.1
-    /// `Connection: close`) after this many requests, as nginx does by default.
+    /// Hyper and HTTP/3 servers only: shut each connection down gracefully (HTTP/2 and
+    /// HTTP/3 GOAWAY, HTTP/1.1 `Connection: close`) after this many requests, as nginx does
+    /// by default.
     pub rotate_after: Option<u64>,
     /// Raw TLS server only: wait this long before each TLS handshake (a slow handshake, as
     /// behind an overloaded TLS terminator).

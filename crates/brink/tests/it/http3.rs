@@ -305,3 +305,41 @@ fn caddy_answers_over_http3_and_http2_alike() {
         assert_eq!(r.result["target"]["protocol"], want);
     }
 }
+
+#[test]
+fn a_server_rotating_connections_costs_no_errors_over_http3() {
+    // GOAWAY every 10 requests: requests it never processed go again on a fresh connection,
+    // counted once.
+    let opts = testkit::Options {
+        rotate_after: Some(10),
+        ..testkit::Options::default()
+    };
+    let reply = testkit::Reply::ok("ok", Duration::from_millis(1));
+    let handler: testkit::Handler = std::sync::Arc::new(move |_: &testkit::Req| reply.clone());
+    let srv = testkit::serve_h3(opts, handler).expect("h3 server starts");
+    let r = brink_json(&[
+        "run",
+        &srv.url("/"),
+        "--http3",
+        "-k",
+        "-n",
+        "300",
+        "-c",
+        "4",
+        "--connections",
+        "1",
+        "--no-history",
+    ]);
+    let s = &r.result["summary"];
+    assert_eq!(
+        (&s["requests"], &s["ok"]),
+        (&300.into(), &300.into()),
+        "{s}"
+    );
+    assert_eq!(srv.counters.requests(), 300, "each request processed once");
+    assert!(
+        srv.counters.connections() >= 20,
+        "{} connections",
+        srv.counters.connections()
+    );
+}

@@ -42,17 +42,34 @@ impl H3Conn {
         capture: Option<&Arc<Budget>>,
         rule: EventRule,
         tally: (Tally<'_>, usize),
+    ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
+        let sent = async {
+            let mut stream = self.send.send_request(req).await?;
+            if !body.is_empty() {
+                stream.send_data(body).await?;
+            }
+            stream.finish().await?;
+            let resp = stream.recv_response().await?;
+            Ok::<_, h3::error::StreamError>((stream, resp))
+        };
+        let (mut stream, resp) = match sent.await {
+            Ok(pair) => pair,
+            Err(e) if unprocessed(&e) => return Err(Unprocessed),
+            Err(e) => return Ok(Err(stream_kind(&e))),
+        };
+        Ok(self.read(&mut stream, resp, capture, rule, tally).await)
+    }
+
+    /// Reads an answer's body: counted, kept when `capture` is set, read as events when
+    /// `rule` says.
+    async fn read(
+        &mut self,
+        stream: &mut h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
+        resp: http::Response<()>,
+        capture: Option<&Arc<Budget>>,
+        rule: EventRule,
+        tally: (Tally<'_>, usize),
     ) -> Result<(Reply, Option<Captured>), ErrorKind> {
-        let mut stream = self
-            .send
-            .send_request(req)
-            .await
-            .map_err(|e| stream_kind(&e))?;
-        if !body.is_empty() {
-            stream.send_data(body).await.map_err(|e| stream_kind(&e))?;
-        }
-        stream.finish().await.map_err(|e| stream_kind(&e))?;
-        let resp = stream.recv_response().await.map_err(|e| stream_kind(&e))?;
         let media = resp.headers().get(http::header::CONTENT_TYPE);
         let said = media.is_some_and(|m| crate::proto::events::is_event_stream(m.as_bytes()));
         self.events = rule.events_for(said, std::time::Instant::now());
@@ -97,6 +114,21 @@ impl H3Conn {
             fault: None,
         };
         Ok((reply, kept))
+    }
+}
+
+/// The server never processed the request; sending it again is safe (RFC 9114 §4.1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unprocessed;
+
+/// Whether `e` says the request never reached the server's processing: it rejected the
+/// stream (`H3_REQUEST_REJECTED`), or its GOAWAY had closed the connection to new requests.
+fn unprocessed(e: &h3::error::StreamError) -> bool {
+    use h3::error::{Code, StreamError};
+    match e {
+        StreamError::RemoteTerminate { code, .. } => *code == Code::H3_REQUEST_REJECTED,
+        StreamError::RemoteClosing { .. } => true,
+        _ => false,
     }
 }
 

@@ -1,7 +1,7 @@
 //! HTTP/3 as a [`Session`] of the tokio worker: opening a QUIC connection on the worker's
 //! endpoint (its handshake timed as the connection's set-up), and one request's exchange.
 
-use super::{connection_kind, H3Conn};
+use super::{connection_kind, H3Conn, Unprocessed};
 use crate::net::conn::{Connector, SetupTimes};
 use crate::proto::reply::{Idle, Unopened};
 use crate::proto::session::{Conn, Exchange, Session, Tally};
@@ -54,6 +54,12 @@ fn endpoint(connector: &Connector) -> Result<quinn::Endpoint, Unopened> {
 /// HTTP/3's control streams. Both within `--connect-timeout`; the handshake is the
 /// connection's set-up time (QUIC has no separate connect).
 pub async fn open(connector: &Connector) -> Result<(Conn, SetupTimes), Unopened> {
+    let (conn, times) = dial(connector).await?;
+    Ok((Box::new(conn), times))
+}
+
+/// [`open`]'s connection, as itself.
+async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
     let started = Instant::now();
     let endpoint = endpoint(connector)?;
     let name = match &connector.tls {
@@ -92,8 +98,7 @@ pub async fn open(connector: &Connector) -> Result<(Conn, SetupTimes), Unopened>
         tls: None,
         upgrade: None,
     };
-    let conn = H3Conn { send, events: None };
-    Ok((Box::new(conn), times))
+    Ok((H3Conn { send, events: None }, times))
 }
 
 /// Why a QUIC handshake failed, counted as its kind: TLS's alert (a certificate refused, no
@@ -164,10 +169,26 @@ impl H3Conn {
         let Ok(req) = req.body(()) else {
             return (Err(ErrorKind::InvalidRequest), 0);
         };
-        let rule = connector.events;
-        let outcome = self
-            .roundtrip(req, Bytes::from(body), capture, rule, (tally, vu.current))
-            .await;
-        (outcome, len)
+        let (rule, body) = (connector.events, Bytes::from(body));
+        // A request the server never processed (it rejected the stream, or was closing the
+        // connection) is sent again, once per fresh connection, and counted once.
+        for _ in 0..RESENDS {
+            let tally = (tally, vu.current);
+            match self
+                .roundtrip(req.clone(), body.clone(), capture, rule, tally)
+                .await
+            {
+                Ok(outcome) => return (outcome, len),
+                Err(Unprocessed) => match Box::pin(dial(connector)).await {
+                    Ok((fresh, _)) => *self = fresh,
+                    Err(u) => return (Err(u.kind), 0),
+                },
+            }
+        }
+        (Err(ErrorKind::Closed), 0)
     }
 }
+
+/// How many fresh connections an unprocessed request is tried on before it counts as
+/// `closed` (as for HTTP/2).
+const RESENDS: usize = 3;
