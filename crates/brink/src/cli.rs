@@ -385,7 +385,7 @@ pub struct LoadArgs {
     /// Per-request timeout, from the send to the end of the response (default 30s).
     #[arg(long)]
     pub timeout: Option<String>,
-    /// Timeout for opening a connection, TCP and TLS handshake (default 5s).
+    /// Timeout for opening a connection: TCP and TLS handshake, or QUIC's (default 5s).
     #[arg(long = "connect-timeout")]
     pub connect_timeout: Option<String>,
     /// Open a new connection for every request.

@@ -225,6 +225,11 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     let (name, request) = match target.protocol {
         Protocol::Grpc => {
             crate::ws_flags::refuse_flags(a, false)?;
+            if a.http3 {
+                return Err(Fail::input(
+                    "--http3 applies to https:// URLs; gRPC runs over HTTP/2",
+                ));
+            }
             let name = a
                 .call
                 .clone()

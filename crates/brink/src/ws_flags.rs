@@ -21,8 +21,12 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
         (a.http3, "--http3"),
     ];
     if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
+        let urls = match *flag {
+            "--http3" => "https:// URLs",
+            _ => "http:// and https:// URLs",
+        };
         return Err(Fail::input(format!(
-            "{flag} applies to http:// and https:// URLs; a ws:// URL sends --message"
+            "{flag} applies to {urls}; a WebSocket URL sends --message"
         )));
     }
     let message = match (&a.message, &a.message_file) {

@@ -11,7 +11,7 @@ pub fn render(r: &ScenarioResult) -> String {
     heading(&mut o, r);
     counts(&mut o, r);
     checks(&mut o, &r.checks);
-    connections(&mut o, &r.summary);
+    connections(&mut o, &r.summary, r.target.protocol);
     notes(&mut o, r);
     let s = &r.summary;
     if s.requests > s.unanswered() {
@@ -252,8 +252,9 @@ fn closes(o: &mut String, w: &crate::WebSocketJson) {
     }
 }
 
-/// Connections opened and how long opening them took.
-fn connections(o: &mut String, s: &crate::SummaryJson) {
+/// Connections opened and how long opening them took. Over HTTP/3 the connect is the QUIC
+/// handshake (TLS 1.3 inside it): said so, as it is not comparable with a TCP connect.
+fn connections(o: &mut String, s: &crate::SummaryJson, wire: model::Wire) {
     let row = row_to;
     if s.connections_opened > 0 {
         let pct = |l: &stats::LatencySummary| {
@@ -266,7 +267,11 @@ fn connections(o: &mut String, s: &crate::SummaryJson) {
         };
         let mut parts = vec![format!("{} opened", fmt_count(s.connections_opened))];
         if let Some(c) = &s.connect_ms {
-            parts.push(format!("connect {}", pct(c)));
+            let what = match wire {
+                model::Wire::H3 => "QUIC handshake (TLS in it)",
+                model::Wire::Http1 | model::Wire::H2 | model::Wire::Ws => "connect",
+            };
+            parts.push(format!("{what} {}", pct(c)));
         }
         if let Some(t) = &s.tls_ms {
             parts.push(format!("TLS handshake {}", pct(t)));

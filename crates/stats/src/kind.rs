@@ -18,7 +18,8 @@ pub enum ErrorKind {
     /// The TLS handshake failed (bad certificate, protocol mismatch).
     Tls,
     /// A WebSocket upgrade was refused (a status other than 101) or answered wrongly (no
-    /// upgrade, a wrong `Sec-WebSocket-Accept`), or its answer never ended.
+    /// upgrade, a wrong `Sec-WebSocket-Accept`), or its answer never ended; or a QUIC server
+    /// offered only versions brink does not speak (Version Negotiation).
     Handshake,
     /// No complete response within `--timeout`.
     Timeout,

@@ -172,6 +172,14 @@ fn http3_flags_that_do_not_fit_are_refused() {
             &["run", "https://127.0.0.1:1/", "--http3", "--http2"][..],
             "HTTP/2 and HTTP/3 are two protocols",
         ),
+        (
+            &["run", "wss://127.0.0.1:1/", "--http3"][..],
+            "--http3 applies to https:// URLs",
+        ),
+        (
+            &["run", "grpcs://127.0.0.1:1", "--http3", "--call", "a.B/C"][..],
+            "--http3 applies to https:// URLs; gRPC",
+        ),
     ] {
         let r = brink_json(args);
         assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
@@ -215,8 +223,10 @@ fn a_plan_speaks_http3_with_http3_true_in_the_open_model() {
     );
 }
 
-/// Debian's caddy (HTTP/3 on by default), on a free port, its own CA for 127.0.0.1: `None`
-/// when caddy is not installed (a failure when `BRINK_REQUIRE_CADDY` is set).
+/// Debian's caddy (HTTP/3 on by default), on a free port, its own CA for 127.0.0.1 (never
+/// installed in the system's trust store: `skip_install_trust`, as caddy running as root
+/// would otherwise do): `None` when caddy is not installed (a failure when
+/// `BRINK_REQUIRE_CADDY` is set).
 fn caddy() -> Option<(crate::support::Killed, tempfile::TempDir, u16)> {
     let found = std::process::Command::new("caddy")
         .arg("version")
@@ -241,7 +251,7 @@ fn caddy() -> Option<(crate::support::Killed, tempfile::TempDir, u16)> {
     };
     let d = dir.path().display();
     let config = format!(
-        "{{\n\tadmin off\n\tauto_https disable_redirects\n\tdefault_sni localhost\n\tstorage file_system {d}/data\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\nhttps://localhost:{port}, https://127.0.0.1:{port} {{\n\ttls internal\n\trespond \"hello\" 200\n}}\n"
+        "{{\n\tadmin off\n\tauto_https disable_redirects\n\tskip_install_trust\n\tdefault_sni localhost\n\tstorage file_system {d}/data\n\tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\nhttps://localhost:{port}, https://127.0.0.1:{port} {{\n\ttls internal\n\trespond \"hello\" 200\n}}\n"
     );
     let file = dir.path().join("Caddyfile");
     std::fs::write(&file, config).expect("Caddyfile written");
@@ -342,4 +352,60 @@ fn a_server_rotating_connections_costs_no_errors_over_http3() {
         "{} connections",
         srv.counters.connections()
     );
+}
+
+/// A UDP server that answers every QUIC Initial with a Version Negotiation packet offering
+/// only a version nobody speaks, for `for_` (RFC 9000 §17.2.1).
+fn version_negotiation(for_: Duration) -> u16 {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bound");
+    let port = sock.local_addr().expect("addr").port();
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+    std::thread::spawn(move || {
+        let end = std::time::Instant::now() + for_;
+        let mut buf = [0u8; 2048];
+        while std::time::Instant::now() < end {
+            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
+            let p = &buf[..n];
+            // A long header: flags, version, DCID length and DCID, SCID length and SCID.
+            if n < 7 || p[0] & 0x80 == 0 {
+                continue;
+            }
+            let dl = usize::from(p[5]);
+            let Some(&sl) = p.get(6 + dl) else { continue };
+            let Some(scid) = p.get(7 + dl..7 + dl + usize::from(sl)) else {
+                continue;
+            };
+            let dcid = &p[6..6 + dl];
+            let mut vn = vec![0x80 | 0x2a, 0, 0, 0, 0];
+            vn.push(sl);
+            vn.extend_from_slice(scid);
+            vn.push(p[5]);
+            vn.extend_from_slice(dcid);
+            vn.extend_from_slice(&[0x1a, 0x2a, 0x3a, 0x4a]);
+            let _ = sock.send_to(&vn, from);
+        }
+    });
+    port
+}
+
+#[test]
+fn a_server_speaking_no_common_quic_version_is_a_handshake_error() {
+    let port = version_negotiation(Duration::from_secs(8));
+    let url = format!("https://127.0.0.1:{port}/");
+    let r = brink_json(&[
+        "run",
+        &url,
+        "--http3",
+        "-k",
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--no-history",
+    ]);
+    let s = &r.result["summary"];
+    assert_eq!(s["errors_by_kind"]["handshake"], 3, "{s}");
+    assert!(!r.stdout.contains("refused"), "{}", r.stdout);
 }

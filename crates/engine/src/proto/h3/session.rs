@@ -76,7 +76,7 @@ async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
         .map_err(|e| Unopened::because(ErrorKind::Connect, e.to_string()))?;
     let quic = match tokio::time::timeout(within, connecting).await {
         Err(_) => return Err(late()),
-        Ok(Err(e)) => return Err(handshake_failed(&e)),
+        Ok(Err(e)) => return Err(handshake_failed(&e, &name)),
         Ok(Ok(c)) => c,
     };
     let handshake = started.elapsed();
@@ -102,16 +102,25 @@ async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
 }
 
 /// Why a QUIC handshake failed, counted as its kind: TLS's alert (a certificate refused, no
-/// common ALPN) is `tls`, silence `connect_timeout`, anything else `connect`.
-fn handshake_failed(e: &quinn::ConnectionError) -> Unopened {
+/// common ALPN) is `tls`, silence `connect_timeout`, a server that speaks no QUIC version
+/// brink does `handshake`, anything else `connect`. `name`: the server name brink sent.
+fn handshake_failed(e: &quinn::ConnectionError, name: &str) -> Unopened {
     use quinn::ConnectionError as C;
-    let kind = match e {
-        C::TimedOut => ErrorKind::ConnectTimeout,
-        C::TransportError(t) if t.code.to_string().contains("crypto") => ErrorKind::Tls,
-        C::ConnectionClosed(c) if c.error_code.to_string().contains("crypto") => ErrorKind::Tls,
-        _ => ErrorKind::Connect,
+    let crypto = |code: quinn::TransportErrorCode| (0x100..0x200).contains(&u64::from(code));
+    let (kind, hint) = match e {
+        C::TimedOut => (ErrorKind::ConnectTimeout, ""),
+        C::VersionMismatch => (ErrorKind::Handshake, ""),
+        C::TransportError(t) if crypto(t.code) => (ErrorKind::Tls, ""),
+        C::ConnectionClosed(c) if crypto(c.error_code) => {
+            // The server's alert: with an IP address no SNI went out, and a server that picks
+            // its certificate by name may have none to offer.
+            let ip = name.parse::<std::net::IpAddr>().is_ok();
+            let hint = " (no SNI is sent for an IP address: a server that picks its certificate by name may refuse; --authority NAME:PORT sends one)";
+            (ErrorKind::Tls, if ip { hint } else { "" })
+        }
+        _ => (ErrorKind::Connect, ""),
     };
-    Unopened::because(kind, e.to_string())
+    Unopened::because(kind, format!("{e}{hint}"))
 }
 
 impl Session for H3Conn {
