@@ -416,6 +416,13 @@ mod tests {
                 let url = format!("{}://h/", p.scheme(tls));
                 let t = Target::parse(&url).unwrap();
                 let t = t.with_http2(p == Protocol::Http2);
+                // HTTP/3 is QUIC, always TLS: `--http3` on an http:// URL is refused.
+                let h3 = t.clone().with_http3(p == Protocol::Http3);
+                if p == Protocol::Http3 && !tls {
+                    assert!(h3.is_err(), "{url}");
+                    continue;
+                }
+                let t = h3.unwrap();
                 assert_eq!((t.protocol, t.tls, t.url()), (p, tls, url.clone()));
                 assert_eq!(t.port, p.default_port(tls), "{url}");
             }
