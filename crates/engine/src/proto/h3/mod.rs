@@ -1,24 +1,35 @@
-//! HTTP/3 over QUIC (RFC 9114), through quinn and the h3 crates: `--http3` on an `https://`
-//! URL. Each worker thread has one QUIC endpoint (one UDP socket) that all its connections
-//! share; each connection slot keeps one request in flight as a stream, on a connection of its
-//! own or one it shares (`--connections`), as HTTP/2 does.
+//! HTTP/3 over QUIC (RFC 9114): `--http3` on an `https://` URL. QUIC is quinn's; HTTP/3 on
+//! top of it is brink's own (`wire`, `qpack`, `answer`, `control`): a request is one stream
+//! carrying a HEADERS frame brink encoded without Huffman or dynamic table, and its answer is
+//! read frame by frame as QUIC delivers it, its body handed on without being kept. Each worker
+//! thread has one QUIC endpoint (one UDP socket) that all its connections share; each
+//! connection slot keeps one request in flight as a stream, on a connection of its own or one
+//! it shares (`--connections`), as HTTP/2 does.
 
+mod answer;
+mod control;
+mod huffman;
+mod qpack;
 mod session;
+mod wire;
 
 pub use session::open;
 
 use crate::proto::events::{EventRule, Events};
 use crate::proto::reply::Reply;
 use crate::proto::session::Tally;
-use bytes::{Buf, Bytes};
+use answer::{Answer, Fault};
+use bytes::Bytes;
 use stats::ErrorKind;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use workload::capture::{Budget, Captured};
 
-/// One HTTP/3 connection; its driver runs as a task on the worker's runtime. Clones are
-/// handles on the same connection (each request is a stream of its own).
+/// One HTTP/3 connection. Clones are handles on the same connection (each request is a stream
+/// of its own); the connection is closed when the last handle goes.
 pub struct H3Conn {
-    send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+    shared: Rc<Shared>,
     /// This handle's last answer, when it was read as events.
     events: Option<Box<Events>>,
 }
@@ -26,94 +37,186 @@ pub struct H3Conn {
 impl Clone for H3Conn {
     fn clone(&self) -> H3Conn {
         H3Conn {
-            send: self.send.clone(),
+            shared: self.shared.clone(),
             events: None,
         }
     }
 }
 
+struct Shared {
+    quic: quinn::Connection,
+    /// The first request stream the server said it will not process (its GOAWAY).
+    goaway: Arc<AtomicU64>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.quic
+            .close(quinn::VarInt::from_u32(wire::H3_NO_ERROR as u32), b"");
+    }
+}
+
+/// A request's answer: its reply and what was kept of it, or the error it ended in.
+type Answered = Result<(Reply, Option<Captured>), ErrorKind>;
+
 impl H3Conn {
-    /// Sends one request (its body, if any, then the end of its stream) and reads the whole
-    /// answer, keeping it when `capture` is set and reading it as events when `rule` says.
+    /// Sends one request (`head`: its HEADERS frame and, with a body, DATA's frame header)
+    /// and reads the whole answer, keeping it when `capture` is set and reading it as events
+    /// when `rule` says.
     async fn roundtrip(
         &mut self,
-        req: http::Request<()>,
+        head: Bytes,
         body: Bytes,
         capture: Option<&Arc<Budget>>,
         rule: EventRule,
         tally: (Tally<'_>, usize),
-    ) -> Result<Result<(Reply, Option<Captured>), ErrorKind>, Unprocessed> {
-        let sent = async {
-            let mut stream = self.send.send_request(req).await?;
-            if !body.is_empty() {
-                stream.send_data(body).await?;
-            }
-            stream.finish().await?;
-            let resp = stream.recv_response().await?;
-            Ok::<_, h3::error::StreamError>((stream, resp))
-        };
-        let (mut stream, resp) = match sent.await {
+    ) -> Result<Answered, Unprocessed> {
+        let shared = self.shared.clone();
+        if shared.goaway.load(Ordering::Relaxed) != control::NO_GOAWAY {
+            return Err(Unprocessed);
+        }
+        let (mut send, recv) = match shared.quic.open_bi().await {
             Ok(pair) => pair,
-            Err(e) if unprocessed(&e) => return Err(Unprocessed),
-            Err(e) => return Ok(Err(stream_kind(&e))),
+            Err(e) => return self.lost(Unprocessed, &e, None),
         };
-        Ok(self.read(&mut stream, resp, capture, rule, tally).await)
+        let id = u64::from(send.id());
+        let sent = match send.write_all_chunks(&mut [head, body]).await {
+            Ok(()) => send.finish().map_err(|_| ErrorKind::Protocol),
+            // The server answered without needing the rest of the request (RFC 9114 §4.1).
+            Err(quinn::WriteError::Stopped(code)) if code.into_inner() == wire::H3_NO_ERROR => {
+                Ok(())
+            }
+            Err(quinn::WriteError::Stopped(code)) => return self.reset(code.into_inner(), id),
+            Err(quinn::WriteError::ConnectionLost(e)) => {
+                return self.lost(Unprocessed, &e, Some(id))
+            }
+            Err(_) => Err(ErrorKind::Protocol),
+        };
+        if let Err(kind) = sent {
+            return Ok(Err(kind));
+        }
+        self.read(recv, id, capture, rule, tally).await
     }
 
-    /// Reads an answer's body: counted, kept when `capture` is set, read as events when
-    /// `rule` says.
+    /// Reads an answer: counted, kept when `capture` is set, read as events when `rule` says.
     async fn read(
         &mut self,
-        stream: &mut h3::client::RequestStream<h3_quinn::BidiStream<Bytes>, Bytes>,
-        resp: http::Response<()>,
+        mut recv: quinn::RecvStream,
+        id: u64,
         capture: Option<&Arc<Budget>>,
         rule: EventRule,
         tally: (Tally<'_>, usize),
-    ) -> Result<(Reply, Option<Captured>), ErrorKind> {
-        let media = resp.headers().get(http::header::CONTENT_TYPE);
-        let said = media.is_some_and(|m| crate::proto::events::is_event_stream(m.as_bytes()));
-        self.events = rule.events_for(said, std::time::Instant::now());
-        let mut kept = capture.map(|budget| {
-            let mut c = Captured::new(budget.clone());
-            c.headers = model::header_pairs(resp.headers());
-            c
-        });
-        let idle = rule.idle.filter(|_| self.events.is_some());
-        let mut bytes_in = 0u64;
+    ) -> Result<Answered, Unprocessed> {
+        let mut answer = Answer::new(capture.is_some());
+        let mut kept: Option<Captured> = None;
+        let mut events: Option<Box<Events>> = None;
+        let mut started = false;
         loop {
+            let idle = rule.idle.filter(|_| events.is_some());
             let next = match idle {
-                Some(d) => tokio::time::timeout(d, stream.recv_data())
-                    .await
-                    .map_err(|_| ErrorKind::Timeout)?,
-                None => stream.recv_data().await,
+                Some(d) => match tokio::time::timeout(d, recv.read_chunk(usize::MAX, true)).await {
+                    Ok(r) => r,
+                    Err(_) => return Ok(Err(ErrorKind::Timeout)),
+                },
+                None => recv.read_chunk(usize::MAX, true).await,
             };
-            let Some(mut chunk) = next.map_err(|e| stream_kind(&e))? else {
-                break;
+            let chunk = match next {
+                Ok(Some(c)) => c.bytes,
+                Ok(None) => break,
+                Err(quinn::ReadError::Reset(code)) => return self.reset(code.into_inner(), id),
+                Err(quinn::ReadError::ConnectionLost(e)) => {
+                    return self.lost(Unprocessed, &e, Some(id))
+                }
+                Err(_) => return Ok(Err(ErrorKind::Protocol)),
             };
-            while chunk.has_remaining() {
-                let d = chunk.chunk();
-                let n = d.len();
-                bytes_in += n as u64;
-                if let Some(e) = self.events.as_mut() {
-                    let fed = e.feed(d, std::time::Instant::now());
-                    tally.0.drain(tally.1, e);
-                    fed.map_err(|_| ErrorKind::Protocol)?;
+            let mut rest: &[u8] = &chunk;
+            while !rest.is_empty() {
+                let mut on_body = |d: &[u8]| {
+                    if let Some(e) = events.as_mut() {
+                        let fed = e.feed(d, std::time::Instant::now());
+                        tally.0.drain(tally.1, e);
+                        fed.map_err(|_| ErrorKind::Protocol)?;
+                    }
+                    if let Some(k) = kept.as_mut() {
+                        k.keep(d);
+                    }
+                    Ok(())
+                };
+                let fed = answer.feed(rest, &mut on_body);
+                match self.fault(&mut recv, fed) {
+                    Ok(n) => rest = &rest[n..],
+                    Err(f) => return Ok(Err(f)),
                 }
-                if let Some(k) = kept.as_mut() {
-                    k.keep(d);
+                // The head decides how the body is read.
+                if let (false, Some(head)) = (started, answer.head()) {
+                    started = true;
+                    events = rule.events_for(head.event_stream, std::time::Instant::now());
+                    kept = capture.map(|budget| {
+                        let mut c = Captured::new(budget.clone());
+                        c.headers = head.fields.clone().unwrap_or_default();
+                        c
+                    });
                 }
-                chunk.advance(n);
             }
         }
+        if let Err(f) = self.fault(&mut recv, answer.finish()) {
+            return Ok(Err(f));
+        }
+        self.events = events;
+        let status = answer.head().map_or(0, |h| h.status);
         let reply = Reply {
-            status: resp.status().as_u16(),
-            bytes_in,
+            status,
+            bytes_in: answer.body_len(),
             keep_alive: true,
             stray: false,
             call: None,
             fault: None,
         };
-        Ok((reply, kept))
+        Ok(Ok((reply, kept)))
+    }
+
+    /// What a fault while reading counts as; a malformed answer stops the stream.
+    fn fault<T>(
+        &self,
+        recv: &mut quinn::RecvStream,
+        fed: Result<T, Fault<ErrorKind>>,
+    ) -> Result<T, ErrorKind> {
+        match fed {
+            Ok(t) => Ok(t),
+            Err(Fault::Stopped(kind)) => Err(kind),
+            Err(Fault::Malformed) => {
+                let _ = recv.stop(quinn::VarInt::from_u32(wire::H3_MESSAGE_ERROR as u32));
+                Err(ErrorKind::Protocol)
+            }
+        }
+    }
+
+    /// A stream the server reset with `code`: a request it never processed
+    /// (`H3_REQUEST_REJECTED`, or one past its GOAWAY) is sent again; any other is `reset`.
+    fn reset(&self, code: u64, id: u64) -> Result<Answered, Unprocessed> {
+        if code == wire::H3_REQUEST_REJECTED || self.past_goaway(id) {
+            return Err(Unprocessed);
+        }
+        Ok(Err(ErrorKind::Reset))
+    }
+
+    /// The connection ended under a request: unprocessed when the server's GOAWAY said it
+    /// would not process stream `id` (or, with no stream yet, any new one).
+    fn lost(
+        &self,
+        u: Unprocessed,
+        e: &quinn::ConnectionError,
+        id: Option<u64>,
+    ) -> Result<Answered, Unprocessed> {
+        let goaway = self.shared.goaway.load(Ordering::Relaxed);
+        if goaway != control::NO_GOAWAY && id.is_none_or(|id| id >= goaway) {
+            return Err(u);
+        }
+        Ok(Err(connection_kind(e)))
+    }
+
+    fn past_goaway(&self, id: u64) -> bool {
+        id >= self.shared.goaway.load(Ordering::Relaxed)
     }
 }
 
@@ -121,39 +224,15 @@ impl H3Conn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unprocessed;
 
-/// Whether `e` says the request never reached the server's processing: it rejected the
-/// stream (`H3_REQUEST_REJECTED`), or its GOAWAY had closed the connection to new requests.
-fn unprocessed(e: &h3::error::StreamError) -> bool {
-    use h3::error::{Code, StreamError};
+/// What a connection's end counts as: its idle timeout a `timeout`, a server that broke
+/// QUIC's rules `protocol`, anything else (the peer's CONNECTION_CLOSE, a stateless reset,
+/// brink's own close) `closed`.
+fn connection_kind(e: &quinn::ConnectionError) -> ErrorKind {
+    use quinn::ConnectionError as C;
     match e {
-        StreamError::RemoteTerminate { code, .. } => *code == Code::H3_REQUEST_REJECTED,
-        StreamError::RemoteClosing { .. } => true,
-        _ => false,
-    }
-}
-
-/// What a failed request stream counts as: the connection's end (closed by the peer, timed
-/// out, reset) or a broken exchange.
-fn stream_kind(e: &h3::error::StreamError) -> ErrorKind {
-    use h3::error::StreamError;
-    match e {
-        StreamError::ConnectionError { 0: c, .. } => connection_kind(c),
-        StreamError::RemoteTerminate { .. } => ErrorKind::Reset,
-        _ => ErrorKind::Protocol,
-    }
-}
-
-/// What a connection's end counts as: its idle timeout a `timeout`, anything else (the
-/// peer's CONNECTION_CLOSE, a stateless reset, brink's own close) `closed`.
-fn connection_kind(e: &h3::error::ConnectionError) -> ErrorKind {
-    use h3::error::ConnectionError;
-    use h3::quic::ConnectionErrorIncoming;
-    match e {
-        ConnectionError::Timeout { .. }
-        | ConnectionError::Remote {
-            0: ConnectionErrorIncoming::Timeout,
-            ..
-        } => ErrorKind::Timeout,
+        C::TimedOut => ErrorKind::Timeout,
+        C::TransportError(_) => ErrorKind::Protocol,
+        C::VersionMismatch => ErrorKind::Handshake,
         _ => ErrorKind::Closed,
     }
 }

@@ -1,15 +1,16 @@
 //! HTTP/3 as a [`Session`] of the tokio worker: opening a QUIC connection on the worker's
 //! endpoint (its handshake timed as the connection's set-up), and one request's exchange.
 
-use super::{connection_kind, H3Conn, Unprocessed};
+use super::{connection_kind, control, wire, H3Conn, Shared, Unprocessed};
 use crate::net::conn::{Connector, SetupTimes};
 use crate::proto::reply::{Idle, Unopened};
 use crate::proto::session::{Conn, Exchange, Session, Tally};
 use bytes::Bytes;
-use h3_quinn::quinn;
 use stats::ErrorKind;
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::task::Context;
 use std::time::{Duration, Instant};
@@ -80,25 +81,29 @@ async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
         Ok(Ok(c)) => c,
     };
     let handshake = started.elapsed();
-    let left = within.saturating_sub(handshake);
-    let (mut driver, send) =
-        match tokio::time::timeout(left, h3::client::new(h3_quinn::Connection::new(quic))).await {
-            Err(_) => return Err(late()),
-            Ok(Err(e)) => {
-                return Err(Unopened::because(connection_kind(&e), e.to_string()));
-            }
-            Ok(Ok(pair)) => pair,
-        };
-    tokio::spawn(async move {
-        // The driver ends when the connection does; errors surface on the next request.
-        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
-    });
+    // brink's control stream, with its SETTINGS; it stays open as long as the connection.
+    let mut ours = quic
+        .open_uni()
+        .await
+        .map_err(|e| Unopened::because(connection_kind(&e), e.to_string()))?;
+    ours.write_all(&wire::control_stream())
+        .await
+        .map_err(|e| Unopened::because(ErrorKind::Closed, e.to_string()))?;
+    let goaway = Arc::new(AtomicU64::new(control::NO_GOAWAY));
+    tokio::spawn(control::serve(quic.clone(), ours, goaway.clone()));
     let times = SetupTimes {
         connect: handshake,
         tls: None,
         upgrade: None,
     };
-    Ok((H3Conn { send, events: None }, times))
+    let shared = Rc::new(Shared { quic, goaway });
+    Ok((
+        H3Conn {
+            shared,
+            events: None,
+        },
+        times,
+    ))
 }
 
 /// Why a QUIC handshake failed, counted as its kind: TLS's alert (a certificate refused, no
@@ -164,27 +169,37 @@ impl H3Conn {
             }
         };
         let len = body.len() as u64;
-        let uri = format!("https://{}{}", connector.authority, path);
         let last_id = connector.resumes(vu).then(|| vu.resume.last_id()).flatten();
-        let mut req = http::Request::builder()
-            .method(step.method.as_str())
-            .uri(uri.as_str());
-        for ((name, _), value) in step.headers.iter().zip(&values) {
-            req = req.header(name.as_str(), value.as_slice());
+        let mut fields: Vec<(&str, &[u8])> = step
+            .headers
+            .iter()
+            .zip(&values)
+            .map(|((name, _), value)| (name.as_str(), value.as_slice()))
+            .collect();
+        if let Some(id) = &last_id {
+            fields.push(("last-event-id", id));
         }
-        if let Some(id) = last_id {
-            req = req.header("last-event-id", id);
+        let mut head = Vec::with_capacity(128 + path.len());
+        wire::put_headers(
+            &mut head,
+            &wire::Head {
+                method: step.method.as_str(),
+                authority: &connector.authority,
+                path: &path,
+                headers: &fields,
+            },
+        );
+        if !body.is_empty() {
+            wire::put_data_header(&mut head, body.len());
         }
-        let Ok(req) = req.body(()) else {
-            return (Err(ErrorKind::InvalidRequest), 0);
-        };
+        let head = Bytes::from(head);
         let (rule, body) = (connector.events, Bytes::from(body));
         // A request the server never processed (it rejected the stream, or was closing the
         // connection) is sent again, once per fresh connection, and counted once.
         for _ in 0..RESENDS {
             let tally = (tally, vu.current);
             match self
-                .roundtrip(req.clone(), body.clone(), capture, rule, tally)
+                .roundtrip(head.clone(), body.clone(), capture, rule, tally)
                 .await
             {
                 Ok(outcome) => return (outcome, len),
