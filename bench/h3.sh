@@ -35,11 +35,14 @@ for round in $(seq "$ROUNDS"); do
       brink)   run brink "$BRINK" run "$URL" --http3 -k -c "$C" --connections "$CONNS" -d "${D}s" \
                  --threads 1 -q --no-history --json "$out/brink.json"
                n=$(python3 -c "import json;print(json.load(open('$out/brink.json'))['summary']['ok'])");;
-      oha)     run oha "$OHA" --http-version 3 --insecure --no-tui -c "$CONNS" -p $((C / CONNS)) -z "${D}s" "$URL"
+      # oha waits some 30 s for its connections after -z (its CPU time is not counting
+      # then), once in a while for ever: ended 45 s after its run, that round has no oha.
+      oha)     run oha timeout -s INT -k 5 $((D + 40)) "$OHA" --http-version 3 --insecure --no-tui -c "$CONNS" -p $((C / CONNS)) -z "${D}s" "$URL" || true
                n=$(sed -n 's/^ *\[200\] \([0-9]*\) responses.*/\1/p' "$out/oha.out");;
       ceiling) run ceiling target/release/examples/h3_ceiling "$CONNS" $((C / CONNS)) "$D" 127.0.0.1:$PORT
                n=$(grep -oE '^[0-9]+' "$out/ceiling.out");;
     esac
+    [ -n "$n" ] || { echo "$t gave no count this round: $(tail -1 "$out/$t.out")"; continue; }
     read -r u s m < "$out/$t.time"
     python3 -c "
 n,u,s,m,d=$n,$u,$s,$m,$D
@@ -51,6 +54,8 @@ python3 - "$out/log" <<'P'
 import statistics as st, sys
 by = {}
 for line in open(sys.argv[1]):
+    if "gave no count" in line:
+        continue
     t, *_, per_cpu, _ = line.split()
     by.setdefault(t, []).append(float(per_cpu))
 o = by.get("oha")

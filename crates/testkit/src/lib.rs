@@ -7,6 +7,7 @@
 
 pub mod deadline;
 pub mod grpc;
+mod h3_raw;
 mod h3_srv;
 pub mod handlers;
 mod hyper_srv;
@@ -25,6 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use h3_raw::{serve_h3_raw, Misbehaviour as H3Misbehaviour, RawH3};
 pub use h3_srv::serve_h3;
 pub use hyper_srv::serve_hyper;
 
