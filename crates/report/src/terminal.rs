@@ -117,6 +117,14 @@ fn counts(o: &mut String, r: &ScenarioResult) {
         err = format!("{err}  ({})", parts.join(", "));
     }
     row(o, "errors", err);
+    let by_code: Vec<String> = s
+        .errors_by_code
+        .iter()
+        .map(|(c, n)| format!("{c} {}", fmt_count(*n)))
+        .collect();
+    if !by_code.is_empty() {
+        row(o, "error codes", by_code.join("  "));
+    }
     let status: Vec<String> = s
         .status
         .iter()

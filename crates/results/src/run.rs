@@ -468,6 +468,10 @@ pub struct SummaryJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm: Option<crate::events::LlmJson>,
     pub errors_by_kind: ErrorsByKind,
+    /// Errors by the code the server or the transport gave, as `kind:CODE`
+    /// (`reset:H3_EXCESSIVE_LOAD`, `closed:stateless_reset`); absent when none came with one.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors_by_code: BTreeMap<String, u64>,
     pub bytes_in: u64,
     pub bytes_out: u64,
     /// Open model only: how well the generator kept to the schedule.
@@ -837,6 +841,7 @@ pub fn summary_json(
             .iter()
             .map(|k| (k.name().to_string(), b.errors_by_kind[k.index()]))
             .collect(),
+        errors_by_code: b.codes.iter().cloned().collect(),
         bytes_in: b.bytes_in,
         bytes_out: b.bytes_out,
         schedule,

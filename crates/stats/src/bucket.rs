@@ -41,6 +41,11 @@ impl StatusCounts {
     }
 }
 
+/// Distinct error codes one bucket keeps (see [`Bucket::codes`]).
+pub const MOST_CODES: usize = 32;
+/// The longest code name kept.
+pub const MOST_CODE_LEN: usize = 64;
+
 /// What was refused before sending and why: the first refused attempt of a request, kept so
 /// the summary can say which part held which value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,6 +119,9 @@ pub struct Bucket {
     pub ws: Option<Box<WsCounts>>,
     /// Answers read as events (Server-Sent Events); only in seconds that read any.
     pub events: Option<Box<crate::events::EventCounts>>,
+    /// Errors by the code the server or the transport gave, as `kind:CODE`
+    /// (`reset:H3_EXCESSIVE_LOAD`), at most [`MOST_CODES`] of them; only in seconds with any.
+    pub codes: Vec<(String, u64)>,
     /// `--trace`: the slowest and the first failed requests of this second, by trace id.
     pub traces: Option<Box<crate::traces::Traces>>,
 }
@@ -338,6 +346,7 @@ impl Bucket {
             stream: None,
             ws: None,
             events: None,
+            codes: Vec::new(),
             traces: None,
         }
     }
@@ -370,6 +379,24 @@ impl Bucket {
         s.received += received;
         if let Some(us) = first_us {
             s.first_message.saturating_record(us.clamp(1, HIST_MAX_US));
+        }
+    }
+
+    /// Counts `n` errors that came with `code` (`kind:CODE`); past [`MOST_CODES`] distinct
+    /// codes (a server making up a new one per stream), as `kind:other`.
+    pub fn record_code(&mut self, code: &str, n: u64) {
+        if let Some((_, c)) = self.codes.iter_mut().find(|(k, _)| k == code) {
+            *c += n;
+            return;
+        }
+        let name = if self.codes.len() + 1 < MOST_CODES {
+            code.chars().take(MOST_CODE_LEN).collect()
+        } else {
+            format!("{}:other", code.split(':').next().unwrap_or_default())
+        };
+        match self.codes.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, c)) => *c += n,
+            None => self.codes.push((name, n)),
         }
     }
 
@@ -528,6 +555,9 @@ impl Bucket {
         if let Some(e) = &other.events {
             self.events_mut().merge(e);
         }
+        for (code, n) in &other.codes {
+            self.record_code(code, *n);
+        }
         if let Some(t) = &other.traces {
             self.traces.get_or_insert_with(Box::default).merge(t);
         }
@@ -536,6 +566,36 @@ impl Bucket {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn codes_are_counted_merged_and_bounded() {
+        let mut a = Bucket::new(1);
+        a.record_code("reset:H3_EXCESSIVE_LOAD", 2);
+        a.record_code("reset:H3_EXCESSIVE_LOAD", 1);
+        let mut b = Bucket::new(1);
+        b.record_code("closed:H3_NO_ERROR", 1);
+        b.record_code("reset:H3_EXCESSIVE_LOAD", 4);
+        a.merge(&b);
+        assert_eq!(
+            a.codes,
+            vec![
+                ("reset:H3_EXCESSIVE_LOAD".to_string(), 7),
+                ("closed:H3_NO_ERROR".to_string(), 1)
+            ]
+        );
+        // A server making up a code per stream: the kinds stay, the list does not grow.
+        let mut c = Bucket::new(1);
+        for i in 0..1000 {
+            c.record_code(&format!("reset:0x{i:x}"), 1);
+        }
+        assert_eq!(c.codes.len(), MOST_CODES);
+        assert_eq!(c.codes.iter().map(|(_, n)| n).sum::<u64>(), 1000);
+        assert_eq!(
+            c.codes.last(),
+            Some(&("reset:other".to_string(), 1000 - 31))
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -69,6 +69,9 @@ pub struct WireBucket {
     pub stream: Option<(u64, u64, u64, String)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ws: Option<WireWs>,
+    /// Errors by code (`kind:CODE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub codes: Vec<(String, u64)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traces: Option<(Vec<WireTrace>, Vec<WireTrace>)>,
     /// Response checks by slot.
@@ -149,6 +152,7 @@ impl From<&Bucket> for WireBucket {
                 .stream
                 .as_ref()
                 .map(|s| (s.calls, s.sent, s.received, encode(&s.first_message))),
+            codes: b.codes.clone(),
             ws: b.ws.as_ref().map(|w| WireWs {
                 sent: w.sent,
                 received: w.received,
@@ -426,6 +430,7 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
         },
         stream,
         ws,
+        codes: w.codes,
         traces,
     })
 }
@@ -484,6 +489,14 @@ fn within_bounds(w: &WireBucket) -> Result<(), String> {
     counts.extend(w.status.iter().map(|&(_, n)| ("status", n)));
     counts.extend(w.grpc.iter().map(|&(_, n)| ("grpc", n)));
     counts.extend(w.errors_by_kind.iter().map(|&n| ("errors_by_kind", n)));
+    if w.codes.len() > crate::bucket::MOST_CODES
+        || w.codes
+            .iter()
+            .any(|(c, _)| c.len() > 4 * crate::bucket::MOST_CODE_LEN)
+    {
+        return Err(format!("{} error codes", w.codes.len()));
+    }
+    counts.extend(w.codes.iter().map(|&(_, n)| ("codes", n)));
     if let Some((calls, sent, received, _)) = &w.stream {
         counts.extend([("stream", *calls), ("stream", *sent), ("stream", *received)]);
     }
@@ -624,6 +637,8 @@ mod tests {
             life_us: 140_000,
         });
         llm.record_itl(11_000);
+        b.record_code("reset:H3_EXCESSIVE_LOAD", 2);
+        b.record_code("closed:stateless_reset", 1);
         b
     }
 
@@ -641,6 +656,7 @@ mod tests {
         assert_eq!(b2.setup.upgrade, b.setup.upgrade);
         assert_eq!(b2.setup.failure, b.setup.failure);
         assert_eq!(b2.ws, b.ws);
+        assert_eq!(b2.codes, b.codes);
         assert_eq!(b2.setup.with_connect, b.setup.with_connect);
         assert_eq!(b2.traces, b.traces);
         assert_eq!(b2.refused, b.refused);

@@ -83,10 +83,15 @@ fn http3_resets_and_closes_are_counted_as_such() {
     // H3_EXCESSIVE_LOAD on each stream: the connection carries on.
     let (s, _, streams) = against(M::Reset(0x107), "4", &[]);
     assert_eq!(s["errors_by_kind"]["reset"], 4, "{s}");
+    assert_eq!(s["errors_by_code"]["reset:H3_EXCESSIVE_LOAD"], 4, "{s}");
     assert_eq!(streams, 4);
+    // A code HTTP/3 does not define is shown as it came.
+    let (s, _, _) = against(M::Reset(0x5f), "2", &[]);
+    assert_eq!(s["errors_by_code"]["reset:0x5f"], 2, "{s}");
     // The whole connection closed with it: each request on a fresh one, each `closed`.
     let (s, took, _) = against(M::Close(0x107), "3", &[]);
     assert_eq!(s["errors_by_kind"]["closed"], 3, "{s}");
+    assert_eq!(s["errors_by_code"]["closed:H3_EXCESSIVE_LOAD"], 3, "{s}");
     assert!(took < Duration::from_secs(8), "{took:?}");
 }
 

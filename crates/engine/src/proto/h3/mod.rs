@@ -32,6 +32,8 @@ pub struct H3Conn {
     shared: Rc<Shared>,
     /// This handle's last answer, when it was read as events.
     events: Option<Box<Events>>,
+    /// The codes its errors came with since the worker last asked (`kind:CODE`).
+    codes: Vec<String>,
 }
 
 impl Clone for H3Conn {
@@ -39,6 +41,7 @@ impl Clone for H3Conn {
         H3Conn {
             shared: self.shared.clone(),
             events: None,
+            codes: Vec::new(),
         }
     }
 }
@@ -193,17 +196,18 @@ impl H3Conn {
 
     /// A stream the server reset with `code`: a request it never processed
     /// (`H3_REQUEST_REJECTED`, or one past its GOAWAY) is sent again; any other is `reset`.
-    fn reset(&self, code: u64, id: u64) -> Result<Answered, Unprocessed> {
+    fn reset(&mut self, code: u64, id: u64) -> Result<Answered, Unprocessed> {
         if code == wire::H3_REQUEST_REJECTED || self.past_goaway(id) {
             return Err(Unprocessed);
         }
+        self.codes.push(format!("reset:{}", wire::app_code(code)));
         Ok(Err(ErrorKind::Reset))
     }
 
     /// The connection ended under a request: unprocessed when the server's GOAWAY said it
     /// would not process stream `id` (or, with no stream yet, any new one).
     fn lost(
-        &self,
+        &mut self,
         u: Unprocessed,
         e: &quinn::ConnectionError,
         id: Option<u64>,
@@ -212,7 +216,11 @@ impl H3Conn {
         if goaway != control::NO_GOAWAY && id.is_none_or(|id| id >= goaway) {
             return Err(u);
         }
-        Ok(Err(connection_kind(e)))
+        let kind = connection_kind(e);
+        if let Some(code) = connection_code(e) {
+            self.codes.push(format!("{}:{code}", kind.name()));
+        }
+        Ok(Err(kind))
     }
 
     fn past_goaway(&self, id: u64) -> bool {
@@ -223,6 +231,21 @@ impl H3Conn {
 /// The server never processed the request; sending it again is safe (RFC 9114 §4.1.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unprocessed;
+
+/// The code a connection ended with, as results name it: the peer's HTTP/3 code or QUIC
+/// transport error, a stateless reset, the idle timeout; `None` when brink closed it.
+fn connection_code(e: &quinn::ConnectionError) -> Option<String> {
+    use quinn::ConnectionError as C;
+    Some(match e {
+        C::ApplicationClosed(c) => wire::app_code(c.error_code.into_inner()),
+        C::ConnectionClosed(c) => wire::transport_code(u64::from(c.error_code)),
+        C::TransportError(t) => wire::transport_code(u64::from(t.code)),
+        C::Reset => "stateless_reset".to_string(),
+        C::TimedOut => "idle_timeout".to_string(),
+        C::VersionMismatch => "version_negotiation".to_string(),
+        C::LocallyClosed | C::CidsExhausted => return None,
+    })
+}
 
 /// What a connection's end counts as: its idle timeout a `timeout`, a server that broke
 /// QUIC's rules `protocol`, anything else (the peer's CONNECTION_CLOSE, a stateless reset,

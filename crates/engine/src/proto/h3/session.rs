@@ -101,6 +101,7 @@ async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
         H3Conn {
             shared,
             events: None,
+            codes: Vec::new(),
         },
         times,
     ))
@@ -149,6 +150,12 @@ impl Session for H3Conn {
 
     fn events(&mut self) -> Option<Box<crate::proto::events::Events>> {
         self.events.take()
+    }
+
+    fn account(&mut self, rec: &mut stats::Bucket, _: bool) {
+        for code in self.codes.drain(..) {
+            rec.record_code(&code, 1);
+        }
     }
 }
 

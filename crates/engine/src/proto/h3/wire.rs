@@ -25,7 +25,6 @@ pub const MAX_FIELD_SECTION: u64 = 64 * 1024;
 
 /// An HTTP/3 or QPACK error code's name (RFC 9114 §8.1, RFC 9204 §6), or `None` for a code
 /// neither defines.
-#[cfg_attr(not(test), allow(dead_code))] // named in results next
 pub fn code_name(code: u64) -> Option<&'static str> {
     const H3: [&str; 17] = [
         "H3_NO_ERROR",
@@ -57,6 +56,39 @@ pub fn code_name(code: u64) -> Option<&'static str> {
             .copied()
     };
     at(0x100, &H3).or_else(|| at(0x200, &QPACK))
+}
+
+/// A code as a result names it: its HTTP/3 or QPACK name, else in hex.
+pub fn app_code(code: u64) -> String {
+    code_name(code).map_or_else(|| format!("0x{code:x}"), str::to_string)
+}
+
+/// A QUIC transport error code's name (RFC 9000 §20.1); a TLS alert as `CRYPTO_ERROR(n)`.
+pub fn transport_code(code: u64) -> String {
+    const NAMES: [&str; 17] = [
+        "NO_ERROR",
+        "INTERNAL_ERROR",
+        "CONNECTION_REFUSED",
+        "FLOW_CONTROL_ERROR",
+        "STREAM_LIMIT_ERROR",
+        "STREAM_STATE_ERROR",
+        "FINAL_SIZE_ERROR",
+        "FRAME_ENCODING_ERROR",
+        "TRANSPORT_PARAMETER_ERROR",
+        "CONNECTION_ID_LIMIT_ERROR",
+        "PROTOCOL_VIOLATION",
+        "INVALID_TOKEN",
+        "APPLICATION_ERROR",
+        "CRYPTO_BUFFER_EXCEEDED",
+        "KEY_UPDATE_ERROR",
+        "AEAD_LIMIT_REACHED",
+        "NO_VIABLE_PATH",
+    ];
+    match usize::try_from(code).ok().and_then(|i| NAMES.get(i)) {
+        Some(name) => name.to_string(),
+        None if (0x100..0x200).contains(&code) => format!("CRYPTO_ERROR({})", code - 0x100),
+        None => format!("0x{code:x}"),
+    }
 }
 
 /// Appends `v` as a QUIC variable-length integer (RFC 9000 §16); `v` below 2^62.
@@ -219,6 +251,10 @@ mod tests {
         assert_eq!(code_name(0x202), Some("QPACK_DECODER_STREAM_ERROR"));
         assert_eq!(code_name(0x111), None);
         assert_eq!(code_name(0xff), None);
+        assert_eq!(app_code(0x1234), "0x1234");
+        assert_eq!(transport_code(0xa), "PROTOCOL_VIOLATION");
+        assert_eq!(transport_code(0x150), "CRYPTO_ERROR(80)");
+        assert_eq!(transport_code(0x11), "0x11");
     }
 
     #[test]
