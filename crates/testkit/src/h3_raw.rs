@@ -25,6 +25,9 @@ pub enum Misbehaviour {
     GoawayAtOnce,
     /// Sends a head, then a DATA frame that never ends.
     Endless,
+    /// Gives each request stream a flow window of this many bytes and never reads it, so a
+    /// larger request body never gets through.
+    NoWindow(u32),
 }
 
 /// The running server: where it listens, its certificate, and how many request streams
@@ -60,11 +63,17 @@ pub fn serve_h3_raw(how: Misbehaviour) -> std::io::Result<RawH3> {
     let quic =
         quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(std::io::Error::other)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));
-    if let Misbehaviour::StreamLimit(n) = how {
-        let mut t = quinn::TransportConfig::default();
-        t.max_concurrent_bidi_streams(n.into());
-        config.transport_config(Arc::new(t));
+    let mut t = quinn::TransportConfig::default();
+    match how {
+        Misbehaviour::StreamLimit(n) => {
+            t.max_concurrent_bidi_streams(n.into());
+        }
+        Misbehaviour::NoWindow(n) => {
+            t.stream_receive_window(n.into());
+        }
+        _ => {}
     }
+    config.transport_config(Arc::new(t));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -127,7 +136,7 @@ async fn serve(conn: quinn::Connection, how: Misbehaviour, streams: Arc<AtomicU6
                 let _ = recv.stop(code(*c));
             }
             Misbehaviour::Close(c) => conn.close(code(*c), b"told to"),
-            Misbehaviour::StreamLimit(_) => {
+            Misbehaviour::StreamLimit(_) | Misbehaviour::NoWindow(_) => {
                 let _ = send.write_all(OK).await;
                 let _ = send.finish();
                 held.push((send, recv));

@@ -110,6 +110,20 @@ fn a_stream_limit_never_raised_ends_in_timeouts_on_time() {
 }
 
 #[test]
+fn a_flow_window_never_opened_ends_in_timeouts_on_time() {
+    // The server answers at once but never reads: a small body fits its 1 KiB window, a
+    // 64 KiB one never gets through and ends at --timeout.
+    let small = "x".repeat(100);
+    let (s, _, _) = against(M::NoWindow(1024), "2", &["-m", "POST", "-b", &small]);
+    assert_eq!(s["ok"], 2, "{s}");
+    let big = "x".repeat(64 * 1024);
+    let args = ["-m", "POST", "-b", &big, "--timeout", "400ms"];
+    let (s, took, _) = against(M::NoWindow(1024), "2", &args);
+    assert_eq!(s["errors_by_kind"]["timeout"], 2, "{s}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+}
+
+#[test]
 fn goaway_at_once_is_tried_on_fresh_connections_then_closed() {
     let srv = testkit::serve_h3_raw(M::GoawayAtOnce).expect("raw h3 server starts");
     let url = srv.url("/");
