@@ -280,7 +280,7 @@ fn caddy() -> Option<(crate::support::Killed, tempfile::TempDir, u16)> {
 
 #[test]
 fn caddy_answers_over_http3_and_http2_alike() {
-    let Some((_caddy, _dir, port)) = caddy() else {
+    let Some((_caddy, dir, port)) = caddy() else {
         return;
     };
     let url = format!("https://127.0.0.1:{port}/");
@@ -314,6 +314,26 @@ fn caddy_answers_over_http3_and_http2_alike() {
         let want = if proto == "--http3" { "h3" } else { "h2" };
         assert_eq!(r.result["target"]["protocol"], want);
     }
+    // Both in one command: a plan whose scenarios differ only in the protocol.
+    let plan = dir.path().join("both.yaml");
+    let text = format!(
+        "target: {url}\nscenarios:\n  - name: over h2\n    http2: true\n    load: {{ connections: 4, requests: 200 }}\n    requests: [ {{ path: / }} ]\n  - name: over h3\n    http3: true\n    load: {{ connections: 4, requests: 200 }}\n    requests: [ {{ path: / }} ]\n"
+    );
+    std::fs::write(&plan, text).expect("plan written");
+    let r = brink_json(&["run", &plan.display().to_string(), "-k", "--no-history"]);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let scenarios = r.result["scenarios"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let seen: Vec<(String, u64)> = scenarios
+        .iter()
+        .map(|sc| {
+            let proto = sc["target"]["protocol"].as_str().unwrap_or("?").to_string();
+            (proto, sc["summary"]["ok"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    assert_eq!(seen, [("h2".to_string(), 200), ("h3".to_string(), 200)]);
 }
 
 #[test]
