@@ -21,7 +21,7 @@ pub fn rule(
     (load, counted): (&Load, bool),
     timeout: Duration,
 ) -> Result<engine::EventRule, Fail> {
-    let http = matches!(protocol, Protocol::Http1 | Protocol::Http2);
+    let http = protocol.is_http();
     if plan.hold && !http {
         return Err(Fail::input(
             "hold: true holds event streams at http:// and https:// targets; a WebSocket scenario holds its connections with every:",

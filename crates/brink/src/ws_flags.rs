@@ -109,11 +109,7 @@ pub fn every(
     planned: Option<Duration>,
 ) -> Result<Option<Duration>, Fail> {
     if target.protocol != engine::Protocol::Ws {
-        let http = matches!(
-            target.protocol,
-            engine::Protocol::Http1 | engine::Protocol::Http2
-        );
-        refuse_flags(a, http)?;
+        refuse_flags(a, target.protocol.is_http())?;
         if planned.is_some() {
             return Err(Fail::input(
                 "the plan's every: paces WebSocket connections: it goes with a ws:// or wss:// target",

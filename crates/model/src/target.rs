@@ -109,7 +109,8 @@ impl Protocol {
     }
 
     /// Whether each exchange is an HTTP request judged by its status (what a completion
-    /// probe or a remote-write endpoint must be); a gRPC call is judged by its own code.
+    /// probe or a remote-write endpoint must be, and what event streams are read over); a
+    /// gRPC call is judged by its own code.
     pub fn is_http(self) -> bool {
         match self {
             Protocol::Http1 | Protocol::Http2 | Protocol::Http3 => true,

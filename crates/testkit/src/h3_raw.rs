@@ -25,6 +25,11 @@ pub enum Misbehaviour {
     GoawayAtOnce,
     /// Sends a head, then a DATA frame that never ends.
     Endless,
+    /// Rejects every request with H3_REQUEST_REJECTED, the connection carrying on.
+    RejectAll,
+    /// Sends these bytes on its control stream after the stream's type (instead of an empty
+    /// SETTINGS), and never answers a request.
+    Control(Vec<u8>),
     /// Gives each request stream a flow window of this many bytes and never reads it, so a
     /// larger request body never gets through.
     NoWindow(u32),
@@ -112,8 +117,10 @@ async fn serve(conn: quinn::Connection, how: Misbehaviour, streams: Arc<AtomicU6
     };
     // Its type and an empty SETTINGS, then, told to, GOAWAY for stream 0.
     let mut opening = vec![0x00, 0x04, 0x00];
-    if matches!(how, Misbehaviour::GoawayAtOnce) {
-        opening.extend_from_slice(&[0x07, 0x01, 0x00]);
+    match &how {
+        Misbehaviour::GoawayAtOnce => opening.extend_from_slice(&[0x07, 0x01, 0x00]),
+        Misbehaviour::Control(bytes) => opening = [&[0x00][..], bytes].concat(),
+        _ => {}
     }
     if control.write_all(&opening).await.is_err() {
         return;
@@ -141,7 +148,8 @@ async fn serve(conn: quinn::Connection, how: Misbehaviour, streams: Arc<AtomicU6
                 let _ = send.finish();
                 held.push((send, recv));
             }
-            Misbehaviour::GoawayAtOnce => {
+            Misbehaviour::Control(_) => held.push((send, recv)),
+            Misbehaviour::GoawayAtOnce | Misbehaviour::RejectAll => {
                 let _ = send.reset(code(0x10b));
                 let _ = recv.stop(code(0x10b));
             }

@@ -48,19 +48,21 @@ fn held_streams_reconnect_with_last_event_id_on_every_path() {
         ..testkit::Options::default()
     };
     let plain = testkit::Options::default();
-    let serve = |opts: &testkit::Options, hyper: bool| {
+    let serve = |opts: &testkit::Options, server: &str| {
         let (h, seen) = feed();
-        let srv = match hyper {
-            false => testkit::serve_with(opts.clone(), h),
-            true => testkit::serve_hyper(opts.clone(), h),
+        let srv = match server {
+            "h1" => testkit::serve_with(opts.clone(), h),
+            "h3" => testkit::serve_h3(opts.clone(), h),
+            _ => testkit::serve_hyper(opts.clone(), h),
         };
         (srv.unwrap(), seen)
     };
     for (name, (srv, seen), extra) in [
-        ("http/1.1", serve(&plain, false), &[][..]),
-        ("http/1.1 tls", serve(&tls, false), &["--insecure"][..]),
-        ("h2c", serve(&plain, true), &["--http2"][..]),
-        ("h2 tls", serve(&tls, true), &["--http2", "--insecure"][..]),
+        ("http/1.1", serve(&plain, "h1"), &[][..]),
+        ("http/1.1 tls", serve(&tls, "h1"), &["--insecure"][..]),
+        ("h2c", serve(&plain, "h2"), &["--http2"][..]),
+        ("h2 tls", serve(&tls, "h2"), &["--http2", "--insecure"][..]),
+        ("h3", serve(&plain, "h3"), &["--http3", "--insecure"][..]),
     ] {
         let url = srv.url("/feed");
         let mut args = vec![

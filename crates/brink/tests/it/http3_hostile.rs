@@ -141,9 +141,70 @@ fn goaway_at_once_is_tried_on_fresh_connections_then_closed() {
     let s = &r.result["summary"];
     assert_eq!(s["requests"], 2, "{s}");
     assert_eq!(s["errors_by_kind"]["closed"], 2, "{s}");
-    // Each request was tried on at most 3 fresh connections beside the first.
+    assert_eq!(s["errors_by_code"]["closed:GOAWAY"], 2, "{s}");
+    // Each request was tried on fresh connections, and every one of them is counted.
     let conns = srv.connections.load(std::sync::atomic::Ordering::Relaxed);
     assert!((2..=8).contains(&conns), "{conns} connections");
+    assert_eq!(s["connections_opened"], conns, "{s}");
+}
+
+#[test]
+fn a_rejected_stream_is_tried_again_on_the_same_connection() {
+    let srv = testkit::serve_h3_raw(M::RejectAll).expect("raw h3 server starts");
+    let url = srv.url("/");
+    let r = brink_json(&[
+        "run",
+        &url,
+        "--http3",
+        "-k",
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--no-history",
+    ]);
+    let s = &r.result["summary"];
+    assert_eq!(s["errors_by_kind"]["reset"], 4, "{s}");
+    assert_eq!(s["errors_by_code"]["reset:H3_REQUEST_REJECTED"], 4, "{s}");
+    // Three tries each, all on the one connection.
+    assert_eq!(srv.streams.load(std::sync::atomic::Ordering::Relaxed), 12);
+    assert_eq!(
+        srv.connections.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    assert_eq!(s["connections_opened"], 1, "{s}");
+}
+
+#[test]
+fn a_control_stream_breaking_the_rules_closes_the_connection_with_its_code() {
+    let cases: [(&str, &[u8], &str); 4] = [
+        ("no SETTINGS first", b"\x07\x01\x00", "H3_MISSING_SETTINGS"),
+        (
+            "a second SETTINGS",
+            b"\x04\x00\x04\x00",
+            "H3_FRAME_UNEXPECTED",
+        ),
+        (
+            "DATA on the control stream",
+            b"\x04\x00\x00\x01x",
+            "H3_FRAME_UNEXPECTED",
+        ),
+        (
+            "GOAWAY naming no request stream",
+            b"\x04\x00\x07\x01\x01",
+            "H3_ID_ERROR",
+        ),
+    ];
+    for (what, bytes, code) in cases {
+        let (s, took, _) = against(M::Control(bytes.to_vec()), "2", &["--timeout", "3s"]);
+        assert_eq!(s["errors_by_kind"]["protocol"], 2, "{what}: {s}");
+        assert_eq!(
+            s["errors_by_code"][format!("protocol:{code}")],
+            2,
+            "{what}: {s}"
+        );
+        assert!(took < Duration::from_secs(5), "{what}: {took:?}");
+    }
 }
 
 #[test]

@@ -74,6 +74,14 @@ pub trait Session {
         outcome
     }
 
+    /// Whether the connection can carry on after a request ended in `kind`: a protocol whose
+    /// requests are streams of a connection may lose one stream and keep the rest. By
+    /// default an error ends the connection.
+    fn survives(&self, kind: stats::ErrorKind) -> bool {
+        let _ = kind;
+        false
+    }
+
     /// Adds what the connection carried since it was last asked, beyond the exchanges'
     /// outcomes (a WebSocket's messages each way, pings, close codes, and once `ending`, how
     /// long it was up and whether the server ended it), to `rec`. `ending`: the worker drops

@@ -536,6 +536,7 @@ impl Slot {
             let e = events.as_deref();
             self.resume_at = Some(super::held_stream_ended(&mut self.vu, e, done));
         }
+        let failed = result.as_ref().err().copied();
         let keep = record(
             &mut ctx.rec.borrow_mut(),
             shared,
@@ -546,6 +547,8 @@ impl Slot {
             sent,
             done,
         );
+        // A stream lost on a connection that carries on is no reason to drop it.
+        let keep = keep || (shared.keepalive && failed.is_some_and(|k| c.survives(k)));
         c.account(&mut ctx.rec.borrow_mut()[current], !keep);
         if !keep {
             self.conn = None;

@@ -18,6 +18,10 @@ pub struct Head {
     pub event_stream: bool,
     /// Every field, when the request's answers are kept (extraction, checks).
     pub fields: Option<Vec<(String, String)>>,
+    /// A regular field has been read (pseudo-headers must come first).
+    regular: bool,
+    /// The section's size as SETTINGS_MAX_FIELD_SECTION_SIZE counts it (RFC 9114 §4.2.2).
+    size: u64,
 }
 
 enum State {
@@ -207,12 +211,20 @@ impl Answer {
 }
 
 /// Notes one field of a head; false when it makes the head malformed (a second or
-/// unreadable `:status`, another pseudo-header, a name with upper case, a
-/// `content-length` that is not a number).
+/// unreadable `:status`, another pseudo-header or one after a regular field, a name with
+/// upper case, CR, LF or NUL in a value, a `content-length` that is not a number, fields
+/// that decode to more than [`MAX_FIELD_SECTION`]).
 fn take_field(head: &mut Head, name: &[u8], value: &[u8]) -> bool {
-    if name.iter().any(u8::is_ascii_uppercase) {
+    head.size += (name.len() + value.len() + 32) as u64;
+    let forbidden = |b: &u8| matches!(b, b'\r' | b'\n' | b'\0');
+    if head.size > MAX_FIELD_SECTION
+        || name.iter().any(u8::is_ascii_uppercase)
+        || value.iter().any(forbidden)
+        || (head.regular && name.starts_with(b":"))
+    {
         return false;
     }
+    head.regular |= !name.starts_with(b":");
     match name {
         b":status" => {
             let status = std::str::from_utf8(value)

@@ -22,7 +22,6 @@ use answer::{Answer, Fault};
 use bytes::Bytes;
 use stats::ErrorKind;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use workload::capture::{Budget, Captured};
 
@@ -34,6 +33,9 @@ pub struct H3Conn {
     events: Option<Box<Events>>,
     /// The codes its errors came with since the worker last asked (`kind:CODE`).
     codes: Vec<String>,
+    /// Handshakes of the connections it opened to resend a request, since the worker last
+    /// asked.
+    opened: Vec<std::time::Duration>,
 }
 
 impl Clone for H3Conn {
@@ -42,14 +44,15 @@ impl Clone for H3Conn {
             shared: self.shared.clone(),
             events: None,
             codes: Vec::new(),
+            opened: Vec::new(),
         }
     }
 }
 
 struct Shared {
     quic: quinn::Connection,
-    /// The first request stream the server said it will not process (its GOAWAY).
-    goaway: Arc<AtomicU64>,
+    /// What the server's control stream said (GOAWAY) or did (broke a rule).
+    state: Arc<control::State>,
 }
 
 impl Drop for Shared {
@@ -75,12 +78,12 @@ impl H3Conn {
         tally: (Tally<'_>, usize),
     ) -> Result<Answered, Unprocessed> {
         let shared = self.shared.clone();
-        if shared.goaway.load(Ordering::Relaxed) != control::NO_GOAWAY {
-            return Err(Unprocessed);
+        if shared.state.refuses(None) {
+            return Err(Unprocessed::GoingAway);
         }
         let (mut send, recv) = match shared.quic.open_bi().await {
             Ok(pair) => pair,
-            Err(e) => return self.lost(Unprocessed, &e, None),
+            Err(e) => return self.lost(&e, None),
         };
         let id = u64::from(send.id());
         let sent = match send.write_all_chunks(&mut [head, body]).await {
@@ -90,9 +93,7 @@ impl H3Conn {
                 Ok(())
             }
             Err(quinn::WriteError::Stopped(code)) => return self.reset(code.into_inner(), id),
-            Err(quinn::WriteError::ConnectionLost(e)) => {
-                return self.lost(Unprocessed, &e, Some(id))
-            }
+            Err(quinn::WriteError::ConnectionLost(e)) => return self.lost(&e, Some(id)),
             Err(_) => Err(ErrorKind::Protocol),
         };
         if let Err(kind) = sent {
@@ -127,9 +128,7 @@ impl H3Conn {
                 Ok(Some(c)) => c.bytes,
                 Ok(None) => break,
                 Err(quinn::ReadError::Reset(code)) => return self.reset(code.into_inner(), id),
-                Err(quinn::ReadError::ConnectionLost(e)) => {
-                    return self.lost(Unprocessed, &e, Some(id))
-                }
+                Err(quinn::ReadError::ConnectionLost(e)) => return self.lost(&e, Some(id)),
                 Err(_) => return Ok(Err(ErrorKind::Protocol)),
             };
             let mut rest: &[u8] = &chunk;
@@ -197,40 +196,50 @@ impl H3Conn {
     /// A stream the server reset with `code`: a request it never processed
     /// (`H3_REQUEST_REJECTED`, or one past its GOAWAY) is sent again; any other is `reset`.
     fn reset(&mut self, code: u64, id: u64) -> Result<Answered, Unprocessed> {
-        if code == wire::H3_REQUEST_REJECTED || self.past_goaway(id) {
-            return Err(Unprocessed);
+        if self.shared.state.refuses(Some(id)) {
+            return Err(Unprocessed::GoingAway);
+        }
+        if code == wire::H3_REQUEST_REJECTED {
+            return Err(Unprocessed::Rejected);
         }
         self.codes.push(format!("reset:{}", wire::app_code(code)));
         Ok(Err(ErrorKind::Reset))
     }
 
     /// The connection ended under a request: unprocessed when the server's GOAWAY said it
-    /// would not process stream `id` (or, with no stream yet, any new one).
+    /// would not process stream `id` (or, with no stream yet, any new one); otherwise the
+    /// connection's end, with its code.
     fn lost(
         &mut self,
-        u: Unprocessed,
         e: &quinn::ConnectionError,
         id: Option<u64>,
     ) -> Result<Answered, Unprocessed> {
-        let goaway = self.shared.goaway.load(Ordering::Relaxed);
-        if goaway != control::NO_GOAWAY && id.is_none_or(|id| id >= goaway) {
-            return Err(u);
+        let state = &self.shared.state;
+        if state.refuses(id) {
+            return Err(Unprocessed::GoingAway);
         }
-        let kind = connection_kind(e);
-        if let Some(code) = connection_code(e) {
+        let (kind, code) = match (e, state.broken()) {
+            // brink closed it: the server broke its control stream's rules.
+            (quinn::ConnectionError::LocallyClosed, Some(c)) => {
+                (ErrorKind::Protocol, Some(wire::app_code(c)))
+            }
+            _ => (connection_kind(e), connection_code(e)),
+        };
+        if let Some(code) = code {
             self.codes.push(format!("{}:{code}", kind.name()));
         }
         Ok(Err(kind))
-    }
-
-    fn past_goaway(&self, id: u64) -> bool {
-        id >= self.shared.goaway.load(Ordering::Relaxed)
     }
 }
 
 /// The server never processed the request; sending it again is safe (RFC 9114 §4.1.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unprocessed;
+pub enum Unprocessed {
+    /// It rejected the stream (`H3_REQUEST_REJECTED`) on a connection that carries on.
+    Rejected,
+    /// The connection is going away (GOAWAY, or it closed before the request got in).
+    GoingAway,
+}
 
 /// The code a connection ended with, as results name it: the peer's HTTP/3 code or QUIC
 /// transport error, a stateless reset, the idle timeout; `None` when brink closed it.

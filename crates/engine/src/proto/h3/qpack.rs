@@ -236,7 +236,13 @@ mod tests {
     #[test]
     fn a_request_brink_encodes_reads_back_whole() {
         let long = "v".repeat(300);
-        let headers: [(&str, &[u8]); 2] = [("X-Trace", b"abc"), ("x-long", long.as_bytes())];
+        let headers: [(&str, &[u8]); 5] = [
+            ("X-Trace", b"abc"),
+            ("Connection", b"keep-alive"),
+            ("x-long", long.as_bytes()),
+            ("TE", b"gzip"),
+            ("te", b"trailers"),
+        ];
         for (method, path) in [("GET", "/"), ("PATCH", "/a?b=c")] {
             let mut frame = Vec::new();
             let head = wire::Head {
@@ -257,6 +263,7 @@ mod tests {
                 (":path", path),
                 ("x-trace", "abc"),
                 ("x-long", long.as_str()),
+                ("te", "trailers"),
             ]
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))

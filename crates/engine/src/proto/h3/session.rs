@@ -10,7 +10,6 @@ use stats::ErrorKind;
 use std::cell::RefCell;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::rc::Rc;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::task::Context;
 use std::time::{Duration, Instant};
@@ -89,19 +88,20 @@ async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
     ours.write_all(&wire::control_stream())
         .await
         .map_err(|e| Unopened::because(ErrorKind::Closed, e.to_string()))?;
-    let goaway = Arc::new(AtomicU64::new(control::NO_GOAWAY));
-    tokio::spawn(control::serve(quic.clone(), ours, goaway.clone()));
+    let state = Arc::new(control::State::default());
+    tokio::spawn(control::serve(quic.clone(), ours, state.clone()));
     let times = SetupTimes {
         connect: handshake,
         tls: None,
         upgrade: None,
     };
-    let shared = Rc::new(Shared { quic, goaway });
+    let shared = Rc::new(Shared { quic, state });
     Ok((
         H3Conn {
             shared,
             events: None,
             codes: Vec::new(),
+            opened: Vec::new(),
         },
         times,
     ))
@@ -152,9 +152,21 @@ impl Session for H3Conn {
         self.events.take()
     }
 
+    fn survives(&self, kind: ErrorKind) -> bool {
+        // A reset stream or a malformed answer ends one stream; the connection is fine
+        // unless it is closing.
+        matches!(kind, ErrorKind::Reset | ErrorKind::Protocol)
+            && self.shared.quic.close_reason().is_none()
+            && !self.shared.state.refuses(None)
+    }
+
     fn account(&mut self, rec: &mut stats::Bucket, _: bool) {
         for code in self.codes.drain(..) {
             rec.record_code(&code, 1);
+        }
+        for took in self.opened.drain(..) {
+            rec.setup
+                .record_connect(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
         }
     }
 }
@@ -201,8 +213,10 @@ impl H3Conn {
         }
         let head = Bytes::from(head);
         let (rule, body) = (connector.events, Bytes::from(body));
-        // A request the server never processed (it rejected the stream, or was closing the
-        // connection) is sent again, once per fresh connection, and counted once.
+        // A request the server never processed is sent again and counted once: on the same
+        // connection when the server rejected the stream alone, on a fresh one when the
+        // connection was going away.
+        let mut last = Unprocessed::Rejected;
         for _ in 0..RESENDS {
             let tally = (tally, vu.current);
             match self
@@ -210,16 +224,36 @@ impl H3Conn {
                 .await
             {
                 Ok(outcome) => return (outcome, len),
-                Err(Unprocessed) => match Box::pin(dial(connector)).await {
-                    Ok((fresh, _)) => *self = fresh,
-                    Err(u) => return (Err(u.kind), 0),
-                },
+                Err(u @ Unprocessed::Rejected) => last = u,
+                Err(u @ Unprocessed::GoingAway) => {
+                    last = u;
+                    if let Err(kind) = self.reopen(connector).await {
+                        return (Err(kind), 0);
+                    }
+                }
             }
         }
-        (Err(ErrorKind::Closed), 0)
+        let (kind, code) = match last {
+            Unprocessed::Rejected => (ErrorKind::Reset, "reset:H3_REQUEST_REJECTED"),
+            Unprocessed::GoingAway => (ErrorKind::Closed, "closed:GOAWAY"),
+        };
+        self.codes.push(code.to_string());
+        (Err(kind), 0)
+    }
+
+    /// Replaces this handle's connection with a fresh one, counted as the worker counts the
+    /// connections it opens.
+    async fn reopen(&mut self, connector: &Connector) -> Result<(), ErrorKind> {
+        // Boxed: rare, and large (a QUIC handshake).
+        let (mut fresh, times) = Box::pin(dial(connector)).await.map_err(|u| u.kind)?;
+        fresh.codes = std::mem::take(&mut self.codes);
+        fresh.opened = std::mem::take(&mut self.opened);
+        fresh.opened.push(times.connect);
+        *self = fresh;
+        Ok(())
     }
 }
 
-/// How many fresh connections an unprocessed request is tried on before it counts as
-/// `closed` (as for HTTP/2).
+/// How many times an unprocessed request is tried before it counts as an error (as for
+/// HTTP/2).
 const RESENDS: usize = 3;

@@ -170,7 +170,7 @@ const METHODS: [(&str, usize); 7] = [
 const METHOD_NAME: usize = 15;
 
 /// A request's field section: the pseudo-headers, then `headers` as literals (names
-/// lowercased: HTTP/3 carries no upper case in names).
+/// lowercased: HTTP/3 carries no upper case in names; connection-specific ones left out).
 pub struct Head<'a> {
     pub method: &'a str,
     pub authority: &'a str,
@@ -199,11 +199,27 @@ pub fn put_headers(out: &mut Vec<u8>, head: &Head<'_>) {
         p => named(&mut block, PATH, p.as_bytes()),
     }
     for (name, value) in head.headers {
-        put_literal(&mut block, name, value);
+        if !connection_specific(name, value) {
+            put_literal(&mut block, name, value);
+        }
     }
     put_varint(out, HEADERS);
     put_varint(out, block.len() as u64);
     out.extend_from_slice(&block);
+}
+
+/// Whether a header belongs to an HTTP/1.1 connection and has no meaning in HTTP/3, where a
+/// request carrying it is malformed (RFC 9114 §4.2): it is left out, as HTTP/2 leaves it out.
+fn connection_specific(name: &str, value: &[u8]) -> bool {
+    const NAMES: [&str; 5] = [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+    ];
+    NAMES.iter().any(|n| name.eq_ignore_ascii_case(n))
+        || (name.eq_ignore_ascii_case("te") && !value.eq_ignore_ascii_case(b"trailers"))
 }
 
 /// Appends a field line with a literal name (lowercased) and value, neither Huffman-coded.
