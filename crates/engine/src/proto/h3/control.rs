@@ -81,9 +81,11 @@ async fn peer_stream(quic: quinn::Connection, mut recv: quinn::RecvStream, state
     };
     match kind {
         wire::CONTROL_STREAM if !state.control.swap(true, Ordering::Relaxed) => {
-            let broke = control_frames(recv, buf, &state).await;
-            state.broken.store(broke, Ordering::Relaxed);
-            quic.close(code(broke), b"the server broke its control stream's rules");
+            // The connection's own end (the peer's close, a timeout) is not the stream's.
+            if let Some(broke) = control_frames(recv, buf, &state).await {
+                state.broken.store(broke, Ordering::Relaxed);
+                quic.close(code(broke), b"the server broke its control stream's rules");
+            }
         }
         wire::ENCODER_STREAM | wire::DECODER_STREAM => {
             while let Ok(Some(_)) = recv.read_chunk(usize::MAX, true).await {}
@@ -95,8 +97,12 @@ async fn peer_stream(quic: quinn::Connection, mut recv: quinn::RecvStream, state
 }
 
 /// Reads the server's control stream frame by frame, noting each GOAWAY's stream ID, until
-/// it breaks a rule: the code to close the connection with.
-async fn control_frames(mut recv: quinn::RecvStream, mut buf: Vec<u8>, state: &State) -> u64 {
+/// it breaks a rule (the code to close the connection with) or the connection ends (`None`).
+async fn control_frames(
+    mut recv: quinn::RecvStream,
+    mut buf: Vec<u8>,
+    state: &State,
+) -> Option<u64> {
     let mut skip = 0u64;
     let mut settings = false;
     loop {
@@ -106,21 +112,21 @@ async fn control_frames(mut recv: quinn::RecvStream, mut buf: Vec<u8>, state: &S
         if skip == 0 {
             if let Some((kind, size, at)) = frame_header(&buf) {
                 match kind {
-                    wire::SETTINGS if settings => return H3_FRAME_UNEXPECTED,
-                    _ if !settings && kind != wire::SETTINGS => return H3_MISSING_SETTINGS,
+                    wire::SETTINGS if settings => return Some(H3_FRAME_UNEXPECTED),
+                    _ if !settings && kind != wire::SETTINGS => return Some(H3_MISSING_SETTINGS),
                     wire::SETTINGS | wire::GOAWAY | 0x3 if size > MAX_CONTROL_FRAME => {
-                        return H3_EXCESSIVE_LOAD
+                        return Some(H3_EXCESSIVE_LOAD)
                     }
                     // DATA, HEADERS, PUSH_PROMISE, MAX_PUSH_ID (a client's), HTTP/2's types.
-                    0x0..=0x2 | 0x5 | 0x6 | 0x8 | 0x9 | 0xd => return H3_FRAME_UNEXPECTED,
+                    0x0..=0x2 | 0x5 | 0x6 | 0x8 | 0x9 | 0xd => return Some(H3_FRAME_UNEXPECTED),
                     wire::GOAWAY => {
                         let end = at + size as usize;
                         if buf.len() >= end {
                             let Some((id, _)) = varint(&buf[at..end]) else {
-                                return H3_ID_ERROR;
+                                return Some(H3_ID_ERROR);
                             };
                             if !note_goaway(state, id) {
-                                return H3_ID_ERROR;
+                                return Some(H3_ID_ERROR);
                             }
                             buf.drain(..end);
                             continue;
@@ -137,7 +143,8 @@ async fn control_frames(mut recv: quinn::RecvStream, mut buf: Vec<u8>, state: &S
         }
         match recv.read_chunk(usize::MAX, true).await {
             Ok(Some(c)) => buf.extend_from_slice(&c.bytes),
-            _ => return H3_CLOSED_CRITICAL_STREAM,
+            Ok(None) | Err(quinn::ReadError::Reset(_)) => return Some(H3_CLOSED_CRITICAL_STREAM),
+            Err(_) => return None,
         }
     }
 }
