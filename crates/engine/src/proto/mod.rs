@@ -4,7 +4,8 @@
 //! messages go out in [`body`]), brink's own h2c client ([`h2c`]) for the epoll loop, and
 //! WebSocket ([`ws`]: an HTTP/1.1 upgrade, then messages); Server-Sent Events are read from
 //! any of their bodies by [`sse`] and timed by [`events`], token streams (`--llm`) by [`llm`];
-//! a pushed message's or event's delivery delay is read by [`sent_at`].
+//! a pushed message's or event's delivery delay is read by [`sent_at`]; HPACK's and QPACK's
+//! Huffman-coded strings by [`huffman`].
 //! The tokio worker reaches any of them through one seam, [`session::Session`], and
 //! [`connect`] says which one an opened connection speaks.
 
@@ -15,6 +16,7 @@ pub mod h1;
 pub mod h2;
 pub mod h2c;
 pub mod h3;
+pub mod huffman;
 pub mod llm;
 pub mod reply;
 pub mod sent_at;

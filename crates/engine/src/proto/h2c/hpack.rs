@@ -2,7 +2,7 @@
 //! table in step with the server's. Bounded: the table never exceeds the size our SETTINGS
 //! allow (4096, the default), integers past 2^32 and strings past the block are errors.
 
-use super::huffman;
+use crate::proto::huffman;
 use std::collections::VecDeque;
 
 /// Our SETTINGS_HEADER_TABLE_SIZE (the default): the most a size update may ask for.

@@ -8,4 +8,3 @@ pub mod client;
 mod fields;
 pub mod frame;
 mod hpack;
-mod huffman;

@@ -8,7 +8,6 @@
 
 mod answer;
 mod control;
-mod huffman;
 mod qpack;
 mod session;
 mod wire;

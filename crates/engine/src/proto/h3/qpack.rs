@@ -3,7 +3,7 @@
 //! refers to one is an error (QPACK_DECOMPRESSION_FAILED), as is any length past the
 //! section's end.
 
-use super::huffman;
+use crate::proto::huffman;
 
 /// A field section brink cannot read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,6 @@
-//! HPACK's Huffman code (RFC 7541 Appendix B), which QPACK uses for its string literals
-//! (RFC 9204 §4.1.2): the decoder for what a server sends. The code table is the RFC's; the
+//! HPACK's Huffman code (RFC 7541 Appendix B), which QPACK uses too for its string literals
+//! (RFC 9204 §4.1.2): one decoder for what a server sends over brink's own HTTP/2 (h2c) and
+//! HTTP/3 readers; brink never Huffman-codes what it sends. The code table is the RFC's; the
 //! decoder is a state machine over 4-bit steps built from it on first use, so decoding costs two
 //! table lookups per byte.
 
@@ -213,6 +214,16 @@ mod tests {
                 decode(&encode(&text), &mut out).unwrap();
                 assert_eq!(out, text, "byte {b}");
             }
+        }
+    }
+
+    #[test]
+    fn whole_strings_round_trip() {
+        let all: Vec<u8> = (0..=255).collect();
+        for s in [&b"www.example.com"[..], b"no-cache", b"", &all] {
+            let mut out = Vec::new();
+            decode(&encode(s), &mut out).unwrap();
+            assert_eq!(out, s);
         }
     }
 
