@@ -44,7 +44,18 @@ fn run() -> Res<()> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let endpoint = quinn::Endpoint::server(config, SocketAddr::from(([127, 0, 0, 1], port)))?;
+        // Buffers as large as the kernel allows (as quic-go's servers ask for): at the default
+        // a burst of hundreds of handshakes overflows the socket and its Initials are lost.
+        let socket = std::net::UdpSocket::bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+        let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, 8 << 20);
+        let _ = rustix::net::sockopt::set_socket_send_buffer_size(&socket, 8 << 20);
+        let runtime = quinn::default_runtime().ok_or("no async runtime")?;
+        let endpoint = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            Some(config),
+            socket,
+            runtime,
+        )?;
         let serving = async {
             while let Some(incoming) = endpoint.accept().await {
                 tokio::spawn(async move {

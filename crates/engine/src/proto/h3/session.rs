@@ -8,7 +8,7 @@ use crate::proto::session::{Conn, Exchange, Session, Tally};
 use bytes::Bytes;
 use stats::ErrorKind;
 use std::cell::RefCell;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Context;
@@ -38,16 +38,44 @@ fn endpoint(connector: &Connector) -> Result<quinn::Endpoint, Unopened> {
         }
         let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls.clone())
             .map_err(|e| Unopened::because(ErrorKind::Tls, format!("QUIC needs TLS 1.3: {e}")))?;
-        let local: SocketAddr = match connector.addr {
-            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
-        };
-        let mut e = quinn::Endpoint::client(local)
-            .map_err(|e| Unopened::because(ErrorKind::Connect, format!("UDP socket: {e}")))?;
+        let socket_failed =
+            |e: std::io::Error| Unopened::because(ErrorKind::Connect, format!("UDP socket: {e}"));
+        let runtime = quinn::default_runtime()
+            .ok_or_else(|| socket_failed(std::io::Error::other("no async runtime")))?;
+        let mut e = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            None,
+            udp_socket(connector.addr).map_err(socket_failed)?,
+            runtime,
+        )
+        .map_err(socket_failed)?;
         e.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
         *slot = Some((key, e.clone()));
         Ok(e)
     })
+}
+
+/// How much the kernel may hold for brink's UDP socket each way. Its default (some 200 KiB) is
+/// fewer than 200 full datagrams: a worker opening hundreds of connections at once gets their
+/// handshakes' certificates in one burst, and a socket that small drops them, each drop a
+/// retransmission a third of a second later counted against the server as handshake time. The
+/// kernel caps the figure at `net.core.rmem_max`/`wmem_max`.
+const SOCKET_BUFFER: usize = 8 << 20;
+
+/// The worker's UDP socket for connections to `to`: bound to loopback when the target is on it
+/// (nothing beyond this machine can reach it then), else to the unspecified address of its
+/// family; its buffers asked for [`SOCKET_BUFFER`].
+fn udp_socket(to: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    let ip: IpAddr = match to.ip() {
+        ip if ip.is_loopback() => ip,
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let socket = std::net::UdpSocket::bind((ip, 0))?;
+    // Best effort: a smaller buffer than asked is still a working socket.
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&socket, SOCKET_BUFFER);
+    let _ = rustix::net::sockopt::set_socket_send_buffer_size(&socket, SOCKET_BUFFER);
+    Ok(socket)
 }
 
 /// Opens an HTTP/3 connection: the QUIC handshake (TLS 1.3 inside it, ALPN `h3`), then
