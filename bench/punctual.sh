@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# How punctual the open model is over HTTP/2 and gRPC, and what it costs: brink at RATES
-# requests/s for D seconds (one thread, pinned to CPU 0) against the bench nginx (h2c) and the
-# Go gRPC Greeter (both pinned to CPU 1). Prints per protocol and rate: requests, how many
+# How punctual the open model is over HTTP/2, gRPC and HTTP/3, and what it costs: brink at
+# RATES requests/s for D seconds (one thread, pinned to CPU 0) against the bench nginx (h2c),
+# the Go gRPC Greeter and the bench HTTP/3 server (crates/engine/examples/h3_server.rs, over 4
+# connections), all pinned to CPU 1. Prints per protocol and rate: requests, how many
 # started late (over 1 ms after their intended instant), p90 from the intended start beside
 # p90 service time, and the generator's CPU microseconds per request. BEFORE=path/to/brink
 # adds the same rows for another build, side by side.
@@ -15,21 +16,24 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 PEERS=${PEERS:-$HOME/.cache/brink-peers}
 BRINK=${BRINK:-target/release/brink}
 [ -x "$BRINK" ] || cargo build --release -q -p brink
+cargo build --release -q -p engine --example h3_server
 [ -x "$PEERS/bin/greeter-bench" ] || (mkdir -p "$PEERS/bin" && cd "$HERE/grpc-server" && go build -o "$PEERS/bin/greeter-bench" .)
 taskset -c 1 nginx -c "$HERE/nginx-h2c.conf" & NG=$!
 taskset -c 1 "$PEERS/bin/greeter-bench" -addr 127.0.0.1:18095 & SRV=$!
-trap 'kill $NG $SRV 2>/dev/null; wait $NG $SRV 2>/dev/null' EXIT
+taskset -c 1 target/release/examples/h3_server 18443 3600 & H3=$!
+trap 'kill $NG $SRV $H3 2>/dev/null; wait $NG $SRV $H3 2>/dev/null' EXIT
 sleep 0.5
 out=$(mktemp -d)
 printf "%-7s %-5s %6s %9s %7s %11s %11s %8s\n" build proto rate requests late p90_int_ms p90_svc_ms us/req
 for bin in "$BRINK" ${BEFORE:-}; do
   label=this; [ "$bin" = "$BRINK" ] || label=before
-  for proto in h2c grpc; do
+  for proto in h2c grpc h3; do
     for rate in $RATES; do
       case $proto in
         h2c)  target=(http://127.0.0.1:18097/ --http2);;
         grpc) target=(grpc://127.0.0.1:18095 --proto examples/grpc/greeter.proto
                       --call helloworld.Greeter/SayHello --data '{"name":"brink"}');;
+        h3)   target=(https://127.0.0.1:18443/ --http3 --insecure --connections 4);;
       esac
       /usr/bin/time -o "$out/time" -f "%U %S" taskset -c 0 "$bin" run "${target[@]}" \
         --rate "$rate" -d "${D}s" --threads 1 -q --no-history --json "$out/r.json"
