@@ -397,6 +397,12 @@ pub struct LoadArgs {
     /// Use HTTP/3 over QUIC (an https:// URL; TLS 1.3, ALPN h3).
     #[arg(long)]
     pub http3: bool,
+    /// HTTP/3: connections that resume an earlier session send requests as 0-RTT early data,
+    /// before their handshake ends (GET, HEAD, OPTIONS, TRACE, PUT, DELETE; `--0rtt=all` for
+    /// every method, which a replay of the early data could repeat).
+    #[arg(long = "0rtt", value_name = "all", num_args = 0..=1, require_equals = true,
+          default_missing_value = "idempotent", value_parser = ["idempotent", "all"])]
+    pub zero_rtt: Option<String>,
     /// Accept any TLS certificate.
     #[arg(short = 'k', long)]
     pub insecure: bool,

@@ -1,10 +1,10 @@
 //! How brink connects, from the flags: `--insecure`, `--cacert`, `--cert`/`--key`,
-//! `--authority`, and the default connect timeout. A run uses them, and so does what is asked
+//! `--authority`, `--0rtt`, and the default connect timeout. A run uses them, and so does what is asked
 //! of the server before it (gRPC reflection), so they live apart from both.
 
 use crate::cli::LoadArgs;
 use crate::exit::Fail;
-use engine::{Target, TlsOptions};
+use engine::{EarlyData, Target, TlsOptions};
 use plan::Settings;
 use std::time::Duration;
 
@@ -54,8 +54,26 @@ pub fn tls_options(
         cacert: a.cacert.clone(),
         client,
         server_name,
+        early_data: early_data(a, plan)?,
     };
     Ok((target, tls))
+}
+
+/// `--0rtt[=all]`, for HTTP/3 only (early data over TCP would need TLS 1.3 early data in every
+/// HTTP/1.1 and HTTP/2 client brink drives).
+fn early_data(a: &LoadArgs, plan: &Settings) -> Result<EarlyData, Fail> {
+    let Some(which) = a.zero_rtt.as_deref() else {
+        return Ok(EarlyData::Off);
+    };
+    if !(a.http3 || plan.http3.unwrap_or(false)) {
+        return Err(Fail::input(
+            "--0rtt applies to HTTP/3 (--http3, or http3: true in the plan)",
+        ));
+    }
+    Ok(match which {
+        "all" => EarlyData::All,
+        _ => EarlyData::Idempotent,
+    })
 }
 
 /// The host of `host[:port]` (`[v6]:port` too), when the whole is a valid authority.

@@ -20,7 +20,7 @@ pub use proto::h1;
 pub use proto::sse;
 
 pub use model::{guard, Curve, Load, Protocol, StatusSet, Target, TargetError};
-pub use net::tls::TlsOptions;
+pub use net::tls::{EarlyData, TlsOptions};
 /// TLS set-up shared with what is not load: a distributed run's coordinator and workers.
 pub mod tls {
     pub use crate::net::tls::{ca_only, client_config, client_identity, server_name, TlsError};

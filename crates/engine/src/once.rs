@@ -131,6 +131,7 @@ fn connector(
         timeout,
         max_message: crate::net::conn::DEFAULT_GRPC_MAX_MESSAGE,
         events: Default::default(),
+        early_data: tls.early_data,
     })
 }
 

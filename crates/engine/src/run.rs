@@ -85,6 +85,7 @@ fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
         timeout: spec.timeout,
         max_message: spec.max_message,
         events: spec.events,
+        early_data: spec.tls.early_data,
     };
     // Every worker needs a slot, and with shared connections at least one connection.
     let most = spec.connections.map_or(spec.load.max_connections(), |n| {

@@ -55,6 +55,7 @@ pub fn connector(
         cacert: Some(cacert),
         client: identity,
         server_name: None,
+        early_data: engine::EarlyData::Off,
     };
     let config = client_config(&opts, model::Protocol::Http2).map_err(|e| e.to_string())?;
     Ok(TlsConnector::from(config))

@@ -289,6 +289,21 @@ fn connections(o: &mut String, s: &crate::SummaryJson, wire: model::Wire) {
         }
         row(o, "connections", parts.join("; "));
     }
+    if let Some(z) = &s.zero_rtt {
+        let mut text = format!(
+            "{} requests sent as early data on {} resumed connections",
+            fmt_count(z.requests),
+            fmt_count(z.connections)
+        );
+        if z.refused > 0 {
+            let _ = write!(
+                text,
+                "; {} refused by the server and sent again after the handshake",
+                fmt_count(z.refused)
+            );
+        }
+        row(o, "0-RTT", text);
+    }
 }
 
 /// Answers read as events: how many and how fast, then what a reader of the stream waits

@@ -18,6 +18,6 @@ pub use run::{
     summary_json, AsyncJson, CheckJson, CompletionJson, ErrorsByKind, ExtractFailureJson,
     GeneratorJson, HistBin, LoadInfo, RefusedJson, RequestResult, RunResult, ScenarioResult,
     ScheduleInfo, SecondRow, SetupFailureJson, Shortfall, SloResult, Span, StageJson, StreamJson,
-    SummaryJson, TargetInfo, TraceJson, TracesJson, WebSocketJson, SCHEMA,
+    SummaryJson, TargetInfo, TraceJson, TracesJson, WebSocketJson, ZeroRttJson, SCHEMA,
 };
 pub use time::rfc3339_utc;

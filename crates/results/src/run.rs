@@ -413,6 +413,16 @@ pub struct StageJson {
 /// Transport errors by kind; every kind is always present.
 pub type ErrorsByKind = BTreeMap<String, u64>;
 
+/// HTTP/3 early data (`--0rtt`): connections that resumed a session and sent requests before
+/// their handshake ended, how many requests went so, and how many of those the server refused
+/// to take early (each sent again after the handshake, counted once).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ZeroRttJson {
+    pub connections: u64,
+    pub requests: u64,
+    pub refused: u64,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SummaryJson {
     pub requests: u64,
@@ -449,6 +459,9 @@ pub struct SummaryJson {
     /// them; `null` otherwise.
     #[serde(default)]
     pub with_connect_ms: Option<LatencySummary>,
+    /// HTTP/3 with `--0rtt`: what went as early data; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_rtt: Option<ZeroRttJson>,
     pub status: BTreeMap<String, u64>,
     /// gRPC calls by status code name (`OK`, `UNAVAILABLE`, ...); absent for HTTP runs.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -798,6 +811,11 @@ pub fn summary_json(
             .with_connect
             .as_deref()
             .map(LatencySummary::of),
+        zero_rtt: totals.all.setup.zero_rtt.as_deref().map(|z| ZeroRttJson {
+            connections: z.connections,
+            requests: z.requests,
+            refused: z.refused,
+        }),
         status: b
             .status
             .sorted()

@@ -206,6 +206,7 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
         ),
         (format!("{summary}/grpc_stream"), fields::<StreamJson>()),
         (format!("{summary}/websocket"), fields::<WebSocketJson>()),
+        (format!("{summary}/zero_rtt"), fields::<ZeroRttJson>()),
         (
             format!("{summary}/stream"),
             fields::<results::events::EventStreamJson>(),

@@ -260,6 +260,26 @@ pub struct Setup {
     /// `received corrupt message of type InvalidContentType`; `handshake`: `answered 403
     /// instead of 101`).
     pub failure: Option<Box<(ErrorKind, String)>>,
+    /// HTTP/3 with `--0rtt`: what went as early data.
+    pub zero_rtt: Option<Box<ZeroRtt>>,
+}
+
+/// HTTP/3 with `--0rtt`: connections that resumed a session and sent requests before their
+/// handshake ended, the requests that went so, and those the server refused to take early
+/// (sent again once the handshake ended, counted once).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZeroRtt {
+    pub connections: u64,
+    pub requests: u64,
+    pub refused: u64,
+}
+
+impl ZeroRtt {
+    fn add(&mut self, o: &ZeroRtt) {
+        self.connections += o.connections;
+        self.requests += o.requests;
+        self.refused += o.refused;
+    }
 }
 
 impl Setup {
@@ -291,6 +311,13 @@ impl Setup {
         }
     }
 
+    /// Adds `more` to what went as early data.
+    pub fn record_zero_rtt(&mut self, more: &ZeroRtt) {
+        if *more != ZeroRtt::default() {
+            self.zero_rtt.get_or_insert_with(Box::default).add(more);
+        }
+    }
+
     /// Adds `other`'s WebSocket upgrade times alone.
     pub fn merge_upgrades(&mut self, other: &Setup) {
         merge_in(&mut self.upgrade, &other.upgrade);
@@ -302,6 +329,9 @@ impl Setup {
         merge_in(&mut self.tls, &other.tls);
         merge_in(&mut self.upgrade, &other.upgrade);
         merge_in(&mut self.with_connect, &other.with_connect);
+        if let Some(z) = &other.zero_rtt {
+            self.record_zero_rtt(z);
+        }
         if self.failure.is_none() {
             self.failure.clone_from(&other.failure);
         }

@@ -17,7 +17,9 @@ mod timeline;
 pub mod traces;
 mod wire;
 
-pub use bucket::{Bucket, CheckOutcome, Checked, Refusal, Setup, StatusCounts, Streamed, WsCounts};
+pub use bucket::{
+    Bucket, CheckOutcome, Checked, Refusal, Setup, StatusCounts, Streamed, WsCounts, ZeroRtt,
+};
 pub use hist::{
     decode, encode, encode_plain, new_histogram, DecodeError, Histogram, HIST_DIGITS, HIST_MAX_US,
 };

@@ -64,6 +64,9 @@ pub struct WireBucket {
     /// The first connection that did not open: (error kind's name, why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup_failure: Option<(String, String)>,
+    /// HTTP/3 early data: (connections, requests, refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_rtt: Option<(u64, u64, u64)>,
     /// Streaming calls: (calls, sent, received, time to the first message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<(u64, u64, u64, String)>,
@@ -148,6 +151,11 @@ impl From<&Bucket> for WireBucket {
                 .failure
                 .as_ref()
                 .map(|f| (f.0.name().to_string(), f.1.clone())),
+            zero_rtt: b
+                .setup
+                .zero_rtt
+                .as_deref()
+                .map(|z| (z.connections, z.requests, z.refused)),
             stream: b
                 .stream
                 .as_ref()
@@ -427,6 +435,13 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
                 Some((kind, why)) => Some(Box::new((kind_named(&kind)?, why))),
                 None => None,
             },
+            zero_rtt: w.zero_rtt.map(|(connections, requests, refused)| {
+                Box::new(crate::bucket::ZeroRtt {
+                    connections,
+                    requests,
+                    refused,
+                })
+            }),
         },
         stream,
         ws,
@@ -497,6 +512,9 @@ fn within_bounds(w: &WireBucket) -> Result<(), String> {
         return Err(format!("{} error codes", w.codes.len()));
     }
     counts.extend(w.codes.iter().map(|&(_, n)| ("codes", n)));
+    if let Some((c, r, x)) = w.zero_rtt {
+        counts.extend([("zero_rtt", c), ("zero_rtt", r), ("zero_rtt", x)]);
+    }
     if let Some((calls, sent, received, _)) = &w.stream {
         counts.extend([("stream", *calls), ("stream", *sent), ("stream", *received)]);
     }
@@ -639,6 +657,11 @@ mod tests {
         llm.record_itl(11_000);
         b.record_code("reset:H3_EXCESSIVE_LOAD", 2);
         b.record_code("closed:stateless_reset", 1);
+        b.setup.record_zero_rtt(&crate::bucket::ZeroRtt {
+            connections: 3,
+            requests: 7,
+            refused: 2,
+        });
         b
     }
 
@@ -657,6 +680,7 @@ mod tests {
         assert_eq!(b2.setup.failure, b.setup.failure);
         assert_eq!(b2.ws, b.ws);
         assert_eq!(b2.codes, b.codes);
+        assert_eq!(b2.setup.zero_rtt, b.setup.zero_rtt);
         assert_eq!(b2.setup.with_connect, b.setup.with_connect);
         assert_eq!(b2.traces, b.traces);
         assert_eq!(b2.refused, b.refused);

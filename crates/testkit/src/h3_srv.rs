@@ -17,6 +17,9 @@ pub fn serve_h3(opts: Options, handler: Handler) -> std::io::Result<Server> {
         crate::tls::server_config(false, opts.mtls).map_err(std::io::Error::other)?;
     tls.alpn_protocols = vec![b"h3".to_vec()];
     tls.max_early_data_size = u32::MAX;
+    if opts.refuse_early_data {
+        tls.session_storage = Arc::new(Forgetful);
+    }
     let quic =
         quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(std::io::Error::other)?;
     let config = quinn::ServerConfig::with_crypto(Arc::new(quic));
@@ -178,4 +181,24 @@ async fn answer(
         },
     }
     stream.finish().await
+}
+
+/// Session storage that keeps nothing: tickets go out (offering 0-RTT) and no session is ever
+/// found again, so every resumption is a full handshake and its early data refused.
+#[derive(Debug)]
+struct Forgetful;
+
+impl rustls::server::StoresServerSessions for Forgetful {
+    fn put(&self, _: Vec<u8>, _: Vec<u8>) -> bool {
+        true
+    }
+    fn get(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn take(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+    fn can_cache(&self) -> bool {
+        true
+    }
 }

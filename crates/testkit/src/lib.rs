@@ -280,6 +280,9 @@ pub struct Options {
     pub backlog: u32,
     /// Pause after each accept (a service that accepts slowly).
     pub accept_pause: Duration,
+    /// HTTP/3 server only: hand out session tickets that offer 0-RTT, then never find the
+    /// session again (as after a restart with new keys): every early request is refused.
+    pub refuse_early_data: bool,
 }
 
 impl Default for Options {
@@ -295,6 +298,7 @@ impl Default for Options {
             handshake_delay: Duration::ZERO,
             backlog: 1024,
             accept_pause: Duration::ZERO,
+            refuse_early_data: false,
         }
     }
 }

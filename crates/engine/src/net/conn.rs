@@ -49,6 +49,8 @@ pub struct Connector {
     pub max_message: usize,
     /// Which answers are read as events.
     pub events: crate::proto::events::EventRule,
+    /// HTTP/3 `--0rtt`: which requests go as early data on a resumed connection.
+    pub early_data: crate::net::tls::EarlyData,
 }
 
 /// How long opening one connection took.

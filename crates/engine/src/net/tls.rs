@@ -35,6 +35,35 @@ pub struct TlsOptions {
     /// The name the server's certificate must hold when it is not the URL's host
     /// (`--authority`).
     pub server_name: Option<String>,
+    /// `--0rtt` (HTTP/3): which requests a connection resuming a session sends as early data.
+    pub early_data: EarlyData,
+}
+
+/// `--0rtt`: which requests an HTTP/3 connection that resumes an earlier session may send
+/// before its handshake ends (0-RTT). Early data can be replayed by an attacker on the path,
+/// so by default only methods that mean the same when repeated (RFC 9110 §9.2.2) go early;
+/// the others wait for the handshake unless `--0rtt=all` asks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EarlyData {
+    /// No 0-RTT (sessions still resume).
+    #[default]
+    Off,
+    /// GET, HEAD, OPTIONS, TRACE, PUT and DELETE go early.
+    Idempotent,
+    /// Every request goes early.
+    All,
+}
+
+impl EarlyData {
+    /// Whether a request with `method` may go as early data.
+    pub fn allows(self, method: &str) -> bool {
+        const IDEMPOTENT: [&str; 6] = ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"];
+        match self {
+            EarlyData::Off => false,
+            EarlyData::Idempotent => IDEMPOTENT.contains(&method),
+            EarlyData::All => true,
+        }
+    }
 }
 
 /// Builds the client configuration shared by every connection of a run, offering
@@ -64,6 +93,7 @@ pub fn client_config(
         }
     };
     config.alpn_protocols = protocol.alpn().iter().map(|p| p.to_vec()).collect();
+    config.enable_early_data = opts.early_data != EarlyData::Off;
     Ok(Arc::new(config))
 }
 

@@ -8,6 +8,7 @@
 
 mod answer;
 mod control;
+mod early;
 mod qpack;
 mod session;
 mod wire;
@@ -35,6 +36,8 @@ pub struct H3Conn {
     /// Handshakes of the connections it opened to resend a request, since the worker last
     /// asked.
     opened: Vec<std::time::Duration>,
+    /// What went as early data since the worker last asked.
+    zero_rtt: stats::ZeroRtt,
 }
 
 impl Clone for H3Conn {
@@ -44,6 +47,7 @@ impl Clone for H3Conn {
             events: None,
             codes: Vec::new(),
             opened: Vec::new(),
+            zero_rtt: stats::ZeroRtt::default(),
         }
     }
 }
@@ -52,6 +56,8 @@ struct Shared {
     quic: quinn::Connection,
     /// What the server's control stream said (GOAWAY) or did (broke a rule).
     state: Arc<control::State>,
+    /// A connection opened with 0-RTT: where its handshake is.
+    early: Option<Arc<early::Early>>,
 }
 
 impl Drop for Shared {
@@ -67,24 +73,36 @@ type Answered = Result<(Reply, Option<Captured>), ErrorKind>;
 impl H3Conn {
     /// Sends one request (`head`: its HEADERS frame and, with a body, DATA's frame header)
     /// and reads the whole answer, keeping it when `capture` is set and reading it as events
-    /// when `rule` says.
+    /// when `rule` says. `tally.2`: whether it may go as 0-RTT early data.
     async fn roundtrip(
         &mut self,
         head: Bytes,
         body: Bytes,
         capture: Option<&Arc<Budget>>,
         rule: EventRule,
-        tally: (Tally<'_>, usize),
+        tally: (Tally<'_>, usize, bool),
     ) -> Result<Answered, Unprocessed> {
         let shared = self.shared.clone();
         if shared.state.refuses(None) {
             return Err(Unprocessed::GoingAway);
         }
+        let early = match &shared.early {
+            Some(e) if e.handshaking() && tally.2 => true,
+            Some(e) => {
+                e.settled().await;
+                false
+            }
+            None => false,
+        };
         let (mut send, recv) = match shared.quic.open_bi().await {
             Ok(pair) => pair,
             Err(e) => return self.lost(&e, None),
         };
         let id = u64::from(send.id());
+        if early {
+            self.zero_rtt.requests += 1;
+        }
+        let tally = (tally.0, tally.1);
         let sent = match send.write_all_chunks(&mut [head, body]).await {
             Ok(()) => send.finish().map_err(|_| ErrorKind::Protocol),
             // The server answered without needing the rest of the request (RFC 9114 §4.1).
@@ -93,6 +111,7 @@ impl H3Conn {
             }
             Err(quinn::WriteError::Stopped(code)) => return self.reset(code.into_inner(), id),
             Err(quinn::WriteError::ConnectionLost(e)) => return self.lost(&e, Some(id)),
+            Err(quinn::WriteError::ZeroRttRejected) => return Err(self.refused_early()),
             Err(_) => Err(ErrorKind::Protocol),
         };
         if let Err(kind) = sent {
@@ -128,6 +147,7 @@ impl H3Conn {
                 Ok(None) => break,
                 Err(quinn::ReadError::Reset(code)) => return self.reset(code.into_inner(), id),
                 Err(quinn::ReadError::ConnectionLost(e)) => return self.lost(&e, Some(id)),
+                Err(quinn::ReadError::ZeroRttRejected) => return Err(self.refused_early()),
                 Err(_) => return Ok(Err(ErrorKind::Protocol)),
             };
             let mut rest: &[u8] = &chunk;
@@ -192,6 +212,12 @@ impl H3Conn {
         }
     }
 
+    /// A request sent as early data that the server did not take: counted, to be sent again.
+    fn refused_early(&mut self) -> Unprocessed {
+        self.zero_rtt.refused += 1;
+        Unprocessed::EarlyRefused
+    }
+
     /// A stream the server reset with `code`: a request it never processed
     /// (`H3_REQUEST_REJECTED`, or one past its GOAWAY) is sent again; any other is `reset`.
     fn reset(&mut self, code: u64, id: u64) -> Result<Answered, Unprocessed> {
@@ -238,6 +264,8 @@ pub enum Unprocessed {
     Rejected,
     /// The connection is going away (GOAWAY, or it closed before the request got in).
     GoingAway,
+    /// It went as 0-RTT early data, which the server did not take.
+    EarlyRefused,
 }
 
 /// The code a connection ended with, as results name it: the peer's HTTP/3 code or QUIC

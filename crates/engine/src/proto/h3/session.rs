@@ -1,8 +1,10 @@
 //! HTTP/3 as a [`Session`] of the tokio worker: opening a QUIC connection on the worker's
 //! endpoint (its handshake timed as the connection's set-up), and one request's exchange.
 
+use super::early::{self, Early};
 use super::{connection_kind, control, wire, H3Conn, Shared, Unprocessed};
 use crate::net::conn::{Connector, SetupTimes};
+use crate::net::tls::EarlyData;
 use crate::proto::reply::{Idle, Unopened};
 use crate::proto::session::{Conn, Exchange, Session, Tally};
 use bytes::Bytes;
@@ -102,11 +104,28 @@ async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
     let connecting = endpoint
         .connect(connector.addr, &name)
         .map_err(|e| Unopened::because(ErrorKind::Connect, e.to_string()))?;
-    let quic = match tokio::time::timeout(within, connecting).await {
-        Err(_) => return Err(late()),
-        Ok(Err(e)) => return Err(handshake_failed(&e, &name)),
-        Ok(Ok(c)) => c,
+    // With --0rtt and a session to resume, the connection carries requests at once.
+    let (connecting, early) = match connector.early_data {
+        EarlyData::Off => (Some(connecting), None),
+        _ => match connecting.into_0rtt() {
+            Ok((quic, accepted)) => (None, Some((quic, accepted))),
+            Err(connecting) => (Some(connecting), None),
+        },
     };
+    let (quic, early) = match (connecting, early) {
+        (_, Some((quic, accepted))) => {
+            let e = Arc::new(Early::default());
+            tokio::spawn(early::watch(quic.clone(), accepted, e.clone()));
+            (quic, Some(e))
+        }
+        (Some(connecting), None) => match tokio::time::timeout(within, connecting).await {
+            Err(_) => return Err(late()),
+            Ok(Err(e)) => return Err(handshake_failed(&e, &name)),
+            Ok(Ok(c)) => (c, None),
+        },
+        (None, None) => return Err(late()),
+    };
+    // Over 0-RTT: until the connection could carry requests, not the whole handshake.
     let handshake = started.elapsed();
     // brink's control stream, with its SETTINGS; it stays open as long as the connection.
     let mut ours = quic
@@ -123,13 +142,18 @@ async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
         tls: None,
         upgrade: None,
     };
-    let shared = Rc::new(Shared { quic, state });
+    let zero_rtt = stats::ZeroRtt {
+        connections: u64::from(early.is_some()),
+        ..Default::default()
+    };
+    let shared = Rc::new(Shared { quic, state, early });
     Ok((
         H3Conn {
             shared,
             events: None,
             codes: Vec::new(),
             opened: Vec::new(),
+            zero_rtt,
         },
         times,
     ))
@@ -196,6 +220,8 @@ impl Session for H3Conn {
             rec.setup
                 .record_connect(u64::try_from(took.as_micros()).unwrap_or(u64::MAX));
         }
+        rec.setup
+            .record_zero_rtt(&std::mem::take(&mut self.zero_rtt));
     }
 }
 
@@ -241,18 +267,21 @@ impl H3Conn {
         }
         let head = Bytes::from(head);
         let (rule, body) = (connector.events, Bytes::from(body));
+        let early = connector.early_data.allows(step.method.as_str());
         // A request the server never processed is sent again and counted once: on the same
         // connection when the server rejected the stream alone, on a fresh one when the
         // connection was going away.
         let mut last = Unprocessed::Rejected;
         for _ in 0..RESENDS {
-            let tally = (tally, vu.current);
+            let tally = (tally, vu.current, early);
             match self
                 .roundtrip(head.clone(), body.clone(), capture, rule, tally)
                 .await
             {
                 Ok(outcome) => return (outcome, len),
                 Err(u @ Unprocessed::Rejected) => last = u,
+                // The handshake has ended: the next try goes as an ordinary request.
+                Err(u @ Unprocessed::EarlyRefused) => last = u,
                 Err(u @ Unprocessed::GoingAway) => {
                     last = u;
                     if let Err(kind) = self.reopen(connector).await {
@@ -264,6 +293,7 @@ impl H3Conn {
         let (kind, code) = match last {
             Unprocessed::Rejected => (ErrorKind::Reset, "reset:H3_REQUEST_REJECTED"),
             Unprocessed::GoingAway => (ErrorKind::Closed, "closed:GOAWAY"),
+            Unprocessed::EarlyRefused => (ErrorKind::Reset, "reset:0RTT_REJECTED"),
         };
         self.codes.push(code.to_string());
         (Err(kind), 0)
@@ -277,6 +307,8 @@ impl H3Conn {
         fresh.codes = std::mem::take(&mut self.codes);
         fresh.opened = std::mem::take(&mut self.opened);
         fresh.opened.push(times.connect);
+        fresh.zero_rtt.requests += self.zero_rtt.requests;
+        fresh.zero_rtt.refused += self.zero_rtt.refused;
         *self = fresh;
         Ok(())
     }
