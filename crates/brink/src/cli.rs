@@ -394,9 +394,11 @@ pub struct LoadArgs {
     /// Use HTTP/2 (h2c prior knowledge for http://, ALPN for https://).
     #[arg(long)]
     pub http2: bool,
-    /// Use HTTP/3 over QUIC (an https:// URL; TLS 1.3, ALPN h3).
-    #[arg(long)]
-    pub http3: bool,
+    /// Use HTTP/3 over QUIC (an https:// URL; TLS 1.3, ALPN h3). `--http3=auto`: ask once over
+    /// HTTP/2 and run over HTTP/3 when the server's Alt-Svc advertises it, else over HTTP/2.
+    #[arg(long = "http3", value_name = "auto", num_args = 0..=1, require_equals = true,
+          default_missing_value = "on", value_parser = ["on", "auto"])]
+    pub http3_flag: Option<String>,
     /// HTTP/3: connections that resume an earlier session send requests as 0-RTT early data,
     /// before their handshake ends (GET, HEAD, OPTIONS, TRACE, PUT, DELETE; `--0rtt=all` for
     /// every method, which a replay of the early data could repeat).
@@ -516,6 +518,18 @@ pub struct LoadArgs {
     /// Seed for template random values ({{uuid}}, {{rand_int}}, ...): same seed, same values.
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+impl LoadArgs {
+    /// `--http3` or `--http3=auto`.
+    pub fn http3(&self) -> bool {
+        self.http3_flag.is_some()
+    }
+
+    /// `--http3=auto`: HTTP/3 only when the server advertises it.
+    pub fn http3_auto(&self) -> bool {
+        self.http3_flag.as_deref() == Some("auto")
+    }
 }
 
 /// Watching the server during the run (the coordinator does it, not the workers).

@@ -65,7 +65,7 @@ fn early_data(a: &LoadArgs, plan: &Settings) -> Result<EarlyData, Fail> {
     let Some(which) = a.zero_rtt.as_deref() else {
         return Ok(EarlyData::Off);
     };
-    if !(a.http3 || plan.http3.unwrap_or(false)) {
+    if !(a.http3() || plan.http3.unwrap_or(false)) {
         return Err(Fail::input(
             "--0rtt applies to HTTP/3 (--http3, or http3: true in the plan)",
         ));

@@ -7,6 +7,7 @@ mod console;
 mod distribute;
 mod exit;
 mod grpc_call;
+mod h3_auto;
 mod k8s;
 mod live_metrics;
 mod llm_flags;

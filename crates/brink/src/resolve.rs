@@ -225,7 +225,7 @@ fn jobs(a: &LoadArgs, seed: u64) -> Result<Compiled, Fail> {
     let (name, request) = match target.protocol {
         Protocol::Grpc => {
             crate::ws_flags::refuse_flags(a, false)?;
-            if a.http3 {
+            if a.http3() {
                 return Err(Fail::input(
                     "--http3 applies to https:// URLs; gRPC runs over HTTP/2",
                 ));
@@ -462,17 +462,25 @@ fn spec(
     };
     let (http2, http3) = (
         a.http2 || plan.http2.unwrap_or(false),
-        a.http3 || plan.http3.unwrap_or(false),
+        a.http3() || plan.http3.unwrap_or(false),
     );
     if http2 && http3 {
         return Err(Fail::input(
             "HTTP/2 and HTTP/3 are two protocols (--http2, --http3, or http2:/http3: in a plan): choose one",
         ));
     }
-    let target = target
-        .with_http2(http2)
-        .with_http3(http3)
-        .map_err(|e| Fail::input(e.to_string()))?;
+    let (target, discovered) = if a.http3_auto() {
+        let within = connect_timeout.unwrap_or(crate::connect_flags::DEFAULT_CONNECT_TIMEOUT)
+            + timeout.or(plan.timeout).unwrap_or(DEFAULT_TIMEOUT);
+        let (target, found) = crate::h3_auto::choose(target, &tls, within)?;
+        (target, Some(found))
+    } else {
+        let target = target
+            .with_http2(http2)
+            .with_http3(http3)
+            .map_err(|e| Fail::input(e.to_string()))?;
+        (target, None)
+    };
     let grpc = target.protocol == Protocol::Grpc;
     let threads = a
         .threads
@@ -519,6 +527,7 @@ fn spec(
             None => engine::DEFAULT_GRPC_MAX_MESSAGE,
         },
         events,
+        discovered,
     })
 }
 

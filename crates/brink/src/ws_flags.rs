@@ -18,7 +18,7 @@ pub fn request(a: &LoadArgs, target: &Target) -> Result<Request, Fail> {
         (a.body.is_some(), "-b/--body"),
         (a.body_file.is_some(), "--body-file"),
         (a.http2, "--http2"),
-        (a.http3, "--http3"),
+        (a.http3(), "--http3"),
     ];
     if let Some((_, flag)) = http_only.iter().find(|(given, _)| *given) {
         let urls = match *flag {

@@ -1,6 +1,6 @@
 //! One request outside any load, for what must be asked of the server before or beside a run:
-//! server reflection (which methods exist and their message types) and the completion probes'
-//! polls over TLS. It connects exactly as a run would (the same TCP, TLS, ALPN, HTTP/1.1 and
+//! server reflection (which methods exist and their message types), the completion probes'
+//! polls over TLS, and whether the server advertises HTTP/3 (`--http3=auto`). It connects exactly as a run would (the same TCP, TLS, ALPN, HTTP/1.1 and
 //! HTTP/2 code and options) and reads the whole answer on a runtime of its own.
 
 use crate::net::conn::Connector;
@@ -181,6 +181,72 @@ fn get_tls(
             .find(|(n, _)| n.eq_ignore_ascii_case("retry-after"))
             .and_then(|(_, v)| v.trim().parse::<f64>().ok());
         Ok((reply.status, retry_after, kept.body.clone()))
+    };
+    rt.block_on(async {
+        tokio::time::timeout(timeout, call)
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
+    })
+}
+
+/// What `--http3=auto`'s first request found.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    /// What it went over: HTTP/2, or the HTTP/1.1 the server picked.
+    pub over: model::Wire,
+    pub status: u16,
+    /// The `Alt-Svc` header as it came.
+    pub alt_svc: Option<Vec<u8>>,
+    /// How long it took, connect included.
+    pub took: Duration,
+}
+
+/// `--http3=auto`'s first request: `GET target` over TLS with ALPN offering HTTP/2 (and the
+/// HTTP/1.1 a server may pick instead), its headers read and its body not kept.
+pub fn discover_h3(target: &Target, tls: &TlsOptions, timeout: Duration) -> Result<Asked, String> {
+    let rt = runtime()?;
+    let connector = connector(target, tls, timeout, Protocol::Http2)?;
+    let started = std::time::Instant::now();
+    let call = async {
+        let (stream, _) = connector.open().await.map_err(unopened)?;
+        let budget = Some(&connector.headers_only);
+        let (wire, (reply, kept)) = if stream.alpn_h2() == Some(true) {
+            let uri = format!("https://{}{}", connector.authority, target.path);
+            let req = http::Request::get(uri)
+                .header("user-agent", "brink-probe")
+                .body(CallBody::full(Bytes::new()))
+                .map_err(|e| e.to_string())?;
+            let mut h2 = H2Conn::handshake(stream).await.map_err(describe)?;
+            let answer = h2
+                .roundtrip(req, budget, MOST, connector.events, None)
+                .await
+                .map_err(|_| "the server closed the connection".to_string())?;
+            (model::Wire::H2, answer.map_err(describe)?)
+        } else {
+            let head = model::guard::get_head(
+                &target.path,
+                &target.authority,
+                &[("User-Agent", "brink-probe"), ("Accept", "*/*")],
+            )?;
+            let mut h1 = H1Conn::new(stream);
+            let answer = h1
+                .roundtrip(head.as_bytes(), false, budget, connector.events, None)
+                .await
+                .map_err(describe)?;
+            (model::Wire::Http1, answer)
+        };
+        let alt_svc = kept.and_then(|k| {
+            k.headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("alt-svc"))
+                .map(|(_, v)| v.as_bytes().to_vec())
+        });
+        Ok(Asked {
+            over: wire,
+            status: reply.status,
+            alt_svc,
+            took: started.elapsed(),
+        })
     };
     rt.block_on(async {
         tokio::time::timeout(timeout, call)

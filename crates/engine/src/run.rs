@@ -48,6 +48,8 @@ pub struct RunSpec {
     /// Closed model: each connection starts at most one request per this interval (a held
     /// WebSocket's ping or message every `--every`); `None`: one after another.
     pub every: Option<Duration>,
+    /// `--http3=auto`: how the protocol was chosen (the result shows it).
+    pub discovered: Option<model::alt_svc::Discovered>,
 }
 
 /// Why a run could not start.

@@ -38,6 +38,7 @@ fn spec(url: &str) -> engine::RunSpec {
         max_message: engine::DEFAULT_GRPC_MAX_MESSAGE,
         events: engine::EventRule::default(),
         every: None,
+        discovered: None,
     }
 }
 

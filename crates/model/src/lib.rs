@@ -4,6 +4,7 @@
 //! engine, the plan reader, the observers and the reports all share these, and none of them
 //! needs the engine to read or check a configuration.
 
+pub mod alt_svc;
 pub mod env;
 pub mod grpc;
 pub mod guard;

@@ -23,6 +23,25 @@ pub fn render(r: &ScenarioResult) -> String {
     o
 }
 
+/// `--http3=auto`: what the asking request found and what the run chose.
+fn discovered(d: &model::alt_svc::Discovered) -> String {
+    let asked = format!(
+        "asked over {} ({}, {})",
+        d.asked_over,
+        d.status,
+        fmt_ms(d.ms)
+    );
+    let said = match &d.alt_svc {
+        Some(h) => format!("Alt-Svc: {h}"),
+        None => "no Alt-Svc".to_string(),
+    };
+    let chose = match d.port {
+        Some(p) => format!("HTTP/3 on UDP port {p}"),
+        None => format!("{} (no HTTP/3 advertised on this host)", d.chose),
+    };
+    format!("--http3=auto: {asked}; {said}; running over {chose}")
+}
+
 /// The target, the load, and whether the run was cut short.
 fn heading(o: &mut String, r: &ScenarioResult) {
     let s = &r.summary;
@@ -34,6 +53,9 @@ fn heading(o: &mut String, r: &ScenarioResult) {
         r.target.protocol,
         describe_load(&r.load)
     );
+    if let Some(d) = &r.target.discovered {
+        let _ = writeln!(o, "  {}", discovered(d));
+    }
     match model::WorkerReport::first_short(&r.workers) {
         // A worker gave up or was lost: the run is short of its share, not interrupted.
         Some(why) if r.interrupted => {

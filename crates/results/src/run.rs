@@ -360,6 +360,9 @@ pub struct TargetInfo {
     pub path: Option<String>,
     /// `http/1.1` or `h2`.
     pub protocol: model::Wire,
+    /// `--http3=auto`: the request that asked, what its `Alt-Svc` said, what the run chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovered: Option<model::alt_svc::Discovered>,
 }
 
 impl TargetInfo {
@@ -904,6 +907,7 @@ mod tests {
             method: "POST".into(),
             path: path.map(str::to_string),
             protocol: model::Wire::Http1,
+            discovered: None,
         };
         assert_eq!(
             t("http://127.0.0.1:8080/", None).shown(),

@@ -171,6 +171,10 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
     let structs: Vec<(String, BTreeSet<String>)> = vec![
         ("#".into(), fields::<RunResult>()),
         ("#/$defs/target".into(), fields::<TargetInfo>()),
+        (
+            "#/$defs/target/properties/discovered".into(),
+            fields::<model::alt_svc::Discovered>(),
+        ),
         ("#/$defs/load".into(), fields::<LoadInfo>()),
         (
             "#/$defs/load/properties/stages/items".into(),

@@ -324,6 +324,7 @@ pub fn target_info(spec: &RunSpec) -> TargetInfo {
             .filter(|r| r.path_text != spec.target.path)
             .map(|r| r.path_text.clone()),
         protocol: spec.target.protocol.wire(),
+        discovered: spec.discovered.clone(),
     }
 }
 

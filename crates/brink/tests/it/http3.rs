@@ -314,6 +314,25 @@ fn caddy_answers_over_http3_and_http2_alike() {
         let want = if proto == "--http3" { "h3" } else { "h2" };
         assert_eq!(r.result["target"]["protocol"], want);
     }
+    // --http3=auto: caddy advertises HTTP/3 on its HTTP/2 answers (Alt-Svc h3=":PORT").
+    let r = brink_json(&[
+        "run",
+        &url,
+        "--http3=auto",
+        "-k",
+        "-n",
+        "50",
+        "--no-history",
+    ]);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let d = &r.result["target"]["discovered"];
+    assert_eq!(
+        (&d["asked_over"], &d["chose"], &d["port"]),
+        (&"h2".into(), &"h3".into(), &port.into()),
+        "{d}"
+    );
+    assert_eq!(r.result["target"]["protocol"], "h3");
+    assert_eq!(r.result["summary"]["ok"], 50, "{}", r.result["summary"]);
     // Both in one command: a plan whose scenarios differ only in the protocol.
     let plan = dir.path().join("both.yaml");
     let text = format!(

@@ -31,6 +31,7 @@ mod hostile;
 mod hostile_h2;
 mod hostile_ws;
 mod http3;
+mod http3_auto;
 mod http3_early;
 mod http3_hostile;
 mod idle_sockets;

@@ -29,6 +29,7 @@ pub fn spec(url: &str, load: Load) -> RunSpec {
         max_message: engine::DEFAULT_GRPC_MAX_MESSAGE,
         events: engine::EventRule::default(),
         every: None,
+        discovered: None,
     }
 }
 
