@@ -62,12 +62,12 @@ pub fn tls_options(
 /// `--0rtt[=all]`, for HTTP/3 only (early data over TCP would need TLS 1.3 early data in every
 /// HTTP/1.1 and HTTP/2 client brink drives).
 fn early_data(a: &LoadArgs, plan: &Settings) -> Result<EarlyData, Fail> {
-    let Some(which) = a.zero_rtt.as_deref() else {
+    let Some(which) = a.zero_rtt.as_deref().or(plan.zero_rtt) else {
         return Ok(EarlyData::Off);
     };
     if !(a.http3() || plan.http3.unwrap_or(false)) {
         return Err(Fail::input(
-            "--0rtt applies to HTTP/3 (--http3, or http3: true in the plan)",
+            "--0rtt (0rtt: in a plan) applies to HTTP/3 (--http3, or http3: true in the plan)",
         ));
     }
     Ok(match which {

@@ -469,7 +469,7 @@ fn spec(
             "HTTP/2 and HTTP/3 are two protocols (--http2, --http3, or http2:/http3: in a plan): choose one",
         ));
     }
-    let (target, discovered) = if a.http3_auto() {
+    let (target, discovered) = if a.http3_auto() || (plan.http3_auto && a.http3_flag.is_none()) {
         let within = connect_timeout.unwrap_or(crate::connect_flags::DEFAULT_CONNECT_TIMEOUT)
             + timeout.or(plan.timeout).unwrap_or(DEFAULT_TIMEOUT);
         let (target, found) = crate::h3_auto::choose(target, &tls, within)?;

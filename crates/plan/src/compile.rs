@@ -26,6 +26,10 @@ pub struct Settings {
     pub trace: Option<f64>,
     pub http2: Option<bool>,
     pub http3: Option<bool>,
+    /// `http3: auto`: HTTP/3 only when the server's Alt-Svc advertises it.
+    pub http3_auto: bool,
+    /// `0rtt: true` (`idempotent`) or `0rtt: all`.
+    pub zero_rtt: Option<&'static str>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
     /// Every answer read as Server-Sent Events (`--stream`).
@@ -700,6 +704,10 @@ impl Cx<'_> {
             })
             .transpose()?
             .flatten();
+        let http3 = r.http3.as_ref().or(d.http3.as_ref());
+        let http3 = self.choice(http3, "http3", &[("auto", "auto")])?;
+        let zero_rtt = r.zero_rtt.as_ref().or(d.zero_rtt.as_ref());
+        let zero_rtt = self.choice(zero_rtt, "0rtt", &[("all", "all")])?;
         Ok(Settings {
             timeout: dur(r.timeout.as_ref().or(d.timeout.as_ref()), "timeout")?,
             connect_timeout: dur(
@@ -710,7 +718,11 @@ impl Cx<'_> {
             ok_codes,
             trace,
             http2: r.http2.or(d.http2),
-            http3: r.http3.or(d.http3),
+            http3: http3.map(|h| h.is_some()),
+            http3_auto: http3 == Some(Some("auto")),
+            zero_rtt: zero_rtt
+                .flatten()
+                .map(|z| if z == "on" { "idempotent" } else { z }),
             insecure: r.insecure.or(d.insecure),
             keepalive: r.keepalive.or(d.keepalive),
             stream: r.stream.or(d.stream),
@@ -725,6 +737,41 @@ impl Cx<'_> {
             hold: r.hold.or(d.hold).unwrap_or(false),
             every: dur(r.every.as_ref().or(d.every.as_ref()), "every")?,
         })
+    }
+}
+
+impl Cx<'_> {
+    /// A setting that is true, false, or one of `words`: `None` when absent, `Some(None)` for
+    /// false, `Some(Some("on"))` for true, `Some(Some(word))` for a word.
+    fn choice(
+        &self,
+        v: Option<&S<Scalar>>,
+        key: &str,
+        words: &[(&str, &'static str)],
+    ) -> Result<Option<Option<&'static str>>, PlanError> {
+        let Some(v) = v else {
+            return Ok(None);
+        };
+        match &v.value {
+            Scalar::Bool(true) => Ok(Some(Some("on"))),
+            Scalar::Bool(false) => Ok(Some(None)),
+            other => {
+                let text = other.text();
+                match words.iter().find(|(w, _)| *w == text) {
+                    Some((_, w)) => Ok(Some(Some(w))),
+                    None => {
+                        let allowed: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+                        Err(self.err(
+                            v,
+                            format!(
+                                "{key}: '{text}' is not true, false or {}",
+                                allowed.join(", ")
+                            ),
+                        ))
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -476,3 +476,35 @@ mod ws;
 
 #[path = "llm_step_tests.rs"]
 mod llm_step_tests;
+
+#[test]
+fn http3_auto_and_0rtt_are_read_and_bad_words_point_at_the_value() {
+    let ok = "target: https://127.0.0.1:8443\ndefaults:\n  http3: auto\n  0rtt: all\nscenarios:\n  - name: a\n    requests: [ { path: / } ]\n  - name: b\n    http3: true\n    0rtt: true\n    requests: [ { path: / } ]\n  - name: c\n    http3: false\n    0rtt: false\n    requests: [ { path: / } ]\n";
+    let plan = check(ok).unwrap();
+    let s: Vec<_> = plan
+        .scenarios
+        .iter()
+        .map(|sc| {
+            let x = &sc.settings;
+            (x.http3, x.http3_auto, x.zero_rtt)
+        })
+        .collect();
+    assert_eq!(
+        s,
+        [
+            (Some(true), true, Some("all")),
+            (Some(true), false, Some("idempotent")),
+            (Some(false), false, None),
+        ]
+    );
+    expect_error(
+        &format!("{HEAD}    http3: maybe\n"),
+        "4:12",
+        "http3: 'maybe' is not true, false or auto",
+    );
+    expect_error(
+        &format!("{HEAD}    0rtt: some\n"),
+        "4:11",
+        "0rtt: 'some' is not true, false or all",
+    );
+}

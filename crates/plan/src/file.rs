@@ -13,7 +13,8 @@
 //!   ok_codes: OK,NOT_FOUND                 # gRPC codes that succeed (default OK)
 //!   trace: 0.1                             # traceparent on every request, 10% sampled
 //!   http2: false
-//!   http3: false                           # HTTP/3 over QUIC (an https:// target)
+//!   http3: false                           # HTTP/3 over QUIC (an https:// target); auto: if Alt-Svc says so
+//!   0rtt: false                            # HTTP/3 early data on resumed connections; all: any method
 //!   stream: false                          # every answer read as Server-Sent Events
 //!   idle_timeout: 10s                      # a streamed answer silent this long: a timeout
 //!   hold: false                            # event streams held for the run, reopened as a browser does
@@ -146,8 +147,11 @@ pub struct RawSettings {
     /// W3C trace context on every request: the sampled share (0-1), or true for all.
     pub trace: Option<S<Scalar>>,
     pub http2: Option<bool>,
-    /// HTTP/3 over QUIC (`--http3`), for an `https://` target.
-    pub http3: Option<bool>,
+    /// HTTP/3 over QUIC (`--http3`), for an `https://` target: true, false or auto.
+    pub http3: Option<S<Scalar>>,
+    /// HTTP/3 0-RTT (`--0rtt`): true (idempotent methods), all, or false.
+    #[serde(rename = "0rtt")]
+    pub zero_rtt: Option<S<Scalar>>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
     /// Read every answer as Server-Sent Events (`--stream`).
@@ -192,8 +196,11 @@ pub struct RawScenario {
     /// W3C trace context on every request: the sampled share (0-1), or true for all.
     pub trace: Option<S<Scalar>>,
     pub http2: Option<bool>,
-    /// HTTP/3 over QUIC (`--http3`), for an `https://` target.
-    pub http3: Option<bool>,
+    /// HTTP/3 over QUIC (`--http3`), for an `https://` target: true, false or auto.
+    pub http3: Option<S<Scalar>>,
+    /// HTTP/3 0-RTT (`--0rtt`): true (idempotent methods), all, or false.
+    #[serde(rename = "0rtt")]
+    pub zero_rtt: Option<S<Scalar>>,
     pub insecure: Option<bool>,
     pub keepalive: Option<bool>,
     /// Read every answer as Server-Sent Events (`--stream`).

@@ -130,3 +130,37 @@ fn zero_rtt_is_refused_off_http3() {
     let r = brink_json(&["run", "https://127.0.0.1:9/", "--http3", "--0rtt=some"]);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
 }
+
+#[test]
+fn a_plan_asks_for_0rtt_and_http3_auto_by_name() {
+    let (srv, dir, ca) = server(testkit::Options::default());
+    let plan = dir.path().join("early.yaml");
+    let text = format!(
+        "target: {}\ndefaults:\n  http3: true\n  0rtt: true\n  keepalive: false\nscenarios:\n  - name: early gets\n    load: {{ connections: 1, requests: 10 }}\n    requests: [ {{ path: / }} ]\n",
+        srv.url("/")
+    );
+    std::fs::write(&plan, text).expect("plan written");
+    let r = brink_json(&[
+        "run",
+        &plan.display().to_string(),
+        "--cacert",
+        &ca,
+        "--no-history",
+    ]);
+    assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
+    let s = &r.result["scenarios"][0]["summary"];
+    let (conns, requests, refused) = early(s);
+    assert!(conns >= 6, "{s}");
+    assert_eq!((requests, refused), (conns, 0), "{s}");
+
+    // A misspelt value names its place.
+    std::fs::write(&plan, "target: https://127.0.0.1:1\nscenarios:\n  - name: a\n    http3: sometimes\n    requests: [ { path: / } ]\n").expect("plan written");
+    let r = brink_json(&["run", &plan.display().to_string(), "--no-history"]);
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("early.yaml:4:12: http3: 'sometimes' is not true, false or auto"),
+        "{}",
+        r.stderr
+    );
+}
