@@ -159,6 +159,63 @@ fn http3_handshake_failures_and_silence_are_named_and_bounded() {
         "{:?}",
         started.elapsed()
     );
+
+    // A UDP port that answers every datagram with a burst of garbage (no QUIC at all, some of
+    // it shaped like long headers): ignored, each connection still bounded by the timeout.
+    let noisy = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bound");
+    let port = noisy.local_addr().expect("addr").port();
+    noisy
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout set");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let over = done.clone();
+    let answering = std::thread::spawn(move || {
+        let (mut buf, until) = (
+            [0u8; 2048],
+            std::time::Instant::now() + Duration::from_secs(20),
+        );
+        let mut sent = 0u64;
+        while std::time::Instant::now() < until && !over.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            if let Ok((_, from)) = noisy.recv_from(&mut buf) {
+                for i in 0..8u8 {
+                    let mut junk = vec![0xc0 | i; 1200];
+                    junk[1..5].copy_from_slice(&[0, 0, 0, 1]);
+                    let _ = noisy.send_to(&junk, from);
+                    sent += 1;
+                }
+            }
+        }
+        sent
+    });
+    let started = std::time::Instant::now();
+    let url = format!("https://127.0.0.1:{port}/");
+    let r = brink_json(&[
+        "run",
+        &url,
+        "--http3",
+        "-k",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--connect-timeout",
+        "300ms",
+        "--no-history",
+    ]);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let s = &r.result["summary"];
+    assert_eq!(
+        (&s["requests"], &s["errors_by_kind"]["connect_timeout"]),
+        (&2.into(), &2.into()),
+        "{s}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(answering.join().unwrap_or(0) > 0, "the garbage was sent");
 }
 
 #[test]
