@@ -26,6 +26,9 @@ pub fn requests_table(r: &ScenarioResult) -> String {
     );
     for q in &r.requests {
         let s = &q.summary;
+        // No latency was recorded (every attempt failed before an answer): no figure, not 0.
+        let l = &s.latency_ms;
+        let ms = |v: f64| if l.max > 0.0 { fmt_ms(v) } else { "-".into() };
         let _ = writeln!(
             o,
             "  {:<w$} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9}",
@@ -33,9 +36,9 @@ pub fn requests_table(r: &ScenarioResult) -> String {
             fmt_count(s.requests),
             fmt_rate(s.rps),
             fmt_count(s.errors),
-            fmt_ms(s.latency_ms.p50),
-            fmt_ms(s.latency_ms.p95),
-            fmt_ms(s.latency_ms.p99)
+            ms(l.p50),
+            ms(l.p95),
+            ms(l.p99)
         );
     }
     o
