@@ -32,9 +32,10 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
             .collect();
         let slos: Vec<&str> = s.slos.iter().map(|o| o.text.as_str()).collect();
         emitln!(
-            "  {}: {} {} of {} ({}), {} SLO(s){}{}",
+            "  {}: {} over {}, {} of {} ({}), {} SLO(s){}{}",
             s.name,
             s.target.url(),
+            spoken(s),
             kind,
             steps.len(),
             steps.join(", "),
@@ -44,4 +45,15 @@ pub fn validate_cmd(a: &ValidateArgs) -> Result<i32, Fail> {
         );
     }
     Ok(0)
+}
+
+/// What a scenario speaks, as its settings say (a plan's `http2:`/`http3:` over the URL's).
+fn spoken(s: &plan::Scenario) -> &'static str {
+    let x = &s.settings;
+    match (x.http3_auto, x.http3, x.http2) {
+        (true, _, _) => "h3 if the server's Alt-Svc advertises it (http3: auto)",
+        (false, Some(true), _) => "h3",
+        (false, _, Some(true)) if s.target.protocol == engine::Protocol::Http1 => "h2",
+        _ => s.target.protocol.wire().name(),
+    }
 }

@@ -153,6 +153,18 @@ fn a_plan_asks_for_0rtt_and_http3_auto_by_name() {
     assert!(conns >= 6, "{s}");
     assert_eq!((requests, refused), (conns, 0), "{s}");
 
+    // validate says what each scenario speaks.
+    let v = assert_cmd::Command::cargo_bin("brink")
+        .expect("binary built")
+        .args(["validate", &plan.display().to_string()])
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .expect("validate ran");
+    let out = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(0), "{out}");
+    assert!(out.contains("early gets: https://127.0.0.1:"), "{out}");
+    assert!(out.contains("/ over h3, mix of 1"), "{out}");
+
     // A misspelt value names its place.
     std::fs::write(&plan, "target: https://127.0.0.1:1\nscenarios:\n  - name: a\n    http3: sometimes\n    requests: [ { path: / } ]\n").expect("plan written");
     let r = brink_json(&["run", &plan.display().to_string(), "--no-history"]);
