@@ -1,10 +1,12 @@
-//! `--http3=auto`: one GET over HTTP/2 (or the HTTP/1.1 the server picks) before the run; when
-//! its `Alt-Svc` advertises HTTP/3 on the target's own host, the run speaks HTTP/3 to the port
-//! it names, else it stays on what answered. Both are kept in the result (`target.discovered`).
+//! `--http3=auto`: one GET over HTTP/2 (or the HTTP/1.1 the server picks) before the run. Its
+//! `Alt-Svc` `h3` entries on the target's own host are tried in the server's order, each with
+//! one QUIC handshake; the first that answers is where the run speaks HTTP/3. When none does
+//! (or none is advertised) the run stays on what answered. Both are kept in the result
+//! (`target.discovered`), with why each entry was not taken.
 
 use crate::exit::Fail;
 use engine::{Protocol, Target, TlsOptions};
-use model::alt_svc::{self, Discovered};
+use model::alt_svc::{self, Discovered, Entry};
 use model::Wire;
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ pub fn choose(
     target: Target,
     tls: &TlsOptions,
     timeout: Duration,
+    connect_timeout: Duration,
 ) -> Result<(Target, Discovered), Fail> {
     if target.protocol != Protocol::Http1 || !target.tls {
         return Err(Fail::input(
@@ -25,11 +28,31 @@ pub fn choose(
             target.url()
         ))
     })?;
-    let port = asked
-        .alt_svc
+    let header = asked.alt_svc.as_deref().map(String::from_utf8_lossy);
+    let entries = header
         .as_deref()
-        .and_then(|h| std::str::from_utf8(h).ok())
-        .and_then(alt_svc::h3_port);
+        .map_or_else(Vec::new, |h| alt_svc::h3_entries(h, &target.host));
+    let mut not_taken = Vec::new();
+    let mut port = None;
+    for entry in entries {
+        match entry {
+            Entry::Ignored(why) => not_taken.push(why),
+            Entry::Port(p) => {
+                let mut there = target
+                    .clone()
+                    .with_http3(true)
+                    .map_err(|e| Fail::input(e.to_string()))?;
+                there.port = p;
+                match engine::h3_answers(&there, tls, connect_timeout) {
+                    Ok(_) => {
+                        port = Some(p);
+                        break;
+                    }
+                    Err(why) => not_taken.push(format!("h3=\":{p}\": {why}")),
+                }
+            }
+        }
+    }
     let mut chosen = match port {
         Some(_) => target.with_http3(true),
         None => Ok(target.with_http2(asked.over == Wire::H2)),
@@ -45,6 +68,7 @@ pub fn choose(
         ms: asked.took.as_secs_f64() * 1000.0,
         chose: chosen.protocol.wire(),
         port,
+        not_taken,
     };
     Ok((chosen, discovered))
 }

@@ -470,9 +470,11 @@ fn spec(
         ));
     }
     let (target, discovered) = if a.http3_auto() || (plan.http3_auto && a.http3_flag.is_none()) {
-        let within = connect_timeout.unwrap_or(crate::connect_flags::DEFAULT_CONNECT_TIMEOUT)
-            + timeout.or(plan.timeout).unwrap_or(DEFAULT_TIMEOUT);
-        let (target, found) = crate::h3_auto::choose(target, &tls, within)?;
+        let connect = connect_timeout
+            .or(plan.connect_timeout)
+            .unwrap_or(crate::connect_flags::DEFAULT_CONNECT_TIMEOUT);
+        let within = connect + timeout.or(plan.timeout).unwrap_or(DEFAULT_TIMEOUT);
+        let (target, found) = crate::h3_auto::choose(target, &tls, within, connect)?;
         (target, Some(found))
     } else {
         let target = target

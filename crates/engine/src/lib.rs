@@ -26,7 +26,9 @@ pub mod tls {
     pub use crate::net::tls::{ca_only, client_config, client_identity, server_name, TlsError};
 }
 pub use net::conn::DEFAULT_GRPC_MAX_MESSAGE;
-pub use once::{answers_http1_to_h2, completion_fetch, discover_h3, grpc_call, Answer, Asked};
+pub use once::{
+    answers_http1_to_h2, completion_fetch, discover_h3, grpc_call, h3_answers, Answer, Asked,
+};
 pub use proto::events::{EventRule, PerRequest, MAX_EVENT};
 pub use proto::sent_at::SentAt;
 pub use run::{check, run, RunError, RunSpec};

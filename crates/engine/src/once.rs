@@ -235,12 +235,17 @@ pub fn discover_h3(target: &Target, tls: &TlsOptions, timeout: Duration) -> Resu
                 .map_err(describe)?;
             (model::Wire::Http1, answer)
         };
-        let alt_svc = kept.and_then(|k| {
-            k.headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case("alt-svc"))
-                .map(|(_, v)| v.as_bytes().to_vec())
-        });
+        // Several Alt-Svc fields are one list (RFC 9110 §5.3).
+        let fields: Vec<&str> = kept
+            .iter()
+            .flat_map(|k| {
+                k.headers
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case("alt-svc"))
+                    .map(|(_, v)| v.as_str())
+            })
+            .collect();
+        let alt_svc = (!fields.is_empty()).then(|| fields.join(", ").into_bytes());
         Ok(Asked {
             over: wire,
             status: reply.status,
@@ -253,6 +258,19 @@ pub fn discover_h3(target: &Target, tls: &TlsOptions, timeout: Duration) -> Resu
             .await
             .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
     })
+}
+
+/// Whether HTTP/3 answers at `target` (its host, the port to try): one QUIC handshake, ALPN
+/// `h3`, with the run's TLS options, within `timeout`; how long it took, or why not.
+pub fn h3_answers(
+    target: &Target,
+    tls: &TlsOptions,
+    timeout: Duration,
+) -> Result<Duration, String> {
+    let rt = runtime()?;
+    let connector = connector(target, tls, timeout, Protocol::Http3)?;
+    rt.block_on(crate::proto::h3::handshake_only(&connector))
+        .map_err(unopened)
 }
 
 /// Whether a plain-TCP target answers HTTP/2's connection preface with an HTTP/1 response

@@ -35,11 +35,16 @@ fn discovered(d: &model::alt_svc::Discovered) -> String {
         Some(h) => format!("Alt-Svc: {h}"),
         None => "no Alt-Svc".to_string(),
     };
-    let chose = match d.port {
-        Some(p) => format!("HTTP/3 on UDP port {p}"),
-        None => format!("{} (no HTTP/3 advertised on this host)", d.chose),
+    let chose = match (d.port, d.not_taken.is_empty()) {
+        (Some(p), _) => format!("HTTP/3 on UDP port {p}"),
+        (None, true) => format!("{} (no HTTP/3 advertised)", d.chose),
+        (None, false) => format!("{} (no advertised HTTP/3 taken)", d.chose),
     };
-    format!("--http3=auto: {asked}; {said}; running over {chose}")
+    let mut text = format!("--http3=auto: {asked}; {said}; running over {chose}");
+    for why in &d.not_taken {
+        let _ = write!(text, "\n    not taken: {why}");
+    }
+    text
 }
 
 /// The target, the load, and whether the run was cut short.

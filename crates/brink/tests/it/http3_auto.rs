@@ -14,9 +14,12 @@ fn h3_server() -> testkit::Server {
     testkit::serve_h3(testkit::Options::default(), handler).expect("h3 server starts")
 }
 
-/// A TLS server answering every request with `alt_svc` (when given) as its Alt-Svc header.
+/// A TLS server answering every request with `alt_svc` (when given) as its Alt-Svc header
+/// (several fields when it holds a line break).
 fn asking_server(alt_svc: Option<&str>) -> testkit::Server {
-    let header = alt_svc.map_or(String::new(), |v| format!("Alt-Svc: {v}\r\n"));
+    let header = alt_svc.map_or(String::new(), |v| {
+        v.lines().map(|f| format!("Alt-Svc: {f}\r\n")).collect()
+    });
     let bytes = format!("HTTP/1.1 200 OK\r\n{header}Content-Length: 2\r\n\r\nh1").into_bytes();
     let handler: testkit::Handler = Arc::new(move |_: &testkit::Req| testkit::Reply::Raw {
         bytes: bytes.clone(),
@@ -39,6 +42,8 @@ fn auto(url: &str) -> (Value, String) {
         "20",
         "-c",
         "2",
+        "--connect-timeout",
+        "500ms",
         "--no-history",
     ]);
     assert_eq!(r.code, Some(0), "{}{}", r.stdout, r.stderr);
@@ -69,9 +74,43 @@ fn http3_advertised_on_the_same_host_is_taken() {
 }
 
 #[test]
-fn without_http3_advertised_the_run_stays_where_it_asked() {
-    for alt_svc in [None, Some("h3=\"elsewhere.example:443\""), Some("clear")] {
-        let asking = asking_server(alt_svc);
+fn the_first_entry_that_answers_is_taken_in_any_spelling() {
+    let h3 = h3_server();
+    let port = h3.addr.port();
+    // Nothing on this UDP port: its handshake times out, the next entry is tried.
+    let dead = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bound");
+    let dead = dead.local_addr().expect("addr").port();
+    for alt_svc in [
+        format!("h3=\":{dead}\", h3=\":{port}\""),
+        format!("h2=\":443\"\nh3=\"127.0.0.1:{port}\"; ma=60"),
+    ] {
+        let asking = asking_server(Some(&alt_svc));
+        let (target, _) = auto(&asking.url("/"));
+        assert_eq!(target["protocol"], "h3", "{alt_svc}: {target}");
+        assert_eq!(target["discovered"]["port"], port, "{target}");
+    }
+    assert_eq!(h3.counters.requests(), 40, "both runs went over HTTP/3");
+}
+
+#[test]
+fn without_http3_taken_the_run_stays_where_it_asked_and_says_why() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bound");
+    let silent = silent.local_addr().expect("addr").port();
+    let cases = [
+        (None, None),
+        (Some("clear".to_string()), None),
+        (
+            Some("h3=\"elsewhere.example:443\"".to_string()),
+            Some("another host"),
+        ),
+        (Some("h3=\":0\"".to_string()), Some("not a port")),
+        (
+            Some(format!("h3=\":{silent}\"")),
+            Some("no QUIC handshake within"),
+        ),
+    ];
+    for (alt_svc, why) in cases {
+        let asking = asking_server(alt_svc.as_deref());
         let (target, out) = auto(&asking.url("/"));
         assert_eq!(target["protocol"], "http/1.1", "{alt_svc:?}: {target}");
         let d = &target["discovered"];
@@ -82,7 +121,14 @@ fn without_http3_advertised_the_run_stays_where_it_asked() {
             21,
             "{alt_svc:?}: asked once, then loaded"
         );
-        assert!(out.contains("no HTTP/3 advertised on this host"), "{out}");
+        match why {
+            None => assert!(out.contains("(no HTTP/3 advertised)"), "{out}"),
+            Some(why) => {
+                let said = d["not_taken"][0].as_str().unwrap_or_default();
+                assert!(said.contains(why), "{alt_svc:?}: {d}");
+                assert!(out.contains("not taken: ") && out.contains(why), "{out}");
+            }
+        }
     }
 }
 
@@ -94,6 +140,10 @@ fn a_hostile_alt_svc_is_kept_escaped_and_short() {
     let (target, out) = auto(&asking.url("/"));
     let kept = target["discovered"]["alt_svc"].as_str().unwrap_or_default();
     assert!(kept.len() <= 203, "{} characters kept", kept.len());
+    assert!(
+        kept.starts_with("h3=\":1\"<script>"),
+        "kept as sent: {kept}"
+    );
     assert!(kept.ends_with("..."), "{kept}");
     assert!(
         !out.contains(&"x".repeat(300)),

@@ -13,7 +13,7 @@ mod qpack;
 mod session;
 mod wire;
 
-pub use session::open;
+pub use session::{handshake_only, open};
 
 use crate::proto::events::{EventRule, Events};
 use crate::proto::reply::Reply;

@@ -38,23 +38,32 @@ fn endpoint(connector: &Connector) -> Result<quinn::Endpoint, Unopened> {
                 return Ok(e.clone());
             }
         }
-        let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls.clone())
-            .map_err(|e| Unopened::because(ErrorKind::Tls, format!("QUIC needs TLS 1.3: {e}")))?;
-        let socket_failed =
-            |e: std::io::Error| Unopened::because(ErrorKind::Connect, format!("UDP socket: {e}"));
-        let runtime = quinn::default_runtime()
-            .ok_or_else(|| socket_failed(std::io::Error::other("no async runtime")))?;
-        let mut e = quinn::Endpoint::new(
-            quinn::EndpointConfig::default(),
-            None,
-            udp_socket(connector.addr).map_err(socket_failed)?,
-            runtime,
-        )
-        .map_err(socket_failed)?;
-        e.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+        let e = new_endpoint(connector.addr, tls)?;
         *slot = Some((key, e.clone()));
         Ok(e)
     })
+}
+
+/// A QUIC client endpoint on a UDP socket of its own for connections to `to` with `tls`.
+pub(super) fn new_endpoint(
+    to: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<quinn::Endpoint, Unopened> {
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls.clone())
+        .map_err(|e| Unopened::because(ErrorKind::Tls, format!("QUIC needs TLS 1.3: {e}")))?;
+    let socket_failed =
+        |e: std::io::Error| Unopened::because(ErrorKind::Connect, format!("UDP socket: {e}"));
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| socket_failed(std::io::Error::other("no async runtime")))?;
+    let mut e = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        udp_socket(to).map_err(socket_failed)?,
+        runtime,
+    )
+    .map_err(socket_failed)?;
+    e.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+    Ok(e)
 }
 
 /// How much the kernel may hold for brink's UDP socket each way. Its default (some 200 KiB) is
@@ -157,6 +166,34 @@ async fn dial(connector: &Connector) -> Result<(H3Conn, SetupTimes), Unopened> {
         },
         times,
     ))
+}
+
+/// One QUIC handshake (ALPN `h3`) to `connector`'s address on an endpoint of its own, closed
+/// at once, within `--connect-timeout`: whether HTTP/3 answers there, and how long it took.
+pub async fn handshake_only(connector: &Connector) -> Result<Duration, Unopened> {
+    let started = Instant::now();
+    let (tls, name) = match &connector.tls {
+        Some((tls, name)) => (tls, name.to_str().into_owned()),
+        None => return Err(Unopened::because(ErrorKind::Tls, "HTTP/3 needs TLS")),
+    };
+    let endpoint = new_endpoint(connector.addr, tls)?;
+    let connecting = endpoint
+        .connect(connector.addr, &name)
+        .map_err(|e| Unopened::because(ErrorKind::Connect, e.to_string()))?;
+    let within = connector.connect_timeout;
+    let quic = match tokio::time::timeout(within, connecting).await {
+        Err(_) => {
+            let why = format!("no QUIC handshake within {within:?}");
+            return Err(Unopened::because(ErrorKind::ConnectTimeout, why));
+        }
+        Ok(Err(e)) => return Err(handshake_failed(&e, &name)),
+        Ok(Ok(c)) => c,
+    };
+    let took = started.elapsed();
+    quic.close(quinn::VarInt::from_u32(wire::H3_NO_ERROR as u32), b"");
+    // The close goes out before the endpoint is dropped (bounded: the peer may be gone).
+    let _ = tokio::time::timeout(Duration::from_millis(200), endpoint.wait_idle()).await;
+    Ok(took)
 }
 
 /// Why a QUIC handshake failed, counted as its kind: TLS's alert (a certificate refused, no
