@@ -318,7 +318,7 @@ fn connections(o: &mut String, s: &crate::SummaryJson, wire: model::Wire) {
     }
     if let Some(z) = &s.zero_rtt {
         let mut text = format!(
-            "{} requests sent as early data on {} resumed connections",
+            "{} requests sent as early data on {} connections resuming a session",
             fmt_count(z.requests),
             fmt_count(z.connections)
         );

@@ -62,10 +62,28 @@ struct Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        self.quic
-            .close(quinn::VarInt::from_u32(wire::H3_NO_ERROR as u32), b"");
+        let quic = self.quic.clone();
+        let close = move || quic.close(quinn::VarInt::from_u32(wire::H3_NO_ERROR as u32), b"");
+        // A 0-RTT connection's answers can come before the server's new session ticket (it
+        // sends one once the handshake ends): closed at once, the next connection would find
+        // no ticket to resume with, and only every other one would go early. It stays open a
+        // few round trips in the background first (bounded), as the slot moves on.
+        match (&self.early, tokio::runtime::Handle::try_current()) {
+            (Some(_), Ok(rt)) => {
+                let linger = (self.quic.rtt() * 4).clamp(LINGER_MIN, LINGER_MAX);
+                rt.spawn(async move {
+                    tokio::time::sleep(linger).await;
+                    close();
+                });
+            }
+            _ => close(),
+        }
     }
 }
+
+/// How long a 0-RTT connection stays open after its last use, waiting for a session ticket.
+const LINGER_MIN: std::time::Duration = std::time::Duration::from_millis(2);
+const LINGER_MAX: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A request's answer: its reply and what was kept of it, or the error it ended in.
 type Answered = Result<(Reply, Option<Captured>), ErrorKind>;
