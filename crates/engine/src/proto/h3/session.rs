@@ -62,9 +62,26 @@ pub(super) fn new_endpoint(
         runtime,
     )
     .map_err(socket_failed)?;
-    e.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
+    let mut client = quinn::ClientConfig::new(Arc::new(quic));
+    client.transport_config(Arc::new(transport()));
+    e.set_default_client_config(client);
     Ok(e)
 }
+
+/// What a client connection allows its server: no streams of the server's own but its three
+/// unidirectional ones (control and QPACK's two; push is never allowed), and no datagrams, so
+/// that nothing is kept per connection for what HTTP/3 does not use.
+fn transport() -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.max_concurrent_bidi_streams(0u32.into())
+        .max_concurrent_uni_streams(PEER_UNI_STREAMS.into())
+        .datagram_receive_buffer_size(None);
+    t
+}
+
+/// The server's control stream, QPACK's encoder and decoder streams, and room for a few of
+/// unknown (reserved) types, which are refused.
+const PEER_UNI_STREAMS: u32 = 8;
 
 /// How much the kernel may hold for brink's UDP socket each way. Its default (some 200 KiB) is
 /// fewer than 200 full datagrams: a worker opening hundreds of connections at once gets their
