@@ -8,7 +8,12 @@ use crate::exit::Fail;
 use engine::{Protocol, Target, TlsOptions};
 use model::alt_svc::{self, Discovered, Entry};
 use model::Wire;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The most distinct advertised ports tried, each with one QUIC handshake.
+const MOST_TRIED: usize = 3;
+/// The most reasons a result keeps for entries not taken (the last says how many more).
+const MOST_NOT_TAKEN: usize = 8;
 
 /// The target the run loads after asking, and what the asking found.
 pub fn choose(
@@ -34,24 +39,50 @@ pub fn choose(
         .map_or_else(Vec::new, |h| alt_svc::h3_entries(h, &target.host));
     let mut not_taken = Vec::new();
     let mut port = None;
+    // The whole discovery gets one connect timeout and at most MOST_TRIED ports, each tried
+    // once: a header listing one silent port thousands of times costs one timeout, not hours.
+    let until = Instant::now() + connect_timeout;
+    let mut tried: Vec<u16> = Vec::new();
+    let mut passed = 0usize;
     for entry in entries {
-        match entry {
-            Entry::Ignored(why) => not_taken.push(why),
+        let why = match entry {
+            Entry::Ignored(why) => why,
+            Entry::Port(p) if port.is_some() || tried.contains(&p) => continue,
             Entry::Port(p) => {
+                let left = until.saturating_duration_since(Instant::now());
+                if tried.len() >= MOST_TRIED || left.is_zero() {
+                    passed += 1;
+                    continue;
+                }
+                tried.push(p);
                 let mut there = target
                     .clone()
                     .with_http3(true)
                     .map_err(|e| Fail::input(e.to_string()))?;
                 there.port = p;
-                match engine::h3_answers(&there, tls, connect_timeout) {
+                match engine::h3_answers(&there, tls, left) {
                     Ok(_) => {
                         port = Some(p);
-                        break;
+                        continue;
                     }
-                    Err(why) => not_taken.push(format!("h3=\":{p}\": {why}")),
+                    Err(why) => format!("h3=\":{p}\": {why}"),
                 }
             }
+        };
+        if port.is_none() {
+            not_taken.push(why);
         }
+    }
+    if passed > 0 {
+        not_taken.push(format!(
+            "{passed} more port{} not tried (at most {MOST_TRIED} ports, within one connect timeout)",
+            if passed == 1 { "" } else { "s" }
+        ));
+    }
+    if not_taken.len() > MOST_NOT_TAKEN {
+        let more = not_taken.len() - (MOST_NOT_TAKEN - 1);
+        not_taken.truncate(MOST_NOT_TAKEN - 1);
+        not_taken.push(format!("{more} more entries not taken"));
     }
     let mut chosen = match port {
         Some(_) => target.with_http3(true),

@@ -43,9 +43,10 @@ pub enum ErrorKind {
     StreamError,
     /// A token stream ended without its `[DONE]`.
     Unfinished,
-    /// A token stream's answer with a successful status was no event stream at all (its
-    /// `Content-Type` was not `text/event-stream` and it carried no event): a body that did
-    /// not ask for `stream: true`, or a server that ignores it.
+    /// An answer read as events, with a successful status, was no event stream brink can
+    /// read: a token stream whose `Content-Type` was not `text/event-stream` and that carried
+    /// no event (a body that did not ask for `stream: true`, or a server that ignores it), or
+    /// any streamed answer whose body was coded (`Content-Encoding: gzip`, ...).
     NotStream,
 }
 

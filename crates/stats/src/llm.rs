@@ -69,7 +69,12 @@ pub struct Streamed {
 impl LlmCounts {
     pub fn record_stream(&mut self, s: Streamed) {
         self.streams += 1;
-        self.output_tokens += s.tokens;
+        // Saturating, and never past what one second of one worker may hold (the engine
+        // refuses a stream's count past 2^32; many such streams in a second still stop here).
+        self.output_tokens = self
+            .output_tokens
+            .saturating_add(s.tokens)
+            .min(crate::bounds::MOST_PER_SECOND);
         self.estimated += u64::from(s.estimated);
         self.judged += u64::from(s.judged);
         self.good += u64::from(s.judged && s.good);
@@ -89,7 +94,7 @@ impl LlmCounts {
 
     pub fn merge(&mut self, other: &LlmCounts) {
         self.streams += other.streams;
-        self.output_tokens += other.output_tokens;
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.estimated += other.estimated;
         self.judged += other.judged;
         self.good += other.good;

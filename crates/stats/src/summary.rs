@@ -35,7 +35,7 @@ impl Grace {
         self.requests += g.requests;
         self.ok += g.ok;
         self.events += g.events;
-        self.output_tokens += g.output_tokens;
+        self.output_tokens = self.output_tokens.saturating_add(g.output_tokens);
         self.good += g.good;
     }
 

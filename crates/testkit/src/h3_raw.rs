@@ -23,6 +23,9 @@ pub enum Misbehaviour {
     /// Sends GOAWAY (stream 0: no request will be processed) as the connection opens, and
     /// rejects every request with H3_REQUEST_REJECTED.
     GoawayAtOnce,
+    /// On each request stream, sends GOAWAY (stream 0: it will process none) on its control
+    /// stream and leaves the request stream open, unanswered.
+    GoawayHoldingStreams,
     /// Sends a head, then a DATA frame that never ends.
     Endless,
     /// Rejects every request with H3_REQUEST_REJECTED, the connection carrying on.
@@ -149,6 +152,12 @@ async fn serve(conn: quinn::Connection, how: Misbehaviour, streams: Arc<AtomicU6
                 held.push((send, recv));
             }
             Misbehaviour::Control(_) => held.push((send, recv)),
+            Misbehaviour::GoawayHoldingStreams => {
+                if control.write_all(&[0x07, 0x01, 0x00]).await.is_err() {
+                    return;
+                }
+                held.push((send, recv));
+            }
             Misbehaviour::GoawayAtOnce | Misbehaviour::RejectAll => {
                 let _ = send.reset(code(0x10b));
                 let _ = recv.stop(code(0x10b));

@@ -457,3 +457,69 @@ fn a_close_the_server_never_answers_counts_as_abnormal() {
     let took = ran.result["summary"]["duration_s"].as_f64().unwrap_or(9.0);
     assert!(took < 0.5, "duration {took} s");
 }
+
+/// Reads one short masked frame from the client (a message or a ping); false when none came.
+fn read_short_frame(sock: &mut TcpStream) -> bool {
+    let mut head = [0u8; 2];
+    if sock.read_exact(&mut head).is_err() {
+        return false;
+    }
+    let len = usize::from(head[1] & 0x7f);
+    if len >= 126 {
+        return false;
+    }
+    let mut rest = vec![0u8; 4 + len];
+    sock.read_exact(&mut rest).is_ok()
+}
+
+/// Every message is answered with a 3 MiB message followed by a burst of a million 2-byte
+/// unsolicited pongs (2 MiB). Taking each tiny frame once shifted the rest of a 4 MiB read
+/// buffer: a burst like this cost minutes of CPU, outside any deadline. Now it costs time
+/// linear in its bytes: the exchanges succeed and the run ends on time, on the epoll loop
+/// (closed model) and the tokio one (open model).
+#[test]
+fn a_burst_of_tiny_frames_after_a_large_message_costs_linear_time() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = upgraded(|mut sock, until| {
+        let mut out = vec![0x82u8, 127];
+        out.extend_from_slice(&(3u64 << 20).to_be_bytes());
+        out.resize(out.len() + (3 << 20), b'a');
+        out.extend([0x8Au8, 0].repeat(1 << 20));
+        while Instant::now() < until && read_short_frame(&mut sock) {
+            if sock.write_all(&out).is_err() {
+                return;
+            }
+        }
+    });
+    let url = format!("ws://127.0.0.1:{}/", srv.port);
+    for shape in [&["-c", "2"][..], &["--rate", "10", "-c", "2"]] {
+        let mut args = vec![
+            "run",
+            url.as_str(),
+            "--message",
+            "hi",
+            "--threads",
+            "1",
+            "-d",
+            "2s",
+            "--timeout",
+            "1s",
+            "--grace",
+            "1s",
+            "-q",
+        ];
+        args.extend_from_slice(shape);
+        let t = Instant::now();
+        let ran = brink_json(&args);
+        let took = t.elapsed();
+        let s = &ran.result["summary"];
+        assert!(
+            took < Duration::from_secs(6),
+            "{shape:?}: took {took:?}\n{s}"
+        );
+        assert_eq!(s["errors"], 0, "{shape:?}: {s}\n{}", ran.stderr);
+        // Each exchange moves 5 MiB through loopback and the parser: tens of milliseconds.
+        let ok = s["ok"].as_u64().unwrap_or(0);
+        assert!(ok >= 10, "{shape:?}: {ok} exchanges in 2 s\n{s}");
+    }
+}

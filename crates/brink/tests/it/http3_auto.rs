@@ -207,3 +207,63 @@ fn find_searches_over_http3() {
     crate::ordinary::assert_littles_law(f, false, &text);
     assert!(h3.counters.requests() > 0, "the search went over HTTP/3");
 }
+
+/// A header listing one silent port thousands of times, and many silent ports: each port is
+/// tried once, at most three are tried, and the whole discovery takes one connect timeout;
+/// what the result keeps of it stays short.
+#[test]
+fn many_entries_cost_one_connect_timeout_at_most() {
+    let _cpu = crate::support::cpu_shared();
+    let socks: Vec<std::net::UdpSocket> = (0..6)
+        .map(|_| std::net::UdpSocket::bind("127.0.0.1:0").expect("udp bound"))
+        .collect();
+    let ports: Vec<u16> = socks
+        .iter()
+        .map(|s| s.local_addr().expect("addr").port())
+        .collect();
+    let same = format!("h3=\":{}\"", ports[0]);
+    let one_port = vec![same; 4500].join(", ");
+    let many_ports = ports
+        .iter()
+        .map(|p| format!("h3=\":{p}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let junk = (0..40)
+        .map(|i| format!("h3=\"host{i}.example:443\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    for (name, header, tried) in [
+        ("one port 4,500 times", one_port, 1),
+        ("six silent ports", many_ports, 3),
+        ("forty other hosts", junk, 0),
+    ] {
+        let asking = asking_server(Some(&header));
+        let t = std::time::Instant::now();
+        let (target, _) = auto(&asking.url("/"));
+        let took = t.elapsed();
+        // One 500 ms connect timeout for all the tries, and the 20 requests themselves.
+        assert!(took < Duration::from_millis(2500), "{name}: {took:?}");
+        let d = &target["discovered"];
+        assert_eq!(target["protocol"], "http/1.1", "{name}: {d}");
+        let said: Vec<&str> = d["not_taken"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let handshakes = said
+            .iter()
+            .filter(|w| w.contains("no QUIC handshake"))
+            .count();
+        assert!(handshakes <= tried, "{name}: {said:?}");
+        assert!(said.len() <= 8, "{name}: {} reasons kept", said.len());
+        if name == "six silent ports" {
+            assert!(said.iter().any(|w| w.contains("not tried")), "{said:?}");
+        }
+        if name == "forty other hosts" {
+            assert_eq!(
+                said.last().copied(),
+                Some("33 more entries not taken"),
+                "{said:?}"
+            );
+        }
+    }
+}

@@ -148,6 +148,40 @@ fn goaway_at_once_is_tried_on_fresh_connections_then_closed() {
     assert_eq!(s["connections_opened"], conns, "{s}");
 }
 
+/// A GOAWAY naming a request stream that the server leaves open: the request was not
+/// processed (RFC 9114 §5.2), so it is tried again at once on a fresh connection, not held
+/// until `--timeout`.
+#[test]
+fn goaway_under_an_open_stream_is_tried_again_at_once() {
+    let _cpu = crate::support::cpu_shared();
+    let srv = testkit::serve_h3_raw(M::GoawayHoldingStreams).expect("raw h3 server starts");
+    let url = srv.url("/");
+    let t = Instant::now();
+    let r = brink_json(&[
+        "run",
+        &url,
+        "--http3",
+        "-k",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--timeout",
+        "10s",
+        "--no-history",
+    ]);
+    let took = t.elapsed();
+    let s = &r.result["summary"];
+    assert_eq!(s["requests"], 2, "{s}");
+    assert_eq!(s["errors_by_code"]["closed:GOAWAY"], 2, "{s}");
+    assert!(
+        took < Duration::from_secs(5),
+        "waited for --timeout: {took:?}"
+    );
+    let conns = srv.connections.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(s["connections_opened"], conns, "{s}");
+}
+
 #[test]
 fn a_rejected_stream_is_tried_again_on_the_same_connection() {
     let srv = testkit::serve_h3_raw(M::RejectAll).expect("raw h3 server starts");

@@ -546,3 +546,91 @@ fn the_open_model_times_the_first_token_from_the_intended_start() {
         "TTFT max {worst} ms at twice the capacity: the queue is counted"
     );
 }
+
+/// A chunk of a third of a million empty choices (1 MiB, under `--max-event-size`) at four
+/// streams: only the first choice is read, the rest passed over unbuilt, so brink's memory
+/// stays under 64 MiB (building them all took ~30x the chunk's size, 87-93 MB).
+#[test]
+fn a_chunk_of_many_empty_choices_costs_its_size_not_thirty_times() {
+    let _cpu = crate::support::cpu_exclusive();
+    let many = format!(
+        "data: {{\"choices\":[{{\"text\":\"a\"}}{}]}}\n\n",
+        ",{}".repeat(340_000)
+    );
+    let chunks = vec![many.into_bytes(), b"data: [DONE]\n\n".to_vec()];
+    let srv = testkit::serve_with(
+        testkit::Options::default(),
+        Arc::new(move |_: &Req| Reply::Chunked(chunks.clone())),
+    )
+    .unwrap();
+    let url = srv.url("/v1/completions");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("r.json");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        .args([
+            "run", &url, "--llm", "--model", "m", "-c", "4", "-d", "2s", "--stream",
+        ])
+        .args(["--no-history", "-q", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("brink runs");
+    let (code, peak) = crate::support::watch_peak(child, Duration::from_secs(20));
+    assert_eq!(code, Some(0), "brink ended by itself");
+    assert!(peak < 64, "peak RSS {peak} MiB");
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).expect("result")).expect("JSON");
+    let s = &r["summary"];
+    assert_eq!(s["errors"], 0, "{s}");
+    assert_eq!(s["llm"]["streams"], s["ok"], "{s}");
+    assert_eq!(
+        s["llm"]["output_tokens"], s["ok"],
+        "one token a stream: {s}"
+    );
+}
+
+/// A server's `usage.completion_tokens` that no stream could carry (more than the bytes it
+/// sent, 2^32 and more, 2^64-1) is a `bad_delta`: never summed (it wrapped), never a TPOT of
+/// a microsecond, and never a second two workers' coordinator must refuse.
+#[test]
+fn a_usage_no_stream_could_carry_is_a_bad_delta() {
+    let _cpu = crate::support::cpu_exclusive();
+    for (usage, workers) in [
+        ("18446744073709551615", "1"),
+        ("5000000000", "2"),
+        ("4294967296", "1"),
+        ("500", "1"),
+    ] {
+        let chunks = vec![
+            b"data: {\"choices\":[{\"text\":\"a\"}]}\n\n".to_vec(),
+            b"data: {\"choices\":[{\"text\":\"b\"}]}\n\n".to_vec(),
+            format!("data: {{\"choices\":[],\"usage\":{{\"completion_tokens\":{usage}}}}}\n\n")
+                .into_bytes(),
+            b"data: [DONE]\n\n".to_vec(),
+        ];
+        let srv = testkit::serve_with(
+            testkit::Options::default(),
+            Arc::new(move |_: &Req| Reply::Chunked(chunks.clone())),
+        )
+        .unwrap();
+        let url = srv.url("/v1/completions");
+        let (code, r, out) = run(&[
+            &url,
+            "--llm",
+            "--model",
+            "m",
+            "-c",
+            "2",
+            "-n",
+            "40",
+            "--workers",
+            workers,
+        ]);
+        let s = &r["summary"];
+        assert_eq!(code, Some(3), "{usage}: no request succeeded: {out}");
+        assert_eq!(s["requests"], 40, "{usage}: {out}");
+        assert_eq!(s["errors_by_kind"]["bad_delta"], 40, "{usage}: {s}");
+        assert_eq!(s["llm"]["output_tokens"], 0, "{usage}: {s}");
+        assert!(s["llm"]["tpot_ms"].is_null(), "{usage}: {s}");
+    }
+}

@@ -348,3 +348,49 @@ fn held_streams_that_never_end_still_say_their_events_and_gaps() {
     let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &r);
     assert!(problems.is_empty(), "{problems:?}");
 }
+
+/// An event stream sent compressed (`Content-Encoding: gzip`: a header the user added, or a
+/// server that compresses unasked) has no events brink can read as they come: each answer is
+/// `not_stream`, never ok with no events, under `--stream` and `--llm` alike. The same
+/// stream sent plain is read.
+#[test]
+fn a_compressed_event_stream_is_not_a_stream() {
+    // gzip of "data: x\n\ndata: y\n\n".
+    const GZ: [u8; 34] = [
+        0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x4b, 0x49, 0x2c, 0x49, 0xb4,
+        0x52, 0xa8, 0xe0, 0xe2, 0x4a, 0x01, 0x33, 0x2a, 0xb9, 0xb8, 0x00, 0x46, 0xc2, 0x05, 0x5e,
+        0x12, 0x00, 0x00, 0x00,
+    ];
+    let answer = |coding: &str, body: &[u8]| {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n{coding}Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        [head.as_bytes(), body].concat()
+    };
+    let gz = answer("Content-Encoding: gzip\r\n", &GZ);
+    let zipped = testkit::serve(Arc::new(move |_: &Req| Reply::Raw {
+        bytes: gz.clone(),
+        close: false,
+    }))
+    .unwrap();
+    let plain = answer("Content-Encoding: identity\r\n", b"data: x\n\ndata: y\n\n");
+    let plain = testkit::serve(Arc::new(move |_: &Req| Reply::Raw {
+        bytes: plain.clone(),
+        close: false,
+    }))
+    .unwrap();
+    for extra in [&["--stream"][..], &["--llm", "--model", "m"]] {
+        let mut args = vec![zipped.url("/v1/completions"), "-n".into(), "10".into()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, r, out) = run(&args);
+        let s = &r["summary"];
+        assert_eq!(code, Some(3), "{extra:?}: {out}");
+        assert_eq!(s["errors_by_kind"]["not_stream"], 10, "{extra:?}: {s}");
+        assert_eq!(s["status"]["200"], 10, "{extra:?}: answered, not ok: {s}");
+    }
+    let (code, r, out) = run(&[&plain.url("/"), "-n", "10", "--stream"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(r["summary"]["stream"]["events"], 20, "{}", r["summary"]);
+}

@@ -22,6 +22,14 @@ pub fn is_event_stream(content_type: &[u8]) -> bool {
             .is_none_or(|&b| b == b';' || b.is_ascii_whitespace())
 }
 
+/// Whether a `Content-Encoding` value says the body is coded (gzip, br, ...): such a body
+/// cannot be read as events as it comes, and an answer read as events that is coded is not
+/// an event stream brink can time.
+pub fn is_encoded(content_encoding: &[u8]) -> bool {
+    let v = content_encoding.trim_ascii();
+    !v.is_empty() && !v.eq_ignore_ascii_case(b"identity")
+}
+
 /// The largest event read unless told otherwise: 1 MiB.
 pub const MAX_EVENT: usize = 1 << 20;
 
@@ -93,13 +101,19 @@ impl EventRule {
 
     /// The events of an answer whose head was read at `now` (`event_stream`: it said
     /// `text/event-stream`); `None` when it is not read as events.
-    pub fn events_for(self, event_stream: bool, now: Instant) -> Option<Box<Events>> {
+    pub fn events_for(
+        self,
+        event_stream: bool,
+        encoded: bool,
+        now: Instant,
+    ) -> Option<Box<Events>> {
         self.reads(event_stream).then(|| {
             let keep_data = self.llm.is_some() || self.sent_at.is_some();
             let mut e = Box::new(Events::new(self.max, keep_data));
             e.sent_at = self.sent_at;
             e.first_byte = Some(now);
             e.said_stream = event_stream;
+            e.encoded = encoded;
             e.last_read = now;
             if self.llm.is_some() {
                 e.tokens = Some(Box::default());
@@ -139,6 +153,9 @@ pub struct Events {
     pub last_read: Instant,
     /// Its head said `text/event-stream` (it was not only read as events because asked).
     pub said_stream: bool,
+    /// Its head said its body is coded (`Content-Encoding: gzip`, ...): its bytes are not
+    /// events as they come.
+    pub encoded: bool,
     /// Where its events carry their send time.
     sent_at: Option<SentAt>,
     /// Delivery delays not yet drained, µs.
@@ -171,6 +188,7 @@ impl Events {
             tokens: None,
             last_read: Instant::now(),
             said_stream: false,
+            encoded: false,
             sent_at: None,
             delays_us: Vec::new(),
             undated: 0,
@@ -354,7 +372,7 @@ mod tests {
             ..EventRule::default()
         };
         let mut e = rule
-            .events_for(true, base + Duration::from_millis(3))
+            .events_for(true, false, base + Duration::from_millis(3))
             .unwrap();
         let mut rec = stats::Bucket::new(0);
         e.drain_into(&mut rec, base);

@@ -18,6 +18,8 @@ use std::time::Instant;
 /// Most gaps one stream holds until it ends (only a stream that ends well has its gaps
 /// recorded): past it the oldest are dropped and counted. 128 KiB a stream at most.
 const MOST_PENDING: usize = 32 * 1024;
+/// The most output tokens a server may say one stream carried (2^32).
+const MOST_TOKENS: u64 = u32::MAX as u64;
 
 /// One token stream so far.
 #[derive(Debug, Default)]
@@ -38,14 +40,18 @@ pub struct Tokens {
     itl_us: VecDeque<u32>,
     /// Gaps dropped because nobody drained them.
     pub dropped: u64,
+    /// The bytes of the events' data read so far: the most tokens the stream can carry.
+    bytes: u64,
 }
 
 /// What one chunk says (unknown fields are passed over; a top-level value that is not an
 /// object, or a field of the wrong type, is not a chunk).
 #[derive(Deserialize)]
 struct Chunk<'a> {
-    #[serde(default, borrow)]
-    choices: Option<Vec<Choice<'a>>>,
+    /// The first choice only: the rest are passed over unbuilt (a hostile chunk of a
+    /// million empty choices costs its bytes, not ~100 bytes an element).
+    #[serde(default, borrow, deserialize_with = "first_choice")]
+    choices: Option<Choice<'a>>,
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(default)]
@@ -76,6 +82,38 @@ struct Usage {
     completion_tokens: Option<u64>,
 }
 
+/// `choices`: `null`, or an array of which the first element is read.
+fn first_choice<'de, D>(d: D) -> Result<Option<Choice<'de>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct First;
+    impl<'de> serde::de::Visitor<'de> for First {
+        type Value = Option<Choice<'de>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an array of choices or null")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(First)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let first = seq.next_element::<Choice<'de>>()?;
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(first)
+        }
+    }
+    d.deserialize_option(First)
+}
+
 impl Choice<'_> {
     fn carries_text(&self) -> bool {
         let some = |t: &Option<Cow<str>>| t.as_deref().is_some_and(|t| !t.is_empty());
@@ -93,6 +131,7 @@ impl Tokens {
             // What follows `[DONE]` or a broken rule changes nothing.
             return;
         }
+        self.bytes = self.bytes.saturating_add(data.len() as u64);
         if data == b"[DONE]" {
             self.done = true;
             return;
@@ -113,10 +152,15 @@ impl Tokens {
             return;
         }
         if let Some(n) = chunk.usage.and_then(|u| u.completion_tokens) {
+            // A token is at least a byte of the stream: a count past the bytes read (or
+            // past 2^32) is one no stream could carry, and the stream breaks a rule.
+            if n > self.bytes || n > MOST_TOKENS {
+                self.fault = Some(ErrorKind::BadDelta);
+                return;
+            }
             self.usage = Some(n);
         }
-        let texts = chunk.choices.as_deref().unwrap_or_default();
-        if texts.first().is_some_and(Choice::carries_text) {
+        if chunk.choices.as_ref().is_some_and(Choice::carries_text) {
             self.token_at(now);
         }
     }
@@ -278,5 +322,71 @@ mod tests {
             None,
             "nulls are absent fields"
         );
+        assert_eq!(
+            fault(&[(b"message", br#"{"choices":5}"#), (b"message", b"[DONE]")]),
+            Some(ErrorKind::BadDelta),
+            "choices that are not an array"
+        );
+    }
+
+    #[test]
+    fn only_the_first_choice_counts_and_the_rest_are_passed_over() {
+        let t0 = Instant::now();
+        let mut t = Tokens::default();
+        let many = format!(r#"{{"choices":[{{"text":"a"}}{}]}}"#, ",{}".repeat(100_000));
+        t.event(b"message", many.as_bytes(), t0);
+        let second_only = br#"{"choices":[{},{"text":"b"}]}"#;
+        t.event(b"message", second_only, t0);
+        let nested = br#"{"choices":[{"text":"c"},{"delta":{"content":[1,{"x":[]}]}}]}"#;
+        t.event(b"message", nested, t0);
+        t.event(b"message", br#"{"choices":[]}"#, t0);
+        t.event(b"message", b"[DONE]", t0);
+        assert_eq!((t.deltas, t.end_fault()), (2, None), "{t:?}");
+    }
+
+    #[test]
+    fn a_usage_no_stream_could_carry_is_a_bad_delta() {
+        let t0 = Instant::now();
+        let run = |usage: u64, pad: usize| {
+            let mut t = Tokens::default();
+            let text = "x".repeat(pad);
+            let d = format!(r#"{{"choices":[{{"text":"{text}"}}]}}"#);
+            t.event(b"message", d.as_bytes(), t0);
+            let u = format!(r#"{{"choices":[],"usage":{{"completion_tokens":{usage}}}}}"#);
+            t.event(b"message", u.as_bytes(), t0);
+            t.event(b"message", b"[DONE]", t0);
+            (t.end_fault(), t.output_tokens())
+        };
+        // Every byte the stream's events carried so far (the usage's own event too: a
+        // two-digit count here) may be a token; one more may not.
+        let carried = (r#"{"choices":[{"text":""}]}"#.len() + 5) as u64;
+        let usage_len = |u: u64| {
+            format!(r#"{{"choices":[],"usage":{{"completion_tokens":{u}}}}}"#).len() as u64
+        };
+        let most = carried + usage_len(71);
+        assert_eq!(run(most, 5), (None, (most, false)));
+        assert_eq!(run(most + 1, 5).0, Some(ErrorKind::BadDelta));
+        assert_eq!(run(u64::MAX, 5).0, Some(ErrorKind::BadDelta));
+        // Past 2^32 whatever the stream's size (a sparse check: no 4 GiB stream here).
+        let mut t = Tokens {
+            bytes: u64::MAX / 2,
+            ..Tokens::default()
+        };
+        t.event(
+            b"message",
+            br#"{"usage":{"completion_tokens":4294967296}}"#,
+            t0,
+        );
+        assert_eq!(t.fault, Some(ErrorKind::BadDelta));
+        let mut t = Tokens {
+            bytes: u64::MAX / 2,
+            ..Tokens::default()
+        };
+        t.event(
+            b"message",
+            br#"{"usage":{"completion_tokens":4294967295}}"#,
+            t0,
+        );
+        assert_eq!((t.fault, t.usage), (None, Some(u64::from(u32::MAX))));
     }
 }

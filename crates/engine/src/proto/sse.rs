@@ -8,9 +8,10 @@
 //! stream is no event. A streamed answer is timed by its events, so this is where they are
 //! told apart.
 //!
-//! Bounded: the line being read and the event being gathered together may hold at most the
-//! reader's `max_event` bytes; past it, the stream is an error (an endless line without a
-//! newline, or an endless `data:` run without a blank line, cannot grow memory).
+//! Bounded: the line being read, and the event being gathered (its data, type and ID
+//! together), may each hold at most the reader's `max_event` bytes; past it, the stream is an
+//! error (an endless line without a newline, an endless `data:` run without a blank line, or
+//! a long `event:` and `id:` beside a long `data:`, cannot grow memory).
 
 /// One event, as dispatched: its type (`message` unless `event:` said otherwise), its data
 /// (the `data:` lines joined with LF), and the last event ID the stream set.
@@ -230,8 +231,10 @@ impl Reader {
         mut start: usize,
         on_event: &mut F,
     ) -> Result<usize, Fault> {
-        // A lone event holds its line less `data:` (and a space), plus an LF: bound the line.
-        let max_line = self.max_event.saturating_add(b"data:".len() - 1);
+        // A lone event holds its line less `data:` (and a space), plus an LF, and the last
+        // event ID: bound the line.
+        let max_line =
+            (self.max_event.saturating_sub(self.id.len())).saturating_add(b"data:".len() - 1);
         loop {
             let tail = &rest[start..];
             if !tail.starts_with(b"data:") {
@@ -316,15 +319,19 @@ impl Reader {
         match field {
             b"data" => self.data_line(value)?,
             b"event" => {
+                if self.data_len + value.len() + self.id.len() > self.max_event {
+                    return Err(Fault::TooLarge);
+                }
                 self.kind.clear();
-                self.kind
-                    .extend_from_slice(&value[..value.len().min(self.max_event)]);
+                self.kind.extend_from_slice(value);
             }
             b"id" if !value.contains(&0) => {
+                if self.data_len + self.kind.len() + value.len() > self.max_event {
+                    return Err(Fault::TooLarge);
+                }
                 self.id_pending = true;
                 self.id.clear();
-                self.id
-                    .extend_from_slice(&value[..value.len().min(self.max_event)]);
+                self.id.extend_from_slice(value);
             }
             b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
                 self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
@@ -337,7 +344,8 @@ impl Reader {
     /// A `data:` line's value, added to the event being gathered within the bound.
     #[inline]
     fn data_line(&mut self, value: &[u8]) -> Result<(), Fault> {
-        if self.data_len + value.len() + 1 > self.max_event {
+        let named = self.kind.len() + self.id.len();
+        if self.data_len + value.len() + 1 + named > self.max_event {
             return Err(Fault::TooLarge);
         }
         self.data_len += value.len() + 1;
@@ -539,6 +547,36 @@ id
         r.feed(b"data: 0123456789\n\n", &mut |e| got.push(e.data.to_vec()))
             .unwrap();
         assert_eq!(got, [b"0123456789".to_vec()]);
+    }
+
+    #[test]
+    fn an_events_type_id_and_data_share_one_bound() {
+        // 6 bytes of type, 5 of ID and "x" with its LF: 13 bytes, one past 12.
+        for keep in [false, true] {
+            let fresh = || {
+                let r = Reader::new(12);
+                if keep {
+                    r.keeping_data()
+                } else {
+                    r
+                }
+            };
+            let mut r = fresh();
+            let fed = r.feed(b"event: abcdef\nid: 12345\ndata: x\n\n", &mut |_| {});
+            assert_eq!(fed, Err(Fault::TooLarge), "keeping {keep}");
+            let mut r = fresh();
+            let fed = r.feed(b"id: 12345\ndata: x\nevent: abcdef\n\n", &mut |_| {});
+            assert_eq!(fed, Err(Fault::TooLarge), "type last, keeping {keep}");
+            // The ID a stream set stays with every later event, the usual one too.
+            let mut r = fresh();
+            let fed = r.feed(b"id: 1234567\n\ndata: 01234\n\n", &mut |_| {});
+            assert_eq!(fed, Err(Fault::TooLarge), "a lone event, keeping {keep}");
+            let mut r = fresh();
+            let mut n = 0;
+            let stream = b"event: abcd\nid: 123\ndata: xy\n\ndata: 01234567\n\n";
+            let fed = r.feed(stream, &mut |_| n += 1);
+            assert_eq!((fed, n), (Ok(()), 2), "12 bytes each, keeping {keep}");
+        }
     }
 
     #[test]

@@ -377,11 +377,15 @@ fn record_events(
     let counts = rec.events_mut();
     counts.record_answer(e.count);
     let (Some(tokens), Some(rule)) = (e.tokens.as_deref_mut(), shared.connector.events.llm) else {
-        return;
+        return coded_is_not_a_stream(shared, e, reply);
     };
     // A run of token streams says so even when none ended well.
     let llm = counts.llm_mut();
     if reply.call.is_some() || !shared.ok_status.contains(reply.status) {
+        return;
+    }
+    if e.encoded {
+        reply.fault = Some(ErrorKind::NotStream);
         return;
     }
     if !e.said_stream && e.count == 0 {
@@ -404,6 +408,19 @@ fn record_events(
         good: rule.met(ttft_us, tpot_us, life_us),
         life_us,
     });
+}
+
+/// A successful answer read as events whose body was coded (`Content-Encoding: gzip`, asked
+/// for by a header of the user's or sent unasked) carried no events brink could read as they
+/// came: it is `not_stream`, never an answer counted as ok with no events.
+fn coded_is_not_a_stream(
+    shared: &Shared,
+    e: &crate::proto::events::Events,
+    reply: &mut crate::proto::reply::Reply,
+) {
+    if e.encoded && reply.call.is_none() && shared.ok_status.contains(reply.status) {
+        reply.fault = Some(ErrorKind::NotStream);
+    }
 }
 
 /// A held stream on `vu` ended at `done` (`e`: its events, when its head came): the last

@@ -391,6 +391,9 @@ impl Worker<'_> {
                 let step = &connector.workload.requests[c.vu.current];
                 let outcome = m.advance(connector, step, awaiting);
                 let flushed = self.flush(k);
+                // Stamped after the parse: frames that came before the answer (a burst
+                // of pongs) are the exchange's time, not the time before it.
+                let now = Instant::now();
                 match (outcome, flushed) {
                     (Some(outcome), _) => self.finish(k, outcome, now),
                     (None, Err(kind)) => self.finish(k, Err(kind), now),

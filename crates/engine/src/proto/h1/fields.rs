@@ -26,6 +26,8 @@ pub struct Head {
     pub keep_alive: bool,
     /// `Content-Type: text/event-stream`: the body is Server-Sent Events.
     pub event_stream: bool,
+    /// A `Content-Encoding` other than identity.
+    pub encoded: bool,
 }
 
 /// Why a response could not be parsed.
@@ -44,6 +46,7 @@ pub struct Fields {
     chunked: bool,
     close: bool,
     event_stream: bool,
+    encoded: bool,
 }
 
 impl Fields {
@@ -55,13 +58,14 @@ impl Fields {
             chunked: false,
             close: http10,
             event_stream: false,
+            encoded: false,
         }
     }
 
     /// Takes one header line.
     pub fn header(&mut self, name: &[u8], value: &[u8]) -> Result<(), Malformed> {
-        if !matches!(name.len(), 10 | 12 | 14 | 17) {
-            return Ok(()); // not one of the four names below
+        if !matches!(name.len(), 10 | 12 | 14 | 16 | 17) {
+            return Ok(()); // not one of the five names below
         }
         if name.eq_ignore_ascii_case(b"content-length") {
             let v = std::str::from_utf8(value).map_err(|_| Malformed)?.trim();
@@ -73,6 +77,8 @@ impl Fields {
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             self.coded = true;
             self.chunked = last_token(value).eq_ignore_ascii_case(b"chunked");
+        } else if name.eq_ignore_ascii_case(b"content-encoding") {
+            self.encoded = crate::proto::events::is_encoded(value);
         } else if name.eq_ignore_ascii_case(b"content-type") {
             self.event_stream = crate::proto::events::is_event_stream(value);
         } else if name.eq_ignore_ascii_case(b"connection") {
@@ -120,6 +126,7 @@ impl Fields {
             framing,
             keep_alive: !self.close && !ambiguous && framing != Framing::Close,
             event_stream: self.event_stream,
+            encoded: self.encoded,
         })
     }
 }

@@ -256,7 +256,7 @@ impl Reader {
         self.keep_alive = head.keep_alive;
         if self.rule.reads(head.event_stream) {
             let now = now.unwrap_or_else(std::time::Instant::now);
-            self.events = self.rule.events_for(head.event_stream, now);
+            self.events = self.rule.events_for(head.event_stream, head.encoded, now);
         }
         self.phase = match head.framing {
             Framing::Empty | Framing::Length(0) => Phase::Length(0),

@@ -131,7 +131,11 @@ async fn read_response(
 ) {
     let media = resp.headers().get(http::header::CONTENT_TYPE);
     let said = media.is_some_and(|m| crate::proto::events::is_event_stream(m.as_bytes()));
-    let mut events = rule.events_for(said, std::time::Instant::now());
+    let encoded = resp
+        .headers()
+        .get(http::header::CONTENT_ENCODING)
+        .is_some_and(|v| crate::proto::events::is_encoded(v.as_bytes()));
+    let mut events = rule.events_for(said, encoded, std::time::Instant::now());
     let outcome = read_body(resp, capture, grpc, &mut events, rule.idle, tally).await;
     (outcome, events)
 }

@@ -533,9 +533,11 @@ impl Client {
                 s.status = st;
                 s.length = check.length;
                 if self.event_rule.reads(check.event_stream) {
-                    s.events = self
-                        .event_rule
-                        .events_for(check.event_stream, Instant::now());
+                    s.events = self.event_rule.events_for(
+                        check.event_stream,
+                        check.encoded,
+                        Instant::now(),
+                    );
                 }
             }
             None if trailers => {}

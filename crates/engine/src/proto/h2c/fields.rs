@@ -41,6 +41,8 @@ pub struct Check {
     pub malformed: bool,
     /// `content-type: text/event-stream`: the body is Server-Sent Events.
     pub event_stream: bool,
+    /// A `content-encoding` other than identity.
+    pub encoded: bool,
     regular_seen: bool,
     /// The pseudo-headers seen, by their index in [`PSEUDO`].
     pseudo_seen: [bool; 6],
@@ -87,6 +89,9 @@ impl Check {
             },
             12 if name == b"content-type" => {
                 self.event_stream = crate::proto::events::is_event_stream(value);
+            }
+            16 if name == b"content-encoding" => {
+                self.encoded = crate::proto::events::is_encoded(value);
             }
             7 | 10 | 16 | 17 => self.malformed |= CONNECTION_SPECIFIC.contains(&name),
             _ => {}

@@ -16,6 +16,8 @@ pub struct Head {
     pub content_length: Option<u64>,
     /// `content-type: text/event-stream`.
     pub event_stream: bool,
+    /// A `content-encoding` other than identity.
+    pub encoded: bool,
     /// Every field, when the request's answers are kept (extraction, checks).
     pub fields: Option<Vec<(String, String)>>,
     /// A regular field has been read (pseudo-headers must come first).
@@ -249,6 +251,7 @@ fn take_field(head: &mut Head, name: &[u8], value: &[u8]) -> bool {
             }
         }
         b"content-type" => head.event_stream = crate::proto::events::is_event_stream(value),
+        b"content-encoding" => head.encoded = crate::proto::events::is_encoded(value),
         _ => {}
     }
     if let Some(fields) = head.fields.as_mut() {

@@ -28,6 +28,9 @@ pub struct State {
     broken: AtomicU64,
     /// Whether the server's control stream has been seen.
     control: AtomicBool,
+    /// Woken at each GOAWAY: a request waiting on a stream the server will not process
+    /// stops waiting at once, to be sent again (RFC 9114 §5.2).
+    went_away: tokio::sync::Notify,
 }
 
 impl Default for State {
@@ -36,6 +39,7 @@ impl Default for State {
             goaway: AtomicU64::new(u64::MAX),
             broken: AtomicU64::new(0),
             control: AtomicBool::new(false),
+            went_away: tokio::sync::Notify::new(),
         }
     }
 }
@@ -46,6 +50,19 @@ impl State {
     pub fn refuses(&self, id: Option<u64>) -> bool {
         let goaway = self.goaway.load(Ordering::Relaxed);
         goaway != u64::MAX && id.is_none_or(|id| id >= goaway)
+    }
+
+    /// Returns once a GOAWAY says the server will not process request stream `id`.
+    pub async fn refused(&self, id: u64) {
+        loop {
+            let woken = self.went_away.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if self.refuses(Some(id)) {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// The code brink closed the connection with because the server broke a rule.
@@ -156,6 +173,7 @@ fn note_goaway(state: &State, id: u64) -> bool {
         return false;
     }
     state.goaway.store(id, Ordering::Relaxed);
+    state.went_away.notify_waiters();
     true
 }
 

@@ -151,15 +151,28 @@ impl H3Conn {
         let mut kept: Option<Captured> = None;
         let mut events: Option<Box<Events>> = None;
         let mut started = false;
+        let state = self.shared.state.clone();
+        // Until the first byte of its answer, a GOAWAY naming this stream ends the wait: the
+        // server did not process it, and it is sent again at once.
+        let mut answered = false;
         loop {
             let idle = rule.idle.filter(|_| events.is_some());
-            let next = match idle {
-                Some(d) => match tokio::time::timeout(d, recv.read_chunk(usize::MAX, true)).await {
-                    Ok(r) => r,
-                    Err(_) => return Ok(Err(ErrorKind::Timeout)),
-                },
-                None => recv.read_chunk(usize::MAX, true).await,
+            let read = async {
+                match idle {
+                    Some(d) => tokio::time::timeout(d, recv.read_chunk(usize::MAX, true))
+                        .await
+                        .ok(),
+                    None => Some(recv.read_chunk(usize::MAX, true).await),
+                }
             };
+            let next = tokio::select! {
+                r = read => match r {
+                    Some(r) => r,
+                    None => return Ok(Err(ErrorKind::Timeout)),
+                },
+                () = state.refused(id), if !answered => return Err(Unprocessed::GoingAway),
+            };
+            answered = true;
             let chunk = match next {
                 Ok(Some(c)) => c.bytes,
                 Ok(None) => break,
@@ -189,7 +202,8 @@ impl H3Conn {
                 // The head decides how the body is read.
                 if let (false, Some(head)) = (started, answer.head()) {
                     started = true;
-                    events = rule.events_for(head.event_stream, std::time::Instant::now());
+                    events =
+                        rule.events_for(head.event_stream, head.encoded, std::time::Instant::now());
                     kept = capture.map(|budget| {
                         let mut c = Captured::new(budget.clone());
                         c.headers = head.fields.clone().unwrap_or_default();

@@ -19,6 +19,8 @@ use workload::{Request, Vu, WsStep};
 /// The read buffer's first size (small: ten thousand held connections each keep one); it
 /// doubles as frames need, to one frame of the message limit at most.
 const FIRST_READ: usize = 512;
+/// The most an empty read buffer keeps of what a large message grew it to.
+const KEPT_READ: usize = 64 * 1024;
 /// The header bytes a frame may add to its payload.
 const MOST_HEADER: usize = 14;
 /// An answered message: status 101 is the upgrade's, the one HTTP status a WebSocket
@@ -46,8 +48,11 @@ pub struct Awaiting {
 
 /// The state of one WebSocket connection, from its upgrade to its close.
 pub struct Machine {
-    /// Bytes read and not yet taken: `rbuf[..filled]`.
+    /// Bytes read and not yet taken: `rbuf[start..filled]`. Frames are taken by moving
+    /// `start`; what is left moves to the front once per read ([`Machine::spare`]), so a
+    /// burst of tiny frames costs time linear in its bytes, not in bytes times frames.
     rbuf: Vec<u8>,
+    start: usize,
     filled: usize,
     /// The most `rbuf` may grow to: the upgrade's head limit, then one frame of the message
     /// limit.
@@ -90,6 +95,7 @@ impl Machine {
     pub fn new(max_message: usize) -> Machine {
         Machine {
             rbuf: vec![0; FIRST_READ],
+            start: 0,
             filled: 0,
             limit: handshake::MAX_HEAD,
             most: max_message.saturating_add(MOST_HEADER),
@@ -150,7 +156,7 @@ impl Machine {
     /// server may speak first); a refused or wrong answer is a `handshake` failure.
     pub fn upgraded(&mut self, up: &Upgrade) -> Result<bool, Unopened> {
         let offered: Vec<&[u8]> = up.offered.iter().map(Vec::as_slice).collect();
-        match handshake::answer(&self.rbuf[..self.filled], &up.key, &offered) {
+        match handshake::answer(&self.rbuf[self.start..self.filled], &up.key, &offered) {
             Ok(Some(n)) => {
                 self.take(n);
                 self.up_since = Instant::now();
@@ -179,6 +185,7 @@ impl Machine {
     /// full at its limit (a frame longer than the limit is refused from its header, so only
     /// an upgrade's endless head comes here).
     pub fn spare(&mut self) -> Option<&mut [u8]> {
+        self.compact();
         if self.filled == self.rbuf.len() {
             if self.rbuf.len() >= self.limit {
                 return None;
@@ -199,7 +206,7 @@ impl Machine {
     /// reads only that far (what comes between messages is kept for the next exchange, and
     /// a server that floods an idle connection fills nothing beyond it).
     pub fn has_room(&self) -> bool {
-        self.filled < self.rbuf.len()
+        self.filled - self.start < self.rbuf.len()
     }
 
     /// The queued bytes not written yet.
@@ -367,7 +374,7 @@ impl Machine {
     /// A frame that breaks a rule is a `protocol` error, with no close code of its own.
     pub fn ended_while_idle(&mut self) {
         self.server_ended = true;
-        let mut at = 0;
+        let mut at = self.start;
         loop {
             match self.decoder.next(&self.rbuf[at..self.filled]) {
                 Ok(Some((n, event))) => {
@@ -417,7 +424,7 @@ impl Machine {
             return Err(ErrorKind::Protocol);
         }
         loop {
-            match self.decoder.next(&self.rbuf[..self.filled]) {
+            match self.decoder.next(&self.rbuf[self.start..self.filled]) {
                 Ok(Some((n, event))) => {
                     self.take(n);
                     if let Some(e) = event {
@@ -477,10 +484,25 @@ impl Machine {
         self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// Drops the first `n` buffered bytes.
+    /// Drops the first `n` buffered bytes (moves no byte: see [`Machine::compact`]).
     fn take(&mut self, n: usize) {
-        self.rbuf.copy_within(n..self.filled, 0);
-        self.filled -= n;
+        self.start += n;
+    }
+
+    /// Moves the bytes not yet taken to the front of the buffer, before a read. An empty
+    /// buffer grown past [`KEPT_READ`] by a large message goes back to its first size, so
+    /// ten thousand connections that each once read a large message do not each keep it.
+    fn compact(&mut self) {
+        if self.start == self.filled {
+            (self.start, self.filled) = (0, 0);
+            if self.rbuf.len() > KEPT_READ {
+                self.rbuf = vec![0; FIRST_READ];
+            }
+        } else if self.start > 0 {
+            self.rbuf.copy_within(self.start..self.filled, 0);
+            self.filled -= self.start;
+            self.start = 0;
+        }
     }
 }
 
