@@ -1,14 +1,15 @@
 //! `--http3=auto`: one GET over HTTP/2 (or the HTTP/1.1 the server picks) before the run. Its
-//! `Alt-Svc` `h3` entries on the target's own host are tried in the server's order, each with
-//! one QUIC handshake; the first that answers is where the run speaks HTTP/3. When none does
-//! (or none is advertised) the run stays on what answered. Both are kept in the result
-//! (`target.discovered`), with why each entry was not taken.
+//! `Alt-Svc` `h3` entries on the target's own host (each port once, at most three) are tried
+//! at once, each with one QUIC handshake within the connect timeout; the first in the
+//! server's order that answers is where the run speaks HTTP/3. When none does (or none is
+//! advertised) the run stays on what answered. Both are kept in the result
+//! (`target.discovered`), with why each entry was not taken (at most eight reasons).
 
 use crate::exit::Fail;
 use engine::{Protocol, Target, TlsOptions};
 use model::alt_svc::{self, Discovered, Entry};
 use model::Wire;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The most distinct advertised ports tried, each with one QUIC handshake.
 const MOST_TRIED: usize = 3;
@@ -37,45 +38,43 @@ pub fn choose(
     let entries = header
         .as_deref()
         .map_or_else(Vec::new, |h| alt_svc::h3_entries(h, &target.host));
-    let mut not_taken = Vec::new();
-    let mut port = None;
-    // The whole discovery gets one connect timeout and at most MOST_TRIED ports, each tried
-    // once: a header listing one silent port thousands of times costs one timeout, not hours.
-    let until = Instant::now() + connect_timeout;
-    let mut tried: Vec<u16> = Vec::new();
+    // At most MOST_TRIED distinct ports are tried, all at once, each with one QUIC
+    // handshake: the whole discovery takes one connect timeout at most, however many entries
+    // the header lists (one silent port listed thousands of times costs one timeout, not
+    // hours), and the first port in the server's order that answered is taken.
+    let mut order: Vec<Result<u16, String>> = Vec::new();
+    let mut ports: Vec<u16> = Vec::new();
     let mut passed = 0usize;
     for entry in entries {
-        let why = match entry {
-            Entry::Ignored(why) => why,
-            Entry::Port(p) if port.is_some() || tried.contains(&p) => continue,
+        match entry {
+            Entry::Ignored(why) => order.push(Err(why)),
+            Entry::Port(p) if ports.contains(&p) => {}
+            Entry::Port(_) if ports.len() >= MOST_TRIED => passed += 1,
             Entry::Port(p) => {
-                let left = until.saturating_duration_since(Instant::now());
-                if tried.len() >= MOST_TRIED || left.is_zero() {
-                    passed += 1;
-                    continue;
-                }
-                tried.push(p);
-                let mut there = target
-                    .clone()
-                    .with_http3(true)
-                    .map_err(|e| Fail::input(e.to_string()))?;
-                there.port = p;
-                match engine::h3_answers(&there, tls, left) {
-                    Ok(_) => {
-                        port = Some(p);
-                        continue;
-                    }
-                    Err(why) => format!("h3=\":{p}\": {why}"),
-                }
+                ports.push(p);
+                order.push(Ok(p));
             }
-        };
-        if port.is_none() {
-            not_taken.push(why);
         }
     }
-    if passed > 0 {
+    let tried = try_ports(&target, tls, connect_timeout, &ports)?;
+    let mut not_taken = Vec::new();
+    let mut port = None;
+    for entry in order {
+        match entry {
+            Err(why) => not_taken.push(why),
+            Ok(p) => match tried.iter().find(|(q, _)| *q == p) {
+                Some((_, Ok(()))) => {
+                    port = Some(p);
+                    break;
+                }
+                Some((_, Err(why))) => not_taken.push(format!("h3=\":{p}\": {why}")),
+                None => {}
+            },
+        }
+    }
+    if passed > 0 && port.is_none() {
         not_taken.push(format!(
-            "{passed} more port{} not tried (at most {MOST_TRIED} ports, within one connect timeout)",
+            "{passed} more port{} not tried (at most {MOST_TRIED} ports are)",
             if passed == 1 { "" } else { "s" }
         ));
     }
@@ -102,4 +101,40 @@ pub fn choose(
         not_taken,
     };
     Ok((chosen, discovered))
+}
+
+/// One QUIC handshake to each of `ports` on the target's host, all at once, each within
+/// `timeout`: whether each answered, or why not.
+fn try_ports(
+    target: &Target,
+    tls: &TlsOptions,
+    timeout: Duration,
+    ports: &[u16],
+) -> Result<Vec<(u16, Result<(), String>)>, Fail> {
+    let mut theres = Vec::new();
+    for &p in ports {
+        let mut there = target
+            .clone()
+            .with_http3(true)
+            .map_err(|e| Fail::input(e.to_string()))?;
+        there.port = p;
+        theres.push(there);
+    }
+    Ok(std::thread::scope(|scope| {
+        let tries: Vec<_> = theres
+            .iter()
+            .map(|there| scope.spawn(move || engine::h3_answers(there, tls, timeout)))
+            .collect();
+        ports
+            .iter()
+            .zip(tries)
+            .map(|(&p, t)| {
+                let answered = match t.join() {
+                    Ok(r) => r.map(|_| ()),
+                    Err(_) => Err("the handshake's thread failed".to_string()),
+                };
+                (p, answered)
+            })
+            .collect()
+    }))
 }

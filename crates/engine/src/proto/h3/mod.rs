@@ -85,6 +85,11 @@ impl Drop for Shared {
 const LINGER_MIN: std::time::Duration = std::time::Duration::from_millis(2);
 const LINGER_MAX: std::time::Duration = std::time::Duration::from_millis(200);
 
+/// How long a request whose stream a GOAWAY named waits for a first byte before it is sent
+/// again elsewhere: four round trips, within these bounds.
+const GOAWAY_GRACE_MIN: std::time::Duration = std::time::Duration::from_millis(50);
+const GOAWAY_GRACE_MAX: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// A request's answer: its reply and what was kept of it, or the error it ended in.
 type Answered = Result<(Reply, Option<Captured>), ErrorKind>;
 
@@ -153,7 +158,11 @@ impl H3Conn {
         let mut started = false;
         let state = self.shared.state.clone();
         // Until the first byte of its answer, a GOAWAY naming this stream ends the wait: the
-        // server did not process it, and it is sent again at once.
+        // server did not process it (RFC 9114 §5.2), and it is cancelled and sent again on a
+        // fresh connection. Not at the GOAWAY's instant: a server that counts one stream
+        // past its GOAWAY as its own (h3 0.0.8 does) answers it within a few round trips, and
+        // sending it again then would have it processed twice.
+        let grace = (self.shared.quic.rtt() * 4).clamp(GOAWAY_GRACE_MIN, GOAWAY_GRACE_MAX);
         let mut answered = false;
         loop {
             let idle = rule.idle.filter(|_| events.is_some());
@@ -165,12 +174,19 @@ impl H3Conn {
                     None => Some(recv.read_chunk(usize::MAX, true).await),
                 }
             };
+            let gone = async {
+                state.refused(id).await;
+                tokio::time::sleep(grace).await;
+            };
             let next = tokio::select! {
-                r = read => match r {
-                    Some(r) => r,
-                    None => return Ok(Err(ErrorKind::Timeout)),
-                },
-                () = state.refused(id), if !answered => return Err(Unprocessed::GoingAway),
+                r = read => r,
+                () = gone, if !answered => {
+                    let _ = recv.stop(quinn::VarInt::from_u32(wire::H3_REQUEST_CANCELLED as u32));
+                    return Err(Unprocessed::GoingAway);
+                }
+            };
+            let Some(next) = next else {
+                return Ok(Err(ErrorKind::Timeout));
             };
             answered = true;
             let chunk = match next {

@@ -17,6 +17,7 @@ pub const DECODER_STREAM: u64 = 0x3;
 pub const H3_NO_ERROR: u64 = 0x100;
 pub const H3_STREAM_CREATION_ERROR: u64 = 0x103;
 pub const H3_REQUEST_REJECTED: u64 = 0x10b;
+pub const H3_REQUEST_CANCELLED: u64 = 0x10c;
 pub const H3_MESSAGE_ERROR: u64 = 0x10e;
 
 /// The largest field section (head or trailers) brink reads, and says it reads
