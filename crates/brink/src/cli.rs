@@ -854,6 +854,11 @@ pub struct CompareArgs {
     /// errors=0.5% (percentage points). Repeatable.
     #[arg(long)]
     pub tolerance: Vec<String>,
+    /// The metrics whose regression fails the comparison (exit 1), comma-separated, from p50,
+    /// p90, p95, p99, p99.9, mean, throughput, errors (default: p50,p90,p99,mean,throughput,
+    /// errors); the table marks them with *.
+    #[arg(long, value_name = "METRICS")]
+    pub decide: Option<String>,
     /// Compare even when target, method, load or duration differ (the differences are listed).
     #[arg(long)]
     pub allow_mismatch: bool,

@@ -103,6 +103,9 @@ pub fn choose(
     Ok((chosen, discovered))
 }
 
+/// A port tried, and whether it answered (or why not).
+type Tried = (u16, Result<(), String>);
+
 /// One QUIC handshake to each of `ports` on the target's host, all at once, each within
 /// `timeout`: whether each answered, or why not.
 fn try_ports(
@@ -110,7 +113,7 @@ fn try_ports(
     tls: &TlsOptions,
     timeout: Duration,
     ports: &[u16],
-) -> Result<Vec<(u16, Result<(), String>)>, Fail> {
+) -> Result<Vec<Tried>, Fail> {
     let mut theres = Vec::new();
     for &p in ports {
         let mut there = target

@@ -39,9 +39,11 @@
 //!    after side was limited, or an improvement when the before side was, becomes **not the
 //!    service's** and decides nothing; the note names the side. A regression against a
 //!    limited before side stands (brink's limit cannot explain it).
-//! 6. **Exit**: the aggregate p99, error rate and throughput of each scenario decide (any of
-//!    them regressed: 1); the other rows, per-request rows (whole run, no resampling), server
-//!    figures and connect times inform. For capacity searches, the maximum sustainable level
+//! 6. **Exit**: the aggregate p50, p90, p99, mean, error rate and throughput of each scenario
+//!    decide (any of them regressed: 1; `--decide` chooses others): the most common regression
+//!    is everything a little slower, and a run's p99 interval is often too wide to call it,
+//!    while its p50's is not. The other rows, per-request rows (whole run, no resampling),
+//!    server figures and connect times inform. For capacity searches, the maximum sustainable level
 //!    decides: a search only knows it between its last pass and first failure, so it regressed
 //!    when the after search failed at or below the level the before search passed, and
 //!    improved in the mirror case.
@@ -131,6 +133,57 @@ impl Tolerances {
         };
         *slot = pct / 100.0;
         Ok(())
+    }
+}
+
+/// Which verdict metrics decide the exit code (`--decide p99,errors`), by the names
+/// `--tolerance` takes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decide(Vec<&'static str>);
+
+/// Every verdict metric: its name on the command line, and its row's.
+const DECIDABLE: [(&str, &str); 8] = [
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p95", "p95"),
+    ("p99", "p99"),
+    ("p99.9", "p99.9"),
+    ("mean", "mean"),
+    ("throughput", "ok req/s"),
+    ("errors", "error rate"),
+];
+
+impl Default for Decide {
+    fn default() -> Self {
+        Decide(vec!["ok req/s", "error rate", "p50", "p90", "p99", "mean"])
+    }
+}
+
+impl Decide {
+    /// `--decide p50,p99,errors,throughput` (also `p999`, `rps`).
+    pub fn parse(spec: &str) -> Result<Decide, String> {
+        let mut rows = Vec::new();
+        for name in spec.split(',').map(str::trim) {
+            let name = match name {
+                "p999" => "p99.9",
+                "rps" => "throughput",
+                n => n,
+            };
+            let Some(&(_, row)) = DECIDABLE.iter().find(|(n, _)| *n == name) else {
+                return Err(format!(
+                    "--decide '{spec}': unknown metric '{name}' (p50, p90, p95, p99, p99.9, mean, throughput, errors)"
+                ));
+            };
+            if !rows.contains(&row) {
+                rows.push(row);
+            }
+        }
+        Ok(Decide(rows))
+    }
+
+    /// Whether the row of metric `row` decides.
+    pub fn has(&self, row: &str) -> bool {
+        self.0.contains(&row)
     }
 }
 

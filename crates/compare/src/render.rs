@@ -23,16 +23,21 @@ impl Format {
     }
 }
 
-fn value(unit: Unit, v: Option<f64>) -> String {
+fn value(r: &Row, v: Option<f64>) -> String {
     let Some(v) = v else {
         return "-".into();
     };
-    match unit {
+    match r.unit {
         Unit::Ms => fmt_ms(v),
         Unit::PerSecond => format!("{}/s", fmt_rate(v)),
         Unit::Share => format!("{:.2}%", v * 100.0),
         Unit::Count => fmt_count(v.round() as u64),
-        Unit::Level | Unit::Observed => {
+        Unit::Observed => {
+            // `srv rss peak` reads as `srv rss`: memory in MB, CPU in %, as the summary shows.
+            let name = r.metric.strip_suffix(" peak").unwrap_or(&r.metric);
+            results::fmt::observed_value(name, v)
+        }
+        Unit::Level => {
             if v.fract() == 0.0 && v.abs() < 1e15 {
                 fmt_count(v as u64)
             } else {
@@ -77,8 +82,8 @@ fn cells(c: &Comparison) -> Vec<[String; 7]> {
             [
                 label(r),
                 r.metric.clone(),
-                value(r.unit, r.before),
-                value(r.unit, r.after),
+                value(r, r.before),
+                value(r, r.after),
                 r.change_text.clone(),
                 interval(r),
                 verdict(r),

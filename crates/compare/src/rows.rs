@@ -4,7 +4,8 @@
 
 use crate::steady::{self, Figures, Indexed};
 use crate::{
-    Comparison, Row, Tolerances, Unit, Verdict, BLOCK, FEW_SECONDS, MIN_SECONDS, RESAMPLES, SEED,
+    Comparison, Decide, Row, Tolerances, Unit, Verdict, BLOCK, FEW_SECONDS, MIN_SECONDS, RESAMPLES,
+    SEED,
 };
 use results::find::FindResult;
 use results::{RunResult, ScenarioResult};
@@ -26,7 +27,6 @@ struct Metric {
     kind: Kind,
     get: fn(&Figures) -> f64,
     tolerance: fn(&Tolerances) -> f64,
-    decides: bool,
 }
 
 const METRICS: [Metric; 8] = [
@@ -35,56 +35,48 @@ const METRICS: [Metric; 8] = [
         kind: Kind::Throughput,
         get: |f| f.ok_rps,
         tolerance: |t| t.throughput,
-        decides: true,
     },
     Metric {
         name: "error rate",
         kind: Kind::Errors,
         get: |f| f.error_rate,
         tolerance: |t| t.errors,
-        decides: true,
     },
     Metric {
         name: "p50",
         kind: Kind::Latency,
         get: |f| f.p50,
         tolerance: |t| t.p50,
-        decides: false,
     },
     Metric {
         name: "p90",
         kind: Kind::Latency,
         get: |f| f.p90,
         tolerance: |t| t.p90,
-        decides: false,
     },
     Metric {
         name: "p95",
         kind: Kind::Latency,
         get: |f| f.p95,
         tolerance: |t| t.p95,
-        decides: false,
     },
     Metric {
         name: "p99",
         kind: Kind::Latency,
         get: |f| f.p99,
         tolerance: |t| t.p99,
-        decides: true,
     },
     Metric {
         name: "p99.9",
         kind: Kind::Latency,
         get: |f| f.p999,
         tolerance: |t| t.p999,
-        decides: false,
     },
     Metric {
         name: "mean",
         kind: Kind::Latency,
         get: |f| f.mean,
         tolerance: |t| t.mean,
-        decides: false,
     },
 ];
 
@@ -94,6 +86,7 @@ pub fn compare(
     before: &[(String, RunResult)],
     after: &[(String, RunResult)],
     tol: &Tolerances,
+    decide: &Decide,
     mismatches: Vec<String>,
 ) -> Comparison {
     let mut c = Comparison {
@@ -119,7 +112,7 @@ pub fn compare(
         }
         (Some((_, b)), _) => {
             for s in &b.scenarios {
-                scenario(&s.name, before, after, tol, &mut c);
+                scenario(&s.name, before, after, (tol, decide), &mut c);
             }
         }
         _ => {}
@@ -142,7 +135,7 @@ fn scenario(
     name: &str,
     before: &[(String, RunResult)],
     after: &[(String, RunResult)],
-    tol: &Tolerances,
+    (tol, decide): (&Tolerances, &Decide),
     c: &mut Comparison,
 ) {
     let (sb, sa) = (named(before, name), named(after, name));
@@ -182,13 +175,13 @@ fn scenario(
         let mut row = row(name, None, m.name, unit(m.kind), Some(vb), Some(va));
         row.change = change(m.kind, vb, va);
         row.change_text = words(m.kind, vb, va);
-        row.decides = m.decides;
+        row.decides = decide.has(m.name);
         row.verdict = if enough {
             let changes: Vec<f64> = draws
                 .iter()
                 .filter_map(|(xb, xa)| change(m.kind, (m.get)(xb), (m.get)(xa)))
                 .collect();
-            row.interval = interval(changes).map(|i| wider(i, row.change, widen));
+            row.interval = interval(changes).map(|i| bounded(m.kind, wider(i, row.change, widen)));
             judge(
                 m.kind,
                 row.interval,
@@ -275,6 +268,16 @@ fn small_sample(n: usize) -> f64 {
     }
     let t = T.get(n - 2).copied().unwrap_or(2.03);
     t / 1.96 * (n as f64 / (n - 1) as f64).sqrt()
+}
+
+/// An interval of a change kept to what the change can be: a latency or a throughput cannot
+/// fall by more than 100% (widening for few seconds can reach past it), a share moves by at
+/// most 100 points either way.
+fn bounded(kind: Kind, (lo, hi): (f64, f64)) -> (f64, f64) {
+    match kind {
+        Kind::Latency | Kind::Throughput => (lo.max(-1.0), hi.max(-1.0)),
+        Kind::Errors => (lo.clamp(-1.0, 1.0), hi.clamp(-1.0, 1.0)),
+    }
 }
 
 /// `interval` widened `by` around the change itself.

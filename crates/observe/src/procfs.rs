@@ -13,9 +13,12 @@ pub struct Reading {
     pub threads: f64,
     pub fds: f64,
     pub sockets: f64,
-    /// Context switches since it started: voluntary (it waited) and involuntary (preempted).
+    /// Context switches of all its threads since they started: voluntary (they waited) and
+    /// involuntary (preempted).
     pub ctx_vol: f64,
     pub ctx_invol: f64,
+    /// The CPUs it may run on (its affinity): the most CPU time it can take a second.
+    pub cpus_allowed: f64,
     /// Its cgroup's CFS periods and throttled periods since the cgroup began, when known.
     pub cfs: Option<(f64, f64)>,
     /// Seconds its threads have spent ready to run but waiting for a CPU (their schedstat,
@@ -61,30 +64,64 @@ pub fn read(pid: u32) -> Option<Reading> {
         }
     }
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let tasks = threads_of(pid);
     Some(Reading {
         cpu_s,
         rss_bytes,
         threads,
         fds,
         sockets,
-        ctx_vol: status_field(&status, "voluntary_ctxt_switches:").unwrap_or(0.0),
-        ctx_invol: status_field(&status, "nonvoluntary_ctxt_switches:").unwrap_or(0.0),
+        ctx_vol: tasks.as_ref().map_or(0.0, |t| t.ctx_vol),
+        ctx_invol: tasks.as_ref().map_or(0.0, |t| t.ctx_invol),
+        cpus_allowed: status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .map_or(0.0, |l| f64::from(cpus_in(l))),
         cfs: cgroup_cfs(pid),
-        waiting_s: threads_waiting(pid),
+        waiting_s: tasks.map(|t| t.waiting_ns as f64 / 1e9),
     })
 }
 
-/// The run-queue wait of every thread of `pid` (seconds), summed.
-fn threads_waiting(pid: u32) -> Option<f64> {
-    let mut ns = 0u64;
+/// What every thread of a process says of itself, summed.
+struct Tasks {
+    ctx_vol: f64,
+    ctx_invol: f64,
+    waiting_ns: u64,
+}
+
+/// The context switches and run-queue wait of every thread of `pid`, summed: a process's own
+/// `status` counts its first thread's switches only (a JVM's showed none).
+fn threads_of(pid: u32) -> Option<Tasks> {
+    let mut sum = Tasks {
+        ctx_vol: 0.0,
+        ctx_invol: 0.0,
+        waiting_ns: 0,
+    };
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .flatten()
     {
         let text = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
-        ns += sched_of(&text).map_or(0, |s| s.waiting_ns);
+        sum.waiting_ns += sched_of(&text).map_or(0, |s| s.waiting_ns);
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        sum.ctx_vol += status_field(&status, "voluntary_ctxt_switches:").unwrap_or(0.0);
+        sum.ctx_invol += status_field(&status, "nonvoluntary_ctxt_switches:").unwrap_or(0.0);
     }
-    Some(ns as f64 / 1e9)
+    Some(sum)
+}
+
+/// How many CPUs a `Cpus_allowed_list` names (`0-3,6`: 5).
+fn cpus_in(list: &str) -> u32 {
+    list.trim()
+        .split(',')
+        .filter_map(|part| match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?);
+                b.checked_sub(a).map(|d| d + 1)
+            }
+            None => part.trim().parse::<u32>().ok().map(|_| 1),
+        })
+        .sum()
 }
 
 /// The calling thread's time on a CPU, its time ready to run but waiting for one, and how many
@@ -198,6 +235,8 @@ pub fn hostname() -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn reads_this_process() {
         let r = super::read(std::process::id()).expect("own /proc entry");
@@ -255,5 +294,44 @@ mod tests {
             None,
             "no CPU limit"
         );
+    }
+
+    #[test]
+    fn an_affinity_list_counts_its_cpus() {
+        assert_eq!(cpus_in("0-3,6\n"), 5);
+        assert_eq!(cpus_in("1"), 1);
+        assert_eq!(cpus_in("0-1"), 2);
+        assert_eq!(cpus_in("0,2,4-7"), 6);
+        assert_eq!(cpus_in("junk,3-1"), 0);
+    }
+
+    /// This process's reading counts its threads' switches: a thread spawned here that
+    /// sleeps fifty times adds at least fifty voluntary switches its main thread never made.
+    #[test]
+    fn context_switches_are_every_threads() {
+        let me = std::process::id();
+        let main_only = |pid: u32| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            status_field(&status, "voluntary_ctxt_switches:").unwrap_or(0.0)
+        };
+        let before = read(me).expect("reading").ctx_vol;
+        let main_before = main_only(me);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            for _ in 0..50 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            // Read while this thread still lives: its switches are in the sum.
+            let _ = tx.send(read(std::process::id()).map(|r| r.ctx_vol));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        });
+        let during = rx.recv().ok().flatten().expect("reading");
+        let _ = t.join();
+        assert!(during - before >= 50.0, "{before} -> {during}");
+        assert!(
+            main_only(me) - main_before < 50.0,
+            "the main thread only waited"
+        );
+        assert!(read(me).expect("reading").cpus_allowed >= 1.0);
     }
 }

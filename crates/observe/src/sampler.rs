@@ -32,6 +32,10 @@ pub struct Sampler {
     thread: Option<JoinHandle<()>>,
 }
 
+/// How far past its CPUs' worth a process's CPU figure may read (a tick's rounding) before
+/// it is a figure no process can reach.
+const CPU_SLACK: f64 = 1.1;
+
 const THREAD_SERIES: [&str; 3] = [
     "process_threads",
     "go_goroutines",
@@ -97,7 +101,10 @@ fn run(sources: &[Source], period: Duration, stop: &AtomicBool, out: &Mutex<Vec<
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         if now >= next {
-            next += period;
+            // A sampler held up (a busy machine) takes one sample and waits a whole period
+            // for the next: samples back to back would divide a counter's ticks by a few
+            // milliseconds (a process pinned to one core shown at 320% CPU).
+            next = (next + period).max(now + period / 2);
             let mut s = Sample {
                 at: now,
                 values: BTreeMap::new(),
@@ -120,7 +127,9 @@ fn read(src: &Source, prev: &mut Prev, s: &mut Sample, period: Duration) {
     match src {
         Source::Pid(pid) => match crate::tree::read(*pid) {
             Some(t) => {
-                tree_figures(&t, prev, s, now);
+                // The counters were read just now, not when the sample began.
+                let now = Instant::now();
+                tree_figures(&t, prev, s, now, period);
                 if let Some((periods, throttled)) = t.root().and_then(|r| r.cfs) {
                     throttle(prev, s, now, periods, throttled);
                 }
@@ -201,17 +210,36 @@ fn read(src: &Source, prev: &mut Prev, s: &mut Sample, period: Duration) {
 
 /// A process tree's figures: gauges summed, counters as rates over the processes of both
 /// readings (see [`crate::tree`]).
-fn tree_figures(t: &crate::tree::Tree, prev: &Prev, s: &mut Sample, now: Instant) {
+///
+/// A rate is taken over at least half a period (CPU time comes in 10 ms ticks: over a few
+/// milliseconds one tick reads as hundreds of percent), and a CPU figure past what the
+/// processes' CPUs allow (each may run on so many) is left out, never shown or judged.
+fn tree_figures(
+    t: &crate::tree::Tree,
+    prev: &Prev,
+    s: &mut Sample,
+    now: Instant,
+    period: Duration,
+) {
     s.values.insert(RSS.into(), t.sum(|r| r.rss_bytes));
     s.values.insert(THREADS.into(), t.sum(|r| r.threads));
     s.values.insert(FDS.into(), t.sum(|r| r.fds));
     s.values.insert(SOCKETS.into(), t.sum(|r| r.sockets));
     if let Some((then, before)) = &prev.tree {
         let dt = now.duration_since(*then).as_secs_f64();
-        if dt > 0.0 {
+        if dt >= period.as_secs_f64() / 2.0 {
             let per_s = |f: fn(&procfs::Reading) -> Option<f64>| t.grew(before, f).map(|v| v / dt);
-            if let Some(cpu) = per_s(|r| Some(r.cpu_s)) {
-                s.values.insert(CPU.into(), cpu * 100.0);
+            let most = t.sum(|r| r.cpus_allowed);
+            match per_s(|r| Some(r.cpu_s)) {
+                Some(cpu) if most > 0.0 && cpu > most * CPU_SLACK => s.gaps.push(format!(
+                    "{CPU}: {:.0}% over {:.0} ms, past the {most:.0} CPUs it may use: left out",
+                    cpu * 100.0,
+                    dt * 1000.0
+                )),
+                Some(cpu) => {
+                    s.values.insert(CPU.into(), cpu * 100.0);
+                }
+                None => {}
             }
             if let Some(wait) = per_s(|r| r.waiting_s) {
                 s.values.insert(CPU_WAIT.into(), wait * 100.0);
@@ -272,4 +300,69 @@ pub fn summarise(samples: &[Sample], from: Instant, to: Instant) -> BTreeMap<Str
     acc.into_iter()
         .map(|(k, (peak, sum, n))| (k, (peak, sum / f64::from(n))))
         .collect()
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    use super::*;
+
+    fn tree(cpu_s: f64, cpus_allowed: f64) -> crate::tree::Tree {
+        let reading = procfs::Reading {
+            cpu_s,
+            rss_bytes: 0.0,
+            threads: 1.0,
+            fds: 0.0,
+            sockets: 0.0,
+            ctx_vol: 0.0,
+            ctx_invol: 0.0,
+            cpus_allowed,
+            cfs: None,
+            waiting_s: None,
+        };
+        crate::tree::Tree {
+            root: 1,
+            said: String::new(),
+            procs: [(1, reading)].into_iter().collect(),
+        }
+    }
+
+    fn cpu_after(dt_ms: u64, grew_s: f64, cpus: f64) -> Option<f64> {
+        let t0 = Instant::now();
+        let prev = Prev {
+            tree: Some((t0, tree(10.0, cpus))),
+            ..Prev::default()
+        };
+        let mut s = Sample {
+            at: t0,
+            values: BTreeMap::new(),
+            gaps: Vec::new(),
+            seen: Vec::new(),
+        };
+        let now = t0 + Duration::from_millis(dt_ms);
+        tree_figures(
+            &tree(10.0 + grew_s, cpus),
+            &prev,
+            &mut s,
+            now,
+            Duration::from_secs(1),
+        );
+        s.values.get(CPU).copied()
+    }
+
+    #[test]
+    fn a_cpu_figure_is_taken_over_half_a_period_and_within_the_cpus_allowed() {
+        let near = |v: Option<f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 1e-6);
+        assert!(near(cpu_after(1000, 0.9, 1.0), 90.0));
+        // One 10 ms tick over 3 ms (samples back to back) is no figure at all.
+        assert_eq!(cpu_after(3, 0.01, 1.0), None);
+        assert!(
+            near(cpu_after(500, 0.25, 1.0), 50.0),
+            "half a period is enough"
+        );
+        // A process pinned to one CPU cannot take 320% of one; on four it can.
+        assert_eq!(cpu_after(1000, 3.2, 1.0), None);
+        assert!(near(cpu_after(1000, 3.2, 4.0), 320.0));
+        // The tick's rounding past 100% is kept: 105% of one CPU.
+        assert!(near(cpu_after(1000, 1.05, 1.0), 105.0));
+    }
 }

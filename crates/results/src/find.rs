@@ -263,6 +263,9 @@ pub enum Finding {
         level: f64,
         ok_rps: f64,
         knee: String,
+        /// The server was observed (`--observe`), but gave no CPU figure at the knee.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        observed: bool,
     },
     /// At `level` the server's cgroup was throttled in `throttled_percent` of its CPU periods
     /// while it used `cpu_cores` cores on average: its CPU limit, not the host, was the limit.
@@ -390,10 +393,15 @@ impl Finding {
                 "not CPU-bound: at the knee ({}: {knee}) server CPU was only {cpu_percent:.0}%: the limit is elsewhere: pools, locks, connection handling or the network path (a container network bridge or a proxy in front of the service can be the limit, not the service)",
                 lvl(*level)
             ),
-            Finding::Queueing { level, ok_rps, knee } => format!(
-                "queueing at ~{} req/s: the knee is at {} ({knee}); requests wait for something the service has a fixed amount of (workers, pool slots, CPU). Add --observe to see which",
+            Finding::Queueing { level, ok_rps, knee, observed } => format!(
+                "queueing at ~{} req/s: the knee is at {} ({knee}); requests wait for something the service has a fixed amount of (workers, pool slots, CPU). {}",
                 fmt_rate(*ok_rps),
-                lvl(*level)
+                lvl(*level),
+                if *observed {
+                    "The server was observed, but no CPU figure of it held at the knee to say which"
+                } else {
+                    "Add --observe to see which"
+                }
             ),
             Finding::CpuThrottled { level, throttled_percent, cpu_cores } => format!(
                 "CPU-throttled: {throttled_percent:.0}% of periods throttled at {} while CPU averaged {cpu_cores:.1} core(s): the container's CPU limit (quota), not the host, is the limit: raise the limit or remove it",

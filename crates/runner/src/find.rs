@@ -385,11 +385,25 @@ fn step_on(
     }
     let name = format!("step {}", s.by.describe(level));
     let rps = b.requests.saturating_sub(grace.requests) as f64 / steady_s;
+    // A rate the service cannot hold fails whatever the objectives say: it delivered less
+    // than asked, or its latency climbed through the step (a queue the objectives had not
+    // yet seen). Paced and held steps ask for no rate of answers.
+    let paced = spec.every.is_some() || spec.events.hold;
+    if s.by == By::Rate && !paced && !out.interrupted && b.ok > 0 {
+        let step = search::overload::RateStep {
+            asked: level,
+            delivered: rps,
+            window_s: steady_s,
+            p50_ms: &watch.judged_p50_ms,
+        };
+        if let Some(why) = search::overload::overload(&step) {
+            reasons.push(why);
+        }
+    }
     let mean = window_mean_ms(b, grace);
     // Paced connections (held WebSocket connections) wait for their pace, not an answer,
     // between requests (held streams for their reconnect): N / X is the pace, and Little's
     // law says nothing of the latency.
-    let paced = spec.every.is_some() || spec.events.hold;
     let little = (s.by == By::Connections && !paced && !out.interrupted)
         .then(|| {
             search::little::check(&search::little::StepFigures {

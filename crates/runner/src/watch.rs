@@ -33,6 +33,9 @@ pub struct Watch<'a> {
     seen: Reach,
     /// Stopped early: nothing could connect.
     pub unreachable: bool,
+    /// The median latency (from the intended start) of each judged second of the schedule
+    /// that had answers, ms: whether latency climbed through a step.
+    pub judged_p50_ms: Vec<f64>,
 }
 
 /// The part of a run its verdict covers.
@@ -90,6 +93,7 @@ impl<'a> Watch<'a> {
             aborted_by: None,
             seen: Reach::default(),
             unreachable: false,
+            judged_p50_ms: Vec::new(),
         }
     }
 
@@ -169,6 +173,10 @@ impl OnSecond for Watch<'_> {
             return false;
         }
         self.judged.merge(view.all);
+        if !in_grace && !view.all.corrected.is_empty() {
+            let p50 = view.all.corrected.value_at_quantile(0.5) as f64 / 1000.0;
+            self.judged_p50_ms.push(p50);
+        }
         for (acc, b) in self.judged_by_request.iter_mut().zip(view.by_request) {
             acc.merge(b);
         }

@@ -221,6 +221,7 @@ fn at_the_knee(k: &KneeInfo, steps: &[StepFacts]) -> Finding {
             level,
             ok_rps: at.map_or(0.0, |s| s.row.ok_rps),
             knee,
+            observed: steps.iter().any(|s| !s.row.observed.is_empty()),
         },
     }
 }
@@ -418,6 +419,7 @@ mod tests {
                     level: 8.0,
                     ok_rps: 80.0,
                     knee: knee.clone(),
+                    observed: true,
                 },
             ),
             // Between 60% and 80%: no verdict on CPU.
@@ -428,6 +430,7 @@ mod tests {
                     level: 8.0,
                     ok_rps: 80.0,
                     knee: knee.clone(),
+                    observed: true,
                 },
             ),
             (
@@ -437,6 +440,7 @@ mod tests {
                     level: 8.0,
                     ok_rps: 80.0,
                     knee: knee.clone(),
+                    observed: false,
                 },
             ),
         ];

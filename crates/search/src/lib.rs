@@ -17,6 +17,7 @@ mod decide;
 mod diagnose;
 mod facts;
 pub mod little;
+pub mod overload;
 mod summary;
 mod tokens;
 

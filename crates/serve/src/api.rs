@@ -104,6 +104,7 @@ pub fn comparison(h: &History, a: i64, b: i64) -> Result<compare::Comparison, St
         &before,
         &after,
         &compare::Tolerances::default(),
+        &compare::Decide::default(),
         mismatches,
     ))
 }

@@ -59,6 +59,10 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<i32, Fail> {
     for t in &a.tolerance {
         tol.set(t).map_err(Fail::input)?;
     }
+    let decide = match &a.decide {
+        Some(spec) => compare::Decide::parse(spec).map_err(Fail::input)?,
+        None => compare::Decide::default(),
+    };
     let format = Format::parse(&a.format)
         .ok_or_else(|| Fail::input(format!("--format {}: use table, md or json", a.format)))?;
     let (before, after) = load_sides(a, &before, &after)?;
@@ -69,7 +73,7 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<i32, Fail> {
             mismatches.join("; ")
         )));
     }
-    let c = compare::compare(&before, &after, &tol, mismatches);
+    let c = compare::compare(&before, &after, &tol, &decide, mismatches);
     emitln!("{}", compare::render(&c, format).trim_end());
     Ok(if c.regressed { REGRESSED } else { 0 })
 }

@@ -517,3 +517,97 @@ fn a_cgroup_is_observed_whole() {
         ran.stdout
     );
 }
+
+/// Python's threading `http.server` with 4 slots of 20 ms (a semaphore): it can serve at
+/// most 200 req/s, and asked for more it queues the rest without bound.
+struct Slotted {
+    _child: Killed,
+    url: String,
+}
+
+fn slotted_python() -> Slotted {
+    let script = [
+        "import http.server, threading, time",
+        "slots = threading.Semaphore(4)",
+        "class H(http.server.BaseHTTPRequestHandler):",
+        "    protocol_version = 'HTTP/1.1'",
+        "    disable_nagle_algorithm = True",
+        "    def do_GET(self):",
+        "        with slots: time.sleep(0.02)",
+        "        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')",
+        "    def log_message(self, *a): pass",
+        "class S(http.server.ThreadingHTTPServer): request_queue_size = 1024",
+        "s = S(('127.0.0.1', 0), H)",
+        "print(s.server_address[1], flush=True)",
+        "s.serve_forever()",
+    ]
+    .join("\n");
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let stdout = child.stdout.take().expect("piped");
+    let child = Killed(child);
+    let mut port = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut port)
+        .expect("it says its port");
+    Slotted {
+        _child: child,
+        url: format!("http://127.0.0.1:{}/", port.trim()),
+    }
+}
+
+/// A rate search never calls an overload sustainable: every step above the service's 200/s
+/// ceiling fails (it delivered less than asked, or its latency climbed, before p99 reached
+/// its objective), the capacity is what the sustainable step delivered, and it is within 3%
+/// of wrk's saturated throughput on the same server.
+#[test]
+fn a_rate_search_never_calls_an_overload_sustainable() {
+    let _cpu = support::cpu_exclusive();
+    let py = slotted_python();
+    let (code, r, text) = find(
+        &[
+            &py.url,
+            "--by",
+            "rate",
+            "--from",
+            "50/s",
+            "--to",
+            "400/s",
+            "--step",
+            "6s",
+            "--warmup",
+            "1s",
+            "--cooldown",
+            "0s",
+            "--precision",
+            "3%",
+            "--no-history",
+        ],
+        Duration::from_secs(240),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let f = &r["find"];
+    for s in f["steps"].as_array().expect("steps") {
+        let level = s["level"].as_f64().unwrap();
+        if s["pass"] == true {
+            assert!(level <= 200.0, "{level}/s passed past the ceiling\n{text}");
+        }
+    }
+    let max = &f["max_sustainable"];
+    let (level, rps) = (max["level"].as_f64().unwrap(), max["rps"].as_f64().unwrap());
+    assert!(rps >= level * 0.97, "delivered {rps} at {level}/s\n{text}");
+    assert!(rps <= level * 1.01, "{rps} delivered at {level}/s\n{text}");
+    let peer = [8, 16]
+        .iter()
+        .filter_map(|&c| wrk_rps(&py.url, c, 4))
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    if let Some(wrk) = peer {
+        assert!(
+            support::rel(rps, wrk) <= 0.03,
+            "brink's capacity {rps:.0} req/s, wrk's saturated {wrk:.0}\n{text}"
+        );
+    }
+}
