@@ -862,6 +862,10 @@ pub struct CompareArgs {
     /// Compare even when target, method, load or duration differ (the differences are listed).
     #[arg(long)]
     pub allow_mismatch: bool,
+    /// Compare a capacity search that kept a step disturbed by its own host (brink's workers
+    /// kept waiting for a CPU twice in a row): its capacity may be the host's.
+    #[arg(long)]
+    pub allow_disturbed: bool,
 }
 
 #[derive(Args, Debug, Clone)]

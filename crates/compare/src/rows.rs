@@ -729,6 +729,7 @@ mod tests {
             stop: None,
             hooks: Vec::new(),
             captures: Vec::new(),
+            reruns: Vec::new(),
             every_ms: None,
             held_streams: false,
         }

@@ -42,6 +42,12 @@ pub fn default_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("BRINK_HISTORY").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
+    own_path()
+}
+
+/// brink's own place for the history, in a folder that is brink's alone (the only one brink
+/// narrows): `$XDG_DATA_HOME/brink/history.db`, else `~/.local/share/brink/history.db`.
+fn own_path() -> Option<PathBuf> {
     let data = std::env::var_os("XDG_DATA_HOME")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
@@ -50,7 +56,8 @@ pub fn default_path() -> Option<PathBuf> {
 }
 
 /// Makes the history this user's alone before SQLite opens it: missing folders 0700 (brink's
-/// own default folder narrowed to 0700 too), the file created 0600 (SQLite gives its `-wal`
+/// own default folder narrowed to 0700 too; a folder the user named, by `--history` or
+/// `BRINK_HISTORY`, is the user's and left as it is), the file created 0600 (SQLite gives its `-wal`
 /// and `-shm` files the same mode) or narrowed to it, never through a link. The history keeps
 /// whole results, query strings and all.
 fn private(path: &Path) -> Result<(), Error> {
@@ -60,7 +67,7 @@ fn private(path: &Path) -> Result<(), Error> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     model::private::parents(dir).map_err(|e| fail(dir, e))?;
-    if default_path().as_deref() == Some(path) {
+    if own_path().as_deref() == Some(path) {
         model::private::narrow_dir(dir).map_err(|e| fail(dir, e))?;
     }
     // SQLite makes the -wal and -shm files later: in a folder others can write to, one of them

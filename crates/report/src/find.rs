@@ -109,6 +109,29 @@ pub fn by_level(f: &FindResult, observed: &[String]) -> String {
     o
 }
 
+/// What the host did to the search: failing steps run again because brink's workers waited
+/// for a CPU others held, and a step it kept though that happened twice.
+fn disturbed_lines(f: &FindResult) -> Vec<String> {
+    let mut lines: Vec<String> = f
+        .reruns
+        .iter()
+        .map(|r| {
+            let wait = r.generator_wait.unwrap_or(0.0) * 100.0;
+            format!(
+                "Run again: {} failed while brink waited for a CPU {wait:.0}% of the step (other processes on this host held it); the search believed the second attempt",
+                f.by.describe(r.level)
+            )
+        })
+        .collect();
+    for r in f.steps.iter().filter(|r| r.disturbed) {
+        lines.push(format!(
+            "DISTURBED: {} failed twice while brink waited for a CPU: this capacity may be the host's, not the service's (run the search on a quieter machine; compare refuses it without --allow-disturbed)",
+            f.by.describe(r.level)
+        ));
+    }
+    lines
+}
+
 /// Everything after the table, in the order a capacity answer is read: the capacity (the
 /// throughput at the maximum sustainable level), how throughput behaved around the knee and
 /// why it differs from the capacity, what more load only bought (queueing), how the search
@@ -120,6 +143,9 @@ pub fn render_summary(f: &FindResult) -> String {
         let _ = writeln!(o, " {line}");
     }
     let _ = writeln!(o, " Search ended: {}", f.stopped);
+    for line in disturbed_lines(f) {
+        let _ = writeln!(o, " {line}");
+    }
     if let Some(w) = generator_waited(f) {
         let _ = writeln!(o, " Generator: WARNING {w}");
     }

@@ -82,6 +82,10 @@ pub struct FindResult {
     /// first failing one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub captures: Vec<StepRow>,
+    /// Failing steps run again because brink's own workers were kept waiting for a CPU: the
+    /// first attempt of each, as measured (the search believed the attempt after it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<StepRow>,
     /// Paced connections (WebSocket `--every`, `--hold`): each connection sent one message or
     /// ping every this many ms, so throughput follows the pace and the capacity is in
     /// connections held, not in req/s.
@@ -434,7 +438,7 @@ impl Finding {
                 fmt_ms(*ttft_to_ms)
             ),
             Finding::Retransmits { level, peak_per_s, p99_ms } => format!(
-                "TCP retransmissions during the failing step at {} (up to {peak_per_s:.0}/s) with p99 at {p99_ms:.0} ms: latency clusters at retransmission timeouts (200 ms minimum RTO, 1 s for a lost SYN): look for drops on the path (queues, conntrack, a proxy)",
+                "this host's TCP retransmissions (all its connections, not only the service's) during the failing step at {} (up to {peak_per_s:.0}/s) with p99 at {p99_ms:.0} ms: latency clusters at retransmission timeouts (200 ms minimum RTO, 1 s for a lost SYN): look for drops on the path (queues, conntrack, a proxy)",
                 lvl(*level)
             ),
         }
@@ -487,7 +491,25 @@ pub struct StepRow {
     /// objectives judge (their requests are only reconnects).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<HeldStep>,
+    /// It failed while brink's own workers waited for a CPU others held (see
+    /// [`FindResult::reruns`]), run again, and was disturbed again: the search kept it, but it
+    /// may measure the host, not the service.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
 }
+
+impl StepRow {
+    /// The share of the step brink's workers waited for a CPU past which a failing step is
+    /// not believed at once: [`DISTURBED_WAIT`].
+    pub fn disturbed_by_host(&self) -> bool {
+        self.generator_wait.is_some_and(|w| w >= DISTURBED_WAIT)
+    }
+}
+
+/// A failing step during which brink's workers waited for a CPU other processes held at least
+/// this share of the time (a build, another test, a noisy neighbour) is run again before the
+/// search believes it: one such step made a search say 109 req/s of a service that gives 391.
+pub const DISTURBED_WAIT: f64 = 0.1;
 
 /// A level of held event streams, over the steady part of its step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -95,9 +95,11 @@ pub fn search_job(
         sampler: sampler.as_ref(),
         hook_runs: Vec::new(),
         origin: Instant::now(),
+        reruns: Vec::new(),
     };
     let stop = ctl.search();
     let steps = std::mem::take(&mut ctl.steps);
+    let reruns = std::mem::take(&mut ctl.reruns);
     let facts: Vec<search::StepFacts> = steps
         .iter()
         .map(|s| search::StepFacts {
@@ -123,6 +125,7 @@ pub fn search_job(
     drop(facts);
     let mut find = find;
     ctl.steps = steps;
+    find.reruns = reruns;
     find.captures = ctl.captures(&find);
     ctl.after_hook();
     find.hooks = std::mem::take(&mut ctl.hook_runs);
@@ -150,6 +153,9 @@ struct Controller<'a> {
     hook_runs: Vec<results::find::HookRun>,
     /// When the search started (hook times are from here).
     origin: Instant,
+    /// The first attempts of failing steps run again because brink's workers waited for a
+    /// CPU.
+    reruns: Vec<StepRow>,
 }
 
 impl Controller<'_> {
@@ -277,6 +283,9 @@ impl search::StepRunner for Controller<'_> {
         })?;
         crate::suite::attach_samples(&mut step.scenario, self.sampler, from, Instant::now());
         step.row.observed = step.scenario.observed.clone();
+        if let Some(again) = self.again_if_disturbed(&mut step, level, &name)? {
+            step = again;
+        }
         let interrupted = step.scenario.interrupted;
         self.sinks.show(&Event::StepDone(&step.row));
         if !step.row.pass && !interrupted {
@@ -316,6 +325,50 @@ impl search::StepRunner for Controller<'_> {
 }
 
 impl Controller<'_> {
+    /// A step that failed while brink's own workers waited for a CPU others held measured the
+    /// host as much as the service: it is shown as it was, kept in the result's `reruns`, and
+    /// run again once; the second attempt is what the search believes (marked `disturbed`
+    /// when it too failed so). `None` when the step stands as it is.
+    fn again_if_disturbed(
+        &mut self,
+        step: &mut Step,
+        level: f64,
+        name: &str,
+    ) -> Result<Option<Step>, search::Stop> {
+        let row = &mut step.row;
+        if row.pass || row.interrupted || !row.disturbed_by_host() || step.short.is_some() {
+            return Ok(None);
+        }
+        let wait = row.generator_wait.unwrap_or(0.0) * 100.0;
+        row.reason = format!(
+            "{} (brink waited for a CPU {wait:.0}% of the step: run again)",
+            row.reason
+        );
+        self.sinks.show(&Event::StepDone(row));
+        self.reruns.push(row.clone());
+        if self.interrupt.load(Ordering::Relaxed)
+            || !crate::suite::pause(self.search.cooldown, self.interrupt)
+        {
+            return Ok(None);
+        }
+        let from = Instant::now();
+        let mut again = self.measure(level).map_err(|f| search::Stop::StepFailed {
+            why: format!("{name}: {}", f.0),
+        })?;
+        crate::suite::attach_samples(&mut again.scenario, self.sampler, from, Instant::now());
+        again.row.observed = again.scenario.observed.clone();
+        let r = &mut again.row;
+        if !r.pass && !r.interrupted && r.disturbed_by_host() {
+            r.disturbed = true;
+            let wait = r.generator_wait.unwrap_or(0.0) * 100.0;
+            r.reason = format!(
+                "{} (disturbed again: brink waited for a CPU {wait:.0}%)",
+                r.reason
+            );
+        }
+        Ok(Some(again))
+    }
+
     /// Runs one step at `level` on the executor: an ordinary run of the job at a flat load.
     fn measure(&mut self, level: f64) -> Result<Step, Error> {
         let (job, s, interrupt) = (self.job, self.search, self.interrupt);
@@ -443,6 +496,7 @@ fn step_on(
         reason: reasons.join(", "),
         little,
         held: spec.events.hold.then(|| held_step(b, grace, steady_s)),
+        disturbed: false,
     };
     Ok(Step {
         row,

@@ -85,6 +85,7 @@ pub fn summarise(
         stop: Some(stop),
         hooks: Vec::new(),
         captures: Vec::new(),
+        reruns: Vec::new(),
         every_ms: match pace {
             Pace::Every(e) => Some(e.as_secs_f64() * 1000.0),
             Pace::Free | Pace::Held => None,

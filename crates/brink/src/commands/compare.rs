@@ -53,6 +53,17 @@ fn load_sides(a: &CompareArgs, before: &[String], after: &[String]) -> Result<(S
     Ok((side(before, a_id)?, side(after, b_id)?))
 }
 
+/// Why a search result cannot be judged as it is: a failing step it kept though brink's own
+/// workers were kept waiting for a CPU twice.
+fn disturbed(name: &str, r: &results::RunResult) -> Option<String> {
+    let f = r.find.as_ref()?;
+    let s = f.steps.iter().find(|s| s.disturbed)?;
+    Some(format!(
+        "{name} kept a step at {} that brink's host disturbed twice",
+        f.by.describe(s.level)
+    ))
+}
+
 pub fn compare_cmd(a: &CompareArgs) -> Result<i32, Fail> {
     let (before, after) = sides(a)?;
     let mut tol = Tolerances::default();
@@ -66,6 +77,15 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<i32, Fail> {
     let format = Format::parse(&a.format)
         .ok_or_else(|| Fail::input(format!("--format {}: use table, md or json", a.format)))?;
     let (before, after) = load_sides(a, &before, &after)?;
+    if !a.allow_disturbed {
+        for (side, runs) in [("before", &before), ("after", &after)] {
+            if let Some(why) = runs.iter().find_map(|(name, r)| disturbed(name, r)) {
+                return Err(Fail::input(format!(
+                    "the {side} search {why}: its capacity may be the host's, not the service's (run it again on a quieter machine, or --allow-disturbed)"
+                )));
+            }
+        }
+    }
     let mismatches = compare::check(&before, &after);
     if !mismatches.is_empty() && !a.allow_mismatch {
         return Err(Fail::input(format!(

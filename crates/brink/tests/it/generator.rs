@@ -408,3 +408,92 @@ fn a_generator_throttled_by_its_cgroup_says_so() {
         "{free}"
     );
 }
+
+/// A search whose brink shares its one CPU with four busy loops: its failing steps were
+/// measured while brink waited for a CPU, so each is shown, kept in `find.reruns` and run
+/// again before the search believes it; a step that fails so twice is marked disturbed, and
+/// `compare` refuses a search that kept one unless told `--allow-disturbed`.
+#[test]
+fn a_failing_step_brink_s_host_disturbed_is_run_again() {
+    let _cpu = crate::support::cpu_exclusive();
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(2))).unwrap();
+    let cpu = first_cpu();
+    let url = srv.url("/");
+    let args = [
+        "find",
+        &url,
+        "--slo",
+        "p99<3ms",
+        "--to",
+        "2",
+        "--step",
+        "3s",
+        "--warmup",
+        "1s",
+        "--cooldown",
+        "0s",
+        "--threads",
+        "1",
+        "--no-history",
+    ];
+    let burners = Burners::start(cpu, 4);
+    let ran = brink_json_on_cpu_niced(cpu, &args);
+    drop(burners);
+    let f = &ran.result["find"];
+    let reruns = f["reruns"].as_array().cloned().unwrap_or_default();
+    assert!(!reruns.is_empty(), "{}\n{}", f, ran.stdout);
+    for r in &reruns {
+        assert_eq!(r["pass"], false, "{r}");
+        assert!(r["generator_wait"].as_f64().unwrap_or(0.0) >= 0.1, "{r}");
+        assert!(
+            r["reason"].as_str().unwrap_or("").contains("run again"),
+            "{r}"
+        );
+    }
+    // Every rerun's level ran again: the search's own step at that level came after it.
+    let steps = f["steps"].as_array().unwrap();
+    for r in &reruns {
+        assert!(steps.iter().any(|s| s["level"] == r["level"]), "{f}");
+    }
+    assert!(ran.stdout.contains("Run again: "), "{}", ran.stdout);
+    let problems = crate::support::schema_problems(crate::support::RESULT_SCHEMA, &ran.result);
+    assert!(problems.is_empty(), "{problems:?}");
+    let kept = steps.iter().any(|s| s["disturbed"] == true);
+    assert_eq!(kept, ran.stdout.contains("DISTURBED: "), "{}", ran.stdout);
+
+    // compare: a search that kept a disturbed step is refused unless allowed.
+    let dir = tempfile::tempdir().unwrap();
+    // The search as measured may have kept one: a clean copy and a marked copy.
+    let mut clean = ran.result.clone();
+    for s in clean["find"]["steps"].as_array_mut().unwrap() {
+        s["disturbed"] = false.into();
+    }
+    let mut marked = clean.clone();
+    marked["find"]["steps"][0]["disturbed"] = true.into();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, clean.to_string()).unwrap();
+    std::fs::write(&b, marked.to_string()).unwrap();
+    let compare = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = compare(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--allow-disturbed") && err.contains("the after search"),
+        "{err}"
+    );
+    let out = compare(&["--allow-disturbed"]);
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

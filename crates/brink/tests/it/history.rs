@@ -350,3 +350,30 @@ fn searches_under_settings_give_one_capacity_table() {
         "{again}"
     );
 }
+
+/// A history the user names (`BRINK_HISTORY` or `--history`) lives in a folder of theirs:
+/// the file is private (0600), the folder is left as it was (only brink's own folder under
+/// `~/.local/share` is brink's to narrow); a folder missing on the way is made 0700.
+#[test]
+fn a_history_the_user_names_leaves_their_folder_as_it_is() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
+    let theirs = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(theirs.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let by_env = theirs.path().join("h.db");
+    let by_flag = theirs.path().join("new/h2.db");
+    let url = srv.url("/");
+    let run = ["run", url.as_str(), "-n", "3", "-c", "1", "-q"];
+    brink(&by_env).args(run).assert().success();
+    brink(&by_env)
+        .args(run)
+        .arg("--history")
+        .arg(&by_flag)
+        .assert()
+        .success();
+    assert_eq!(mode(theirs.path()), 0o755, "the user's folder");
+    assert_eq!(mode(&by_env), 0o600);
+    assert_eq!(mode(&by_flag), 0o600);
+    assert_eq!(mode(&theirs.path().join("new")), 0o700, "made by brink");
+}
