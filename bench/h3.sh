@@ -25,6 +25,9 @@ cargo build --release -q -p engine --example h3_ceiling --example h3_server
 taskset -c 1 target/release/examples/h3_server $PORT 3600 & SRV=$!
 trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null' EXIT
 sleep 0.5
+# Measure the bench server, never whatever else holds the port (a stray caddy did once).
+bound() { kill -0 "$1" 2>/dev/null && { ! command -v ss >/dev/null || ss -Hulpn "sport = :$2" | grep -q "pid=$1,"; }; }
+bound $SRV $PORT || { echo "the bench HTTP/3 server does not hold UDP port $PORT (taken? ss -ulpn 'sport = :$PORT')" >&2; exit 1; }
 tools="brink ceiling"; [ -x "$OHA" ] && tools="brink oha ceiling"
 out=$(mktemp -d)
 run() { local name=$1; shift; /usr/bin/time -f "%U %S %M" -o "$out/$name.time" taskset -c 0 "$@" > "$out/$name.out" 2>&1; }

@@ -23,6 +23,10 @@ taskset -c 1 "$PEERS/bin/greeter-bench" -addr 127.0.0.1:18095 & SRV=$!
 taskset -c 1 target/release/examples/h3_server 18443 3600 & H3=$!
 trap 'kill $NG $SRV $H3 2>/dev/null; wait $NG $SRV $H3 2>/dev/null' EXIT
 sleep 0.5
+# Measure the bench servers, never whatever else holds their ports (a stray caddy did once).
+bound() { kill -0 "$1" 2>/dev/null && { ! command -v ss >/dev/null || ss -Hlpn "$3" "sport = :$2" | grep -q "pid=$1,"; }; }
+bound $SRV 18095 -t || { echo "the gRPC bench server does not hold TCP port 18095 (taken? ss -tlpn 'sport = :18095')" >&2; exit 1; }
+bound $H3 18443 -u || { echo "the bench HTTP/3 server does not hold UDP port 18443 (taken? ss -ulpn 'sport = :18443')" >&2; exit 1; }
 out=$(mktemp -d)
 printf "%-7s %-5s %6s %9s %7s %11s %11s %8s\n" build proto rate requests late p90_int_ms p90_svc_ms us/req
 for bin in "$BRINK" ${BEFORE:-}; do

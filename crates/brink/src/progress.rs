@@ -88,7 +88,8 @@ impl Progress {
             all.corrected.value_at_quantile(0.99) as f64 / 1000.0
         };
         let line = format!(
-            "  [{}]  {} req/s  p99 {}  requests {}  errors {}",
+            // The rate is the last second's; the rest are the run's so far.
+            "  [{}]  {} req/s (last second)  so far: p99 {}  requests {}  errors {}",
             clock(elapsed, self.total),
             fmt_count(s.requests),
             fmt_ms(p99),

@@ -103,7 +103,9 @@ impl Sink for Terminal {
             }
             Event::Finished(r) => match (&r.find, &self.search) {
                 (Some(f), Some((_, columns))) => {
-                    emit(&report::find::by_level(f, columns));
+                    if report::find::needs_by_level(f) {
+                        emit(&report::find::by_level(f, columns));
+                    }
                     emit(&report::find::render_summary(f));
                 }
                 _ => emit(&report::suite_table(r)),

@@ -30,9 +30,28 @@ pub fn step_header(by: By, observed: &[String], held: bool) -> String {
     o
 }
 
-/// Column label: without the `srv ` prefix, at most 9 characters.
+/// Column label, at most 9 characters: a known figure by its own short name (the host's
+/// counters would all read `host list`), any other without its `srv ` or `host ` prefix.
 fn short(name: &str) -> String {
-    name.trim_start_matches("srv ").chars().take(9).collect()
+    use model::metrics::{
+        CPU_WAIT, CTX_INVOL, CTX_VOL, LISTEN_DROPS, LISTEN_OVERFLOWS, RETRANSMITS,
+    };
+    let known = [
+        (LISTEN_OVERFLOWS, "ovflows/s"),
+        (LISTEN_DROPS, "drops/s"),
+        (RETRANSMITS, "retrans/s"),
+        (CTX_VOL, "ctx vol/s"),
+        (CTX_INVOL, "ctx inv/s"),
+        (CPU_WAIT, "cpu wait"),
+    ];
+    if let Some((_, label)) = known.iter().find(|(n, _)| *n == name) {
+        return (*label).to_string();
+    }
+    name.trim_start_matches("srv ")
+        .trim_start_matches("host ")
+        .chars()
+        .take(9)
+        .collect()
 }
 
 /// One table row, printed as soon as the step ends.
@@ -90,6 +109,13 @@ pub fn step_line(by: By, s: &StepRow, observed: &[String], knee: Option<&str>) -
     o
 }
 
+/// Whether the live table, in the order the steps ran, needs repeating by level: some step
+/// ran below an earlier one (a bisection), or a step was run again; else it is the same
+/// table and the knee is said below it.
+pub fn needs_by_level(f: &FindResult) -> bool {
+    !f.reruns.is_empty() || f.steps.windows(2).any(|w| w[1].level < w[0].level)
+}
+
 /// The steps again, by level, with the knee marked (the live table is in the order they ran).
 pub fn by_level(f: &FindResult, observed: &[String]) -> String {
     let mut rows: Vec<&StepRow> = f.steps.iter().collect();
@@ -107,6 +133,28 @@ pub fn by_level(f: &FindResult, observed: &[String]) -> String {
         o.push_str(&step_line(f.by, r, observed, knee));
     }
     o
+}
+
+/// A search whose first level (one connection, nothing queued) already broke a latency
+/// objective: the service's own time per request, not load, is the limit, and no level can
+/// meet it.
+fn unloaded_hint(f: &FindResult) -> Option<String> {
+    let Some(Stop::FirstFailed { from }) = &f.stop else {
+        return None;
+    };
+    let from = *from;
+    let first = f.steps.iter().find(|s| s.level == from && !s.interrupted)?;
+    let latency = first.reason.split(", ").find(|r| {
+        let r = r.trim_start();
+        r.starts_with('p') || r.starts_with("mean")
+    })?;
+    (f.by == By::Connections && from <= 1.0 && first.ok_rps > 0.0).then(|| {
+        format!(
+            "at {}, with nothing queued, the service already broke {latency} (p50 {}): its own time per request is above the objective, so no level can meet it; look at the unloaded request itself (a profile, a trace) or the objective",
+            f.by.describe(from),
+            fmt_ms(first.p50)
+        )
+    })
 }
 
 /// What the host did to the search: failing steps run again because brink's workers waited
@@ -143,6 +191,9 @@ pub fn render_summary(f: &FindResult) -> String {
         let _ = writeln!(o, " {line}");
     }
     let _ = writeln!(o, " Search ended: {}", f.stopped);
+    if let Some(hint) = unloaded_hint(f) {
+        let _ = writeln!(o, " Hint: {hint}");
+    }
     for line in disturbed_lines(f) {
         let _ = writeln!(o, " {line}");
     }
@@ -171,6 +222,7 @@ pub fn render_summary(f: &FindResult) -> String {
                 "predicted peak N* = {n:.1} connections at {} req/s",
                 fmt_rate(x)
             ),
+            _ if u.plateau => "no peak: throughput held flat past where the curve would put one (a fixed limit such as a pool or a slot count, not crosstalk)".to_string(),
             _ => "no predicted peak (no coherency cost measured)".to_string(),
         };
         let _ = writeln!(

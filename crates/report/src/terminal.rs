@@ -58,6 +58,9 @@ fn heading(o: &mut String, r: &ScenarioResult) {
         r.target.protocol,
         describe_load(&r.load)
     );
+    if let Some(at) = &r.target.dialled {
+        let _ = writeln!(o, "  dialled {at} (the URL's authority is sent as Host)");
+    }
     if let Some(d) = &r.target.discovered {
         let _ = writeln!(o, "  {}", discovered(d));
     }

@@ -228,6 +228,17 @@ pub enum Finding {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         waiting_percent: Option<f64>,
     },
+    /// A rate step at `level` where brink itself sent `late_percent` of its requests late
+    /// (worst by `max_lag_ms`) while its workers were busy or kept from a CPU: the lateness,
+    /// and the latency it added, are brink's, not the service's queue.
+    GeneratorLate {
+        level: f64,
+        late_percent: f64,
+        max_lag_ms: f64,
+        busy_percent: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waiting_percent: Option<f64>,
+    },
     /// `throttled` of `attempts` responses at `level` were 429.
     RateLimited {
         level: f64,
@@ -361,6 +372,13 @@ impl Finding {
                 "generator-bound: {} at {}: from there on the limit measured is brink's, not the service's ({})",
                 generator_words(*busy_percent, *waiting_percent),
                 lvl(*level),
+                generator_remedy(*waiting_percent)
+            ),
+            Finding::GeneratorLate { level, late_percent, max_lag_ms, busy_percent, waiting_percent } => format!(
+                "generator fell behind at {}: brink sent {late_percent:.1}% of requests late (worst by {}) while {}: that lateness is in the step's latency, so the step measured brink, not a queue in the service ({})",
+                lvl(*level),
+                fmt_ms(*max_lag_ms),
+                generator_words(*busy_percent, *waiting_percent),
                 generator_remedy(*waiting_percent)
             ),
             Finding::RateLimited { level, throttled, attempts } => format!(
@@ -641,6 +659,10 @@ pub struct UslInfo {
     pub r2: f64,
     /// R² below 0.8: the curve does not describe these points well.
     pub poor_fit: bool,
+    /// The curve put a peak where the measured throughput did not fall past it (a flat
+    /// plateau: a fixed limit, not crosstalk): its peak is left out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plateau: bool,
 }
 
 /// `1 connection`, `16 connections`.

@@ -363,6 +363,10 @@ pub struct TargetInfo {
     /// `--http3=auto`: the request that asked, what its `Alt-Svc` said, what the run chose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovered: Option<model::alt_svc::Discovered>,
+    /// The address dialled (`host:port`), when the URL names another (`--authority`: the
+    /// `Host` / `:authority` sent and the name the certificate must hold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialled: Option<String>,
 }
 
 impl TargetInfo {
@@ -419,7 +423,7 @@ pub type ErrorsByKind = BTreeMap<String, u64>;
 /// HTTP/3 early data (`--0rtt`): connections that resumed a session and sent requests before
 /// their handshake ended, how many requests went so, and how many of those the server refused
 /// to take early (each sent again after the handshake, counted once).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ZeroRttJson {
     pub connections: u64,
     pub requests: u64,
@@ -908,6 +912,7 @@ mod tests {
             path: path.map(str::to_string),
             protocol: model::Wire::Http1,
             discovered: None,
+            dialled: None,
         };
         assert_eq!(
             t("http://127.0.0.1:8080/", None).shown(),

@@ -266,8 +266,9 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
         );
         covered.insert(pointer.clone());
     }
-    // Steps and the capture steps are the same type, with the same nested objects.
-    for rows in ["steps", "captures"] {
+    // Steps, the capture steps and the steps run again are the same type, with the same
+    // nested objects.
+    for rows in ["steps", "captures", "reruns"] {
         let row = format!("{find}/{rows}/items");
         let little = format!("{row}/properties/little");
         for (pointer, want) in [

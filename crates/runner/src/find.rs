@@ -40,6 +40,17 @@ pub struct Search {
 }
 
 impl Search {
+    /// The most steps the search can run, and how long they take: levels doubling from
+    /// `from` past `to`, then the bisection of a doubled gap down to `precision`, each a step
+    /// and a cooldown.
+    pub fn most_steps(&self) -> (u32, Duration) {
+        let ratio = (self.to / self.from.max(f64::MIN_POSITIVE)).max(1.0);
+        let doubling = ratio.log2().ceil() as u32 + 1;
+        let bisecting = (1.0 / self.precision.max(0.001)).log2().ceil().max(0.0) as u32;
+        let steps = doubling + bisecting;
+        (steps, (self.step + self.cooldown) * steps)
+    }
+
     /// How the search steps, as the history keeps it: `by connections from 1 to 1000`.
     pub fn how(&self) -> String {
         format!(
@@ -68,8 +79,15 @@ pub fn search_job(
     let columns = observing.map_or_else(Vec::new, |o| o.columns.clone());
     let started = results::rfc3339_utc(SystemTime::now());
     let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
+    // Objectives the user gave without one on errors judge none: said, not silently dropped.
+    let no_errors = if slos.iter().any(|s| s.trim_start().starts_with("errors")) {
+        ""
+    } else {
+        " (none on errors: add --slo 'errors<1%' to judge them)"
+    };
+    let (most, took) = search.most_steps();
     let header = format!(
-        "find: {} {} by {} from {} to {}, {}s steps ({}s warm-up), objectives: {}\n",
+        "find: {} {} by {} from {} to {}, {}s steps ({}s warm-up), objectives: {}{no_errors}\n      at most {most} steps, about {} (fewer when a step fails early)\n",
         job.spec.workload.requests[0].method,
         job.spec.target.url(),
         search.by.name(),
@@ -77,7 +95,11 @@ pub fn search_job(
         search.to,
         search.step.as_secs_f64(),
         search.warmup.as_secs_f64(),
-        slos.join(", ")
+        slos.join(", "),
+        match took.as_secs() {
+            s if s >= 60 => format!("{} min {} s", s / 60, s % 60),
+            s => format!("{s} s"),
+        }
     );
     sinks.show(&Event::Search {
         header: &header,
@@ -137,6 +159,15 @@ pub fn search_job(
     let runs = steps.into_iter().map(|s| (s.scenario, s.totals)).collect();
     let mut result = RunResult::new(started, seed, runs)
         .ok_or_else(|| Error("the search ran no step".into()))?;
+    // A search's load, at the top, is the one its capacity was measured at (the maximum
+    // sustainable level), else its first step's, as for any suite.
+    let at = find
+        .max_sustainable
+        .as_ref()
+        .map(|m| format!("step {}", search.by.describe(m.level)));
+    if let Some(sc) = at.and_then(|name| result.scenarios.iter().find(|s| s.name == name)) {
+        result.load = sc.load.clone();
+    }
     result.find = Some(find);
     Ok(result)
 }
@@ -450,7 +481,7 @@ fn step_on(
             p50_ms: &watch.judged_p50_ms,
         };
         if let Some(why) = search::overload::overload(&step) {
-            reasons.push(why);
+            reasons.push(pool_or_service(why, &spec, &out));
         }
     }
     let mean = window_mean_ms(b, grace);
@@ -506,6 +537,22 @@ fn step_on(
         steady: watch.judged,
         short,
     })
+}
+
+/// A rate step short of its rate because every connection of brink's pool was busy while the
+/// service answered about as fast as unloaded is said as the pool's limit (raise `-c`), not
+/// the service's: the run's shortfall tells the two apart, as `brink run` does.
+fn pool_or_service(why: String, spec: &engine::RunSpec, out: &merge::RunOutput) -> String {
+    let pool = crate::outcome::schedule_info(spec, out)
+        .and_then(|s| s.shortfall)
+        .filter(|f| f.limit == "pool");
+    match pool {
+        Some(f) if why.starts_with("delivered") => format!(
+            "{why} (brink's pool was the limit: all {} connections busy while the service answered in {:.1} ms, about as fast as unloaded: raise -c)",
+            f.pool, f.service_ms
+        ),
+        _ => why,
+    }
 }
 
 /// What a level's held streams carried over its steady part (`b`, the grace after it in

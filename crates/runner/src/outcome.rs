@@ -25,6 +25,11 @@ pub fn scenario_result(
     let schedule = schedule_info(spec, out);
     let span = results::Span::of(out.duration, out.scheduled);
     let mut summary = summary_json(&out.totals, span, out.unfinished, schedule);
+    if spec.tls.early_data != engine::EarlyData::Off && summary.zero_rtt.is_none() {
+        // 0-RTT was asked and no connection resumed a session (keep-alive opens few): said
+        // as zero, not left out.
+        summary.zero_rtt = Some(results::ZeroRttJson::default());
+    }
     if let (true, Some(st)) = (spec.events.hold, summary.stream.as_mut()) {
         // Held streams open at the end never ended as requests: they were held, as asked.
         st.held = Some(out.unfinished);
@@ -176,7 +181,7 @@ fn traces(spec: &RunSpec, out: &RunOutput) -> Option<TracesJson> {
     })
 }
 
-fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
+pub(crate) fn schedule_info(spec: &RunSpec, out: &RunOutput) -> Option<ScheduleInfo> {
     let (rate, pool) = match (&spec.load, spec.every) {
         (Load::Open { rate, pool }, _) => (rate, pool),
         (Load::Closed { connections }, Some(every)) => {
@@ -325,7 +330,20 @@ pub fn target_info(spec: &RunSpec) -> TargetInfo {
             .map(|r| r.path_text.clone()),
         protocol: spec.target.protocol.wire(),
         discovered: spec.discovered.clone(),
+        dialled: dialled(&spec.target),
     }
+}
+
+/// `host:port` as dialled, when the URL's authority is another (`--authority`).
+fn dialled(t: &engine::Target) -> Option<String> {
+    let host = if t.host.contains(':') {
+        format!("[{}]", t.host)
+    } else {
+        t.host.clone()
+    };
+    let at = format!("{host}:{}", t.port);
+    let same = t.authority == at || t.authority == host;
+    (!same).then_some(at)
 }
 
 pub fn load_info(spec: &RunSpec, threads: usize) -> LoadInfo {

@@ -209,8 +209,11 @@ pub fn preflight(jobs: &[Job], exec: &dyn Executor) -> Result<(), Error> {
             job: index,
             level: None,
         };
-        exec.check(unit)
-            .map_err(|e| Error(format!("scenario '{}': {e}", job.name)))?;
+        // One scenario (a URL on the command line) needs no name in front of its error.
+        exec.check(unit).map_err(|e| match jobs.len() {
+            1 => Error(e.to_string()),
+            _ => Error(format!("scenario '{}': {e}", job.name)),
+        })?;
     }
     Ok(())
 }

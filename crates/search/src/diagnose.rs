@@ -67,12 +67,16 @@ pub fn diagnose(knee: Option<&KneeInfo>, steps: &[StepFacts]) -> Vec<Finding> {
         failing_step(s, &mut out);
         out.extend(crate::tokens::token_streams(s, steps));
     }
-    if let Some(k) = knee {
-        out.push(at_the_knee(k, steps));
-    }
     let judged = knee
         .and_then(|k| steps.iter().find(|s| s.row.level == k.level))
         .or(first_fail);
+    let late = judged.and_then(generator_late);
+    if let Some(f) = late.clone() {
+        out.push(f);
+    }
+    if let (Some(k), None) = (knee, &late) {
+        out.push(at_the_knee(k, steps));
+    }
     if let Some(s) = judged {
         throttled(s, &mut out);
         starved(s, &mut out);
@@ -192,6 +196,26 @@ pub fn cpu_bound(at: f64, peak: f64) -> Option<bool> {
     }
 }
 
+/// Requests brink started late on a step where its workers were busy (or kept from a CPU)
+/// half the time or more: the lateness is brink's. With brink's CPU free, lateness means the
+/// pool had no free connection (the service was slow), which the other findings say.
+fn generator_late(s: &StepFacts) -> Option<Finding> {
+    let r = &s.row;
+    let load = r.generator_cpu + r.generator_wait.unwrap_or(0.0);
+    (r.late_share >= LATE_SHARE && load >= LATE_BUSY).then(|| Finding::GeneratorLate {
+        level: r.level,
+        late_percent: r.late_share * 100.0,
+        max_lag_ms: r.max_lag_ms,
+        busy_percent: r.generator_cpu * 100.0,
+        waiting_percent: r.generator_wait.map(|w| w * 100.0),
+    })
+}
+
+/// A step with this share of its requests late ...
+const LATE_SHARE: f64 = 0.05;
+/// ... while brink's workers were at least this busy or kept waiting (0..1): brink's lateness.
+const LATE_BUSY: f64 = 0.5;
+
 /// What the server's CPU at the knee says (queueing when it was not observed).
 fn at_the_knee(k: &KneeInfo, steps: &[StepFacts]) -> Finding {
     let at = steps.iter().find(|s| s.row.level == k.level);
@@ -256,6 +280,36 @@ mod tests {
             steady: Bucket::new(0),
             stuck: false,
         }
+    }
+
+    #[test]
+    fn lateness_brink_caused_is_brink_s_not_the_service_s_queue() {
+        let late = |busy: f64, late_share: f64| {
+            let mut s = step(8.0, true, None);
+            s.row.generator_cpu = busy;
+            s.row.late_share = late_share;
+            s.row.max_lag_ms = 85.7;
+            run(Some(8.0), &[s, step(16.0, true, None)])
+        };
+        // 16.6% late while brink's workers were 60% busy: brink's, and no "queueing".
+        let f = late(0.6, 0.166);
+        assert!(
+            matches!(f.as_slice(), [Finding::GeneratorLate { level, late_percent, .. }] if *level == 8.0 && (late_percent - 16.6).abs() < 1e-9),
+            "{f:?}"
+        );
+        // At the bounds: 5% late at 50% busy is brink's; a hair under either is not.
+        assert!(matches!(
+            late(0.5, 0.05).as_slice(),
+            [Finding::GeneratorLate { .. }]
+        ));
+        assert!(matches!(
+            late(0.49, 0.5).as_slice(),
+            [Finding::Queueing { .. }]
+        ));
+        assert!(matches!(
+            late(0.9 - 1e-9, 0.049).as_slice(),
+            [Finding::Queueing { .. }]
+        ));
     }
 
     fn run(knee: Option<f64>, steps: &[S]) -> Vec<Finding> {

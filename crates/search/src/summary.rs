@@ -63,15 +63,19 @@ pub fn summarise(
         (By::Connections, true) => steps.iter().filter_map(|x| x.row.usl_point(by)).collect(),
         (By::Connections, false) | (By::Rate, _) => Vec::new(),
     };
-    let usl = Usl::fit(&usl_points).map(|u| UslInfo {
-        lambda: u.lambda,
-        sigma: u.sigma,
-        kappa: u.kappa,
-        peak_concurrency: u.peak_n,
-        peak_rps: u.peak_x,
-        r2: u.r2,
-        // Below 0.95 the curve misses measured points by enough to move the peak a lot.
-        poor_fit: u.r2 < 0.95,
+    let usl = Usl::fit(&usl_points).map(|u| {
+        let plateau = u.peak_n.is_some_and(|n| flat_past(&usl_points, n));
+        UslInfo {
+            lambda: u.lambda,
+            sigma: u.sigma,
+            kappa: u.kappa,
+            peak_concurrency: u.peak_n.filter(|_| !plateau),
+            peak_rps: u.peak_x.filter(|_| !plateau),
+            r2: u.r2,
+            // Below 0.95 the curve misses measured points by enough to move the peak a lot.
+            poor_fit: u.r2 < 0.95,
+            plateau,
+        }
     });
     let mut find = FindResult {
         by,
@@ -95,6 +99,15 @@ pub fn summarise(
     find.findings = diagnose(find.knee.as_ref(), steps);
     find.diagnosis = find.findings.iter().map(|x| x.describe(by)).collect();
     find
+}
+
+/// Whether throughput was measured past `peak_n` connections and did not fall there (every
+/// such point within 5% of the highest measured): the fit's peak describes no peak the service
+/// showed, only a plateau.
+fn flat_past(points: &[(f64, f64)], peak_n: f64) -> bool {
+    let top = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let mut past = points.iter().filter(|p| p.0 > peak_n * 1.5).peekable();
+    past.peek().is_some() && past.all(|p| p.1 >= top * 0.95)
 }
 
 #[cfg(test)]
@@ -248,5 +261,24 @@ mod tests {
         for (stop, want) in cases {
             assert_eq!(stop.describe(by, 3.0), want);
         }
+    }
+
+    #[test]
+    fn a_peak_the_throughput_never_fell_past_is_a_plateau() {
+        let flat = [
+            (1.0, 100.0),
+            (2.0, 190.0),
+            (4.0, 380.0),
+            (8.0, 400.0),
+            (16.0, 401.0),
+            (64.0, 398.0),
+        ];
+        assert!(flat_past(&flat, 8.0), "held within 5% past 12 connections");
+        let falling = [(1.0, 100.0), (8.0, 400.0), (16.0, 380.0), (64.0, 300.0)];
+        assert!(!flat_past(&falling, 8.0), "fell 25%");
+        assert!(
+            !flat_past(&flat, 64.0),
+            "nothing measured past 96: the peak is a prediction"
+        );
     }
 }

@@ -87,20 +87,26 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
         return Ok(0);
     }
     emitln!(
-        "{:<40} {:>12}  {:<22} {:>5}  {:<20} target",
+        "{:<40} {:>12}  {:<22} {:<11} {:>5}  {:<20} target",
         "tags",
         "capacity",
         "at",
+        "by",
         "id",
         "started"
     );
     for r in &runs {
         let at = r.sustainable_level().unwrap_or_else(|| "-".into());
+        // Searches by connections and by rate answer different questions: said on each row.
+        let by = r
+            .load_model
+            .map_or("-", |m| results::find::By::of(m).name());
         emitln!(
-            "{:<40} {:>12}  {:<22} {:>5}  {:<20} {}",
+            "{:<40} {:>12}  {:<22} {:<11} {:>5}  {:<20} {}",
             cut(&r.tags_text(), 40),
             r.capacity_cell(),
             at,
+            by,
             r.id,
             cut(&r.started_at, 20),
             r.target
@@ -123,7 +129,7 @@ fn list(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
         return Ok(0);
     }
     emitln!(
-        "{:>5}  {:<20} {:<5} {:<24} {:<32} {:<24} {:>10} {:>9} {:>9} {:>7}  verdict",
+        "{:>5}  {:<20} {:<7} {:<24} {:<32} {:<24} {:>10} {:>9} {:>9} {:>7}  verdict",
         "id",
         "started",
         "cmd",
@@ -170,10 +176,11 @@ fn line(r: &Run) -> String {
         (None, false) => String::new(),
     };
     format!(
-        "{:>5}  {:<20} {:<5} {:<24} {:<32} {:<24} {:>10} {:>9} {:>9} {:>7}  {verdict}{extra}{}",
+        "{:>5}  {:<20} {:<7} {:<24} {:<32} {:<24} {:>10} {:>9} {:>9} {:>7}  {verdict}{extra}{}",
         r.id,
         cut(&r.started_at, 20),
-        r.command,
+        // Padded as text (`k8s run` too): the command's own Display ignores the width.
+        r.command.as_str(),
         cut(&r.name, 24),
         cut(&r.target, 32),
         cut(load_text(&r.load_level), 24),

@@ -147,6 +147,7 @@ pub fn run_cmd(a: &RunArgs) -> Result<i32, Fail> {
         .iter()
         .find_map(|s| Some((&s.name, s.error.as_ref()?)))
     {
+        Some((_, why)) if result.scenarios.len() == 1 => Err(Fail::input(why.to_string())),
         Some((name, why)) => Err(Fail::input(format!("scenario '{name}': {why}"))),
         None => verdict(
             &result,

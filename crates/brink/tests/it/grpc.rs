@@ -380,6 +380,9 @@ fn mutual_tls_and_the_authority() {
         last.2.contains(&(":authority".into(), localhost.clone())),
         "{last:?}"
     );
+    // The result names the address dialled beside the authority sent.
+    let dialled = format!("127.0.0.1:{}", srv.addr.port());
+    assert_eq!(r["target"]["dialled"], dialled.as_str(), "{}", r["target"]);
     let mut args_wrong = args.clone();
     args_wrong.extend(["--authority", "svc.internal"]);
     let (_, r, _) = run(&url, &args_wrong);

@@ -519,6 +519,25 @@ fn result_files_are_whole_or_untouched() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("scenario 'secure'"), "{err}");
+    // A URL on the command line is one scenario: its error needs no name in front.
+    let out = brink()
+        .args([
+            "run",
+            &tls.url("/"),
+            "-n",
+            "1",
+            "-q",
+            "--no-history",
+            "--cacert",
+        ])
+        .arg(&bad_ca)
+        .timeout(Duration::from_secs(20))
+        .output()
+        .expect("brink runs");
+    let one = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{one}");
+    assert!(!one.contains("scenario '"), "{one}");
+    assert!(one.contains("ca.pem"), "{one}");
     assert_eq!(
         srv.counters.requests(),
         before,

@@ -293,6 +293,28 @@ fn searches_under_settings_give_one_capacity_table() {
         rate.contains(" 150/s ") && !rate.contains("connection"),
         "{text}"
     );
+    // Each row says how its search stepped.
+    assert!(rate.contains(" rate "), "{text}");
+    assert!(line("replicas=2").contains(" connections "), "{text}");
+    // The run list: a run's row and a search's line up, column by column.
+    brink(&h)
+        .args(["run", &two.url("/"), "-n", "5", "-c", "1", "-q"])
+        .assert()
+        .success();
+    let out = brink(&h).arg("history").output().unwrap();
+    let list = String::from_utf8_lossy(&out.stdout);
+    let name_at = list
+        .lines()
+        .next()
+        .unwrap_or("")
+        .find("name")
+        .expect("header");
+    let rows: Vec<&str> = list.lines().skip(1).collect();
+    assert_eq!(rows.len(), 4, "{list}");
+    for row in rows {
+        let c: Vec<char> = row.chars().collect();
+        assert!(c[name_at - 1] == ' ' && c[name_at] != ' ', "{list}");
+    }
     let rows = stdout_json(brink(&h).args(["history", "capacity", "--json"]));
     let by: Vec<(&str, &str)> = rows
         .as_array()

@@ -68,6 +68,24 @@ fn resumed_connections_send_gets_as_early_data() {
     // Without the flag no request goes early and the summary says nothing of 0-RTT.
     let s = run(&srv.url("/"), &ca, 5, &[]);
     assert!(s.get("zero_rtt").is_none(), "{s}");
+
+    // Asked with keep-alive: the one connection never resumes, and the summary says zero.
+    let r = brink_json(&[
+        "run",
+        &srv.url("/"),
+        "--http3",
+        "--cacert",
+        &ca,
+        "-c",
+        "1",
+        "-n",
+        "5",
+        "--0rtt",
+        "--no-history",
+    ]);
+    let s = &r.result["summary"];
+    assert_eq!(s["ok"], 5, "{s}");
+    assert_eq!(early(s), (0, 0, 0), "{s}");
 }
 
 #[test]
