@@ -44,7 +44,8 @@ pub enum Command {
     /// 127.0.0.1 unless --bind says otherwise (which needs a token).
     Serve(ServeArgs),
     /// Compare results before and after a change: steady-state figures, 95% intervals by
-    /// resampling, and a verdict per metric (exit 1 when p99, errors or throughput regressed).
+    /// resampling, and a verdict per metric (exit 1 when a deciding metric regressed: p50,
+    /// p90, p99, mean, errors or throughput, unless --decide names others).
     Compare(CompareArgs),
     /// Generate load for a coordinator (`brink run --worker HOST:PORT`): serve runs over
     /// HTTP/2 to whoever holds the token, one at a time.

@@ -319,11 +319,20 @@ pub fn capacity_lines(f: &FindResult) -> Vec<String> {
         return out;
     }
     let Some(k) = &f.knee else {
-        out.push(format!(
-            "Throughput: still growing at {}, the highest level run ({} req/s): the service's limit is further on",
-            f.by.describe(top.level),
-            fmt_rate(top.ok_rps)
-        ));
+        // Growing only when it was seen to grow: two levels or more, the highest passing
+        // with throughput near its asked share (a failing top level says nothing of growth).
+        let (at, rps) = (f.by.describe(top.level), fmt_rate(top.ok_rps));
+        out.push(match (steps.len(), top.pass) {
+            (0 | 1, _) => format!(
+                "Throughput: {rps} req/s at {at}, the one level run: nothing yet says how it grows"
+            ),
+            (_, true) => format!(
+                "Throughput: still growing at {at}, the highest level run ({rps} req/s): the service's limit is further on"
+            ),
+            (_, false) => format!(
+                "Throughput: {rps} req/s at {at}, the highest level run, which failed its objectives: no knee among the levels run"
+            ),
+        });
         return out;
     };
     let knee = steps
@@ -356,7 +365,12 @@ fn capacity_line(f: &FindResult) -> String {
         return "Capacity: none within the objectives (no level met them)".to_string();
     };
     let res = m.resolution.map_or(String::new(), |r| {
-        format!(", bisected to +-{:.0}%", r * 100.0)
+        // One decimal under 10%: a 1.5% gap is not "+-2%".
+        if r < 0.1 {
+            format!(", bisected to +-{:.1}%", r * 100.0)
+        } else {
+            format!(", bisected to +-{:.0}%", r * 100.0)
+        }
     });
     // Paced connections' throughput is their pace: the capacity is the connections held.
     let capacity = match f.every_ms {
@@ -369,9 +383,22 @@ fn capacity_line(f: &FindResult) -> String {
         None => format!("{} req/s", fmt_rate(m.rps)),
     };
     if let Some(Stop::AllPassed { to }) = &f.stop {
-        // The search never found where the objectives break: a floor, not the limit.
+        // The search never found where the objectives break: a floor, not the limit. When
+        // throughput had already stopped growing, more load only queues: raising --to finds
+        // where the objectives break, not more throughput.
+        let saturated = f
+            .knee
+            .as_ref()
+            .filter(|k| k.reason.starts_with("throughput stops growing"));
+        let next = match saturated {
+            Some(k) => format!(
+                "throughput stopped growing at {}, so raising --to finds where the objectives break, not more throughput",
+                f.by.describe(k.level)
+            ),
+            None => "the limit is further on; raise --to to find it".to_string(),
+        };
         return format!(
-            "Capacity: at least {capacity} (every level up to --to {} met {}: the limit is further on; raise --to to find it)",
+            "Capacity: at least {capacity} (every level up to --to {} met {}: {next})",
             f.by.describe(*to),
             m.slo.join(", ")
         );
@@ -489,9 +516,11 @@ pub fn reading(f: &FindResult) -> Option<String> {
     let steps = measured(f);
     let top = steps.last().filter(|t| t.level > k.level)?;
     let peak = steps.iter().map(|x| x.ok_rps).fold(0.0, f64::max);
+    // Little's law in the search's terms: connections held, or (by rate) requests in
+    // flight, which the rate asked fills.
     let unit = match f.by {
-        By::Connections => "connections",
-        By::Rate => "req/s asked",
+        By::Connections => "connections in flight",
+        By::Rate => "requests in flight",
     };
     let fell = (1.0 - top.ok_rps / peak) * 100.0;
     let held = if fell >= FALL_PERCENT {
@@ -510,7 +539,149 @@ pub fn reading(f: &FindResult) -> Option<String> {
         format!("throughput stays near {} req/s", fmt_rate(at_knee))
     };
     Some(format!(
-        "past ~{} the service takes no more work at once, so extra requests only queue: {held}, while latency grows with the queue (Little's law: latency = {unit} in flight / throughput). The maximum sustainable level is the longest queue the objectives allow.",
+        "past ~{} the service takes no more work at once, so extra requests only queue: {held}, while latency grows with the queue (Little's law: latency = {unit} / throughput). The maximum sustainable level is the longest queue the objectives allow.",
         f.by.describe(k.level)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use results::find::{Sustained, UslInfo};
+
+    fn step(level: f64, ok_rps: f64, pass: bool) -> StepRow {
+        StepRow {
+            level,
+            ok_rps,
+            rps: ok_rps,
+            pass,
+            p50: 10.0,
+            p99: 20.0,
+            mean: 10.0,
+            ..StepRow::default()
+        }
+    }
+
+    fn search(by: By, steps: Vec<StepRow>, stop: Stop) -> FindResult {
+        FindResult {
+            by,
+            steps,
+            max_sustainable: None,
+            knee: None,
+            usl: None::<UslInfo>,
+            diagnosis: Vec::new(),
+            findings: Vec::new(),
+            stopped: String::new(),
+            stop: Some(stop),
+            hooks: Vec::new(),
+            captures: Vec::new(),
+            reruns: Vec::new(),
+            every_ms: None,
+            held_streams: false,
+        }
+    }
+
+    #[test]
+    fn one_failing_level_says_nothing_of_growth() {
+        let f = search(
+            By::Rate,
+            vec![step(300.0, 196.0, false)],
+            Stop::FirstFailed { from: 300.0 },
+        );
+        let lines = capacity_lines(&f);
+        assert_eq!(
+            lines[1],
+            "Throughput: 196 req/s at 300/s, the one level run: nothing yet says how it grows"
+        );
+        let two = search(
+            By::Rate,
+            vec![step(100.0, 100.0, true), step(300.0, 196.0, false)],
+            Stop::Bisected {
+                pass: 100.0,
+                fail: 300.0,
+            },
+        );
+        assert!(
+            capacity_lines(&two)[1].contains("which failed its objectives"),
+            "{:?}",
+            capacity_lines(&two)
+        );
+        let grew = search(
+            By::Rate,
+            vec![step(100.0, 100.0, true), step(200.0, 200.0, true)],
+            Stop::AllPassed { to: 200.0 },
+        );
+        assert!(capacity_lines(&grew)[1].starts_with("Throughput: still growing at 200/s"));
+    }
+
+    #[test]
+    fn a_floor_past_a_saturated_knee_does_not_promise_more_throughput() {
+        let mut f = search(
+            By::Connections,
+            vec![
+                step(4.0, 192.0, true),
+                step(8.0, 195.0, true),
+                step(16.0, 196.0, true),
+            ],
+            Stop::AllPassed { to: 16.0 },
+        );
+        f.max_sustainable = Some(Sustained {
+            level: 16.0,
+            rps: 196.0,
+            slo: vec!["p99 < 1s".into()],
+            resolution: None,
+        });
+        f.knee = Some(KneeInfo {
+            level: 4.0,
+            reason: "throughput stops growing here".into(),
+        });
+        let line = capacity_line(&f);
+        assert!(
+            line.contains("throughput stopped growing at 4 connections"),
+            "{line}"
+        );
+        assert!(!line.contains("raise --to to find it"), "{line}");
+        // A rate search's reading speaks of requests in flight, never "req/s asked in flight".
+        f.by = By::Rate;
+        let read = reading(&f).expect("a reading");
+        assert!(
+            read.contains("latency = requests in flight / throughput"),
+            "{read}"
+        );
+        f.by = By::Connections;
+        let read = reading(&f).expect("a reading");
+        assert!(
+            read.contains("latency = connections in flight / throughput"),
+            "{read}"
+        );
+    }
+
+    #[test]
+    fn a_fine_bisection_keeps_its_decimal() {
+        let mut f = search(
+            By::Rate,
+            vec![step(197.0, 197.0, true)],
+            Stop::Bisected {
+                pass: 197.0,
+                fail: 200.0,
+            },
+        );
+        f.max_sustainable = Some(Sustained {
+            level: 197.0,
+            rps: 197.0,
+            slo: vec!["p99 < 1s".into()],
+            resolution: Some(0.015),
+        });
+        assert!(
+            capacity_line(&f).ends_with(", bisected to +-1.5%)"),
+            "{}",
+            capacity_line(&f)
+        );
+        f.max_sustainable.as_mut().unwrap().resolution = Some(0.25);
+        assert!(
+            capacity_line(&f).ends_with(", bisected to +-25%)"),
+            "{}",
+            capacity_line(&f)
+        );
+    }
 }

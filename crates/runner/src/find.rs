@@ -86,6 +86,17 @@ pub fn search_job(
         " (none on errors: add --slo 'errors<1%' to judge them)"
     };
     let (most, took) = search.most_steps();
+    // A rate step needs so many judged seconds for a latency climbing through it to show:
+    // with fewer, a queue growing slowly can pass, and the header says so.
+    let judged_s = search.step.saturating_sub(search.warmup).as_secs_f64();
+    let short = if search.by == By::Rate && judged_s < search::overload::TREND_SECONDS as f64 {
+        format!(
+            "      note: each step judges {judged_s:.0} s; a latency climbing through a step needs {} s of them to be seen, so a queue growing slowly can pass (a longer --step sees it)\n",
+            search::overload::TREND_SECONDS
+        )
+    } else {
+        String::new()
+    };
     let header = format!(
         "find: {} {} by {} from {} to {}, {}s steps ({}s warm-up), objectives: {}{no_errors}\n      at most {most} steps, about {} (fewer when a step fails early)\n",
         job.spec.workload.requests[0].method,
@@ -100,7 +111,7 @@ pub fn search_job(
             s if s >= 60 => format!("{} min {} s", s / 60, s % 60),
             s => format!("{s} s"),
         }
-    );
+    ) + &short;
     sinks.show(&Event::Search {
         header: &header,
         by: search.by,

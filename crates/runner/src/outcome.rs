@@ -520,10 +520,24 @@ pub fn generator_check(
             t * 100.0
         ))
     } else if search::generator_limited(busy, waiting) {
-        Some(format!(
-            "{words}: the generator, not the service, limited this run ({})",
-            results::find::generator_remedy(waiting_percent)
-        ))
+        // An open-model run that kept its schedule was not held back by brink: its sends were
+        // on time, but with no CPU to spare the answers may have been read late.
+        let kept = summary
+            .schedule
+            .as_ref()
+            .is_some_and(|s| s.shortfall.is_none() && late_share < LATE_NOTICEABLE);
+        Some(if kept {
+            format!(
+                "{words}: it kept the schedule ({:.1}% of requests late), but with no CPU to spare it may have read answers late, adding to their latency ({})",
+                late_share * 100.0,
+                results::find::generator_remedy(waiting_percent)
+            )
+        } else {
+            format!(
+                "{words}: the generator, not the service, limited this run ({})",
+                results::find::generator_remedy(waiting_percent)
+            )
+        })
     } else if waiting.is_some_and(|w| w >= SHORT_OF_CPU) {
         let woke = wake_delay_ms.map_or(String::new(), |d| {
             format!(", {d:.2} ms on average each time they woke, so answers were seen and requests sent up to that much late")

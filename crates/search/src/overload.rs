@@ -14,7 +14,7 @@ pub const SHORT_OF_ASKED: f64 = 0.03;
 /// window edges).
 const MOST_MISSING_AT_EDGES: f64 = 2.0;
 /// Judged seconds a latency trend needs before it says anything.
-const TREND_SECONDS: usize = 4;
+pub const TREND_SECONDS: usize = 4;
 /// How closely the seconds must follow a line (r^2) to be a trend, not noise.
 const TREND_FIT: f64 = 0.6;
 /// How far the fitted line must rise over the judged seconds: half its starting latency,
