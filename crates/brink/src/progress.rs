@@ -22,6 +22,8 @@ pub struct Progress {
     relayed: Option<std::time::Instant>,
     /// Plain lines are not printed (a search's step table shows its progress in a log).
     quiet_in_logs: bool,
+    /// A search: (the most steps it can take, what one takes, the steps done so far).
+    search: Option<(u32, Duration, u32)>,
 }
 
 impl Progress {
@@ -33,12 +35,23 @@ impl Progress {
             drawn: false,
             relayed: None,
             quiet_in_logs: false,
+            search: None,
         }
     }
 
-    /// A search begins: in a log its step table is the progress, so no plain lines.
-    pub fn table_follows(&mut self) {
+    /// A search begins that takes at most `most` steps of `per_step` each: in a log its step
+    /// table is the progress, so no plain lines; on a terminal the live line says which step
+    /// runs and at most how long is left.
+    pub fn search_starts(&mut self, most: u32, per_step: Duration) {
         self.quiet_in_logs = true;
+        self.search = Some((most, per_step, 0));
+    }
+
+    /// A search's step ended.
+    pub fn step_done(&mut self) {
+        if let Some((_, _, done)) = &mut self.search {
+            *done += 1;
+        }
     }
 
     /// A new run starts that lasts `total` (unknown for `-n` runs).
@@ -96,6 +109,10 @@ impl Progress {
             fmt_count(all.requests),
             fmt_count(all.errors())
         );
+        let line = match self.search {
+            Some(s) => format!("{line}  {}", search_left(s, elapsed, self.total)),
+            None => line,
+        };
         if let Some(mark) = mark {
             crate::logmark::write(mark, "progress", &line);
         } else if self.live {
@@ -106,6 +123,28 @@ impl Progress {
         }
         let _ = std::io::stderr().flush();
     }
+}
+
+/// Where a search is: `step 3 of at most 16, at most 2 min 10 s left`; a step run again
+/// (brink's host was busy) may go past the most counted at the start: `step 17, the last
+/// ones`.
+fn search_left(
+    (most, per_step, done): (u32, Duration, u32),
+    elapsed: u64,
+    total: Option<Duration>,
+) -> String {
+    let this = done + 1;
+    if this > most {
+        return format!("step {this}, among the last");
+    }
+    let in_step = total.map_or(Duration::ZERO, |t| {
+        t.saturating_sub(Duration::from_secs(elapsed))
+    });
+    let left = per_step * (most - this) + in_step;
+    format!(
+        "step {this} of at most {most}, at most {} left",
+        runner::about(left)
+    )
 }
 
 /// `5s/10s`, or past the schedule's end `10s/10s, grace +2s` (requests still in flight get
@@ -120,8 +159,27 @@ fn clock(elapsed: u64, total: Option<Duration>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::clock;
+    use super::{clock, search_left};
     use std::time::Duration;
+
+    #[test]
+    fn a_search_says_which_step_runs_and_at_most_how_long_is_left() {
+        let step = Duration::from_secs(10);
+        // Third step of at most 16, 4 s into its 10: 13 more steps and 6 s.
+        assert_eq!(
+            search_left((16, step, 2), 4, Some(step)),
+            "step 3 of at most 16, at most 2 min 16 s left"
+        );
+        assert_eq!(
+            search_left((16, step, 15), 9, Some(step)),
+            "step 16 of at most 16, at most 1 s left"
+        );
+        // A step run again goes past the count made at the start.
+        assert_eq!(
+            search_left((16, step, 16), 1, Some(step)),
+            "step 17, among the last"
+        );
+    }
 
     #[test]
     fn the_grace_period_reads_as_such() {

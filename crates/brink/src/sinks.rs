@@ -86,6 +86,7 @@ impl Sink for Terminal {
                 by,
                 columns,
                 held,
+                ..
             } => {
                 emit(header);
                 emit(&report::find::step_header(*by, columns, *held));
@@ -143,7 +144,8 @@ impl Sink for Progress {
             Event::RunStarted { total } => self.start(*total),
             // In a log, a search's step table is its progress: plain lines between its rows
             // would only interleave with them.
-            Event::Search { .. } => self.table_follows(),
+            Event::Search { most, per_step, .. } => self.search_starts(*most, *per_step),
+            Event::StepDone(_) => self.step_done(),
             Event::Second(view) => self.draw(view),
             Event::RunEnded => self.finish(),
             _ => {}

@@ -12,6 +12,7 @@ mod once;
 mod proto;
 mod run;
 mod target;
+mod why;
 mod worker;
 
 /// The HTTP/1.1 reader and framing, public for the benchmarks.

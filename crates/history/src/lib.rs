@@ -111,6 +111,9 @@ pub struct Run {
     pub max_sustainable: Option<f64>,
     /// A search: the throughput at its maximum sustainable level (its capacity).
     pub capacity_rps: Option<f64>,
+    /// A search that kept a step brink's own host disturbed twice (brink's workers waited for
+    /// a CPU others held): its capacity may be the host's, not the service's.
+    pub disturbed: bool,
     pub interrupted: bool,
     pub exit_code: Option<i64>,
     pub brink_version: String,
@@ -128,9 +131,13 @@ impl Run {
     /// throughput); `None` for a run, or a search where no level held.
     pub fn capacity(&self) -> Option<String> {
         let at = self.sustainable_level()?;
-        Some(match self.capacity_rps {
+        let found = match self.capacity_rps {
             Some(rps) => format!("capacity {} req/s at {at}", results::fmt::fmt_rate(rps)),
             None => format!("max {at}"),
+        };
+        Some(match self.disturbed {
+            true => format!("{found} DISTURBED (brink's host was busy)"),
+            false => found,
         })
     }
 }
@@ -329,11 +336,16 @@ impl History {
         };
         let sustained = r.find.as_ref().and_then(|f| f.max_sustainable.as_ref());
         let (max, capacity) = (sustained.map(|m| m.level), sustained.map(|m| m.rps));
+        let disturbed = r
+            .find
+            .as_ref()
+            .is_some_and(|f| f.steps.iter().any(|s| s.disturbed));
         retry(|| {
             self.conn.execute(
                 "UPDATE runs SET status = 'done', finished_at = ?2, duration_s = ?3, requests = ?4,
                 ok_rps = ?5, p50_ms = ?6, p99_ms = ?7, error_rate = ?8, slo_passed = ?9,
-                max_sustainable = ?10, interrupted = ?11, result = ?12, capacity_rps = ?13
+                max_sustainable = ?10, interrupted = ?11, result = ?12, capacity_rps = ?13,
+                disturbed = ?14
              WHERE id = ?1",
                 params![
                     id,
@@ -349,6 +361,7 @@ impl History {
                     r.interrupted,
                     json,
                     capacity,
+                    disturbed,
                 ],
             )
         })?;
@@ -599,7 +612,7 @@ const COLUMNS: &str =
     "id, started_at, status, command, name, target, method, load_model, load_level,
     duration_s, requests, ok_rps, p50_ms, p99_ms, error_rate, slo_passed, max_sustainable,
     interrupted, exit_code, brink_version, git_commit, git_branch, host, note, baseline,
-    capacity_rps";
+    capacity_rps, disturbed";
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use crate::Run;
 use rusqlite::{Connection, Row};
 
 /// Each entry takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[
+pub(crate) const MIGRATIONS: &[&str] = &[
     // 1: runs with their indexed columns and full result, tags, per-second rows.
     "CREATE TABLE runs (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -62,6 +62,13 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE runs ADD COLUMN capacity_rps REAL;
     UPDATE runs SET capacity_rps = json_extract(result, '$.find.max_sustainable.rps')
         WHERE command = 'find' AND result IS NOT NULL AND json_valid(result);",
+    // 4: a search that kept a step brink's own host disturbed twice (its capacity may be the
+    // host's), filled in for searches already recorded from their stored result.
+    "ALTER TABLE runs ADD COLUMN disturbed INTEGER NOT NULL DEFAULT 0;
+    UPDATE runs SET disturbed = 1
+        WHERE command = 'find' AND result IS NOT NULL AND json_valid(result)
+        AND EXISTS (SELECT 1 FROM json_each(result, '$.find.steps')
+            WHERE json_extract(value, '$.disturbed') = 1);",
 ];
 
 /// The schema version this brink writes.
@@ -136,6 +143,7 @@ pub fn run_of(r: &Row) -> rusqlite::Result<Run> {
         note: r.get(23)?,
         baseline: r.get(24)?,
         capacity_rps: r.get(25)?,
+        disturbed: r.get(26)?,
         tags: Vec::new(),
     })
 }

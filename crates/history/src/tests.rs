@@ -224,3 +224,69 @@ fn one_verdict_for_every_view() {
         assert_eq!(r.verdict(), want, "{r:?}");
     }
 }
+
+/// A search that kept a step its own host disturbed twice is marked in the history: when it
+/// is recorded, and in a history written before the mark existed (read from its result).
+#[test]
+fn a_search_that_kept_a_disturbed_step_is_marked() {
+    let found = |disturbed: bool| {
+        let mut r = result();
+        let step = results::find::StepRow {
+            level: 8.0,
+            disturbed,
+            ..Default::default()
+        };
+        r.find = Some(results::find::FindResult {
+            by: results::find::By::Connections,
+            steps: vec![step],
+            max_sustainable: None,
+            knee: None,
+            usl: None,
+            diagnosis: Vec::new(),
+            findings: Vec::new(),
+            stopped: String::new(),
+            stop: None,
+            hooks: Vec::new(),
+            captures: Vec::new(),
+            reruns: Vec::new(),
+            every_ms: None,
+            held_streams: false,
+        });
+        r
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let h = History::open(&dir.path().join("now.db")).unwrap();
+    let search = Meta {
+        command: model::RunCommand::Find,
+        ..meta("find", "http://a/", &[])
+    };
+    let (a, b) = (h.begin(&search).unwrap(), h.begin(&search).unwrap());
+    h.finish(a, &found(true)).unwrap();
+    h.finish(b, &found(false)).unwrap();
+    assert!(h.run(a).unwrap().unwrap().disturbed);
+    assert!(!h.run(b).unwrap().unwrap().disturbed);
+
+    // A history at schema 3 holding the same two results: the migration reads the mark.
+    let old = dir.path().join("old.db");
+    {
+        let conn = rusqlite::Connection::open(&old).unwrap();
+        for sql in &schema::MIGRATIONS[..3] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        for d in [true, false] {
+            let json = serde_json::to_string(&found(d)).unwrap();
+            conn.execute(
+                "INSERT INTO runs (started_at, status, command, name, target, method,
+                 load_model, load_level, brink_version, host, result)
+                 VALUES ('2026-11-01T00:00:00Z', 'done', 'find', 'find', 'http://a/', 'GET',
+                 'closed', 'by connections', '0', 'test', ?1)",
+                [json],
+            )
+            .unwrap();
+        }
+    }
+    let h = History::open(&old).unwrap();
+    assert!(h.run(1).unwrap().unwrap().disturbed);
+    assert!(!h.run(2).unwrap().unwrap().disturbed);
+}

@@ -16,7 +16,8 @@ pub fn step_header(by: By, observed: &[String], held: bool) -> String {
         "p75",
         "p90",
         "p99",
-        "req/s",
+        // Successful answers a second, as the capacity and the throughput lines count them.
+        "ok/s",
         "errors",
         "gen"
     );
@@ -71,7 +72,7 @@ pub fn step_line(by: By, s: &StepRow, observed: &[String], knee: Option<&str>) -
         ms(s.p75),
         ms(s.p90),
         ms(s.p99),
-        fmt_rate(s.rps),
+        fmt_rate(s.ok_rps),
         fmt_count(s.errors),
         s.generator_cpu * 100.0
     );

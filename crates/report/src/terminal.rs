@@ -407,10 +407,16 @@ fn delivery(o: &mut String, delay: Option<&stats::LatencySummary>, undated: u64,
 /// Token streams: how many and how many tokens, what a user of the model waits for (the
 /// first token, each next one, per token), and how many streams met every objective.
 fn tokens(o: &mut String, l: &results::events::LlmJson) {
-    let estimated = if l.tokens_estimated {
-        " (counted from the deltas: the server sent no usage)"
-    } else {
-        ""
+    // Said for the streams it is true of: a server may send usage on some streams only.
+    let estimated = match l.estimated_streams {
+        _ if !l.tokens_estimated => String::new(),
+        n if n == 0 || n >= l.streams => {
+            " (counted from the deltas: the server sent no usage)".to_string()
+        }
+        n => format!(
+            " ({} of the streams counted from their deltas: the server sent no usage on them)",
+            fmt_count(n)
+        ),
     };
     row_to(
         o,
@@ -646,6 +652,18 @@ fn notes(o: &mut String, r: &ScenarioResult) {
                 "{} {} of '{}'; first: {}",
                 fmt_count(x.count),
                 x.kind,
+                x.request,
+                x.reason
+            ),
+        );
+    }
+    for x in &r.protocol_failures {
+        row(
+            o,
+            "protocol",
+            format!(
+                "{} of '{}' broke the protocol; first: {}",
+                fmt_count(x.count),
                 x.request,
                 x.reason
             ),

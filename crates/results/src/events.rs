@@ -93,6 +93,9 @@ pub struct LlmJson {
     pub output_tokens_per_stream_s: f64,
     /// Some streams' tokens were counted from their deltas: the server sent no `usage`.
     pub tokens_estimated: bool,
+    /// How many streams' tokens were counted so (absent in results written before it).
+    #[serde(default)]
+    pub estimated_streams: u64,
     /// Streams per second of the schedule that met every per-request objective (on `ttft`,
     /// `tpot` and latency; those that ended in the grace left out, as for `ok_rps`); `null`
     /// when the run has none.
@@ -116,6 +119,7 @@ impl LlmJson {
             output_tokens_per_s: per(l.output_tokens.saturating_sub(grace.output_tokens), secs),
             output_tokens_per_stream_s: per(l.output_tokens, l.life_us as f64 / 1e6),
             tokens_estimated: l.estimated > 0,
+            estimated_streams: l.estimated,
             goodput_per_s: (l.judged > 0).then(|| per(l.good.saturating_sub(grace.good), secs)),
             good_streams: (l.judged > 0).then_some(l.good),
         })

@@ -71,6 +71,10 @@ pub struct ScenarioResult {
     /// request name, the first one's kind, how many of that kind, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup_failures: Vec<SetupFailureJson>,
+    /// Answers that broke their protocol (`errors_by_kind.protocol`): per request name, how
+    /// many and the rule the first one broke.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocol_failures: Vec<ProtocolFailureJson>,
     /// Response checks (`check:`), in the plan's order: how often each passed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckJson>,
@@ -230,6 +234,15 @@ pub struct ExtractFailureJson {
     pub request: String,
     pub count: u64,
     /// Why the first one failed (`JSONPath $.token matched nothing`, `response too large ...`).
+    pub reason: String,
+}
+
+/// Answers of one request that broke their protocol.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProtocolFailureJson {
+    pub request: String,
+    pub count: u64,
+    /// The rule the first one broke (`its Content-Length is not a number`).
     pub reason: String,
 }
 

@@ -239,6 +239,10 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
             format!("{scenario}/setup_failures/items"),
             fields::<SetupFailureJson>(),
         ),
+        (
+            format!("{scenario}/protocol_failures/items"),
+            fields::<ProtocolFailureJson>(),
+        ),
         (format!("{scenario}/checks/items"), fields::<CheckJson>()),
         (format!("{scenario}/traces"), fields::<TracesJson>()),
         (format!("{scenario}/generator"), fields::<GeneratorJson>()),

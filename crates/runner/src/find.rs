@@ -79,12 +79,7 @@ pub fn search_job(
     let columns = observing.map_or_else(Vec::new, |o| o.columns.clone());
     let started = results::rfc3339_utc(SystemTime::now());
     let slos: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
-    // Objectives the user gave without one on errors judge none: said, not silently dropped.
-    let no_errors = if slos.iter().any(|s| s.trim_start().starts_with("errors")) {
-        ""
-    } else {
-        " (none on errors: add --slo 'errors<1%' to judge them)"
-    };
+    let no_errors = errors_note(&slos);
     let (most, took) = search.most_steps();
     // A rate step needs so many judged seconds for a latency climbing through it to show:
     // with fewer, a queue growing slowly can pass, and the header says so.
@@ -107,16 +102,15 @@ pub fn search_job(
         search.step.as_secs_f64(),
         search.warmup.as_secs_f64(),
         slos.join(", "),
-        match took.as_secs() {
-            s if s >= 60 => format!("{} min {} s", s / 60, s % 60),
-            s => format!("{s} s"),
-        }
+        about(took)
     ) + &short;
     sinks.show(&Event::Search {
         header: &header,
         by: search.by,
         columns: &columns,
         held: job.spec.events.hold,
+        most,
+        per_step: search.step + search.cooldown,
     });
     let mut ctl = Controller {
         job,
@@ -363,6 +357,24 @@ impl search::StepRunner for Controller<'_> {
             }),
             _ => Ok(outcome),
         }
+    }
+}
+
+/// Objectives the user gave without one on errors judge none (they replace the defaults,
+/// `errors < 1%` among them): said beside them, never silently dropped.
+pub fn errors_note(slos: &[&str]) -> &'static str {
+    if slos.iter().any(|s| s.trim_start().starts_with("errors")) {
+        ""
+    } else {
+        " (none on errors: add --slo 'errors<1%' to judge them)"
+    }
+}
+
+/// A search's length in words: `2 min 40 s`, `45 s`.
+pub fn about(took: std::time::Duration) -> String {
+    match took.as_secs() {
+        s if s >= 60 => format!("{} min {} s", s / 60, s % 60),
+        s => format!("{s} s"),
     }
 }
 

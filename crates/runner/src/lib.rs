@@ -19,7 +19,7 @@ mod suite;
 mod watch;
 
 pub use exec::{step_spec, Executor, Local, Unit};
-pub use find::{search_job, Search};
+pub use find::{about, errors_note, search_job, Search};
 pub use outcome::{load_info, own_cpu, second_row, target_info};
 pub use sink::{Event, Sink, Sinks};
 pub use suite::{pause, preflight, run_jobs, start_observing, Job, Observing};

@@ -7,8 +7,8 @@ use engine::{Load, RunSpec};
 use merge::RunOutput;
 use results::{
     summary_json, AsyncJson, CheckJson, CompletionJson, ExtractFailureJson, GeneratorJson,
-    LoadInfo, RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow,
-    SetupFailureJson, SloResult, StageJson, TargetInfo, TraceJson, TracesJson,
+    LoadInfo, ProtocolFailureJson, RefusedJson, RequestResult, ScenarioResult, ScheduleInfo,
+    SecondRow, SetupFailureJson, SloResult, StageJson, TargetInfo, TraceJson, TracesJson,
 };
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::ErrorKind;
@@ -83,6 +83,18 @@ pub fn scenario_result(
             })
         })
         .collect();
+    let protocol_failures = out
+        .by_request
+        .iter()
+        .filter_map(|(n, t)| {
+            let why = t.all.protocol_failure.as_ref()?;
+            Some(ProtocolFailureJson {
+                request: n.clone(),
+                count: t.all.errors_by_kind[ErrorKind::Protocol.index()],
+                reason: why.to_string(),
+            })
+        })
+        .collect();
     ScenarioResult {
         name: name.to_string(),
         interrupted: out.interrupted,
@@ -100,6 +112,7 @@ pub fn scenario_result(
         refused,
         extract_failures,
         setup_failures,
+        protocol_failures,
         checks: checks(spec, &out.totals.all),
         error: None,
         ok_status: spec.ok_status.ranges().to_vec(),

@@ -25,6 +25,10 @@ pub enum Event<'a> {
         columns: &'a [String],
         /// Its levels are held event streams (`--hold`): the table shows their events.
         held: bool,
+        /// The most steps it can take, and what one takes (step and cool-down): the live
+        /// line's estimate of what is left.
+        most: u32,
+        per_step: Duration,
     },
     /// A run (a scenario, or a step of a search) starts; it lasts `total` when known.
     RunStarted { total: Option<Duration> },

@@ -105,6 +105,8 @@ pub struct Bucket {
     pub refused: Option<Box<Refusal>>,
     /// Why the first failed extraction ([`ErrorKind::Extract`]) found nothing.
     pub extract_failure: Option<Box<String>>,
+    /// The rule the first answer counted as a `protocol` error broke ([`ErrorKind::Protocol`]).
+    pub protocol_failure: Option<Box<String>>,
     /// Response checks, by the check's slot among the scenario's checks (empty when none ran).
     pub checks: Vec<Checked>,
     /// Connection setup, kept apart from request latency: connections opened, TCP connect
@@ -371,6 +373,7 @@ impl Bucket {
             in_flight: 0,
             refused: None,
             extract_failure: None,
+            protocol_failure: None,
             checks: Vec::new(),
             setup: Setup::default(),
             stream: None,
@@ -492,6 +495,13 @@ impl Bucket {
         self.errors_by_kind[kind.index()] += 1;
     }
 
+    /// Keeps the rule a `protocol` error's answer broke, the first time.
+    pub fn note_protocol_failure(&mut self, why: &str) {
+        if self.protocol_failure.is_none() {
+            self.protocol_failure = Some(Box::new(why.to_string()));
+        }
+    }
+
     /// Keeps why an extraction failed, the first time.
     pub fn note_extract_failure(&mut self, why: Option<String>) {
         if self.extract_failure.is_none() {
@@ -571,6 +581,9 @@ impl Bucket {
         }
         if self.extract_failure.is_none() {
             self.extract_failure.clone_from(&other.extract_failure);
+        }
+        if self.protocol_failure.is_none() {
+            self.protocol_failure.clone_from(&other.protocol_failure);
         }
         self.merge_checks(&other.checks);
         self.setup.merge(&other.setup);

@@ -230,9 +230,12 @@ fn dry_run(search: &Search, job: &Job) -> String {
         ));
     }
     let objectives: Vec<&str> = job.slos.iter().map(|s| s.text.as_str()).collect();
+    let (most, took) = search.most_steps();
     o.push_str(&format!(
-        "  a step passes while: {}\n",
-        objectives.join(", ")
+        "  a step passes while: {}{}\n  at most {most} steps, about {} (fewer when a step fails early)\n",
+        objectives.join(", "),
+        runner::errors_note(&objectives),
+        runner::about(took)
     ));
     let h = &search.hooks;
     for (name, hook, when) in [

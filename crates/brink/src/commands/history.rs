@@ -76,6 +76,7 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
                     "id": r.id, "started_at": r.started_at, "tags": r.tags, "target": r.target,
                     "name": r.name, "capacity_rps": r.capacity_rps,
                     "max_sustainable": r.max_sustainable, "by": r.load_model.map(|m| results::find::By::of(m).name()),
+                    "disturbed": r.disturbed,
                 })
             })
             .collect();
@@ -87,11 +88,12 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
         return Ok(0);
     }
     emitln!(
-        "{:<40} {:>12}  {:<22} {:<11} {:>5}  {:<20} target",
+        "{:<40} {:>12}  {:<22} {:<11} {:<9}  {:>5}  {:<20} target",
         "tags",
         "capacity",
         "at",
         "by",
+        "host",
         "id",
         "started"
     );
@@ -101,12 +103,15 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
         let by = r
             .load_model
             .map_or("-", |m| results::find::By::of(m).name());
+        // A search that kept a step its own host disturbed may measure the host: marked.
+        let host = if r.disturbed { "DISTURBED" } else { "-" };
         emitln!(
-            "{:<40} {:>12}  {:<22} {:<11} {:>5}  {:<20} {}",
+            "{:<40} {:>12}  {:<22} {:<11} {:<9}  {:>5}  {:<20} {}",
             cut(&r.tags_text(), 40),
             r.capacity_cell(),
             at,
             by,
+            host,
             r.id,
             cut(&r.started_at, 20),
             r.target
@@ -270,6 +275,15 @@ mod tests {
             line(&with_rps).ends_with("  found capacity 1,905 req/s at 22 connections"),
             "{}",
             line(&with_rps)
+        );
+        let disturbed = Run {
+            disturbed: true,
+            ..with_rps.clone()
+        };
+        assert!(
+            line(&disturbed).contains("at 22 connections DISTURBED (brink's host was busy)"),
+            "{}",
+            line(&disturbed)
         );
         assert!(line(&run(None)).contains("  none held"));
         let plain = Run {

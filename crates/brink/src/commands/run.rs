@@ -41,9 +41,16 @@ fn verdict(result: &RunResult, interrupted: bool) -> Result<i32, Fail> {
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         let answers = result.scenarios.iter().flat_map(report::failed_answers);
+        // The rule the answers broke, when they broke one: what the user fixes first.
+        let rule = result
+            .scenarios
+            .iter()
+            .find_map(|s| s.protocol_failures.first())
+            .map(|p| format!("the first protocol error: {}", p.reason));
         let detail = kinds
             .into_iter()
             .chain(answers)
+            .chain(rule)
             .collect::<Vec<_>>()
             .join(", ");
         let finished = match (s.requests, s.unfinished) {

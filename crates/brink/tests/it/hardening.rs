@@ -346,6 +346,14 @@ fn framing_cases(tls: bool) {
         assert_eq!(code, Some(3), "{path}: nothing succeeded");
         assert_eq!(s["errors_by_kind"]["protocol"], 6, "{path}: {s}");
         assert_eq!(s["status"], serde_json::json!({}), "{path}: {s}");
+        // Each says which rule its answers broke.
+        let want = match path {
+            "/101" => "it switched protocols (101), which brink never asked for",
+            _ => "its status is outside 100-599",
+        };
+        let failures = &r["scenarios"][0]["protocol_failures"][0];
+        assert_eq!(failures["reason"], want, "{path}: {failures}");
+        assert_eq!(failures["count"], 6, "{path}: {failures}");
     }
 
     // Bytes right after an answer break its framing: six requests, six answers counted as
@@ -363,6 +371,13 @@ fn framing_cases(tls: bool) {
         s["status"],
         serde_json::json!({"200": 6}),
         "the stray 500 is no answer: {s}"
+    );
+    let why = &r["scenarios"][0]["protocol_failures"][0]["reason"];
+    assert!(
+        why.as_str()
+            .unwrap_or("")
+            .contains("bytes came past the answer's end"),
+        "{why}"
     );
     assert_eq!(conns(before), 6);
     let before = srv.counters.connections();
@@ -385,6 +400,11 @@ fn framing_cases(tls: bool) {
     // The last response's stray bytes may come after the run has ended.
     let stray = s["errors_by_kind"]["protocol"].as_u64().unwrap_or(0);
     assert!((4..=5).contains(&stray), "{s}");
+    let why = &r["scenarios"][0]["protocol_failures"][0]["reason"];
+    assert!(
+        why.as_str().unwrap_or("").contains("on an idle connection"),
+        "{why}"
+    );
     assert_eq!(s["status"], serde_json::json!({"200": 5}), "{s}");
     assert_eq!(conns(before), 5);
 }

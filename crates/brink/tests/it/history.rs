@@ -293,8 +293,14 @@ fn searches_under_settings_give_one_capacity_table() {
         rate.contains(" 150/s ") && !rate.contains("connection"),
         "{text}"
     );
-    // Each row says how its search stepped.
+    // Each row says how its search stepped, and whether brink's host disturbed it (none
+    // was here: a quiet search's mark is '-').
     assert!(rate.contains(" rate "), "{text}");
+    assert!(
+        text.lines().next().unwrap_or("").contains(" host "),
+        "{text}"
+    );
+    assert!(rate.contains(" rate        -  "), "{text}");
     assert!(line("replicas=2").contains(" connections "), "{text}");
     // The run list: a run's row and a search's line up, column by column.
     brink(&h)
@@ -360,6 +366,8 @@ fn searches_under_settings_give_one_capacity_table() {
     conn.execute_batch("UPDATE runs SET capacity_rps = NULL; PRAGMA user_version = 2;")
         .unwrap();
     conn.execute_batch("ALTER TABLE runs DROP COLUMN capacity_rps;")
+        .unwrap();
+    conn.execute_batch("ALTER TABLE runs DROP COLUMN disturbed;")
         .unwrap();
     drop(conn);
     let again = stdout_json(brink(&h).args(["history", "capacity", "--json"]));

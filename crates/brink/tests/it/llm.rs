@@ -123,6 +123,8 @@ fn check_cadence(r: &Value, estimated: bool, out: &str) {
     );
     assert_eq!(l["output_tokens"].as_u64(), Some(streams * 10), "{l}");
     assert_eq!(l["tokens_estimated"], estimated, "{l}");
+    let counted = if estimated { streams } else { 0 };
+    assert_eq!(l["estimated_streams"].as_u64(), Some(counted), "{l}");
     // Little's law: 4 streams held for 240 ms each.
     assert!(
         (40..=52).contains(&streams),

@@ -255,7 +255,9 @@ fn record(
     if result.as_ref().is_ok_and(|r| r.stray) && extracted.is_ok() {
         // Bytes past its end broke the answer's framing: answered, and a `protocol` error
         // (never a second, unasked answer).
-        extracted = Err(ErrorKind::Protocol);
+        extracted = Err(crate::why::protocol(
+            "bytes came past the answer's end (its length or chunks do not frame it)",
+        ));
     }
     if answered_ok == Ok(true) && extracted.is_ok() {
         follow_completion(shared, vu, base);
@@ -308,6 +310,7 @@ fn record(
             let (corrected, service) = (micros(done - base), micros(done - sent));
             let grpc = reply.call.map(|g| g.code);
             rec.record_failed_answer(reply.status, grpc, kind, corrected, service);
+            crate::why::keep(rec, kind);
             if kind == ErrorKind::Extract {
                 rec.note_extract_failure(vu.extract_failure.take());
             }
@@ -321,6 +324,7 @@ fn record(
         }
         (Err(kind), _) => {
             rec.record_error(kind);
+            crate::why::keep(rec, kind);
             false
         }
     }
@@ -458,6 +462,7 @@ fn held_stream_opens(rec: &mut Bucket, vu: &mut Vu, resumed: bool) {
 /// answer.
 fn record_stray(rec: &mut Bucket) {
     rec.record_error(ErrorKind::Protocol);
+    rec.note_protocol_failure("the server sent bytes on an idle connection, with no request asked");
 }
 
 /// Counts `vu`'s refused attempt once, keeping the first refusal's details.

@@ -322,6 +322,17 @@ pub fn errors(s: &ScenarioResult) -> String {
         &["request", "count", "first reason"],
         &extract,
     ));
+    let protocol: Vec<_> = s
+        .protocol_failures
+        .iter()
+        .map(|x| vec![e(&x.request), fmt_count(x.count), e(&x.reason)])
+        .collect();
+    o.push_str(&table(
+        "",
+        "Answers that broke their protocol",
+        &["request", "count", "first rule broken"],
+        &protocol,
+    ));
     o.push_str(&checks(s));
     o
 }

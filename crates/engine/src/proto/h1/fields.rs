@@ -30,9 +30,10 @@ pub struct Head {
     pub encoded: bool,
 }
 
-/// Why a response could not be parsed.
+/// Why a response could not be parsed: the rule it broke, in words a user reads beside the
+/// `protocol` errors it made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Malformed;
+pub struct Malformed(pub &'static str);
 
 /// Most headers a response head may have.
 pub const MAX_HEADERS: usize = 64;
@@ -68,10 +69,11 @@ impl Fields {
             return Ok(()); // not one of the five names below
         }
         if name.eq_ignore_ascii_case(b"content-length") {
-            let v = std::str::from_utf8(value).map_err(|_| Malformed)?.trim();
-            let n: u64 = v.parse().map_err(|_| Malformed)?;
+            const NOT_A_NUMBER: Malformed = Malformed("its Content-Length is not a number");
+            let v = std::str::from_utf8(value).map_err(|_| NOT_A_NUMBER)?.trim();
+            let n: u64 = v.parse().map_err(|_| NOT_A_NUMBER)?;
             if self.length.is_some_and(|l| l != n) {
-                return Err(Malformed);
+                return Err(Malformed("it has two different Content-Lengths"));
             }
             self.length = Some(n);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
@@ -101,8 +103,13 @@ impl Fields {
     ///   be an attempt at request smuggling, so the connection is closed after it;
     /// * a `Transfer-Encoding` whose final coding is not `chunked` is read until close.
     pub fn head(self, status: u16, len: usize, head_request: bool) -> Result<Head, Malformed> {
-        if !(100..=599).contains(&status) || status == 101 {
-            return Err(Malformed);
+        if status == 101 {
+            return Err(Malformed(
+                "it switched protocols (101), which brink never asked for",
+            ));
+        }
+        if !(100..=599).contains(&status) {
+            return Err(Malformed("its status is outside 100-599"));
         }
         let no_body =
             head_request || (100..200).contains(&status) || status == 204 || status == 304;

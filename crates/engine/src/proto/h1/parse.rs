@@ -25,14 +25,27 @@ fn parse_head_slow(buf: &[u8], head_request: bool) -> Result<Option<Head>, Malfo
     let len = match resp.parse(buf) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => return Ok(None),
-        Err(_) => return Err(Malformed),
+        Err(e) => return Err(Malformed(head_fault(e))),
     };
-    let status = resp.code.ok_or(Malformed)?;
+    let status = resp.code.ok_or(Malformed("its status line has no code"))?;
     let mut fields = Fields::new(resp.version == Some(0));
     for h in resp.headers.iter() {
         fields.header(h.name.as_bytes(), h.value)?;
     }
     fields.head(status, len, head_request).map(Some)
+}
+
+/// The rule an unparseable head broke, as `httparse` found it.
+fn head_fault(e: httparse::Error) -> &'static str {
+    match e {
+        httparse::Error::Status => "its status line is not 'HTTP/1.x NNN reason'",
+        httparse::Error::Version => "it does not start with HTTP/1.0 or HTTP/1.1",
+        httparse::Error::TooManyHeaders => "its head has more than 64 header lines",
+        httparse::Error::HeaderName => "a header name has a character HTTP does not allow",
+        httparse::Error::HeaderValue => "a header value has a character HTTP does not allow",
+        httparse::Error::NewLine => "a line of its head ends without a proper CRLF",
+        httparse::Error::Token => "its head has a character HTTP does not allow",
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +66,9 @@ enum State {
 /// extensions; trailers are a head's worth): a server sending an endless extension is a
 /// protocol error, not a body brink waits on.
 pub const MAX_CHUNK_META: u32 = 64 * 1024;
+
+/// A chunked body that is not sizes, data and CRLFs in their order.
+const BAD_CHUNK: Malformed = Malformed("its chunked body is not framed as chunks");
 
 /// Skips a chunked body fed in arbitrary pieces, without keeping any of it.
 #[derive(Clone, Debug)]
@@ -116,15 +132,15 @@ impl Chunked {
         if matches!(self.state, State::Ext | State::TrailerLine) {
             self.meta += 1;
             if self.meta > MAX_CHUNK_META {
-                return Err(Malformed);
+                return Err(Malformed("its chunk extensions or trailers pass 64 KiB"));
             }
         }
         self.state = match (self.state, b) {
             (State::Size, b) if b.is_ascii_hexdigit() => {
-                let d = (b as char).to_digit(16).ok_or(Malformed)? as u64;
+                let d = (b as char).to_digit(16).ok_or(BAD_CHUNK)? as u64;
                 self.digits += 1;
                 if self.digits > 15 {
-                    return Err(Malformed);
+                    return Err(Malformed("a chunk size has more than 15 hex digits"));
                 }
                 self.size = self.size * 16 + d;
                 State::Size
@@ -141,7 +157,7 @@ impl Chunked {
             (State::TrailerStart | State::EndLf, b'\n') => State::Done,
             (State::TrailerLine, b'\n') => State::TrailerStart,
             (State::TrailerStart | State::TrailerLine, _) => State::TrailerLine,
-            _ => return Err(Malformed),
+            _ => return Err(BAD_CHUNK),
         };
         Ok(())
     }
@@ -237,7 +253,11 @@ mod tests {
             "000 Zero",
         ] {
             let text = format!("HTTP/1.1 {line}\r\nContent-Length: 0\r\n\r\n");
-            assert_eq!(parse_head(text.as_bytes(), false), Err(Malformed), "{line}");
+            let want = match line.starts_with("101") {
+                true => "it switched protocols (101), which brink never asked for",
+                false => "its status is outside 100-599",
+            };
+            assert_eq!(parse_head(text.as_bytes(), false), Err(Malformed(want)));
         }
         assert!(parse_head(b"HTTP/1.1 599 Odd\r\nContent-Length: 0\r\n\r\n", false).is_ok());
     }
@@ -248,17 +268,20 @@ mod tests {
             parse_head(b"HTTP/1.1 200 OK\r\nContent-Le", false),
             Ok(None)
         );
-        assert_eq!(parse_head(b"garbage\r\n\r\n", false), Err(Malformed));
+        assert_eq!(
+            parse_head(b"garbage\r\n\r\n", false),
+            Err(Malformed("it does not start with HTTP/1.0 or HTTP/1.1"))
+        );
         assert_eq!(
             parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false),
-            Err(Malformed)
+            Err(Malformed("its Content-Length is not a number"))
         );
         assert_eq!(
             parse_head(
                 b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
                 false
             ),
-            Err(Malformed)
+            Err(Malformed("it has two different Content-Lengths"))
         );
     }
 
@@ -340,9 +363,8 @@ mod tests {
             b"5\r\nhelloXX",
             b"fffffffffffffffff\r\n",
         ] {
-            assert_eq!(
-                Chunked::default().feed(bad),
-                Err(Malformed),
+            assert!(
+                Chunked::default().feed(bad).is_err(),
                 "{:?}",
                 String::from_utf8_lossy(bad)
             );
@@ -356,8 +378,9 @@ mod tests {
         let fine = format!("1;{ext}\r\na\r\n0\r\nX-T: 1\r\n\r\n");
         assert_eq!(Chunked::default().feed(fine.as_bytes()), Ok(true));
         let endless = format!("1;{ext}{ext}");
-        assert_eq!(Chunked::default().feed(endless.as_bytes()), Err(Malformed));
+        let long = Malformed("its chunk extensions or trailers pass 64 KiB");
+        assert_eq!(Chunked::default().feed(endless.as_bytes()), Err(long));
         let trailers = format!("0\r\nX-T: {ext}{ext}");
-        assert_eq!(Chunked::default().feed(trailers.as_bytes()), Err(Malformed));
+        assert_eq!(Chunked::default().feed(trailers.as_bytes()), Err(long));
     }
 }

@@ -6,6 +6,7 @@
 use super::parse::{parse_head, Chunked, Framing};
 use crate::proto::events::{EventRule, Events};
 use crate::proto::reply::Reply;
+use crate::why;
 use stats::ErrorKind;
 use std::sync::Arc;
 use workload::capture::{Budget, Captured};
@@ -171,7 +172,10 @@ impl Reader {
             None => body_of(&mut self.phase, body, |_| Ok(()))?,
             Some(e) => {
                 let now = now.unwrap_or_else(std::time::Instant::now);
-                let read = |p: &[u8]| e.feed(p, now).map_err(|_| ErrorKind::Protocol);
+                let read = |p: &[u8]| {
+                    e.feed(p, now)
+                        .map_err(|_| why::protocol("an event passed --max-event-size"))
+                };
                 body_of(&mut self.phase, body, read)?
             }
         };
@@ -225,13 +229,15 @@ impl Reader {
         let mut off = 0;
         let head = loop {
             let parsed = parse_head(&buf.data[off..buf.filled], self.head_request)
-                .map_err(|_| ErrorKind::Protocol)?;
+                .map_err(|m| why::protocol(m.0))?;
             match parsed {
                 Some(head) if (100..200).contains(&head.status) => {
                     // An interim response: the final one follows.
                     self.interim += 1;
                     if self.interim > MAX_INTERIM {
-                        return Err(ErrorKind::Protocol);
+                        return Err(why::protocol(
+                            "it sent more interim (1xx) answers than any server needs",
+                        ));
                     }
                     off += head.len;
                 }
@@ -241,7 +247,9 @@ impl Reader {
                     buf.filled -= off;
                     if buf.filled == buf.data.len() {
                         if buf.data.len() >= MAX_HEAD {
-                            return Err(ErrorKind::Protocol);
+                            return Err(why::protocol(
+                                "its head is larger than brink reads (64 KiB)",
+                            ));
                         }
                         buf.data.resize(buf.data.len() * 2, 0);
                     }
@@ -296,7 +304,7 @@ fn body_of(
                 }
             });
             fault?;
-            r.map_err(|_| ErrorKind::Protocol)
+            r.map_err(|m| why::protocol(m.0))
         }
         Phase::UntilClose => {
             payload(body)?;

@@ -49,6 +49,24 @@ pub enum Violation {
 }
 
 impl Violation {
+    /// The rule a server's frame broke, in words (RFC 6455 §5).
+    pub fn rule(self) -> &'static str {
+        match self {
+            Violation::Masked => "the server masked a frame (only clients mask)",
+            Violation::Reserved => "a frame set a reserved bit no extension agreed",
+            Violation::Opcode(_) => "a frame has an opcode RFC 6455 does not define",
+            Violation::ControlTooLong => "a control frame is longer than 125 bytes",
+            Violation::ControlFragmented => "a control frame is fragmented",
+            Violation::LengthTopBit => "a frame's 64-bit length has its top bit set",
+            Violation::TooBig => "a message is longer than --max-message-size",
+            Violation::Fragments => {
+                "a continuation frame came with no message begun, or a message began before the last ended"
+            }
+            Violation::NotUtf8 => "a text message is not UTF-8",
+            Violation::BadClose => "a close frame's code or reason is invalid",
+        }
+    }
+
     /// The close code brink answers this violation with.
     pub fn close_code(self) -> u16 {
         match self {

@@ -86,6 +86,8 @@ pub struct Machine {
     ping_id: u64,
     /// A rule was broken and brink's close queued: nothing more is read.
     broken: bool,
+    /// The rule the server broke, in words (kept for the error it counts as).
+    rule: Option<&'static str>,
     /// The server broke a rule outside an exchange (while the connection rested, idled or
     /// closed): one `protocol` error to count when the connection is accounted.
     violated: bool,
@@ -115,6 +117,7 @@ impl Machine {
             ping_id: 0,
             broken: false,
             violated: false,
+            rule: None,
         }
     }
 
@@ -386,8 +389,9 @@ impl Machine {
                     }
                 }
                 Ok(None) => return self.closed_with(1006),
-                Err(_) => {
+                Err(v) => {
                     self.violated = true;
+                    self.rule = Some(v.rule());
                     return;
                 }
             }
@@ -403,6 +407,9 @@ impl Machine {
         rec.bytes_out += std::mem::take(&mut self.bytes_out);
         if std::mem::take(&mut self.violated) {
             rec.record_error(ErrorKind::Protocol);
+            // Said here, from the connection's own record: the thread's may be another's.
+            let _ = crate::why::take();
+            rec.note_protocol_failure(self.rule.unwrap_or("a frame broke RFC 6455"));
         }
         if ending && !self.ended && self.upgraded {
             self.ended = true;
@@ -421,7 +428,9 @@ impl Machine {
     /// close frame, and nothing is read after it.
     fn next_event(&mut self) -> Result<Option<Event>, ErrorKind> {
         if self.broken {
-            return Err(ErrorKind::Protocol);
+            return Err(crate::why::protocol(
+                self.rule.unwrap_or("a frame broke RFC 6455"),
+            ));
         }
         loop {
             match self.decoder.next(&self.rbuf[self.start..self.filled]) {
@@ -442,8 +451,9 @@ impl Machine {
     /// ended the connection: it is not counted as ended by the server).
     fn refuse(&mut self, v: Violation) -> ErrorKind {
         self.broken = true;
+        self.rule = Some(v.rule());
         self.queue(frame::CLOSE, &frame::close_payload(v.close_code()));
-        ErrorKind::Protocol
+        crate::why::protocol(v.rule())
     }
 
     /// The server closes: the close handshake echoes its code (RFC 6455 §5.5.1).
