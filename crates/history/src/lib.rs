@@ -114,6 +114,9 @@ pub struct Run {
     /// A search that kept a step brink's own host disturbed twice (brink's workers waited for
     /// a CPU others held): its capacity may be the host's, not the service's.
     pub disturbed: bool,
+    /// A search whose capacity is a floor (every level up to `--to` passed, or it ended
+    /// before it closed in): "at least".
+    pub floor: bool,
     pub interrupted: bool,
     pub exit_code: Option<i64>,
     pub brink_version: String,
@@ -131,9 +134,13 @@ impl Run {
     /// throughput); `None` for a run, or a search where no level held.
     pub fn capacity(&self) -> Option<String> {
         let at = self.sustainable_level()?;
+        let least = if self.floor { "at least " } else { "" };
         let found = match self.capacity_rps {
-            Some(rps) => format!("capacity {} req/s at {at}", results::fmt::fmt_rate(rps)),
-            None => format!("max {at}"),
+            Some(rps) => format!(
+                "capacity {least}{} req/s at {at}",
+                results::fmt::fmt_rate(rps)
+            ),
+            None => format!("max {least}{at}"),
         };
         Some(match self.disturbed {
             true => format!("{found} DISTURBED (brink's host was busy)"),
@@ -193,8 +200,9 @@ impl Run {
     /// A search's capacity as a table cell: `1,905 req/s`, `-` when recorded without its
     /// throughput, `none held` when no level held its objectives.
     pub fn capacity_cell(&self) -> String {
+        let least = if self.floor { ">= " } else { "" };
         match (self.capacity_rps, self.max_sustainable) {
-            (Some(rps), _) => format!("{} req/s", results::fmt::fmt_rate(rps)),
+            (Some(rps), _) => format!("{least}{} req/s", results::fmt::fmt_rate(rps)),
             (None, Some(_)) => "-".into(),
             (None, None) => "none held".into(),
         }
@@ -336,25 +344,36 @@ impl History {
         };
         let sustained = r.find.as_ref().and_then(|f| f.max_sustainable.as_ref());
         let (max, capacity) = (sustained.map(|m| m.level), sustained.map(|m| m.rps));
-        let disturbed = r
-            .find
-            .as_ref()
-            .is_some_and(|f| f.steps.iter().any(|s| s.disturbed));
+        let find = r.find.as_ref();
+        let disturbed = find.is_some_and(|f| f.steps.iter().any(|s| s.disturbed));
+        let floor = find.is_some_and(|f| f.capacity_is_floor());
+        // A search's row reads its capacity step's figures (its first step's when none held):
+        // the whole run's pool every level together and describe none of them.
+        let step = find.and_then(|f| f.capacity_step().or(f.steps.first()));
+        let (ok_rps, p50, p99, error_rate) = match step {
+            Some(step) => (
+                step.ok_rps,
+                step.p50,
+                step.p99,
+                (step.requests > 0).then(|| step.errors as f64 / step.requests as f64),
+            ),
+            None => (s.ok_rps, s.latency_ms.p50, s.latency_ms.p99, error_rate),
+        };
         retry(|| {
             self.conn.execute(
                 "UPDATE runs SET status = 'done', finished_at = ?2, duration_s = ?3, requests = ?4,
                 ok_rps = ?5, p50_ms = ?6, p99_ms = ?7, error_rate = ?8, slo_passed = ?9,
                 max_sustainable = ?10, interrupted = ?11, result = ?12, capacity_rps = ?13,
-                disturbed = ?14
+                disturbed = ?14, floor = ?15
              WHERE id = ?1",
                 params![
                     id,
                     results::rfc3339_utc(std::time::SystemTime::now()),
                     s.duration_s,
                     s.requests as i64,
-                    s.ok_rps,
-                    s.latency_ms.p50,
-                    s.latency_ms.p99,
+                    ok_rps,
+                    p50,
+                    p99,
                     error_rate,
                     r.slo_passed,
                     max,
@@ -362,6 +381,7 @@ impl History {
                     json,
                     capacity,
                     disturbed,
+                    floor,
                 ],
             )
         })?;
@@ -526,7 +546,7 @@ impl History {
             return self
                 .run(id)?
                 .map(|r| r.id)
-                .ok_or_else(|| Error(format!("no run {id} in the history")));
+                .ok_or_else(|| Error(format!("no run {id} in {}", self.path.display())));
         }
         let back = match spec.strip_prefix("latest") {
             Some("") => 0,
@@ -548,7 +568,7 @@ impl History {
                 |r| r.get(0),
             )
             .optional()?
-            .ok_or_else(|| Error(format!("'{spec}': the history has fewer runs")))
+            .ok_or_else(|| Error(format!("'{spec}': {} has fewer runs", self.path.display())))
     }
 
     /// Deletes a run and its rows; false when there was no such run.
@@ -560,7 +580,7 @@ impl History {
     pub fn set_baseline(&self, id: i64) -> Result<(), Error> {
         let r = self
             .run(id)?
-            .ok_or_else(|| Error(format!("no run {id} in the history")))?;
+            .ok_or_else(|| Error(format!("no run {id} in {}", self.path.display())))?;
         retry(|| {
             let tx = self.conn.unchecked_transaction()?;
             tx.execute(
@@ -612,7 +632,7 @@ const COLUMNS: &str =
     "id, started_at, status, command, name, target, method, load_model, load_level,
     duration_s, requests, ok_rps, p50_ms, p99_ms, error_rate, slo_passed, max_sustainable,
     interrupted, exit_code, brink_version, git_commit, git_branch, host, note, baseline,
-    capacity_rps, disturbed";
+    capacity_rps, disturbed, floor";
 
 #[cfg(test)]
 mod tests;

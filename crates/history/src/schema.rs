@@ -63,12 +63,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     UPDATE runs SET capacity_rps = json_extract(result, '$.find.max_sustainable.rps')
         WHERE command = 'find' AND result IS NOT NULL AND json_valid(result);",
     // 4: a search that kept a step brink's own host disturbed twice (its capacity may be the
-    // host's), filled in for searches already recorded from their stored result.
+    // host's), and one whose capacity is a floor (every level up to --to passed, or it ended
+    // before it closed in), filled in for searches already recorded from their stored result.
     "ALTER TABLE runs ADD COLUMN disturbed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN floor INTEGER NOT NULL DEFAULT 0;
     UPDATE runs SET disturbed = 1
         WHERE command = 'find' AND result IS NOT NULL AND json_valid(result)
         AND EXISTS (SELECT 1 FROM json_each(result, '$.find.steps')
-            WHERE json_extract(value, '$.disturbed') = 1);",
+            WHERE json_extract(value, '$.disturbed') = 1);
+    UPDATE runs SET floor = 1
+        WHERE command = 'find' AND result IS NOT NULL AND json_valid(result)
+        AND json_extract(result, '$.find.max_sustainable') IS NOT NULL
+        AND json_extract(result, '$.find.stop.reason') IN ('all_passed', 'interrupted', 'step_failed');",
 ];
 
 /// The schema version this brink writes.
@@ -144,6 +150,7 @@ pub fn run_of(r: &Row) -> rusqlite::Result<Run> {
         baseline: r.get(24)?,
         capacity_rps: r.get(25)?,
         disturbed: r.get(26)?,
+        floor: r.get(27)?,
         tags: Vec::new(),
     })
 }

@@ -225,8 +225,10 @@ fn one_verdict_for_every_view() {
     }
 }
 
-/// A search that kept a step its own host disturbed twice is marked in the history: when it
-/// is recorded, and in a history written before the mark existed (read from its result).
+/// A search that kept a step its own host disturbed twice is marked in the history, and one
+/// whose capacity is a floor (every level up to --to passed) says "at least", with its
+/// capacity step's figures, not the pool of all its steps: when it is recorded, and in a
+/// history written before the marks existed (read from its result).
 #[test]
 fn a_search_that_kept_a_disturbed_step_is_marked() {
     let found = |disturbed: bool| {
@@ -234,18 +236,36 @@ fn a_search_that_kept_a_disturbed_step_is_marked() {
         let step = results::find::StepRow {
             level: 8.0,
             disturbed,
+            pass: !disturbed,
+            ok_rps: 412.0,
+            p99: 21.5,
+            requests: 100,
+            errors: 1,
             ..Default::default()
+        };
+        // The disturbed search failed its one step; the other passed it, up to --to 8.
+        let (max_sustainable, stop) = match disturbed {
+            true => (None, Some(results::find::Stop::FirstFailed { from: 8.0 })),
+            false => (
+                Some(results::find::Sustained {
+                    level: 8.0,
+                    rps: 412.0,
+                    slo: Vec::new(),
+                    resolution: None,
+                }),
+                Some(results::find::Stop::AllPassed { to: 8.0 }),
+            ),
         };
         r.find = Some(results::find::FindResult {
             by: results::find::By::Connections,
             steps: vec![step],
-            max_sustainable: None,
+            max_sustainable,
             knee: None,
             usl: None,
             diagnosis: Vec::new(),
             findings: Vec::new(),
             stopped: String::new(),
-            stop: None,
+            stop,
             hooks: Vec::new(),
             captures: Vec::new(),
             reruns: Vec::new(),
@@ -264,7 +284,17 @@ fn a_search_that_kept_a_disturbed_step_is_marked() {
     h.finish(a, &found(true)).unwrap();
     h.finish(b, &found(false)).unwrap();
     assert!(h.run(a).unwrap().unwrap().disturbed);
-    assert!(!h.run(b).unwrap().unwrap().disturbed);
+    let quiet = h.run(b).unwrap().unwrap();
+    assert!(!quiet.disturbed && quiet.floor);
+    assert_eq!(
+        quiet.capacity().as_deref(),
+        Some("capacity at least 412 req/s at 8 connections")
+    );
+    assert_eq!(
+        (quiet.ok_rps, quiet.p99_ms, quiet.error_rate),
+        (Some(412.0), Some(21.5), Some(0.01)),
+        "the capacity step's figures"
+    );
 
     // A history at schema 3 holding the same two results: the migration reads the mark.
     let old = dir.path().join("old.db");
@@ -287,6 +317,7 @@ fn a_search_that_kept_a_disturbed_step_is_marked() {
         }
     }
     let h = History::open(&old).unwrap();
-    assert!(h.run(1).unwrap().unwrap().disturbed);
-    assert!(!h.run(2).unwrap().unwrap().disturbed);
+    let (first, second) = (h.run(1).unwrap().unwrap(), h.run(2).unwrap().unwrap());
+    assert!(first.disturbed && !first.floor);
+    assert!(!second.disturbed && second.floor);
 }

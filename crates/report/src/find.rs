@@ -404,7 +404,7 @@ fn capacity_line(f: &FindResult) -> String {
             m.slo.join(", ")
         );
     }
-    if let Some(Stop::Interrupted | Stop::StepFailed { .. }) = &f.stop {
+    if f.capacity_is_floor() {
         // The search was cut before it closed in: what passed is a floor.
         let failed = f
             .steps

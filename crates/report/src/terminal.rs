@@ -657,12 +657,12 @@ fn notes(o: &mut String, r: &ScenarioResult) {
             ),
         );
     }
-    for x in &r.protocol_failures {
+    for x in &r.answer_failures {
         row(
             o,
-            "protocol",
+            &x.kind,
             format!(
-                "{} of '{}' broke the protocol; first: {}",
+                "{} of '{}'; first: {}",
                 fmt_count(x.count),
                 x.request,
                 x.reason

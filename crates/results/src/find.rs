@@ -160,6 +160,25 @@ pub enum Stop {
 }
 
 impl FindResult {
+    /// Its capacity is a floor, not the limit: every level up to `--to` passed, or the search
+    /// ended (interrupted, a step that could not run) before it closed in.
+    pub fn capacity_is_floor(&self) -> bool {
+        self.max_sustainable.is_some()
+            && matches!(
+                self.stop,
+                Some(Stop::AllPassed { .. } | Stop::Interrupted | Stop::StepFailed { .. })
+            )
+    }
+
+    /// The step its capacity was measured on (the last one run at that level that passed).
+    pub fn capacity_step(&self) -> Option<&StepRow> {
+        let m = self.max_sustainable.as_ref()?;
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| s.pass && s.level == m.level)
+    }
+
     /// The measured points of the USL fit, in step order.
     pub fn usl_points(&self) -> Vec<(f64, f64)> {
         self.steps

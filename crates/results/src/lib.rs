@@ -15,8 +15,8 @@ mod time;
 
 pub use broke::{BrokeJson, STARVED_WAIT_PERCENT};
 pub use run::{
-    summary_json, AsyncJson, CheckJson, CompletionJson, ErrorsByKind, ExtractFailureJson,
-    GeneratorJson, HistBin, LoadInfo, ProtocolFailureJson, RefusedJson, RequestResult, RunResult,
+    summary_json, AnswerFailureJson, AsyncJson, CheckJson, CompletionJson, ErrorsByKind,
+    ExtractFailureJson, GeneratorJson, HistBin, LoadInfo, RefusedJson, RequestResult, RunResult,
     ScenarioResult, ScheduleInfo, SecondRow, SetupFailureJson, Shortfall, SloResult, Span,
     StageJson, StreamJson, SummaryJson, TargetInfo, TraceJson, TracesJson, WebSocketJson,
     ZeroRttJson, SCHEMA,

@@ -71,10 +71,11 @@ pub struct ScenarioResult {
     /// request name, the first one's kind, how many of that kind, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub setup_failures: Vec<SetupFailureJson>,
-    /// Answers that broke their protocol (`errors_by_kind.protocol`): per request name, how
-    /// many and the rule the first one broke.
+    /// Answers that failed saying why (`protocol`: the rule the answer broke; `closed`: how
+    /// it ended; `not_stream`: why it was no event stream): per request name and kind, how
+    /// many of that kind and the first one's reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub protocol_failures: Vec<ProtocolFailureJson>,
+    pub answer_failures: Vec<AnswerFailureJson>,
     /// Response checks (`check:`), in the plan's order: how often each passed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<CheckJson>,
@@ -237,12 +238,15 @@ pub struct ExtractFailureJson {
     pub reason: String,
 }
 
-/// Answers of one request that broke their protocol.
+/// Answers of one request that failed as one kind, with why the first did.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ProtocolFailureJson {
+pub struct AnswerFailureJson {
     pub request: String,
+    /// The error kind (`protocol`, `closed`, `not_stream`).
+    pub kind: String,
+    /// Errors of that kind.
     pub count: u64,
-    /// The rule the first one broke (`its Content-Length is not a number`).
+    /// Why the first one failed (`its Content-Length is not a number`).
     pub reason: String,
 }
 

@@ -240,8 +240,8 @@ fn the_result_schema_describes_the_result_types_field_for_field() {
             fields::<SetupFailureJson>(),
         ),
         (
-            format!("{scenario}/protocol_failures/items"),
-            fields::<ProtocolFailureJson>(),
+            format!("{scenario}/answer_failures/items"),
+            fields::<AnswerFailureJson>(),
         ),
         (format!("{scenario}/checks/items"), fields::<CheckJson>()),
         (format!("{scenario}/traces"), fields::<TracesJson>()),

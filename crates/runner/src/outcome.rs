@@ -6,9 +6,9 @@
 use engine::{Load, RunSpec};
 use merge::RunOutput;
 use results::{
-    summary_json, AsyncJson, CheckJson, CompletionJson, ExtractFailureJson, GeneratorJson,
-    LoadInfo, ProtocolFailureJson, RefusedJson, RequestResult, ScenarioResult, ScheduleInfo,
-    SecondRow, SetupFailureJson, SloResult, StageJson, TargetInfo, TraceJson, TracesJson,
+    summary_json, AnswerFailureJson, AsyncJson, CheckJson, CompletionJson, ExtractFailureJson,
+    GeneratorJson, LoadInfo, RefusedJson, RequestResult, ScenarioResult, ScheduleInfo, SecondRow,
+    SetupFailureJson, SloResult, StageJson, TargetInfo, TraceJson, TracesJson,
 };
 use stats::traces::{TraceOutcome, TraceRow};
 use stats::ErrorKind;
@@ -83,16 +83,19 @@ pub fn scenario_result(
             })
         })
         .collect();
-    let protocol_failures = out
+    let answer_failures = out
         .by_request
         .iter()
-        .filter_map(|(n, t)| {
-            let why = t.all.protocol_failure.as_ref()?;
-            Some(ProtocolFailureJson {
-                request: n.clone(),
-                count: t.all.errors_by_kind[ErrorKind::Protocol.index()],
-                reason: why.to_string(),
-            })
+        .flat_map(|(n, t)| {
+            t.all
+                .answer_failures
+                .iter()
+                .map(|(kind, why)| AnswerFailureJson {
+                    request: n.clone(),
+                    kind: kind.name().to_string(),
+                    count: t.all.errors_by_kind[kind.index()],
+                    reason: why.clone(),
+                })
         })
         .collect();
     ScenarioResult {
@@ -112,7 +115,7 @@ pub fn scenario_result(
         refused,
         extract_failures,
         setup_failures,
-        protocol_failures,
+        answer_failures,
         checks: checks(spec, &out.totals.all),
         error: None,
         ok_status: spec.ok_status.ranges().to_vec(),

@@ -41,8 +41,17 @@ pub fn summarise(
         slo: slos.to_vec(),
         resolution: first_fail_above(b.row.level).map(|f| f / b.row.level - 1.0),
     });
+    // By rate, a level past the first one that failed above the capacity could not be kept:
+    // its latency is the length of a queue that grew for the step's length, not the
+    // service's answer to that load, so no knee is read off it (one was placed at such a
+    // level, above the real break).
+    let past_saturation = match (by, &max_sustainable) {
+        (By::Rate, Some(m)) => first_fail_above(m.level),
+        _ => None,
+    };
     let points: Vec<Point> = steps
         .iter()
+        .filter(|x| past_saturation.is_none_or(|f| x.row.level <= f))
         .map(|x| Point {
             level: x.row.level,
             throughput: x.row.ok_rps,
@@ -204,6 +213,43 @@ mod tests {
         let free = sum(Pace::Free);
         assert!(free.usl.is_some());
         assert_eq!((free.every_ms, free.held_streams), (None, false));
+    }
+
+    /// A rate search on a server saturating near 750/s (as one was seen): 750/s passed, 775/s
+    /// and 800/s failed with a queue growing. 800/s's p90 is 8.8x 775/s's, but 800/s was past
+    /// saturation: the knee is never put there, above the real break.
+    #[test]
+    fn a_rate_search_reads_no_knee_past_its_first_failure_above_the_capacity() {
+        let at = |level: f64, pass: bool, ok_rps: f64, p90: f64| StepRow {
+            p90,
+            ..row(level, pass, ok_rps)
+        };
+        let rows = [
+            at(400.0, true, 400.0, 11.0),
+            at(800.0, false, 748.0, 375.0),
+            at(600.0, true, 600.0, 12.5),
+            at(700.0, true, 700.0, 13.8),
+            at(750.0, true, 749.0, 14.7),
+            at(775.0, false, 770.0, 42.8),
+        ];
+        let steady = Bucket::new(0);
+        let f = summarise(
+            By::Rate,
+            &[],
+            &facts(&rows, &steady, -1.0),
+            Stop::Bisected {
+                pass: 750.0,
+                fail: 775.0,
+            },
+            5.0,
+            Pace::Free,
+        );
+        assert_eq!(f.max_sustainable.as_ref().map(|m| m.level), Some(750.0));
+        assert!(
+            f.knee.as_ref().is_none_or(|k| k.level <= 775.0),
+            "{:?}",
+            f.knee
+        );
     }
 
     #[test]

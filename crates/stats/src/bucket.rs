@@ -105,8 +105,9 @@ pub struct Bucket {
     pub refused: Option<Box<Refusal>>,
     /// Why the first failed extraction ([`ErrorKind::Extract`]) found nothing.
     pub extract_failure: Option<Box<String>>,
-    /// The rule the first answer counted as a `protocol` error broke ([`ErrorKind::Protocol`]).
-    pub protocol_failure: Option<Box<String>>,
+    /// Why answers failed, the first of each kind that said why (the rule a `protocol`
+    /// error's answer broke, how a `closed` one ended, why a `not_stream` one was no stream).
+    pub answer_failures: Vec<(ErrorKind, String)>,
     /// Response checks, by the check's slot among the scenario's checks (empty when none ran).
     pub checks: Vec<Checked>,
     /// Connection setup, kept apart from request latency: connections opened, TCP connect
@@ -373,7 +374,7 @@ impl Bucket {
             in_flight: 0,
             refused: None,
             extract_failure: None,
-            protocol_failure: None,
+            answer_failures: Vec::new(),
             checks: Vec::new(),
             setup: Setup::default(),
             stream: None,
@@ -495,10 +496,10 @@ impl Bucket {
         self.errors_by_kind[kind.index()] += 1;
     }
 
-    /// Keeps the rule a `protocol` error's answer broke, the first time.
-    pub fn note_protocol_failure(&mut self, why: &str) {
-        if self.protocol_failure.is_none() {
-            self.protocol_failure = Some(Box::new(why.to_string()));
+    /// Keeps why an answer failed as `kind`, the first time for that kind.
+    pub fn note_answer_failure(&mut self, kind: ErrorKind, why: &str) {
+        if !self.answer_failures.iter().any(|(k, _)| *k == kind) {
+            self.answer_failures.push((kind, why.to_string()));
         }
     }
 
@@ -582,8 +583,8 @@ impl Bucket {
         if self.extract_failure.is_none() {
             self.extract_failure.clone_from(&other.extract_failure);
         }
-        if self.protocol_failure.is_none() {
-            self.protocol_failure.clone_from(&other.protocol_failure);
+        for (kind, why) in &other.answer_failures {
+            self.note_answer_failure(*kind, why);
         }
         self.merge_checks(&other.checks);
         self.setup.merge(&other.setup);

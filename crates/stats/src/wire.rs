@@ -52,9 +52,9 @@ pub struct WireBucket {
     pub refused: Option<(String, String)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract_failure: Option<String>,
-    /// The rule the first `protocol` error's answer broke.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol_failure: Option<String>,
+    /// Why answers failed, the first of each kind: (error kind's name, why).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answer_failures: Vec<(String, String)>,
     pub opened: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect: Option<String>,
@@ -144,7 +144,11 @@ impl From<&Bucket> for WireBucket {
                 .as_ref()
                 .map(|r| (r.part.clone(), r.value.clone())),
             extract_failure: b.extract_failure.as_deref().cloned(),
-            protocol_failure: b.protocol_failure.as_deref().cloned(),
+            answer_failures: b
+                .answer_failures
+                .iter()
+                .map(|(k, why)| (k.name().to_string(), why.clone()))
+                .collect(),
             opened: b.setup.opened,
             connect: opt(&b.setup.connect),
             tls: opt(&b.setup.tls),
@@ -418,7 +422,11 @@ fn rest_of(w: WireBucket, corrected: Histogram, service: Histogram) -> Result<Bu
             .refused
             .map(|(part, value)| Box::new(Refusal { part, value })),
         extract_failure: w.extract_failure.map(Box::new),
-        protocol_failure: w.protocol_failure.map(Box::new),
+        answer_failures: w
+            .answer_failures
+            .into_iter()
+            .map(|(k, why)| kind_named(&k).map(|k| (k, why)))
+            .collect::<Result<_, _>>()?,
         checks: w
             .checks
             .into_iter()
@@ -591,7 +599,8 @@ mod tests {
         (b.bytes_in, b.bytes_out, b.late, b.max_lag_us) = (1234, 567, 3, 4_500);
         b.refused = Some(Box::new(Refusal::new("header X", b"a\r\nb")));
         b.extract_failure = Some(Box::new("$.token: no match".into()));
-        b.protocol_failure = Some(Box::new("its Content-Length is not a number".into()));
+        b.note_answer_failure(ErrorKind::Protocol, "its Content-Length is not a number");
+        b.note_answer_failure(ErrorKind::Closed, "closed after 5 of 100 body bytes");
         b.record_check(
             1,
             crate::CheckOutcome::Failed("the body does not contain \"ok\"".into()),
@@ -690,7 +699,7 @@ mod tests {
         assert_eq!(b2.setup.with_connect, b.setup.with_connect);
         assert_eq!(b2.traces, b.traces);
         assert_eq!(b2.refused, b.refused);
-        assert_eq!(b2.protocol_failure, b.protocol_failure);
+        assert_eq!(b2.answer_failures, b.answer_failures);
         assert_eq!(b2.checks, b.checks);
         let (e, e2) = (b.events.as_deref().unwrap(), b2.events.as_deref().unwrap());
         assert_eq!((e2.streams, e2.events, e2.ended_events), (1, 9, 9));

@@ -5,6 +5,7 @@
 //! time, periodic pauses, faults by path) live in [`handlers`]; the demo service and its shop
 //! come from the `demo-service` crate (the one part that ships in the binary).
 
+pub mod cpu;
 pub mod deadline;
 pub mod grpc;
 mod h3_raw;

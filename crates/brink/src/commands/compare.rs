@@ -64,6 +64,23 @@ fn disturbed(name: &str, r: &results::RunResult) -> Option<String> {
     ))
 }
 
+/// Searches that stepped by different things (a rate, connections) found levels in different
+/// units: no change between them means anything, whatever `--allow-mismatch` says.
+fn unlike_searches(before: &Side, after: &Side) -> Option<String> {
+    let by = |side: &Side| {
+        side.iter()
+            .find_map(|(name, r)| r.find.as_ref().map(|f| (name.clone(), f.by)))
+    };
+    let ((b_name, b_by), (a_name, a_by)) = (by(before)?, by(after)?);
+    (b_by != a_by).then(|| {
+        format!(
+            "{b_name} searched by {}, {a_name} by {}: their capacities are in different units (compare two searches by the same)",
+            b_by.name(),
+            a_by.name()
+        )
+    })
+}
+
 pub fn compare_cmd(a: &CompareArgs) -> Result<i32, Fail> {
     let (before, after) = sides(a)?;
     let mut tol = Tolerances::default();
@@ -85,6 +102,9 @@ pub fn compare_cmd(a: &CompareArgs) -> Result<i32, Fail> {
                 )));
             }
         }
+    }
+    if let Some(why) = unlike_searches(&before, &after) {
+        return Err(Fail::input(format!("not comparable: {why}")));
     }
     let mismatches = compare::check(&before, &after);
     if !mismatches.is_empty() && !a.allow_mismatch {

@@ -216,12 +216,17 @@ fn hooks_dir(r: &crate::cli::RunArgs, run_id: &str, make: bool) -> Result<PathBu
 /// and what it would get.
 fn dry_run(search: &Search, job: &Job) -> String {
     let mut o = format!(
-        "find by {} from {} to {}, {}s steps; hooks write to {}\n",
+        "find by {} from {} to {}, {}s steps\n  levels: {}, until a step fails; then the gap between the last pass and the first failure is halved until it is within {:.0}%\n",
         search.by.name(),
         search.by.cell(search.from),
         search.by.cell(search.to),
         search.step.as_secs_f64(),
-        search.hooks.out_dir.display()
+        doubling(search.from, search.to)
+            .iter()
+            .map(|l| search.by.cell(*l))
+            .collect::<Vec<_>>()
+            .join(", "),
+        search.precision * 100.0
     );
     if let Some(every) = job.spec.every {
         o.push_str(&format!(
@@ -258,8 +263,28 @@ fn dry_run(search: &Search, job: &Job) -> String {
             ));
         }
     }
-    o.push_str("  environment: BRINK_HOOK, BRINK_LEVEL, BRINK_STEP, BRINK_DURATION_S, BRINK_OUT_DIR, BRINK_RUN_ID\n");
+    if [&h.peak, &h.each_step, &h.on_fail, &h.after]
+        .iter()
+        .any(|k| k.is_some())
+    {
+        o.push_str(&format!(
+            "  hooks write to {}\n  environment: BRINK_HOOK, BRINK_LEVEL, BRINK_STEP, BRINK_DURATION_S, BRINK_OUT_DIR, BRINK_RUN_ID\n",
+            h.out_dir.display()
+        ));
+    }
     o
+}
+
+/// The levels a search tries before any step fails: doubling from `from` (whole numbers),
+/// never past `to` (the search's own rule, `search::decide`).
+fn doubling(from: f64, to: f64) -> Vec<f64> {
+    let mut levels = vec![from];
+    let mut level = from;
+    while level < to && levels.len() < 64 {
+        level = (level * 2.0).min(to).round().max(1.0);
+        levels.push(level);
+    }
+    levels
 }
 
 /// The job the search steps, out of `all`: the URL's, or the chosen scenario of the plan.
@@ -398,5 +423,22 @@ fn search_code(result: &results::RunResult) -> i32 {
         SLO_FAILED
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod dry_run_tests {
+    use super::doubling;
+
+    /// `--dry-run` lists the levels the search's own rule tries: doubling, whole, never past
+    /// `--to`.
+    #[test]
+    fn the_levels_before_a_failure_double_up_to_the_ceiling() {
+        assert_eq!(
+            doubling(50.0, 1000.0),
+            [50.0, 100.0, 200.0, 400.0, 800.0, 1000.0]
+        );
+        assert_eq!(doubling(1.0, 1.0), [1.0]);
+        assert_eq!(doubling(3.0, 20.0), [3.0, 6.0, 12.0, 20.0]);
     }
 }

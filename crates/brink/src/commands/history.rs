@@ -76,7 +76,7 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
                     "id": r.id, "started_at": r.started_at, "tags": r.tags, "target": r.target,
                     "name": r.name, "capacity_rps": r.capacity_rps,
                     "max_sustainable": r.max_sustainable, "by": r.load_model.map(|m| results::find::By::of(m).name()),
-                    "disturbed": r.disturbed,
+                    "disturbed": r.disturbed, "at_least": r.floor,
                 })
             })
             .collect();
@@ -88,7 +88,7 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
         return Ok(0);
     }
     emitln!(
-        "{:<40} {:>12}  {:<22} {:<11} {:<9}  {:>5}  {:<20} target",
+        "{:<40} {:>15}  {:<22} {:<11} {:<9}  {:>5}  {:<20} target",
         "tags",
         "capacity",
         "at",
@@ -106,7 +106,7 @@ fn capacity(h: &History, a: &HistoryArgs) -> Result<i32, Fail> {
         // A search that kept a step its own host disturbed may measure the host: marked.
         let host = if r.disturbed { "DISTURBED" } else { "-" };
         emitln!(
-            "{:<40} {:>12}  {:<22} {:<11} {:<9}  {:>5}  {:<20} {}",
+            "{:<40} {:>15}  {:<22} {:<11} {:<9}  {:>5}  {:<20} {}",
             cut(&r.tags_text(), 40),
             r.capacity_cell(),
             at,

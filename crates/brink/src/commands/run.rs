@@ -45,8 +45,8 @@ fn verdict(result: &RunResult, interrupted: bool) -> Result<i32, Fail> {
         let rule = result
             .scenarios
             .iter()
-            .find_map(|s| s.protocol_failures.first())
-            .map(|p| format!("the first protocol error: {}", p.reason));
+            .find_map(|s| s.answer_failures.first())
+            .map(|p| format!("the first {} error: {}", p.kind, p.reason));
         let detail = kinds
             .into_iter()
             .chain(answers)

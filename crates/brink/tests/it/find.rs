@@ -606,6 +606,10 @@ fn a_hook_runs_during_the_capture_step_at_the_peak() {
         "{text}"
     );
     assert!(text.contains("a step passes while: "), "{text}");
+    assert!(
+        text.contains("  levels: ") && text.contains("hooks write to "),
+        "{text}"
+    );
     assert_eq!(srv.counters.requests(), 0, "a dry run sends nothing");
 
     args.push("-q".into());

@@ -496,4 +496,17 @@ fn a_failing_step_brink_s_host_disturbed_is_run_again() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+
+    // A search by rate and one by connections found levels in different units: refused,
+    // whatever --allow-mismatch says (a -67% "unchanged" once came of such a pair).
+    let mut by_rate = clean.clone();
+    by_rate["find"]["by"] = "rate".into();
+    std::fs::write(&b, by_rate.to_string()).unwrap();
+    let out = compare(&["--allow-mismatch"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("searched by connections") && err.contains("by rate"),
+        "{err}"
+    );
 }

@@ -351,7 +351,7 @@ fn framing_cases(tls: bool) {
             "/101" => "it switched protocols (101), which brink never asked for",
             _ => "its status is outside 100-599",
         };
-        let failures = &r["scenarios"][0]["protocol_failures"][0];
+        let failures = &r["scenarios"][0]["answer_failures"][0];
         assert_eq!(failures["reason"], want, "{path}: {failures}");
         assert_eq!(failures["count"], 6, "{path}: {failures}");
     }
@@ -372,7 +372,7 @@ fn framing_cases(tls: bool) {
         serde_json::json!({"200": 6}),
         "the stray 500 is no answer: {s}"
     );
-    let why = &r["scenarios"][0]["protocol_failures"][0]["reason"];
+    let why = &r["scenarios"][0]["answer_failures"][0]["reason"];
     assert!(
         why.as_str()
             .unwrap_or("")
@@ -400,7 +400,7 @@ fn framing_cases(tls: bool) {
     // The last response's stray bytes may come after the run has ended.
     let stray = s["errors_by_kind"]["protocol"].as_u64().unwrap_or(0);
     assert!((4..=5).contains(&stray), "{s}");
-    let why = &r["scenarios"][0]["protocol_failures"][0]["reason"];
+    let why = &r["scenarios"][0]["answer_failures"][0]["reason"];
     assert!(
         why.as_str().unwrap_or("").contains("on an idle connection"),
         "{why}"

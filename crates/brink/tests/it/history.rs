@@ -367,8 +367,10 @@ fn searches_under_settings_give_one_capacity_table() {
         .unwrap();
     conn.execute_batch("ALTER TABLE runs DROP COLUMN capacity_rps;")
         .unwrap();
-    conn.execute_batch("ALTER TABLE runs DROP COLUMN disturbed;")
-        .unwrap();
+    conn.execute_batch(
+        "ALTER TABLE runs DROP COLUMN disturbed; ALTER TABLE runs DROP COLUMN floor;",
+    )
+    .unwrap();
     drop(conn);
     let again = stdout_json(brink(&h).args(["history", "capacity", "--json"]));
     assert!(

@@ -349,7 +349,7 @@ fn rules_broken_between_messages_are_protocol_errors() {
         let protocol = s["errors_by_kind"]["protocol"].as_u64().unwrap_or(0);
         assert!(protocol >= 2, "{shape:?}: {s}\n{}", ran.stderr);
         // The rule the close frame broke is said.
-        let why = &ran.result["scenarios"][0]["protocol_failures"][0]["reason"];
+        let why = &ran.result["scenarios"][0]["answer_failures"][0]["reason"];
         assert_eq!(
             why, "a close frame's code or reason is invalid",
             "{shape:?}"

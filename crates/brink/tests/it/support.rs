@@ -92,6 +92,8 @@ pub fn brink_json_on_cpu_niced(cpu: usize, args: &[&str]) -> Ran {
 }
 
 fn ran(brink: std::process::Command, args: &[&str]) -> Ran {
+    // Every load this helper starts holds the CPU lock, shared unless the test holds more.
+    let _cpu = cpu_shared();
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("r.json");
     let out = assert_cmd::Command::from_std(brink)
@@ -172,21 +174,17 @@ impl Drop for Killed {
     }
 }
 
-/// The CPU lock of this test binary: hogs hold it alone, tests bounded by the clock share it.
-static CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-/// Tests that take a CPU from others (busy loops, a service that spins, a saturated
-/// generator), or whose verdict a stall of a few hundred milliseconds would spoil, run one at
-/// a time: two of them at once in this test binary on a two-core machine would measure each
-/// other.
-pub fn cpu_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
-    CPU.write().unwrap_or_else(|e| e.into_inner())
+/// Tests whose verdict depends on time (a bound, a rate, a latency, a capacity) or that take
+/// a CPU from others (busy loops, a spinning service, a saturated generator) run alone: the
+/// one lock of every test process ([`testkit::cpu`]), exclusive.
+pub fn cpu_exclusive() -> testkit::cpu::Cpu {
+    testkit::cpu::exclusive()
 }
 
-/// Tests with a wall-clock bound (a stop within a second, a rate kept) run beside each other
-/// but never beside a hog of [`cpu_exclusive`], which would make them miss it.
-pub fn cpu_shared() -> std::sync::RwLockReadGuard<'static, ()> {
-    CPU.read().unwrap_or_else(|e| e.into_inner())
+/// Tests that make load but only count run beside each other, never beside an exclusive one.
+/// The helpers that start brink ([`brink_json`] and its kin) take it themselves.
+pub fn cpu_shared() -> testkit::cpu::Cpu {
+    testkit::cpu::shared()
 }
 
 /// Waits for `child` (killed if it outlives `limit`, which fails the test) while polling its

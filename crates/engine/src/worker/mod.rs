@@ -389,11 +389,14 @@ fn record_events(
         return;
     }
     if e.encoded {
-        reply.fault = Some(ErrorKind::NotStream);
+        reply.fault = Some(coded());
         return;
     }
     if !e.said_stream && e.count == 0 {
-        reply.fault = Some(ErrorKind::NotStream);
+        reply.fault = Some(crate::why::failed(
+            ErrorKind::NotStream,
+            "the answer is no event stream (not text/event-stream, and no event in it)",
+        ));
         return;
     }
     if let Some(fault) = tokens.end_fault() {
@@ -423,8 +426,16 @@ fn coded_is_not_a_stream(
     reply: &mut crate::proto::reply::Reply,
 ) {
     if e.encoded && reply.call.is_none() && shared.ok_status.contains(reply.status) {
-        reply.fault = Some(ErrorKind::NotStream);
+        reply.fault = Some(coded());
     }
+}
+
+/// `not_stream`, because the stream's body was coded.
+fn coded() -> ErrorKind {
+    crate::why::failed(
+        ErrorKind::NotStream,
+        "the event stream is compressed (Content-Encoding), so no event can be read as it comes (send no Accept-Encoding)",
+    )
 }
 
 /// A held stream on `vu` ended at `done` (`e`: its events, when its head came): the last
@@ -462,7 +473,10 @@ fn held_stream_opens(rec: &mut Bucket, vu: &mut Vu, resumed: bool) {
 /// answer.
 fn record_stray(rec: &mut Bucket) {
     rec.record_error(ErrorKind::Protocol);
-    rec.note_protocol_failure("the server sent bytes on an idle connection, with no request asked");
+    rec.note_answer_failure(
+        ErrorKind::Protocol,
+        "the server sent bytes on an idle connection, with no request asked",
+    );
 }
 
 /// Counts `vu`'s refused attempt once, keeping the first refusal's details.

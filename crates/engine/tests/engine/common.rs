@@ -1,4 +1,5 @@
-//! Helpers of the engine's tests: a run for a URL, run in-process, and the CPU lock.
+//! Helpers of the engine's tests: a run for a URL, run in-process (holding the CPU lock
+//! shared, as every load a test makes does).
 
 use engine::workload::Request;
 use engine::{Curve, Load, RunSpec, StatusSet, Target, Workload};
@@ -63,6 +64,7 @@ pub fn open(rate: f64, secs: f64, pool: usize) -> Load {
 }
 
 pub fn run(spec: &RunSpec) -> RunOutput {
+    let _cpu = cpu_shared();
     engine::run(
         spec,
         &AtomicBool::new(false),
@@ -76,19 +78,13 @@ pub fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b
 }
 
-/// The CPU lock of this test binary: hogs hold it alone, tests bounded by the clock share it.
-static CPU: std::sync::RwLock<()> = std::sync::RwLock::new(());
-
-/// Tests that take a CPU from others (busy loops, a service that spins, a saturated
-/// generator), or whose verdict a stall of a few hundred milliseconds would spoil, run one at
-/// a time: two of them at once in this test binary on a two-core machine would measure each
-/// other.
-pub fn cpu_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
-    CPU.write().unwrap_or_else(|e| e.into_inner())
+/// The one CPU lock of every test process ([`testkit::cpu`]), exclusive: for a test whose
+/// verdict depends on time or that takes a CPU from others.
+pub fn cpu_exclusive() -> testkit::cpu::Cpu {
+    testkit::cpu::exclusive()
 }
 
-/// Tests with a wall-clock bound (a stop within a second, a rate kept) run beside each other
-/// but never beside a hog of [`cpu_exclusive`], which would make them miss it.
-pub fn cpu_shared() -> std::sync::RwLockReadGuard<'static, ()> {
-    CPU.read().unwrap_or_else(|e| e.into_inner())
+/// The same lock, shared: [`run`] takes it itself.
+pub fn cpu_shared() -> testkit::cpu::Cpu {
+    testkit::cpu::shared()
 }

@@ -322,16 +322,16 @@ pub fn errors(s: &ScenarioResult) -> String {
         &["request", "count", "first reason"],
         &extract,
     ));
-    let protocol: Vec<_> = s
-        .protocol_failures
+    let failed: Vec<_> = s
+        .answer_failures
         .iter()
-        .map(|x| vec![e(&x.request), fmt_count(x.count), e(&x.reason)])
+        .map(|x| vec![e(&x.request), e(&x.kind), fmt_count(x.count), e(&x.reason)])
         .collect();
     o.push_str(&table(
         "",
-        "Answers that broke their protocol",
-        &["request", "count", "first rule broken"],
-        &protocol,
+        "Answers that failed, and why",
+        &["request", "kind", "count", "first reason"],
+        &failed,
     ));
     o.push_str(&checks(s));
     o

@@ -201,10 +201,21 @@ impl Reader {
 
     /// The peer closed the connection: completes a close-delimited body, else an error.
     pub fn eof(&mut self) -> Result<Reply, ErrorKind> {
-        match self.phase {
-            Phase::UntilClose => Ok(self.reply()),
-            _ => Err(ErrorKind::Closed),
-        }
+        let why = match &self.phase {
+            Phase::UntilClose => return Ok(self.reply()),
+            Phase::Head if self.bytes_in == 0 => return Err(ErrorKind::Closed),
+            Phase::Head => "the server closed the connection in the middle of the answer's head",
+            Phase::Length(left) => {
+                return Err(why::failed(
+                    ErrorKind::Closed,
+                    format!(
+                        "the server closed the connection with {left} bytes of the body still to come (its Content-Length promised them)"
+                    ),
+                ))
+            }
+            Phase::Chunked(_) => "the server closed the connection before the chunked body's last chunk",
+        };
+        Err(why::failed(ErrorKind::Closed, why))
     }
 
     fn reply(&self) -> Reply {

@@ -408,8 +408,11 @@ impl Machine {
         if std::mem::take(&mut self.violated) {
             rec.record_error(ErrorKind::Protocol);
             // Said here, from the connection's own record: the thread's may be another's.
-            let _ = crate::why::take();
-            rec.note_protocol_failure(self.rule.unwrap_or("a frame broke RFC 6455"));
+            crate::why::forget();
+            rec.note_answer_failure(
+                ErrorKind::Protocol,
+                self.rule.unwrap_or("a frame broke RFC 6455"),
+            );
         }
         if ending && !self.ended && self.upgraded {
             self.ended = true;

@@ -1,0 +1,198 @@
+//! The one CPU lock of every test, across threads and processes.
+//!
+//! This machine has two cores and runs the suite's tests at once (threads under `cargo test`,
+//! processes under `cargo nextest`). A test whose verdict depends on time (a bound, a rate, a
+//! latency, a capacity) measures whatever else runs beside it; so does a test that takes a CPU
+//! from others (busy loops, a spinning service, a saturated generator). The rule:
+//!
+//! * such a test holds the lock **exclusive** ([`exclusive`]) for as long as it measures;
+//! * every other test that makes load holds it **shared** ([`shared`]): any number of them
+//!   run together, never beside an exclusive one.
+//!
+//! The helpers that start a load or a search (brink's `support::brink_json`, the engine's
+//! `common::run`) take it shared themselves, so a test cannot forget it; a test that already
+//! holds it (either way) on its thread, or a thread it spawned, takes nothing more.
+//!
+//! Between processes the lock is an `flock` on one file in the workspace's `target/`
+//! directory (shared and exclusive, released by the kernel when a process dies, so a killed
+//! test never leaves it held); within a process, a readers-writer lock keeps the threads of
+//! one test binary apart the same way.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Within one process: the threads of one test binary.
+static IN_PROCESS: RwLock<()> = RwLock::new(());
+/// Holders in this process: while there is one, a thread with no test of its own (one a test
+/// spawned: libtest names every test's thread, spawned ones have no name) belongs to a holder
+/// and takes nothing. Taking the in-process lock again there could deadlock: a reader
+/// waits behind a queued writer while its own test, the writer's wait, waits for it.
+static HOLDERS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// Guards this thread holds (nested takes are free).
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The lock, held until dropped.
+#[must_use = "the lock is released when the guard is dropped"]
+pub struct Cpu {
+    held: Held,
+}
+
+enum Held {
+    /// Taken before on this thread, or by the test that spawned this thread.
+    Nested,
+    /// Both locks are released as the guard drops (the file's with the file).
+    Shared {
+        _file: File,
+        _inner: RwLockReadGuard<'static, ()>,
+    },
+    Exclusive {
+        _file: File,
+        _inner: RwLockWriteGuard<'static, ()>,
+    },
+}
+
+/// Runs alone: no other test that makes load runs meanwhile, in this process or another.
+pub fn exclusive() -> Cpu {
+    exclusive_on(&lock_path())
+}
+
+/// Runs beside other shared holders, never beside an exclusive one.
+pub fn shared() -> Cpu {
+    shared_on(&lock_path())
+}
+
+fn exclusive_on(path: &Path) -> Cpu {
+    if let Some(nested) = nested() {
+        return nested;
+    }
+    let inner = IN_PROCESS.write().unwrap_or_else(|e| e.into_inner());
+    let file = lock_file(path);
+    // An error here (a file system without flock) leaves the in-process lock alone in force.
+    let _ = file.lock();
+    HOLDERS.fetch_add(1, Ordering::SeqCst);
+    DEPTH.set(1);
+    Cpu {
+        held: Held::Exclusive {
+            _file: file,
+            _inner: inner,
+        },
+    }
+}
+
+fn shared_on(path: &Path) -> Cpu {
+    if let Some(nested) = nested() {
+        return nested;
+    }
+    let inner = IN_PROCESS.read().unwrap_or_else(|e| e.into_inner());
+    let file = lock_file(path);
+    let _ = file.lock_shared();
+    HOLDERS.fetch_add(1, Ordering::SeqCst);
+    DEPTH.set(1);
+    Cpu {
+        held: Held::Shared {
+            _file: file,
+            _inner: inner,
+        },
+    }
+}
+
+/// A guard that takes nothing: this thread holds the lock already, or it is a thread a test
+/// spawned while a test of this process holds it.
+fn nested() -> Option<Cpu> {
+    let depth = DEPTH.get();
+    let spawned_by_holder =
+        std::thread::current().name().is_none() && HOLDERS.load(Ordering::SeqCst) > 0;
+    if depth == 0 && !spawned_by_holder {
+        return None;
+    }
+    DEPTH.set(depth + 1);
+    Some(Cpu { held: Held::Nested })
+}
+
+impl Drop for Cpu {
+    fn drop(&mut self) {
+        DEPTH.set(DEPTH.get().saturating_sub(1));
+        if !matches!(self.held, Held::Nested) {
+            HOLDERS.fetch_sub(1, Ordering::SeqCst);
+        }
+        // The file's lock goes with the file, the in-process lock with its guard.
+    }
+}
+
+/// The lock file: `target/test-cpu.lock` of this workspace (`BRINK_TEST_LOCK` names another,
+/// for a target directory kept elsewhere).
+fn lock_path() -> PathBuf {
+    std::env::var_os("BRINK_TEST_LOCK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-cpu.lock")
+        })
+}
+
+/// `path` opened fresh for each holder (`flock` belongs to an open file, so each holder's
+/// lock is its own).
+fn lock_file(path: &Path) -> File {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap_or_else(|e| panic!("the test CPU lock {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// An exclusive holder keeps a shared one out, across processes: a child process (this
+    /// test binary again) waits for the parent's exclusive lock, then takes it shared.
+    #[test]
+    fn exclusive_keeps_out_shared_across_processes_and_nests_on_its_thread() {
+        if let Some(lock) = std::env::var_os("TESTKIT_CPU_CHILD") {
+            let t = Instant::now();
+            let _s = shared_on(Path::new(&lock));
+            println!("waited_ms={}", t.elapsed().as_millis());
+            return;
+        }
+        let lock = std::env::temp_dir().join(format!("testkit-cpu-{}.lock", std::process::id()));
+        let held = exclusive_on(&lock);
+        // Nested takes on the holder's thread cost nothing and do not deadlock.
+        drop(shared_on(&lock));
+        drop(exclusive_on(&lock));
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "cpu::tests::exclusive_keeps_out_shared_across_processes_and_nests_on_its_thread",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("TESTKIT_CPU_CHILD", &lock)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        drop(held);
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let waited: u64 = text
+            .split("waited_ms=")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no wait reported: {text}"));
+        // The child started within the 400 ms the parent held the lock, so it waited some of
+        // them (at least 100 ms even if starting it took 300).
+        assert!(waited >= 100, "the child waited {waited} ms: {text}");
+        let _ = std::fs::remove_file(&lock);
+    }
+}
