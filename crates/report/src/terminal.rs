@@ -618,11 +618,18 @@ fn notes(o: &mut String, r: &ScenarioResult) {
         } else {
             ("requests", "req/s")
         };
+        // Paced connections send once as they open, then every period: the periods are the
+        // schedule, the opening sends come on top (so more requests than intended is kept).
+        let opening = if r.load.every_ms.is_some() {
+            ", besides each connection's first as it opened"
+        } else {
+            ""
+        };
         row(
             o,
             "schedule",
             format!(
-                "{} {what} intended ({} {rate}); {} started late, worst lag {}; {} not sent",
+                "{} {what} intended ({} {rate}{opening}); {} started late, worst lag {}; {} not sent",
                 fmt_count(sc.intended),
                 fmt_rate(sc.intended_rps),
                 fmt_count(sc.late),

@@ -15,8 +15,9 @@
 //!
 //! Between processes the lock is an `flock` on one file in the workspace's `target/`
 //! directory (shared and exclusive, released by the kernel when a process dies, so a killed
-//! test never leaves it held); within a process, a readers-writer lock keeps the threads of
-//! one test binary apart the same way.
+//! test never leaves it held), taken through a gate so an exclusive waiter is never starved
+//! by shared holders; within a process, a readers-writer lock keeps the threads of one test
+//! binary apart the same way.
 
 use std::cell::Cell;
 use std::fs::File;
@@ -72,9 +73,7 @@ fn exclusive_on(path: &Path) -> Cpu {
         return nested;
     }
     let inner = IN_PROCESS.write().unwrap_or_else(|e| e.into_inner());
-    let file = lock_file(path);
-    // An error here (a file system without flock) leaves the in-process lock alone in force.
-    let _ = file.lock();
+    let file = through_gate(path, File::lock);
     HOLDERS.fetch_add(1, Ordering::SeqCst);
     DEPTH.set(1);
     Cpu {
@@ -90,8 +89,7 @@ fn shared_on(path: &Path) -> Cpu {
         return nested;
     }
     let inner = IN_PROCESS.read().unwrap_or_else(|e| e.into_inner());
-    let file = lock_file(path);
-    let _ = file.lock_shared();
+    let file = through_gate(path, File::lock_shared);
     HOLDERS.fetch_add(1, Ordering::SeqCst);
     DEPTH.set(1);
     Cpu {
@@ -100,6 +98,22 @@ fn shared_on(path: &Path) -> Cpu {
             _inner: inner,
         },
     }
+}
+
+/// Locks `path` with `lock` through a gate: `flock` prefers no one, so shared holders
+/// arriving one after another could keep an exclusive one waiting for ever. Every taker
+/// passes the gate (a second file, held exclusive) first; an exclusive taker holds it while it
+/// waits, so no new shared holder gets past it meanwhile. (An error from `flock`, on a file
+/// system without it, leaves the in-process lock alone in force.)
+fn through_gate(path: &Path, lock: fn(&File) -> std::io::Result<()>) -> File {
+    let mut gate_path = path.as_os_str().to_owned();
+    gate_path.push(".gate");
+    let gate = lock_file(Path::new(&gate_path));
+    let _ = gate.lock();
+    let file = lock_file(path);
+    let _ = lock(&file);
+    drop(gate);
+    file
 }
 
 /// A guard that takes nothing: this thread holds the lock already, or it is a thread a test

@@ -654,6 +654,8 @@ fn a_worker_lost_mid_search_ends_it_named_and_not_as_a_pass() {
 
 #[test]
 fn a_worker_busy_with_another_run_is_a_one_line_refusal_before_any_load() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("token"), "t0k3n\n").unwrap();
@@ -702,6 +704,8 @@ fn a_worker_busy_with_another_run_is_a_one_line_refusal_before_any_load() {
 
 #[test]
 fn a_peer_that_never_answers_is_no_worker_within_seconds() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     // It accepts and says nothing: no HTTP/2 settings, no answer to the request.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap().to_string();

@@ -39,6 +39,8 @@ fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
 
 #[test]
 fn malformed_http3_answers_are_protocol_errors_one_per_request() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     let status_200 = [0x00, 0x00, 0xd9];
     let head = frame(0x01, &status_200);
     let malformed: Vec<(&str, Vec<u8>)> = vec![
@@ -80,6 +82,8 @@ fn malformed_http3_answers_are_protocol_errors_one_per_request() {
 
 #[test]
 fn http3_resets_and_closes_are_counted_as_such() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     // H3_EXCESSIVE_LOAD on each stream: the connection carries on.
     let (s, _, streams) = against(M::Reset(0x107), "4", &[]);
     assert_eq!(s["errors_by_kind"]["reset"], 4, "{s}");
@@ -97,6 +101,8 @@ fn http3_resets_and_closes_are_counted_as_such() {
 
 #[test]
 fn a_stream_limit_never_raised_ends_in_timeouts_on_time() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     // Two streams allowed per connection, never freed: two answers, then the next request
     // waits for a stream it never gets, until --timeout; the slot then starts over on a
     // fresh connection (as after any timeout).
@@ -111,6 +117,8 @@ fn a_stream_limit_never_raised_ends_in_timeouts_on_time() {
 
 #[test]
 fn a_flow_window_never_opened_ends_in_timeouts_on_time() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     // The server answers at once but never reads: a small body fits its 1 KiB window, a
     // 64 KiB one never gets through and ends at --timeout.
     let small = "x".repeat(100);
@@ -211,6 +219,8 @@ fn a_rejected_stream_is_tried_again_on_the_same_connection() {
 
 #[test]
 fn a_control_stream_breaking_the_rules_closes_the_connection_with_its_code() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     let cases: [(&str, &[u8], &str); 4] = [
         ("no SETTINGS first", b"\x07\x01\x00", "H3_MISSING_SETTINGS"),
         (
@@ -243,6 +253,8 @@ fn a_control_stream_breaking_the_rules_closes_the_connection_with_its_code() {
 
 #[test]
 fn an_answer_that_never_ends_is_a_timeout_in_bounded_memory() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     let (s, took, _) = against(M::Endless, "2", &["--timeout", "700ms"]);
     assert_eq!(s["errors_by_kind"]["timeout"], 2, "{s}");
     assert!(took < Duration::from_secs(8), "{took:?}");

@@ -176,6 +176,8 @@ fn what_a_scraper_reads_adds_up_to_the_result() {
 
 #[test]
 fn the_endpoint_keeps_to_its_rules() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let brink = |args: &[&str]| {
         Command::new(assert_cmd::cargo::cargo_bin("brink"))

@@ -201,6 +201,8 @@ fn a_plan_reads_its_answers_as_events_when_it_says_stream() {
 
 #[test]
 fn an_endless_event_is_an_error_within_its_bound_and_the_run_ends() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     // The head says events, then one `data:` line that never ends.
     let head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: ".to_vec();
     let srv = testkit::serve(Arc::new(move |_: &Req| Reply::Endless {

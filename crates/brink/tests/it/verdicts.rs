@@ -146,6 +146,8 @@ fn an_overloaded_open_model_run_headlines_the_shortfall() {
 /// duration) and says why in the system's words, with the address; the exit code is as before.
 #[test]
 fn an_unreachable_target_fails_fast_and_says_why() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")

@@ -161,6 +161,8 @@ fn a_worker_reads_only_regular_files_below_its_folder() {
 /// one over `--max-data-size` before it is read.
 #[test]
 fn an_endless_or_oversized_input_is_refused_before_it_is_read() {
+    // Its verdict is a time bound: taken before the clock starts, held to the end.
+    let _cpu = crate::support::cpu_exclusive();
     let dir = tempfile::tempdir().expect("temp dir");
     let plan = dir.path().join("p.yaml");
     std::fs::write(
