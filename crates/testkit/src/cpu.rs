@@ -36,6 +36,21 @@ static HOLDERS: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
     /// Guards this thread holds (nested takes are free).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Whether this thread's own lock is exclusive (`None`: it holds none of its own).
+    static EXCLUSIVE: Cell<Option<bool>> = const { Cell::new(None) };
+    /// The lock [`hold_shared`] took, held until this thread (the test's) ends.
+    static KEPT: std::cell::RefCell<Option<Cpu>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Holds the lock shared until the test ends (its thread, under `cargo test`; its process,
+/// under nextest), unless this thread holds it already: what the helpers that start brink
+/// call, so a test that makes load can never forget the lock.
+pub fn hold_shared() {
+    if DEPTH.get() > 0 {
+        return;
+    }
+    let held = shared();
+    KEPT.with_borrow_mut(|k| *k = Some(held));
 }
 
 /// The lock, held until dropped.
@@ -69,6 +84,12 @@ pub fn shared() -> Cpu {
 }
 
 fn exclusive_on(path: &Path) -> Cpu {
+    // Shared cannot become exclusive in place (another shared holder may be waiting for
+    // the gate meanwhile): a test takes the exclusive lock first thing, before any helper.
+    assert!(
+        EXCLUSIVE.get() != Some(false),
+        "this test holds the CPU lock shared (a helper took it): take cpu_exclusive() first thing in the test"
+    );
     if let Some(nested) = nested() {
         return nested;
     }
@@ -76,6 +97,7 @@ fn exclusive_on(path: &Path) -> Cpu {
     let file = through_gate(path, File::lock);
     HOLDERS.fetch_add(1, Ordering::SeqCst);
     DEPTH.set(1);
+    EXCLUSIVE.set(Some(true));
     Cpu {
         held: Held::Exclusive {
             _file: file,
@@ -92,6 +114,7 @@ fn shared_on(path: &Path) -> Cpu {
     let file = through_gate(path, File::lock_shared);
     HOLDERS.fetch_add(1, Ordering::SeqCst);
     DEPTH.set(1);
+    EXCLUSIVE.set(Some(false));
     Cpu {
         held: Held::Shared {
             _file: file,
@@ -131,9 +154,11 @@ fn nested() -> Option<Cpu> {
 
 impl Drop for Cpu {
     fn drop(&mut self) {
-        DEPTH.set(DEPTH.get().saturating_sub(1));
+        // At thread exit (a kept lock) the thread's own cells may be gone already.
+        let _ = DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
         if !matches!(self.held, Held::Nested) {
             HOLDERS.fetch_sub(1, Ordering::SeqCst);
+            let _ = EXCLUSIVE.try_with(|e| e.set(None));
         }
         // The file's lock goes with the file, the in-process lock with its guard.
     }

@@ -64,7 +64,7 @@ fn value() -> impl Strategy<Value = String> {
 /// nothing panicked. A run still going at `limit` (it accepted a long run) is interrupted and
 /// must end with 130 within 3 s: a hang fails.
 fn runs_cleanly(args: &[String], limit: Duration) -> Result<(), TestCaseError> {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let mut child = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -217,7 +217,7 @@ fn the_values_that_used_to_crash_are_clear_errors() {
         (&["-d", "100000000h"], "out of range (at most 365 days)"),
     ];
     for (args, want) in cases {
-        let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
             .args(["run", url.as_str(), "-q"])
             .args(args)
             .output()
@@ -231,7 +231,7 @@ fn the_values_that_used_to_crash_are_clear_errors() {
         .arg("-c")
         .arg(format!(
             "ulimit -n 256 && exec {} run {url} -c 500 -n 1 -q",
-            assert_cmd::cargo::cargo_bin("brink").display()
+            crate::support::held(assert_cmd::cargo::cargo_bin("brink")).display()
         ))
         .output()
         .expect("sh runs");

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use testkit::handlers;
 
 fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
+    crate::support::held(Command::cargo_bin("brink")).expect("binary built")
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn backing_off_from_a_dead_port_does_not_spin() {
         .local_addr()
         .unwrap()
         .port();
-    let bin = assert_cmd::cargo::cargo_bin("brink");
+    let bin = crate::support::held(assert_cmd::cargo::cargo_bin("brink"));
     for load in ["--rate 1000 -c 4 -d 2s", "-c 4 -d 2s"] {
         // bash's `time` reports the CPU of this brink process alone.
         let script = format!(
@@ -173,7 +173,7 @@ fn backing_off_from_a_dead_port_does_not_spin() {
 #[test]
 fn a_closed_stdout_is_not_a_panic() {
     let srv = testkit::serve(handlers::fixed(Duration::ZERO)).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("brink");
+    let bin = crate::support::held(assert_cmd::cargo::cargo_bin("brink"));
     let script = format!(
         "{} run {} -c 2 -n 50 | head -c 1 >/dev/null; echo \"exit=${{PIPESTATUS[0]}}\"",
         bin.display(),
@@ -244,13 +244,14 @@ fn interrupt_stops_within_a_second_and_keeps_the_result() {
         let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.json");
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-            .args(["run", &srv.url("/"), "-c", "4", "-d", "30s", "--json"])
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child =
+            std::process::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
+                .args(["run", &srv.url("/"), "-c", "4", "-d", "30s", "--json"])
+                .arg(&path)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
         std::thread::sleep(Duration::from_millis(1500));
         let sent = Instant::now();
         // SAFETY: plain kill(2) on our own child's pid.
@@ -296,23 +297,24 @@ fn interrupting_a_search_keeps_the_whole_steps_and_judges_no_partial_one() {
     let srv = testkit::serve(handlers::fixed(Duration::from_millis(2))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-        .args([
-            "find",
-            &srv.url("/"),
-            "--step",
-            "2s",
-            "--warmup",
-            "1s",
-            "--cooldown",
-            "0s",
-            "--json",
-        ])
-        .arg(&path)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child =
+        std::process::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
+            .args([
+                "find",
+                &srv.url("/"),
+                "--step",
+                "2s",
+                "--warmup",
+                "1s",
+                "--cooldown",
+                "0s",
+                "--json",
+            ])
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
     // Two whole steps (1 and 2 connections: their rows are printed as they end), then the
     // third is interrupted half-way.
     let mut child = child;
@@ -403,7 +405,7 @@ fn flags_from_other_tools_are_accepted_or_hinted() {
     std::fs::write(&payload, r#"{"from":"a file"}"#).unwrap();
     let url = srv.url("/");
     let body = format!("@{}", payload.display());
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+    let out = std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .args([
             "run",
             &url,
@@ -427,7 +429,7 @@ fn flags_from_other_tools_are_accepted_or_hinted() {
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len(), 6);
     assert!(seen.iter().all(|b| b == r#"{"from":"a file"}"#), "{seen:?}");
-    let missing = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+    let missing = std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .args(["run", &url, "-n", "1", "--body", "@/nonexistent/x.json"])
         .output()
         .unwrap();
@@ -439,7 +441,7 @@ fn flags_from_other_tools_are_accepted_or_hinted() {
         ("-D", "b.json", "--body-file b.json"),
         ("-T", "text/plain", "-H 'Content-Type: text/plain'"),
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        let out = std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
             .args(["run", &url, flag, value])
             .output()
             .unwrap();

@@ -15,7 +15,7 @@ use std::time::Duration;
 use testkit::{Reply, Req};
 
 fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
+    crate::support::held(Command::cargo_bin("brink")).expect("binary built")
 }
 
 /// A service that answers after `ms`, failing one request in `fail_every` with 503.

@@ -138,7 +138,7 @@ fn bad_completion_input_is_one_line() {
             "no 'over'",
         ),
     ] {
-        let out = Command::cargo_bin("brink")
+        let out = crate::support::held(Command::cargo_bin("brink"))
             .unwrap()
             .args(["run", "http://127.0.0.1:1/", "-n", "1"])
             .args(&args)
@@ -174,7 +174,7 @@ fn a_plan_scenario_names_its_completion() {
             .replace("other: {", "# {"),
     )
     .unwrap();
-    let out = Command::cargo_bin("brink")
+    let out = crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .args(["run", plan.to_str().unwrap()])
         .output()

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use testkit::{Reply, Req};
 
 fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
+    crate::support::held(Command::cargo_bin("brink")).expect("binary built")
 }
 
 /// Runs `brink run ARGS --json F`: exit code, result, all output.
@@ -52,7 +52,7 @@ impl Worker {
     /// A worker started with `extra` flags (TLS).
     fn start_with(token: &str, dir: &Path, extra: &[&Path]) -> Worker {
         let flags = ["--tls-cert", "--tls-key", "--client-ca"];
-        let mut cmd = std::process::Command::cargo_bin("brink").unwrap();
+        let mut cmd = crate::support::held(std::process::Command::cargo_bin("brink")).unwrap();
         cmd.current_dir(dir)
             .args(["worker", "--listen", "127.0.0.1:0"]);
         for (flag, file) in flags.iter().zip(extra) {
@@ -544,7 +544,7 @@ fn ctrl_c_stops_every_worker_and_keeps_what_they_measured() {
     let out = dir.path().join("r.json");
     // As a terminal does: the command leads its own process group, and Ctrl-C is SIGINT to
     // the whole group.
-    let mut child = std::process::Command::cargo_bin("brink")
+    let mut child = crate::support::held(std::process::Command::cargo_bin("brink"))
         .unwrap()
         .args([
             "run",
@@ -660,7 +660,7 @@ fn a_worker_busy_with_another_run_is_a_one_line_refusal_before_any_load() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("token"), "t0k3n\n").unwrap();
     let a = Worker::start("t0k3n", dir.path());
-    let first = std::process::Command::cargo_bin("brink")
+    let first = crate::support::held(std::process::Command::cargo_bin("brink"))
         .unwrap()
         .current_dir(dir.path())
         .args([
@@ -759,7 +759,7 @@ fn workers_started_here_end_with_a_coordinator_killed_outright() {
     let _cpu = crate::support::cpu_exclusive();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut coordinator = std::process::Command::cargo_bin("brink")
+    let mut coordinator = crate::support::held(std::process::Command::cargo_bin("brink"))
         .unwrap()
         .current_dir(dir.path())
         .args([

@@ -22,7 +22,7 @@ fn every_example_validates() {
     let plans = examples();
     assert!(plans.len() >= 5, "{plans:?}");
     for p in plans {
-        Command::cargo_bin("brink")
+        crate::support::held(Command::cargo_bin("brink"))
             .unwrap()
             .arg("validate")
             .arg(&p)
@@ -55,7 +55,7 @@ fn the_readme_s_plans_validate() {
     for (i, b) in blocks.iter().enumerate() {
         let p = dir.path().join(format!("readme-{i}.yaml"));
         std::fs::write(&p, b).unwrap();
-        let out = Command::cargo_bin("brink")
+        let out = crate::support::held(Command::cargo_bin("brink"))
             .unwrap()
             .arg("validate")
             .arg(&p)
@@ -74,7 +74,7 @@ fn every_example_runs_against_the_demo_service() {
     let demo = testkit::demo::spawn(8, Duration::from_millis(2)).unwrap();
     let target = demo.server.url("");
     for p in examples() {
-        let out = Command::cargo_bin("brink")
+        let out = crate::support::held(Command::cargo_bin("brink"))
             .unwrap()
             .arg("run")
             .arg(&p)
@@ -130,7 +130,7 @@ fn a_flow_counts_iterations_and_requests_apart() {
     let demo = testkit::demo::spawn(8, Duration::from_millis(2)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (json, html) = (dir.path().join("r.json"), dir.path().join("r.html"));
-    let out = Command::cargo_bin("brink")
+    let out = crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .args(["run", "examples/browse-flow.yaml", "--target"])
         .arg(demo.server.url(""))

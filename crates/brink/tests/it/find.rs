@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use testkit::{Options, Reply, Req};
 
 fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
+    crate::support::held(Command::cargo_bin("brink")).expect("binary built")
 }
 
 pub(crate) fn find(args: &[&str], limit: Duration) -> (Option<i32>, serde_json::Value, String) {

@@ -325,7 +325,7 @@ fn compare_calls_no_difference_the_service_s_when_brink_was_short_of_cpu() {
         "{}",
         crowded.stdout
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+    let out = std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .args(["compare", "--format", "json"])
         .arg(&before)
         .arg(&after)
@@ -369,7 +369,11 @@ fn a_generator_throttled_by_its_cgroup_says_so() {
         limit.0.display()
     );
     let o = std::process::Command::new("sh")
-        .args(["-c", &script, env!("CARGO_BIN_EXE_brink")])
+        .args([
+            "-c",
+            &script,
+            crate::support::held(env!("CARGO_BIN_EXE_brink")),
+        ])
         .args([
             "run",
             &server.url("/"),
@@ -474,7 +478,7 @@ fn a_failing_step_brink_s_host_disturbed_is_run_again() {
     std::fs::write(&a, clean.to_string()).unwrap();
     std::fs::write(&b, marked.to_string()).unwrap();
     let compare = |extra: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
             .arg("compare")
             .arg(&a)
             .arg(&b)

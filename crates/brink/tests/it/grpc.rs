@@ -12,7 +12,7 @@ use std::time::Duration;
 use testkit::grpc::{serve_grpc, Answer, Call};
 
 fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
+    crate::support::held(Command::cargo_bin("brink")).expect("binary built")
 }
 
 pub(crate) fn greeter() -> PathBuf {

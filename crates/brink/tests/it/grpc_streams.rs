@@ -157,7 +157,7 @@ fn bidi_streams_both_ways_from_the_command_line_and_a_plan() {
     )
     .unwrap();
     calls.lock().unwrap().clear();
-    Command::cargo_bin("brink")
+    crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .args(["run", plan.to_str().unwrap(), "-q"])
         .timeout(Duration::from_secs(60))

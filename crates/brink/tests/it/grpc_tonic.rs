@@ -53,7 +53,7 @@ fn calls_codes_and_reflection_against_tonic() {
         "reflection is not load"
     );
 
-    Command::cargo_bin("brink")
+    crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .args(["run", &url, "--list"])
         .assert()

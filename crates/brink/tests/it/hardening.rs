@@ -10,7 +10,7 @@ use std::time::Duration;
 use testkit::{Handler, Reply, Req};
 
 fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
+    crate::support::held(Command::cargo_bin("brink")).expect("binary built")
 }
 
 /// Runs brink with `args` to the end (at most 30 s) and returns what it printed.
@@ -455,7 +455,7 @@ extern "C" {
 
 /// Starts brink with `args`, output piped.
 pub fn spawn(args: &[&str]) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    std::process::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

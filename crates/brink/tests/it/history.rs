@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn brink(history: &Path) -> Command {
-    let mut c = Command::cargo_bin("brink").expect("binary built");
+    let mut c = crate::support::held(Command::cargo_bin("brink")).expect("binary built");
     c.env("BRINK_HISTORY", history);
     c
 }
@@ -129,11 +129,12 @@ fn seconds_are_kept_as_the_run_goes_even_when_it_is_killed() {
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-        .env("BRINK_HISTORY", &h)
-        .args(["run", &srv.url("/"), "-c", "2", "-d", "30s", "-q"])
-        .spawn()
-        .unwrap();
+    let mut child =
+        std::process::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
+            .env("BRINK_HISTORY", &h)
+            .args(["run", &srv.url("/"), "-c", "2", "-d", "30s", "-q"])
+            .spawn()
+            .unwrap();
     let deadline = Instant::now() + Duration::from_secs(15);
     let mut seen = 0;
     while Instant::now() < deadline && seen < 3 {
@@ -159,12 +160,14 @@ fn processes_recording_at_once_into_a_new_file_lose_nothing() {
     let children: Vec<_> = (0..3)
         .map(|i| {
             let out = dir.path().join(format!("r{i}.json"));
-            let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-                .env("BRINK_HISTORY", &h)
-                .args(["run", &srv.url("/"), "-c", "2", "-d", "3s", "-q", "--json"])
-                .arg(&out)
-                .spawn()
-                .unwrap();
+            let child = std::process::Command::new(crate::support::held(
+                assert_cmd::cargo::cargo_bin("brink"),
+            ))
+            .env("BRINK_HISTORY", &h)
+            .args(["run", &srv.url("/"), "-c", "2", "-d", "3s", "-q", "--json"])
+            .arg(&out)
+            .spawn()
+            .unwrap();
             (child, out)
         })
         .collect();

@@ -323,7 +323,7 @@ fn endless_reflection_imports_end_in_a_clear_error() {
     assert_eq!(code, Some(2));
     assert!(took < Duration::from_secs(12), "{took:?}");
     assert!(peak_mib < 256, "{peak_mib} MiB");
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(["run", &url])
         .args(["--call", "evil.Svc/Get", "-n", "5"])
         .timeout(Duration::from_secs(60))
@@ -480,7 +480,7 @@ fn a_huge_plan_line_gives_a_short_error_and_hooks_stay_out_of_the_checkout() {
         format!("target: http://127.0.0.1:9/\nscenarios:\n  - {{ name: a, {key}: 1 }}\n"),
     )
     .expect("write");
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(["validate", plan.to_str().unwrap()])
         .timeout(Duration::from_secs(20))
         .output()
@@ -494,7 +494,7 @@ fn a_huge_plan_line_gives_a_short_error_and_hooks_stay_out_of_the_checkout() {
     let history = dir.path().join("data").join("history.db");
     let work = dir.path().join("work");
     std::fs::create_dir(&work).expect("mkdir");
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .current_dir(&work)
         .env("BRINK_HISTORY", &history)
         .args([
@@ -540,7 +540,7 @@ fn a_huge_plan_line_gives_a_short_error_and_hooks_stay_out_of_the_checkout() {
 #[test]
 fn http2_against_an_http1_server_says_so() {
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(["run", &srv.url("/"), "--http2", "-n", "10", "-q"])
         .timeout(Duration::from_secs(30))
         .output()
@@ -557,7 +557,7 @@ fn http2_against_an_http1_server_says_so() {
     let closed = RawServer::start(|mut s, _| {
         let _ = s.read(&mut [0u8; 1]);
     });
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(["run", &closed.url("/"), "--http2", "-n", "3", "-q"])
         .timeout(Duration::from_secs(30))
         .output()
@@ -691,15 +691,16 @@ pub fn run_watched(url: &str, args: &[&str]) -> (Option<i32>, Duration, u64, ser
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("r.json");
     let t = Instant::now();
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-        .args(["run", url])
-        .args(args)
-        .arg("--json")
-        .arg(&json)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("brink starts");
+    let child =
+        std::process::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
+            .args(["run", url])
+            .args(args)
+            .arg("--json")
+            .arg(&json)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("brink starts");
     let (code, peak_mib) = crate::support::watch_peak(child, Duration::from_secs(60));
     let result = std::fs::read(&json)
         .ok()

@@ -181,7 +181,7 @@ fn a_message_that_never_ends_is_cut_at_the_limit() {
         while Instant::now() < until && sock.write_all(&frag).is_ok() {}
     });
     let url = format!("ws://127.0.0.1:{}/", srv.port);
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+    let child = std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .args([
             "run",
             &url,

@@ -173,7 +173,7 @@ fn a_plan_asks_for_0rtt_and_http3_auto_by_name() {
     assert_eq!((requests, refused), (conns, 0), "{s}");
 
     // validate says what each scenario speaks.
-    let v = assert_cmd::Command::cargo_bin("brink")
+    let v = crate::support::held(assert_cmd::Command::cargo_bin("brink"))
         .expect("binary built")
         .args(["validate", &plan.display().to_string()])
         .timeout(std::time::Duration::from_secs(30))

@@ -46,7 +46,7 @@ fn idle_connections_cannot_keep_the_coordinator_from_a_worker() {
     let token = dir.path().join("token");
     std::fs::write(&token, "a-worker-token-0123456789\n").expect("token");
     let port = free_port();
-    let brink = assert_cmd::cargo::cargo_bin("brink");
+    let brink = crate::support::held(assert_cmd::cargo::cargo_bin("brink"));
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(format!(
@@ -109,7 +109,7 @@ fn idle_scrapers_cannot_take_the_loads_descriptors() {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("r.json");
     let port = free_port();
-    let brink = assert_cmd::cargo::cargo_bin("brink");
+    let brink = crate::support::held(assert_cmd::cargo::cargo_bin("brink"));
     let child = Command::new("sh")
         .arg("-c")
         .arg(format!(

@@ -11,7 +11,7 @@ fn here() -> PathBuf {
 }
 
 fn render(args: &[&str]) -> (Option<i32>, String, String) {
-    let o = Command::cargo_bin("brink")
+    let o = crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .current_dir(here().join("fixtures"))
         .args(["k8s", "render"])
@@ -431,7 +431,7 @@ fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
     let o = std::process::Command::new("python3")
         .arg(&script)
         .arg(&bin)
-        .arg(env!("CARGO_BIN_EXE_brink"))
+        .arg(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .arg(here().join("fixtures/k8s"))
         .output()
         .expect("python3 runs");
@@ -537,7 +537,7 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
     let o = std::process::Command::new("python3")
         .arg(&script)
         .arg(&bin)
-        .arg(env!("CARGO_BIN_EXE_brink"))
+        .arg(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .arg(&plans)
         .arg(&out)
         .arg(slotted.url("/"))
@@ -690,7 +690,7 @@ fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
     }
 
     // The runs are in the local history, the search as a search.
-    let h = Command::cargo_bin("brink")
+    let h = crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .args(["history", "--json", "--history"])
         .arg(out.join("history.db"))
@@ -746,7 +746,7 @@ fn k8s_run_without_a_cluster_is_one_line_and_exit_2() {
         ),
     ];
     for (config, extra, says) in cases {
-        let o = Command::cargo_bin("brink")
+        let o = crate::support::held(Command::cargo_bin("brink"))
             .unwrap()
             .current_dir(here().join("fixtures"))
             .env("KUBECONFIG", config)
@@ -824,7 +824,7 @@ fn credentials_go_into_the_secret_only() {
     }
     // A header's {{env NAME}} is read here, where the user runs render: its value goes into
     // the Secret (the pods have none of this environment) and nowhere else.
-    let o = Command::cargo_bin("brink")
+    let o = crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .current_dir(here().join("fixtures"))
         .env("BRINK_TEST_KEY", "env-s3cret")
@@ -885,7 +885,7 @@ fn yaml_files_hold(doc: &str, text: &str) -> bool {
 #[test]
 fn a_search_on_pods_renders_its_order_and_refuses_hooks() {
     let find = |extra: &[&str]| {
-        let o = Command::cargo_bin("brink")
+        let o = crate::support::held(Command::cargo_bin("brink"))
             .unwrap()
             .current_dir(here().join("fixtures"))
             .args(["k8s", "find", "http://checkout.shop.svc:8080/", "--render"])
@@ -932,7 +932,7 @@ fn a_search_on_pods_renders_its_order_and_refuses_hooks() {
     let (code, out, err) = find(&["--hook-after", "echo done"]);
     assert_eq!(code, Some(2), "{out}");
     assert!(err.contains("a search on pods runs no hooks"), "{err}");
-    let o = Command::cargo_bin("brink")
+    let o = crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .current_dir(here().join("fixtures"))
         .args(["k8s", "render", "http://127.0.0.1:8080/", "-d", "2s"])

@@ -56,7 +56,7 @@ fn what_a_scraper_reads_adds_up_to_the_result() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let port = free_port();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let mut child = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args([
             "run",
             &srv.url("/"),
@@ -180,7 +180,7 @@ fn the_endpoint_keeps_to_its_rules() {
     let _cpu = crate::support::cpu_exclusive();
     let dir = tempfile::tempdir().unwrap();
     let brink = |args: &[&str]| {
-        Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
             .args([
                 "run",
                 "http://127.0.0.1:9/",
@@ -222,7 +222,7 @@ fn the_endpoint_keeps_to_its_rules() {
     std::fs::write(&token, "s3cret\n").unwrap();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
     let port = free_port();
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let mut child = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args([
             "run",
             &srv.url("/"),
@@ -268,7 +268,7 @@ fn a_real_prometheus_scrapes_the_run() {
     let prom = Prom::start(free_port(), Some(port), false);
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(3))).expect("server");
     let json = dir.path().join("r.json");
-    let status = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let status = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args([
             "run",
             &srv.url("/"),

@@ -568,7 +568,7 @@ fn a_chunk_of_many_empty_choices_costs_its_size_not_thirty_times() {
     let url = srv.url("/v1/completions");
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("r.json");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+    let child = std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .args([
             "run", &url, "--llm", "--model", "m", "-c", "4", "-d", "2s", "--stream",
         ])

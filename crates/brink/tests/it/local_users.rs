@@ -60,7 +60,8 @@ fn unreadable_by_nobody(file: &Path) {
 }
 
 fn brink() -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"));
+    let mut c =
+        assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")));
     c.timeout(Duration::from_secs(60));
     c
 }

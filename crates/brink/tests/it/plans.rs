@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use testkit::shop::shop;
 
 fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
+    crate::support::held(Command::cargo_bin("brink")).expect("binary built")
 }
 
 /// Writes `text` as a plan in a fresh directory; returns (dir guard, plan path).

@@ -136,7 +136,7 @@ fn a_service_short_of_workers_breaks_with_its_cpu_idle() {
     // The demo service: eight slots of a few ms, about 1,400 req/s here, waiting rather
     // than computing; brink observes its process.
     let mut demo = Killed(
-        std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+        std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
             .args(["demo", "--serve", "0"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// `brink run URL ARGS --json r.json -q --no-history`: the output and the result.
 fn run(url: &str, args: &[&str], dir: &std::path::Path) -> (Output, serde_json::Value) {
     let json = dir.join("r.json");
-    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(["run", url, "-q", "--no-history"])
         .args(args)
         .arg("--json")
@@ -368,7 +368,7 @@ fn a_bad_out_is_one_line_before_any_load() {
             "--tag le=...",
         ),
     ] {
-        let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
             .args(["run", &srv.url("/"), "-n", "5", "-q", "--no-history"])
             .args(&args)
             .output()
@@ -410,7 +410,7 @@ fn a_search_writes_each_step_and_its_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("f.json");
     let write = format!("prometheus=http://127.0.0.1:{}/api/v1/write", prom.web);
-    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args([
             "find",
             &srv.url("/"),
@@ -492,7 +492,7 @@ fn remote_write_over_tls_sends_the_protocol_and_user_headers() {
         "prometheus=https://127.0.0.1:{}/api/v1/write",
         store.addr.port()
     );
-    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args([
             "run",
             &srv.url("/"),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn brink() -> Command {
-    Command::cargo_bin("brink").expect("binary built")
+    crate::support::held(Command::cargo_bin("brink")).expect("binary built")
 }
 
 fn json_of(path: &Path) -> Value {

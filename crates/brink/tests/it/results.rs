@@ -13,7 +13,7 @@ fn merging_every_second_gives_the_summary_exactly() {
     .expect("server starts");
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("r.json");
-    assert_cmd::Command::cargo_bin("brink")
+    crate::support::held(assert_cmd::Command::cargo_bin("brink"))
         .expect("binary")
         .args(["run", &srv.url("/"), "-c", "4", "-d", "3s", "-q", "--json"])
         .arg(&out)

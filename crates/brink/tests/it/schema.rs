@@ -12,7 +12,7 @@ fn schema() -> serde_json::Value {
 fn result_of(args: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.json");
-    let out = Command::cargo_bin("brink")
+    let out = crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .args(args)
         .arg("--json")

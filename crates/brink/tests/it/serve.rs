@@ -76,7 +76,7 @@ fn post(ui: &Ui, path: &str, extra: &str) -> (u16, String, String) {
 /// Starts `brink serve` with `args`; returns the child (killed when dropped) and the URL it
 /// printed.
 pub(crate) fn serve(history: &Path, args: &[&str]) -> (Killed, String) {
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let mut child = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(["serve", "--port", "0", "--history"])
         .arg(history)
         .args(args)
@@ -105,7 +105,7 @@ fn port_of(url: &str) -> u16 {
 }
 
 fn record(history: &Path, plan: &Path, secs: u64) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .env("BRINK_HISTORY", history)
         .args([
             "run",
@@ -286,7 +286,7 @@ fn every_request_needs_the_token_on_loopback_too() {
     std::fs::write(&file, "from-a-file-0123456789\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args([
             "serve",
             "--port",
@@ -304,7 +304,7 @@ fn every_request_needs_the_token_on_loopback_too() {
     let (server, url) = serve(&h, &["--token-file", file.to_str().unwrap()]);
     assert!(url.ends_with("?token=from-a-file-0123456789"), "{url}");
     drop(server);
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let mut child = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .env("BRINK_SERVE_TOKEN", "from-the-environment-42")
         .args(["serve", "--port", "0", "--history"])
         .arg(&h)
@@ -322,7 +322,7 @@ fn every_request_needs_the_token_on_loopback_too() {
         &["--token", "long-enough-but-visible-to-all"][..],
         &["--token-file", "/nonexistent/token"],
     ] {
-        let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
             .args(["serve", "--port", "0", "--history"])
             .arg(&h)
             .args(args)
@@ -336,7 +336,7 @@ fn every_request_needs_the_token_on_loopback_too() {
     }
     std::fs::write(&file, "short\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args([
             "serve",
             "--port",
@@ -362,7 +362,7 @@ fn another_local_user_cannot_use_the_ui() {
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
-    let ran = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let ran = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .env("BRINK_HISTORY", &h)
         .args(["run", &srv.url("/"), "-n", "5", "-q"])
         .status()
@@ -420,7 +420,7 @@ fn a_rebound_name_cannot_use_the_ui() {
     let dir = tempfile::tempdir().unwrap();
     let h = dir.path().join("history.db");
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
-    let ran = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let ran = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .env("BRINK_HISTORY", &h)
         .args(["run", &srv.url("/"), "-n", "5", "-q"])
         .status()
@@ -479,7 +479,7 @@ fn a_killed_run_is_shown_as_died() {
     let h = dir.path().join("history.db");
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
     let mut child = Killed(
-        Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
             .env("BRINK_HISTORY", &h)
             .args(["run", &srv.url("/"), "-c", "2", "-d", "30s", "-q"])
             .spawn()
@@ -500,7 +500,7 @@ fn a_killed_run_is_shown_as_died() {
     };
     child.0.kill().unwrap();
     child.0.wait().unwrap();
-    let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .env("BRINK_HISTORY", &h)
         .arg("history")
         .output()
@@ -595,7 +595,7 @@ fn every_page_takes_any_unicode() {
     let h = dir.path().join("history.db");
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();
     let json = dir.path().join("r.json");
-    let ran = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let ran = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .env("BRINK_HISTORY", dir.path().join("other.db"))
         .args(["run", &srv.url("/"), "-n", "200", "-c", "2", "-q", "--json"])
         .arg(&json)
@@ -678,7 +678,7 @@ fn every_page_takes_any_unicode() {
             ],
             vec!["history"],
         ] {
-            let out = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+            let out = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
                 .env("BRINK_HISTORY", &h)
                 .args(&args)
                 .output()
@@ -714,7 +714,7 @@ fn pages_fit_a_1280_pixel_screen() {
     );
     let url = srv.url(&long);
     let record = |c: &str, extra: &[&str]| {
-        let ok = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        let ok = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
             .env("BRINK_HISTORY", &h)
             .args([
                 "run",
@@ -739,7 +739,7 @@ fn pages_fit_a_1280_pixel_screen() {
     let report = dir.path().join("r.html");
     let search = dir.path().join("f.html");
     let pid = format!("pid={}", std::process::id());
-    let ok = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let ok = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .env("BRINK_HISTORY", &h)
         .args([
             "run",
@@ -769,7 +769,7 @@ fn pages_fit_a_1280_pixel_screen() {
         testkit::handlers::slotted(Duration::from_millis(8)),
     )
     .unwrap();
-    let found = Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let found = Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .env("BRINK_HISTORY", &h)
         .args([
             "find",

@@ -92,8 +92,9 @@ pub fn brink_json_on_cpu_niced(cpu: usize, args: &[&str]) -> Ran {
 }
 
 fn ran(brink: std::process::Command, args: &[&str]) -> Ran {
-    // Every load this helper starts holds the CPU lock, shared unless the test holds more.
-    let _cpu = cpu_shared();
+    // Every load this helper starts holds the CPU lock: shared, to the end of the test,
+    // unless the test holds it already.
+    testkit::cpu::hold_shared();
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("r.json");
     let out = assert_cmd::Command::from_std(brink)
@@ -179,6 +180,14 @@ impl Drop for Killed {
 /// one lock of every test process ([`testkit::cpu`]), exclusive.
 pub fn cpu_exclusive() -> testkit::cpu::Cpu {
     testkit::cpu::exclusive()
+}
+
+/// `bin` (brink's path or a command running it), once this test holds the CPU lock: shared
+/// for the rest of the test unless it took it already. Every way the tests start brink goes
+/// through here, so none runs beside a test that measures time.
+pub fn held<T>(bin: T) -> T {
+    testkit::cpu::hold_shared();
+    bin
 }
 
 /// Tests that make load but only count run beside each other, never beside an exclusive one.

@@ -195,7 +195,7 @@ fn bad_trace_flags_are_one_line() {
         ),
         (vec!["--trace", "--trace-link", "http://x/"], "{trace_id}"),
     ] {
-        let out = Command::cargo_bin("brink")
+        let out = crate::support::held(Command::cargo_bin("brink"))
             .unwrap()
             .args(["run", "-n", "1"])
             .args(&args)
@@ -222,7 +222,7 @@ fn a_plan_traces_its_scenarios_and_names_them_in_the_baggage() {
         ),
     )
     .unwrap();
-    let out = Command::cargo_bin("brink")
+    let out = crate::support::held(Command::cargo_bin("brink"))
         .unwrap()
         .args(["run", plan.to_str().unwrap(), "-q"])
         .output()

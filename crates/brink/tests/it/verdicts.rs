@@ -64,7 +64,7 @@ fn bare_numbers_are_milliseconds_and_k6_forms_read_right() {
         "target: http://127.0.0.1:9/\nscenarios:\n  - name: a\n    load: { requests: 10 }\n    slo: [\"p99 < 200\", \"avg<50\"]\n",
     )
     .expect("write");
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .args(["validate", plan.to_str().unwrap()])
         .output()
         .expect("brink runs");
@@ -208,10 +208,11 @@ fn validate_reports_every_error_at_once() {
     )
     .expect("write");
     let validate = |p: &std::path::Path| {
-        let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-            .args(["validate", p.to_str().unwrap()])
-            .output()
-            .expect("brink runs");
+        let out =
+            assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
+                .args(["validate", p.to_str().unwrap()])
+                .output()
+                .expect("brink runs");
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -253,7 +254,7 @@ fn validate_reports_every_error_at_once() {
 fn results_to_stdout_and_progress_in_a_log() {
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).expect("server");
     let run = |args: &[&str]| {
-        assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
             .arg("run")
             .arg(srv.url("/"))
             .args(args)
@@ -262,7 +263,7 @@ fn results_to_stdout_and_progress_in_a_log() {
             .expect("brink runs")
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    let out = assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
         .current_dir(dir.path())
         .args(["run", &srv.url("/"), "-n", "30", "--json", "-"])
         .output()
@@ -387,7 +388,7 @@ fn the_load_says_calls_over_connections_and_iterations() {
 #[test]
 fn flags_from_other_tools_get_an_answer() {
     let brink = |args: &[&str]| {
-        assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
+        assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
             .args(args)
             .timeout(Duration::from_secs(30))
             .output()
@@ -433,12 +434,13 @@ fn runs_are_named_for_what_they_load_and_show_their_labels() {
     let dir = tempfile::tempdir().expect("temp dir");
     let h = dir.path().join("h.db");
     let brink = |args: &[&str]| {
-        let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin("brink"))
-            .env("BRINK_HISTORY", &h)
-            .args(args)
-            .timeout(Duration::from_secs(30))
-            .output()
-            .expect("brink runs");
+        let out =
+            assert_cmd::Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
+                .env("BRINK_HISTORY", &h)
+                .args(args)
+                .timeout(Duration::from_secs(30))
+                .output()
+                .expect("brink runs");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let ran = brink(&[

@@ -361,7 +361,7 @@ async def echo(ws):
     );
     let distinct: std::collections::BTreeSet<_> = lines.iter().collect();
     assert_eq!(distinct.len(), 5, "each message rendered afresh: {got}");
-    let bad = Command::new(env!("CARGO_BIN_EXE_brink"))
+    let bad = Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .args(["run", &url, "--message", "{{nosuch}}", "-n", "1"])
         .output()
         .expect("brink runs");
@@ -663,7 +663,7 @@ fn flags_that_do_not_apply_are_refused() {
             "search them with --by connections",
         ),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_brink"))
+        let out = Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
             .args(&args)
             .output()
             .expect("brink runs");

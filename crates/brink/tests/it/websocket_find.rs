@@ -232,7 +232,7 @@ fn paced_messages_held_up_by_slow_answers_wait_in_their_latency() {
 /// A held search's dry run says the pace each connection keeps and what a step must meet.
 #[test]
 fn a_held_search_dry_run_names_its_pace_and_objectives() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+    let out = std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .args([
             "find",
             "ws://127.0.0.1:9/",

@@ -136,7 +136,7 @@ fn live_metrics_count_what_websocket_connections_carried() {
     };
     let json = dir.path().join("r.json");
     let listen = crate::prom::free_port();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_brink"))
+    let mut child = std::process::Command::new(crate::support::held(env!("CARGO_BIN_EXE_brink")))
         .args(["run", &format!("ws://127.0.0.1:{port}/"), "--message", "hi"])
         .args(["-c", "2", "-n", "300", "-q", "--no-history"])
         .args(["--metrics-listen", &format!("127.0.0.1:{listen}")])

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn brink() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("brink"))
+    Command::new(crate::support::held(assert_cmd::cargo::cargo_bin("brink")))
 }
 
 /// `brink validate PLAN` with `extra` flags: (exit code, stderr).
