@@ -167,3 +167,42 @@ proptest! {
         );
     }
 }
+
+/// Every figure of a merged run's latency summary is its own quantile: latencies of 1 to
+/// 1,000 µs (each held exactly: the histograms are exact below 2,048 µs), spread over three
+/// parts, read back as p10 = 0.100 ms, p25 = 0.250 ms and so on. A summary that read one
+/// quantile for another (p25 at 0.3, p95 at 0.9, ...) fails here, as would a merge that lost
+/// or doubled a part.
+#[test]
+fn a_merged_run_s_summary_reads_each_quantile_it_names() {
+    let run: Vec<Attempt> = (1..=1000u64)
+        .map(|us| Attempt {
+            second: us % SECONDS,
+            request: (us % REQUESTS as u64) as usize,
+            outcome: Outcome::Answer {
+                status: 200,
+                latency_us: us,
+            },
+        })
+        .collect();
+    let owner: Vec<usize> = (0..run.len()).map(|i| i % 3).collect();
+    let (many, _, _) = merged(parts(&run, &owner, 3), &[2, 0, 1, 1, 2, 0]);
+    let s = stats::LatencySummary::of(&many.all.corrected);
+    let want = [
+        ("min", 0.001),
+        ("p10", 0.100),
+        ("p25", 0.250),
+        ("p50", 0.500),
+        ("p75", 0.750),
+        ("p90", 0.900),
+        ("p95", 0.950),
+        ("p99", 0.990),
+        ("p99.9", 0.999),
+        ("max", 1.000),
+        ("mean", 0.5005),
+    ];
+    for ((label, got), (name, value)) in s.labelled().into_iter().zip(want) {
+        assert_eq!(label, name);
+        assert!((got - value).abs() < 1e-9, "{label}: {got} ms, not {value}");
+    }
+}

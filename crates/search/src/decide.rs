@@ -141,7 +141,7 @@ mod tests {
     #[test]
     fn searches_end_to_end() {
         // (settings, capacity, levels tried, how it ends) — one line per rule.
-        let cases: [(Settings, f64, &[f64], Stop); 6] = [
+        let cases: [(Settings, f64, &[f64], Stop); 7] = [
             // Doubling to the first fail (16), then halving the gap: 12 passes, 14 fails, 13
             // fails; 13/12 - 1 = 8% > 5% but no whole level is left between 12 and 13.
             (
@@ -176,6 +176,22 @@ mod tests {
                 Stop::Bisected {
                     pass: 300.0,
                     fail: 400.0,
+                },
+            ),
+            // Exactly as close as asked is close enough: 125 vs 100 is 25% apart, the
+            // precision asked, so the search stops there (it would try 113 if "within" meant
+            // strictly closer).
+            (
+                Settings {
+                    from: 100.0,
+                    to: 1e5,
+                    precision: 0.25,
+                },
+                100.0,
+                &[100.0, 200.0, 150.0, 125.0],
+                Stop::Bisected {
+                    pass: 100.0,
+                    fail: 125.0,
                 },
             ),
             // A fractional first rate: later levels are whole.

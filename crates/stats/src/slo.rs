@@ -1156,6 +1156,28 @@ mod tests {
         }
     }
 
+    /// Each comparison as written, at its threshold and either side of it: `<` fails at the
+    /// threshold and `<=` holds there, `>` fails and `>=` holds. Kills a `<` read as `<=`
+    /// (or the reverse), in the parser or in the comparison, and the same for `>`.
+    #[test]
+    fn each_comparison_holds_at_its_boundary_as_written() {
+        // (objective, holds at 20, at 19.999, at 20.001)
+        let cases = [
+            ("p99 < 20ms", [false, true, false]),
+            ("p99 <= 20ms", [true, true, false]),
+            ("rps > 20", [false, false, true]),
+            ("rps >= 20", [true, false, true]),
+        ];
+        for (text, want) in cases {
+            let s = parse(text).unwrap();
+            assert_eq!(s.threshold, 20.0, "{text}");
+            let got = [s.holds(20.0), s.holds(19.999), s.holds(20.001)];
+            assert_eq!(got, want, "{text}");
+            // At the threshold the margin is nil, whichever side passes.
+            assert_eq!(s.margin(20.0), 0.0, "{text}");
+        }
+    }
+
     #[test]
     fn margins_match_a_hand_made_sla_table() {
         // p50 19.49ms against < 50ms: 61% margin.

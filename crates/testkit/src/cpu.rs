@@ -57,6 +57,9 @@ pub fn hold_shared() {
 #[must_use = "the lock is released when the guard is dropped"]
 pub struct Cpu {
     held: Held,
+    /// When it was asked for and when it was got, for the log ([`log`]).
+    asked: std::time::Instant,
+    got: std::time::Instant,
 }
 
 enum Held {
@@ -90,36 +93,40 @@ fn exclusive_on(path: &Path) -> Cpu {
         EXCLUSIVE.get() != Some(false),
         "this test holds the CPU lock shared (a helper took it): take cpu_exclusive() first thing in the test"
     );
-    if let Some(nested) = nested() {
-        return nested;
-    }
-    let inner = IN_PROCESS.write().unwrap_or_else(|e| e.into_inner());
-    let file = through_gate(path, File::lock);
-    HOLDERS.fetch_add(1, Ordering::SeqCst);
-    DEPTH.set(1);
-    EXCLUSIVE.set(Some(true));
-    Cpu {
-        held: Held::Exclusive {
-            _file: file,
-            _inner: inner,
-        },
-    }
+    take(path, true)
 }
 
 fn shared_on(path: &Path) -> Cpu {
+    take(path, false)
+}
+
+/// Takes the lock on `path` (both the in-process one and the file's), or nothing when this
+/// thread holds it already.
+fn take(path: &Path, exclusive: bool) -> Cpu {
     if let Some(nested) = nested() {
         return nested;
     }
-    let inner = IN_PROCESS.read().unwrap_or_else(|e| e.into_inner());
-    let file = through_gate(path, File::lock_shared);
+    let asked = std::time::Instant::now();
+    let held = if exclusive {
+        let inner = IN_PROCESS.write().unwrap_or_else(|e| e.into_inner());
+        Held::Exclusive {
+            _file: through_gate(path, File::lock),
+            _inner: inner,
+        }
+    } else {
+        let inner = IN_PROCESS.read().unwrap_or_else(|e| e.into_inner());
+        Held::Shared {
+            _file: through_gate(path, File::lock_shared),
+            _inner: inner,
+        }
+    };
     HOLDERS.fetch_add(1, Ordering::SeqCst);
     DEPTH.set(1);
-    EXCLUSIVE.set(Some(false));
+    EXCLUSIVE.set(Some(exclusive));
     Cpu {
-        held: Held::Shared {
-            _file: file,
-            _inner: inner,
-        },
+        held,
+        asked,
+        got: std::time::Instant::now(),
     }
 }
 
@@ -149,7 +156,12 @@ fn nested() -> Option<Cpu> {
         return None;
     }
     DEPTH.set(depth + 1);
-    Some(Cpu { held: Held::Nested })
+    let now = std::time::Instant::now();
+    Some(Cpu {
+        held: Held::Nested,
+        asked: now,
+        got: now,
+    })
 }
 
 impl Drop for Cpu {
@@ -159,8 +171,49 @@ impl Drop for Cpu {
         if !matches!(self.held, Held::Nested) {
             HOLDERS.fetch_sub(1, Ordering::SeqCst);
             let _ = EXCLUSIVE.try_with(|e| e.set(None));
+            log(self);
         }
         // The file's lock goes with the file, the in-process lock with its guard.
+    }
+}
+
+/// With `BRINK_TEST_LOCK_LOG` set, each holder appends one line to that file as it lets go:
+/// `exclusive|shared <waited ms> <held ms> <got at, ms since 1970> <test>`, to see where a run's time goes (the
+/// exclusive holds add up to the least a run can take, whatever its parallelism).
+fn log(cpu: &Cpu) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("BRINK_TEST_LOCK_LOG") else {
+        return;
+    };
+    let kind = match cpu.held {
+        Held::Exclusive { .. } => "exclusive",
+        _ => "shared",
+    };
+    // nextest runs one test a process (`<binary> --exact <name> ...`); libtest names the
+    // thread of each test.
+    let args: Vec<String> = std::env::args().collect();
+    let test = args
+        .iter()
+        .position(|a| a == "--exact")
+        .and_then(|i| args.get(i + 1).cloned())
+        .or_else(|| std::thread::current().name().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned());
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_sub(cpu.got.elapsed());
+    let line = format!(
+        "{kind} {} {} {} {test}\n",
+        cpu.got.duration_since(cpu.asked).as_millis(),
+        cpu.got.elapsed().as_millis(),
+        since_epoch.as_millis()
+    );
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = f.write_all(line.as_bytes());
     }
 }
 

@@ -205,6 +205,16 @@ scenarios:
     assert_eq!(ran.code, Some(0), "{}\n{}", ran.stdout, ran.stderr);
     let r = &ran.result;
     let by_name = |n: &str| check(r, n).clone();
+    let per = |n: &str| {
+        r["scenarios"][0]["requests"]
+            .as_array()
+            .and_then(|a| a.iter().find(|q| q["name"] == n))
+            .map(|q| q["summary"]["requests"].as_u64().unwrap())
+            .unwrap_or_else(|| panic!("no request {n}"))
+    };
+    let items = per("items");
+    assert_eq!(items + per("missing"), 60, "{r}");
+    assert!(items > 0, "the draw sent `items` some of the 60");
     for name in [
         "header content-type == \"application/json\"",
         "size < 1KB",
@@ -212,7 +222,8 @@ scenarios:
     ] {
         let c = by_name(name);
         assert_eq!(c["failed"], 0, "{c}");
-        assert!(c["passed"].as_u64().unwrap() > 0, "{c}");
+        // Checked on every answer to `items` (a weighted draw sends it about half of the 60).
+        assert_eq!(c["passed"], items, "{c}");
     }
     assert_eq!(by_name("no cursor")["pass_percent"], 0.0);
     assert_eq!(by_name("found")["pass_percent"], 0.0);

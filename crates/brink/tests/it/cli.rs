@@ -226,8 +226,19 @@ fn json_result_has_the_contract_keys() {
     assert_eq!(v["summary"]["requests"], 40);
     assert_eq!(v["summary"]["status"]["503"], 40);
     assert_eq!(v["summary"]["errors_by_kind"]["timeout"], 0);
-    assert!(v["summary"]["rps"].as_f64().unwrap() > 0.0);
-    assert!(v["summary"]["latency_ms"]["p50"].as_f64().unwrap() > 0.0);
+    // The rate is the 40 requests over the run's own length.
+    let (rps, secs) = (
+        v["summary"]["rps"].as_f64().unwrap(),
+        v["summary"]["duration_s"].as_f64().unwrap(),
+    );
+    assert!((rps * secs - 40.0).abs() < 1e-6, "{rps}/s over {secs} s");
+    let lat = &v["summary"]["latency_ms"];
+    let (min, p50, max) = (
+        lat["min"].as_f64().unwrap(),
+        lat["p50"].as_f64().unwrap(),
+        lat["max"].as_f64().unwrap(),
+    );
+    assert!(0.0 < min && min <= p50 && p50 <= max, "{lat}");
     assert!(!v["timeseries"].as_array().unwrap().is_empty());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -32,6 +32,24 @@ pub(crate) fn find(args: &[&str], limit: Duration) -> (Option<i32>, serde_json::
     (run.status.code(), json, text)
 }
 
+/// The exit code a search's own result calls for: 2 when a step could not run, 1 when the
+/// service got stuck or no level held its objectives, else 0.
+pub(crate) fn search_exit(r: &serde_json::Value) -> i32 {
+    let f = &r["find"];
+    assert!(f.is_object(), "no search in the result: {r}");
+    if f["stop"]["reason"] == "step_failed" {
+        return 2;
+    }
+    let stuck = f["findings"]
+        .as_array()
+        .is_some_and(|x| x.iter().any(|x| x["rule"] == "stuck"));
+    if stuck || f["max_sustainable"].is_null() {
+        1
+    } else {
+        0
+    }
+}
+
 #[test]
 fn finds_a_known_capacity() {
     // A stall of 15 ms at 8 connections (another test starting Prometheus or a control plane
@@ -283,7 +301,10 @@ fn a_cpu_bound_service_is_diagnosed_cpu_bound() {
         Duration::from_secs(120),
     );
     drop(srv);
-    assert!(matches!(code, Some(0 | 1)), "{text}");
+    // One connection to 1 ms of CPU answers in a few ms, far under 20: a level holds, so the
+    // search ends with a capacity and exit 0.
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(search_exit(&r), 0, "{}", r["find"]["stop"]);
     assert!(
         rules(&r["find"]).contains(&"cpu_bound".to_string()),
         "{}\n{text}",
@@ -305,6 +326,8 @@ fn slot_server(slots: usize, service: Duration) -> testkit::Server {
 
 #[test]
 fn a_rate_search_finds_the_throughput_ceiling() {
+    // A capacity is the verdict: alone.
+    let _cpu = crate::support::cpu_exclusive();
     // 4 slots of 20 ms: 200 req/s at most. Offered rates above it queue without bound.
     let srv = slot_server(4, Duration::from_millis(20));
     let (code, r, text) = find(
@@ -336,11 +359,8 @@ fn a_rate_search_finds_the_throughput_ceiling() {
     assert_eq!(code, Some(0), "{text}");
     let f = &r["find"];
     assert_eq!(f["by"], "rate");
-    let level = f["max_sustainable"]["level"].as_f64().unwrap();
-    assert!(
-        (130.0..=210.0).contains(&level),
-        "max sustainable {level}/s, ceiling 200/s:\n{text}"
-    );
+    // The most the service delivered at any step is its ceiling: 200/s less its own overhead
+    // on each request (a few percent).
     let best = f["steps"]
         .as_array()
         .unwrap()
@@ -350,6 +370,14 @@ fn a_rate_search_finds_the_throughput_ceiling() {
     assert!(
         (best - 200.0).abs() / 200.0 < 0.10,
         "max throughput {best}:\n{text}"
+    );
+    // Arrivals at a steady rate under that ceiling never wait long for a slot, and above it
+    // they queue without bound: bisected to 5%, the capacity is within 5% under the most the
+    // service delivered, never over the nominal 200/s.
+    let level = f["max_sustainable"]["level"].as_f64().unwrap();
+    assert!(
+        level <= 200.0 && level >= 0.95 * best,
+        "max sustainable {level}/s, the service delivered {best}/s at most:\n{text}"
     );
     // The USL's N is concurrency: a rate search shows no "N* = 470" in the wrong unit.
     assert!(f["usl"].is_null(), "{}", f["usl"]);
@@ -539,7 +567,9 @@ fn an_overflowing_accept_queue_is_diagnosed() {
         ],
         Duration::from_secs(120),
     );
-    assert!(matches!(code, Some(0 | 1)), "{text}");
+    // One connection at a time is accepted within 25 ms, far under 100: a level holds.
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(search_exit(&r), 0, "{}", r["find"]["stop"]);
     assert!(
         rules(&r["find"]).contains(&"accept_queue_overflow".to_string()),
         "{}\n{text}",
@@ -617,7 +647,9 @@ fn a_hook_runs_during_the_capture_step_at_the_peak() {
     args.push("-q".into());
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, r, text) = find(&refs, Duration::from_secs(120));
-    assert!(matches!(code, Some(0 | 1)), "{text}");
+    // The hook succeeds and a level holds: exit 0.
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(search_exit(&r), 0, "{}", r["find"]["stop"]);
     let f = &r["find"];
     let peak = f["max_sustainable"]["level"]
         .as_f64()
@@ -863,7 +895,9 @@ fn a_cpu_throttled_service_is_diagnosed_throttled() {
         Duration::from_secs(120),
     );
     drop(srv);
-    assert!(matches!(code, Some(0 | 1)), "{text}");
+    // Whether the first level held under a tenth of a core is the kernel's to say; the exit
+    // code is whatever the search's own result calls for.
+    assert_eq!(code, Some(search_exit(&r)), "{text}");
     let f = &r["find"];
     let throttled = f["findings"]
         .as_array()

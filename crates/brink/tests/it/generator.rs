@@ -46,7 +46,7 @@ fn a_busy_generator_is_blamed_not_the_service() {
         ],
         Duration::from_secs(120),
     );
-    assert!(matches!(code, Some(0 | 1)), "{text}");
+    assert_eq!(code, Some(crate::find::search_exit(&r)), "{text}");
     let f = &r["find"];
     assert_eq!(f["stop"]["reason"], "generator_bound", "{f}\n{text}");
     assert!(
@@ -259,7 +259,9 @@ fn a_service_starved_of_cpu_is_diagnosed_starved() {
         Duration::from_secs(120),
     );
     drop(burners);
-    assert!(matches!(code, Some(0 | 1)), "{text}");
+    // Whether 5 ms held at the first level on a starved CPU is the machine's to say; the exit
+    // code is whatever the search's own result calls for.
+    assert_eq!(code, Some(crate::find::search_exit(&r)), "{text}");
     let f = &r["find"];
     let starved = f["findings"]
         .as_array()
@@ -389,8 +391,12 @@ fn a_generator_throttled_by_its_cgroup_says_so() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stderr);
-    assert!(matches!(o.status.code(), Some(0 | 3)), "{text}");
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    // Exit 3 says no request succeeded (a throttled brink may send none in time), else 0.
+    let ok = r["scenarios"][0]["summary"]["ok"]
+        .as_u64()
+        .expect("ok count");
+    assert_eq!(o.status.code(), Some(if ok == 0 { 3 } else { 0 }), "{text}");
     let g = &r["scenarios"][0]["generator"];
     let throttled = g["throttled_percent"].as_f64().expect("throttled_percent");
     assert!(throttled >= 10.0, "{g}");

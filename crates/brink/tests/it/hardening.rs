@@ -274,6 +274,10 @@ fn run_json(url: &str, args: &[&str]) -> (Option<i32>, serde_json::Value) {
     (run.status.code(), json_of(&out))
 }
 
+/// Transfer-Encoding and Content-Length both: chunked wins.
+const TE_CL: &[u8] =
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 100\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+
 fn raw(bytes: &[u8], close: bool) -> Reply {
     Reply::Raw {
         bytes: bytes.to_vec(),
@@ -294,10 +298,7 @@ fn framing_edge_cases_are_counted_right() {
 fn framing_cases(tls: bool) {
     let handler: testkit::Handler = Arc::new(|r: &Req| {
         match r.path {
-        "/te-cl" => raw(
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 100\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
-            false,
-        ),
+        "/te-cl" => raw(TE_CL, false),
         "/te-gzip" => raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nabc", true),
         "/101" => raw(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n", false),
         "/999" => raw(b"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", false),
@@ -329,7 +330,13 @@ fn framing_cases(tls: bool) {
         "{}",
         r["summary"]
     );
-    assert_eq!(r["summary"]["bytes_in"].as_u64().map(|b| b > 0), Some(true));
+    // Every byte of the six answers was read, and nothing else.
+    assert_eq!(
+        r["summary"]["bytes_in"],
+        6 * TE_CL.len(),
+        "{}",
+        r["summary"]
+    );
     assert_eq!(conns(before), 6, "closed after each ambiguous message");
 
     let (code, r) = run_json(&srv.url("/te-gzip"), &closed);

@@ -21,6 +21,9 @@ mod sys;
 mod tasks;
 mod wspoll;
 
+#[cfg(test)]
+mod pace_tests;
+
 use crate::net::conn::Connector;
 use crate::proto::reply::{Outcome, Unopened};
 use model::{Load, Protocol, StatusSet};
