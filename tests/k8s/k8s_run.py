@@ -11,7 +11,8 @@ Runs, one after another, each with the cluster's leftovers counted after it:
   nothing left;
 - "clash": a Service named like the run's already exists: refused, nothing it made is left;
 - "full": plan.yaml over 3 workers to its end (the kubelet cuts every pod's first log
-  stream after a few lines, as a node's log rotation does);
+  stream after a few lines, as a node's log rotation does; this run's coordinator learns of
+  the cut only once its pod has ended, and must read the rest of the finished pod's log);
 - "interrupted": long.yaml over 3 workers, SIGINT once its progress is shown;
 - "killed": short.yaml, the CLI killed with SIGKILL once its progress is shown: the Job ends
   by itself and its TTL and the garbage collector leave nothing;
@@ -100,7 +101,8 @@ def main():
             cp, brink, plan_dir, out_dir, label, args, name, **kw)
         out["no_node"] = run("no_node", ["run", "plan.yaml", "--pod-wait", "3s"], "lost")
         out["no_node"]["left"] = leftovers(cp.api, "lost", 30)
-        kubelet = Kubelet(cp.api, cp.work, os.path.dirname(brink), cut_logs_after=3)
+        kubelet = Kubelet(cp.api, cp.work, os.path.dirname(brink), cut_logs_after=3,
+                          cut_at_end=("full",))
         kubelet.start()
         try:
             clash = {"apiVersion": "v1", "kind": "Service", "metadata": {

@@ -23,7 +23,9 @@ volume ownership does; an emptyDir is 0777.
 The log keeps each line with the time it was written (RFC 3339, nanoseconds) as a container
 runtime does, and the log endpoint honours `timestamps` and `sinceTime`. With `cut_logs_after`,
 the first following stream of each pod is cut after that many lines, as a node's log rotation
-cuts a reader.
+cuts a reader; for pods whose name starts with one of `cut_at_end` (`<job>-`), that cut stream
+is held open, silent, until the pod has ended, so the reader learns of the cut only once the
+pod is over (what a reader that did not read the rest of a finished pod's log would lose).
 
 Each pod gets an address of its own on loopback, 127.0.0.(10+K), so no load leaves this
 machine. The pod's status follows its process (Running, then Succeeded or Failed with the exit
@@ -85,7 +87,8 @@ class Pod:
 
 
 class Kubelet:
-    def __init__(self, api, work, brink_dir, node="proc-node", cut_logs_after=None):
+    def __init__(self, api, work, brink_dir, node="proc-node", cut_logs_after=None,
+                 cut_at_end=()):
         self.api = api
         self.work = f"{work}/kubelet"
         self.brink_dir = brink_dir
@@ -96,6 +99,7 @@ class Kubelet:
         self.lock = threading.Lock()
         self.errors = []
         self.cut_logs_after = cut_logs_after
+        self.cut_at_end = tuple(f"{job}-" for job in cut_at_end)
         self.refused = []
         self.cuts = 0
         os.makedirs(self.work, exist_ok=True)
@@ -186,6 +190,9 @@ class Kubelet:
                                 with kubelet.lock:
                                     kubelet.cuts += 1
                                 self.wfile.flush()
+                                if pod.name.startswith(kubelet.cut_at_end):
+                                    while pod.code is None and not kubelet.stop_flag.is_set():
+                                        time.sleep(0.05)
                                 self.close_connection = True
                                 return
                         self.wfile.flush()

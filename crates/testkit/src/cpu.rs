@@ -60,6 +60,8 @@ pub struct Cpu {
     /// When it was asked for and when it was got, for the log ([`log`]).
     asked: std::time::Instant,
     got: std::time::Instant,
+    /// [`cpu_ms`] when it was got (0 unless logging).
+    cpu_at_got: u64,
 }
 
 enum Held {
@@ -127,6 +129,11 @@ fn take(path: &Path, exclusive: bool) -> Cpu {
         held,
         asked,
         got: std::time::Instant::now(),
+        cpu_at_got: if std::env::var_os("BRINK_TEST_LOCK_LOG").is_some() {
+            cpu_ms()
+        } else {
+            0
+        },
     }
 }
 
@@ -161,6 +168,7 @@ fn nested() -> Option<Cpu> {
         held: Held::Nested,
         asked: now,
         got: now,
+        cpu_at_got: 0,
     })
 }
 
@@ -178,7 +186,8 @@ impl Drop for Cpu {
 }
 
 /// With `BRINK_TEST_LOCK_LOG` set, each holder appends one line to that file as it lets go:
-/// `exclusive|shared <waited ms> <held ms> <got at, ms since 1970> <test>`, to see where a run's time goes (the
+/// `exclusive|shared <waited ms> <held ms> <got at, ms since 1970> <CPU ms> <test>` (the CPU
+/// this process and the children it waited for used while it held the lock), to see where a run's time goes (the
 /// exclusive holds add up to the least a run can take, whatever its parallelism).
 fn log(cpu: &Cpu) {
     use std::io::Write;
@@ -203,10 +212,11 @@ fn log(cpu: &Cpu) {
         .unwrap_or_default()
         .saturating_sub(cpu.got.elapsed());
     let line = format!(
-        "{kind} {} {} {} {test}\n",
+        "{kind} {} {} {} {} {test}\n",
         cpu.got.duration_since(cpu.asked).as_millis(),
         cpu.got.elapsed().as_millis(),
-        since_epoch.as_millis()
+        since_epoch.as_millis(),
+        cpu_ms().saturating_sub(cpu.cpu_at_got)
     );
     if let Ok(mut f) = std::fs::OpenOptions::new()
         .create(true)
@@ -215,6 +225,23 @@ fn log(cpu: &Cpu) {
     {
         let _ = f.write_all(line.as_bytes());
     }
+}
+
+/// CPU time (ms) of this process and of the children it has waited for, from
+/// `/proc/self/stat` (user and system, in clock ticks of 10 ms); 0 where there is none.
+fn cpu_ms() -> u64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0;
+    };
+    // Fields after the command's closing parenthesis: state is field 3, utime 14 ... cstime 17.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    after
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum::<u64>()
+        * 10
 }
 
 /// The lock file: `target/test-cpu.lock` of this workspace (`BRINK_TEST_LOCK` names another,

@@ -147,6 +147,9 @@ impl Run<'_> {
         };
         let mut reader = LogReader::new(self.nonce);
         let mut stopping = false;
+        // Whether the coordinator had ended before this read began: its log is then whole,
+        // and this read is the last.
+        let mut last = false;
         loop {
             // From the start, then (the stream cut) from the second of the last line read:
             // the lines read again are skipped by their time and number.
@@ -154,18 +157,21 @@ impl Run<'_> {
             let ended = self
                 .read(&mut log, &mut reader, &coordinator, &mut stopping)
                 .await?;
-            if ended || reader.said.exit.is_some() || self.interrupts() > 1 {
+            if ended || last || reader.said.exit.is_some() || self.interrupts() > 1 {
                 break;
             }
-            // The stream ended before the coordinator did: read on where it stopped.
+            // The stream ended before its last line: read on where it stopped, at once when
+            // the coordinator has ended meanwhile (a finished pod's log stays readable until
+            // the pod is deleted, and its result may be in the part not read yet).
             let pods = self.cluster.pods(self.name).await?;
             let pod = pods
                 .iter()
                 .find(|p| p.metadata.name.as_deref() == Some(&coordinator));
-            if pod.is_none_or(|p| cluster::exit_code(p).is_some()) {
-                break;
+            match pod {
+                None => break,
+                Some(p) if cluster::exit_code(p).is_some() => last = true,
+                Some(_) => tokio::time::sleep(TICK).await,
             }
-            tokio::time::sleep(TICK).await;
         }
         reader.progress.finish();
         reader.said.interrupted |= stopping;
