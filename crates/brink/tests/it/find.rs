@@ -864,7 +864,7 @@ fn a_cpu_throttled_service_is_diagnosed_throttled() {
             std::env::var_os("BRINK_REQUIRE_CPU_LIMIT").is_none(),
             "a CPU cgroup is required here but this machine does not let the test create one"
         );
-        eprintln!("skipped: this machine does not let the test create a CPU cgroup");
+        eprintln!("this machine does not let the test create a CPU cgroup: skipping");
         return;
     };
     let srv = crate::support::PyServer::start(std::path::Path::new("python3"), 2);

@@ -359,7 +359,7 @@ fn a_generator_throttled_by_its_cgroup_says_so() {
             std::env::var_os("BRINK_REQUIRE_CPU_LIMIT").is_none(),
             "a CPU cgroup is required here but this machine does not let the test create one"
         );
-        eprintln!("skipped: this machine does not let the test create a CPU cgroup");
+        eprintln!("this machine does not let the test create a CPU cgroup: skipping");
         return;
     };
     let server = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).unwrap();

@@ -19,7 +19,7 @@ pub fn second_user() -> bool {
             std::env::var_os("BRINK_REQUIRE_SECOND_USER").is_none(),
             "BRINK_REQUIRE_SECOND_USER is set but this test cannot become nobody (root: {root}, runuser: {runuser})"
         );
-        eprintln!("skipped: needs root and runuser to act as a second local user");
+        eprintln!("acting as a second local user needs root and runuser: skipping");
         return false;
     }
     true
