@@ -130,11 +130,23 @@ fn finds_a_known_capacity() {
     assert!(text.contains("\nreading it: past ~4 connections"), "{text}");
     // Every step agrees with Little's law: N connections / X req/s = mean latency.
     crate::ordinary::assert_littles_law(f, true, &text);
-    assert!(
-        text.contains("N* = ") && text.contains(" connections at "),
-        "{text}"
-    );
-    assert!(f["usl"]["r2"].as_f64().is_some(), "{f}");
+    // A fixed limit reads one of two ways, by the noise in the fitted curve: a predicted peak
+    // (never below the 4 slots throughput grew to), or, when the curve puts its peak where
+    // the measured throughput then stayed flat, no peak and a plateau. (It asked for the
+    // first alone, and failed once when a slow machine gave the second.) The words say what
+    // the result holds.
+    let usl = &f["usl"];
+    assert!(usl["r2"].as_f64().is_some(), "{f}");
+    match usl["peak_concurrency"].as_f64() {
+        Some(n) => assert!(
+            n >= 4.0 && text.contains(&format!("predicted peak N* = {n:.1} connections at ")),
+            "{usl}\n{text}"
+        ),
+        None => assert!(
+            usl["plateau"] == true && text.contains("no peak: throughput held flat past"),
+            "{usl}\n{text}"
+        ),
+    }
     assert!(
         f["diagnosis"]
             .as_array()
