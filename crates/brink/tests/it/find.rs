@@ -317,8 +317,17 @@ fn a_cpu_bound_service_is_diagnosed_cpu_bound() {
     // search ends with a capacity and exit 0.
     assert_eq!(code, Some(0), "{text}");
     assert_eq!(search_exit(&r), 0, "{}", r["find"]["stop"]);
+    // On a quiet machine its one core is full at the knee: CPU-bound. When other processes
+    // take that core (a build beside CI did), it waits for a CPU instead of using one, and
+    // the honest reading is CPU-starved, with the share it waited: one of the two, always.
+    let starved = r["find"]["findings"].as_array().and_then(|f| {
+        f.iter()
+            .find(|x| x["rule"] == "cpu_starved")
+            .and_then(|x| x["waiting_percent"].as_f64())
+    });
     assert!(
-        rules(&r["find"]).contains(&"cpu_bound".to_string()),
+        rules(&r["find"]).contains(&"cpu_bound".to_string())
+            || starved.is_some_and(|w| w >= results::STARVED_WAIT_PERCENT),
         "{}\n{text}",
         r["find"]["findings"]
     );
