@@ -3,21 +3,29 @@
 //! This machine has two cores and runs the suite's tests at once (threads under `cargo test`,
 //! processes under `cargo nextest`). A test whose verdict depends on time (a bound, a rate, a
 //! latency, a capacity) measures whatever else runs beside it; so does a test that takes a CPU
-//! from others (busy loops, a spinning service, a saturated generator). The rule:
+//! from others (busy loops, a spinning service, a saturated generator). The rule, three
+//! levels:
 //!
-//! * such a test holds the lock **exclusive** ([`exclusive`]) for as long as it measures;
+//! * such a test holds the lock **exclusive** ([`exclusive`]) for as long as it measures:
+//!   nothing else that makes load runs meanwhile;
+//! * a test whose verdict depends on time but whose load is light (its own process, its
+//!   servers and brink together use under a quarter of one CPU, measured with the lock log
+//!   below, and it measures no CPU) may hold it **light** ([`light`]): up to [`LIGHT_SLOTS`]
+//!   light tests run together, together taking at most one of the two CPUs, never beside a
+//!   shared or an exclusive one;
 //! * every other test that makes load holds it **shared** ([`shared`]): any number of them
-//!   run together, never beside an exclusive one.
+//!   run together, never beside a light or an exclusive one.
 //!
 //! The helpers that start a load or a search (brink's `support::brink_json`, the engine's
 //! `common::run`) take it shared themselves, so a test cannot forget it; a test that already
-//! holds it (either way) on its thread, or a thread it spawned, takes nothing more.
+//! holds it (at any level) on its thread, or a thread it spawned, takes nothing more.
 //!
-//! Between processes the lock is an `flock` on one file in the workspace's `target/`
-//! directory (shared and exclusive, released by the kernel when a process dies, so a killed
-//! test never leaves it held), taken through a gate so an exclusive waiter is never starved
-//! by shared holders; within a process, a readers-writer lock keeps the threads of one test
-//! binary apart the same way.
+//! Between processes the lock is `flock` on files in the workspace's `target/` directory
+//! (released by the kernel when a process dies, so a killed test never leaves it held): the
+//! main file, exclusive or shared, and [`LIGHT_SLOTS`] slot files, one held exclusive by each
+//! light holder and all held shared by each shared holder. Every taker goes through a gate so
+//! an exclusive or light waiter is never starved by shared holders; within a process, a
+//! readers-writer lock keeps the threads of one test binary apart the same way.
 
 use std::cell::Cell;
 use std::fs::File;
@@ -36,8 +44,8 @@ static HOLDERS: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
     /// Guards this thread holds (nested takes are free).
     static DEPTH: Cell<u32> = const { Cell::new(0) };
-    /// Whether this thread's own lock is exclusive (`None`: it holds none of its own).
-    static EXCLUSIVE: Cell<Option<bool>> = const { Cell::new(None) };
+    /// The level of this thread's own lock (`None`: it holds none of its own).
+    static LEVEL: Cell<Option<Level>> = const { Cell::new(None) };
     /// The lock [`hold_shared`] took, held until this thread (the test's) ends.
     static KEPT: std::cell::RefCell<Option<Cpu>> = const { std::cell::RefCell::new(None) };
 }
@@ -64,67 +72,93 @@ pub struct Cpu {
     cpu_at_got: u64,
 }
 
+/// The three levels, in the order one may nest inside another (a test holding a level may
+/// take a lower one again for free, never a higher one).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Level {
+    Shared,
+    Light,
+    Exclusive,
+}
+
+/// How many light tests may run at once: each uses under a quarter of a CPU, so together they
+/// leave one of this machine's two CPUs free.
+pub const LIGHT_SLOTS: usize = 4;
+
 enum Held {
     /// Taken before on this thread, or by the test that spawned this thread.
     Nested,
-    /// Both locks are released as the guard drops (the file's with the file).
-    Shared {
-        _file: File,
-        _inner: RwLockReadGuard<'static, ()>,
+    /// The locks are released as the guard drops (the files' with the files).
+    Taken {
+        level: Level,
+        _files: Vec<File>,
+        _inner: Inner,
     },
-    Exclusive {
-        _file: File,
-        _inner: RwLockWriteGuard<'static, ()>,
-    },
+}
+
+enum Inner {
+    Read(#[allow(dead_code)] RwLockReadGuard<'static, ()>),
+    Write(#[allow(dead_code)] RwLockWriteGuard<'static, ()>),
 }
 
 /// Runs alone: no other test that makes load runs meanwhile, in this process or another.
 pub fn exclusive() -> Cpu {
-    exclusive_on(&lock_path())
+    take(&lock_path(), Level::Exclusive)
 }
 
-/// Runs beside other shared holders, never beside an exclusive one.
+/// Runs beside other light holders (at most [`LIGHT_SLOTS`] in all), never beside a shared or
+/// an exclusive one.
+pub fn light() -> Cpu {
+    take(&lock_path(), Level::Light)
+}
+
+/// Runs beside other shared holders, never beside a light or an exclusive one.
 pub fn shared() -> Cpu {
     shared_on(&lock_path())
 }
 
+#[cfg(test)]
 fn exclusive_on(path: &Path) -> Cpu {
-    // Shared cannot become exclusive in place (another shared holder may be waiting for
-    // the gate meanwhile): a test takes the exclusive lock first thing, before any helper.
-    assert!(
-        EXCLUSIVE.get() != Some(false),
-        "this test holds the CPU lock shared (a helper took it): take cpu_exclusive() first thing in the test"
-    );
-    take(path, true)
+    take(path, Level::Exclusive)
+}
+
+#[cfg(test)]
+fn light_on(path: &Path) -> Cpu {
+    take(path, Level::Light)
 }
 
 fn shared_on(path: &Path) -> Cpu {
-    take(path, false)
+    take(path, Level::Shared)
 }
 
-/// Takes the lock on `path` (both the in-process one and the file's), or nothing when this
-/// thread holds it already.
-fn take(path: &Path, exclusive: bool) -> Cpu {
+/// Takes the lock on `path` at `level` (the in-process one and the files'), or nothing when
+/// this thread holds it already at that level or a higher one.
+fn take(path: &Path, level: Level) -> Cpu {
+    // A level cannot rise in place (another holder may be waiting for the gate meanwhile): a
+    // test takes its light or exclusive lock first thing, before any helper takes it shared.
+    if let Some(own) = LEVEL.get() {
+        assert!(
+            own >= level,
+            "this test holds the CPU lock {own:?} (a helper took it): take the {level:?} lock first thing in the test"
+        );
+    }
     if let Some(nested) = nested() {
         return nested;
     }
     let asked = std::time::Instant::now();
-    let held = if exclusive {
-        let inner = IN_PROCESS.write().unwrap_or_else(|e| e.into_inner());
-        Held::Exclusive {
-            _file: through_gate(path, File::lock),
-            _inner: inner,
-        }
+    let inner = if level == Level::Exclusive {
+        Inner::Write(IN_PROCESS.write().unwrap_or_else(|e| e.into_inner()))
     } else {
-        let inner = IN_PROCESS.read().unwrap_or_else(|e| e.into_inner());
-        Held::Shared {
-            _file: through_gate(path, File::lock_shared),
-            _inner: inner,
-        }
+        Inner::Read(IN_PROCESS.read().unwrap_or_else(|e| e.into_inner()))
+    };
+    let held = Held::Taken {
+        level,
+        _files: through_gate(path, level),
+        _inner: inner,
     };
     HOLDERS.fetch_add(1, Ordering::SeqCst);
     DEPTH.set(1);
-    EXCLUSIVE.set(Some(exclusive));
+    LEVEL.set(Some(level));
     Cpu {
         held,
         asked,
@@ -137,20 +171,65 @@ fn take(path: &Path, exclusive: bool) -> Cpu {
     }
 }
 
-/// Locks `path` with `lock` through a gate: `flock` prefers no one, so shared holders
+/// Locks the files of `level` through a gate: `flock` prefers no one, so shared holders
 /// arriving one after another could keep an exclusive one waiting for ever. Every taker
-/// passes the gate (a second file, held exclusive) first; an exclusive taker holds it while it
-/// waits, so no new shared holder gets past it meanwhile. (An error from `flock`, on a file
-/// system without it, leaves the in-process lock alone in force.)
-fn through_gate(path: &Path, lock: fn(&File) -> std::io::Result<()>) -> File {
-    let mut gate_path = path.as_os_str().to_owned();
-    gate_path.push(".gate");
-    let gate = lock_file(Path::new(&gate_path));
+/// passes the gate (a file held exclusive) first and holds it while it waits, so no one else
+/// gets past it meanwhile; a holder takes nothing more, so the wait always ends.
+///
+/// * exclusive: the main file exclusive;
+/// * light: the main file shared, then the first free slot file exclusive (polled: any slot
+///   that frees will do);
+/// * shared: the main file shared, then every slot file shared (so no light holder runs).
+///
+/// (An error from `flock`, on a file system without it, leaves the in-process lock alone in
+/// force.)
+fn through_gate(path: &Path, level: Level) -> Vec<File> {
+    let gate = lock_file(&beside(path, ".gate"));
     let _ = gate.lock();
-    let file = lock_file(path);
-    let _ = lock(&file);
+    let main = lock_file(path);
+    let mut files = Vec::with_capacity(1 + LIGHT_SLOTS);
+    match level {
+        Level::Exclusive => {
+            let _ = main.lock();
+            files.push(main);
+        }
+        Level::Light => {
+            let _ = main.lock_shared();
+            files.push(main);
+            let mut slots: Vec<File> = (0..LIGHT_SLOTS)
+                .map(|i| lock_file(&beside(path, &format!(".light{i}"))))
+                .collect();
+            let taken = 'found: loop {
+                for (i, slot) in slots.iter().enumerate() {
+                    match slot.try_lock() {
+                        Ok(()) | Err(std::fs::TryLockError::Error(_)) => break 'found i,
+                        Err(std::fs::TryLockError::WouldBlock) => {}
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            // Only the slot taken is kept open (closing the others releases nothing held).
+            files.push(slots.swap_remove(taken));
+        }
+        Level::Shared => {
+            let _ = main.lock_shared();
+            files.push(main);
+            for i in 0..LIGHT_SLOTS {
+                let slot = lock_file(&beside(path, &format!(".light{i}")));
+                let _ = slot.lock_shared();
+                files.push(slot);
+            }
+        }
+    }
     drop(gate);
-    file
+    files
+}
+
+/// `path` with `suffix` added to its name.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// A guard that takes nothing: this thread holds the lock already, or it is a thread a test
@@ -178,7 +257,7 @@ impl Drop for Cpu {
         let _ = DEPTH.try_with(|d| d.set(d.get().saturating_sub(1)));
         if !matches!(self.held, Held::Nested) {
             HOLDERS.fetch_sub(1, Ordering::SeqCst);
-            let _ = EXCLUSIVE.try_with(|e| e.set(None));
+            let _ = LEVEL.try_with(|e| e.set(None));
             log(self);
         }
         // The file's lock goes with the file, the in-process lock with its guard.
@@ -186,7 +265,7 @@ impl Drop for Cpu {
 }
 
 /// With `BRINK_TEST_LOCK_LOG` set, each holder appends one line to that file as it lets go:
-/// `exclusive|shared <waited ms> <held ms> <got at, ms since 1970> <CPU ms> <test>` (the CPU
+/// `exclusive|light|shared <waited ms> <held ms> <got at, ms since 1970> <CPU ms> <test>` (the CPU
 /// this process and the children it waited for used while it held the lock), to see where a run's time goes (the
 /// exclusive holds add up to the least a run can take, whatever its parallelism).
 fn log(cpu: &Cpu) {
@@ -195,7 +274,14 @@ fn log(cpu: &Cpu) {
         return;
     };
     let kind = match cpu.held {
-        Held::Exclusive { .. } => "exclusive",
+        Held::Taken {
+            level: Level::Exclusive,
+            ..
+        } => "exclusive",
+        Held::Taken {
+            level: Level::Light,
+            ..
+        } => "light",
         _ => "shared",
     };
     // nextest runs one test a process (`<binary> --exact <name> ...`); libtest names the
@@ -313,5 +399,123 @@ mod tests {
         // them (at least 100 ms even if starting it took 300).
         assert!(waited >= 100, "the child waited {waited} ms: {text}");
         let _ = std::fs::remove_file(&lock);
+    }
+
+    /// Takes the lock at `take` on a thread of its own (named, as a test's thread is), tells
+    /// `got` once it holds it, and lets go when `release` says so (or is dropped).
+    fn holder(
+        path: &Path,
+        take: fn(&Path) -> Cpu,
+    ) -> (
+        std::sync::mpsc::Receiver<()>,
+        std::sync::mpsc::Sender<()>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let (got_tx, got) = std::sync::mpsc::channel();
+        let (release, release_rx) = std::sync::mpsc::channel::<()>();
+        let path = path.to_owned();
+        let thread = std::thread::Builder::new()
+            .name("holder".into())
+            .spawn(move || {
+                let _held = take(&path);
+                let _ = got_tx.send(());
+                let _ = release_rx.recv();
+            })
+            .unwrap();
+        (got, release, thread)
+    }
+
+    /// Light holders run together up to the slots, a shared or an exclusive one waits until
+    /// every light one has let go, and a light one waits for a shared one.
+    #[test]
+    fn light_holders_run_together_and_apart_from_the_others() {
+        let lock = std::env::temp_dir().join(format!("testkit-light-{}.lock", std::process::id()));
+        let soon = Duration::from_secs(10);
+        let not_yet = Duration::from_millis(300);
+        let lights: Vec<_> = (0..LIGHT_SLOTS).map(|_| holder(&lock, light_on)).collect();
+        for (got, _, _) in &lights {
+            got.recv_timeout(soon)
+                .expect("every light holder runs beside the others");
+        }
+        let (extra_got, extra_release, extra) = holder(&lock, light_on);
+        let (shared_got, shared_release, shared) = holder(&lock, shared_on);
+        assert!(
+            extra_got.recv_timeout(not_yet).is_err(),
+            "one light holder more than the slots waits"
+        );
+        let (first_got, first_release, first) = {
+            let mut all = lights.into_iter();
+            let first = all.next().unwrap();
+            for (_, release, thread) in all {
+                drop(release);
+                thread.join().unwrap();
+            }
+            first
+        };
+        drop(first_got);
+        // Three slots are free: the waiting light holder gets one (the shared one, behind
+        // it or not, cannot run beside the first light holder still there).
+        extra_got.recv_timeout(soon).expect("a freed slot is taken");
+        assert!(
+            shared_got.recv_timeout(not_yet).is_err(),
+            "a shared holder waits while a light one holds"
+        );
+        drop(first_release);
+        first.join().unwrap();
+        drop(extra_release);
+        extra.join().unwrap();
+        shared_got
+            .recv_timeout(soon)
+            .expect("the shared holder runs once no light one holds");
+        let (light_got, light_release, light) = holder(&lock, light_on);
+        assert!(
+            light_got.recv_timeout(not_yet).is_err(),
+            "a light holder waits while a shared one holds"
+        );
+        drop(shared_release);
+        shared.join().unwrap();
+        light_got.recv_timeout(soon).expect("then it runs");
+        let (excl_got, excl_release, excl) = holder(&lock, exclusive_on);
+        assert!(
+            excl_got.recv_timeout(not_yet).is_err(),
+            "an exclusive holder waits while a light one holds"
+        );
+        drop(light_release);
+        light.join().unwrap();
+        excl_got.recv_timeout(soon).expect("then it runs");
+        drop(excl_release);
+        excl.join().unwrap();
+        for suffix in ["", ".gate", ".light0", ".light1", ".light2", ".light3"] {
+            let _ = std::fs::remove_file(beside(&lock, suffix));
+        }
+    }
+
+    /// A test holding a level may take the same or a lower one again for free, not a higher.
+    #[test]
+    fn a_level_nests_downwards_only() {
+        let lock = std::env::temp_dir().join(format!("testkit-nest-{}.lock", std::process::id()));
+        let path = lock.clone();
+        let rose = std::thread::Builder::new()
+            .name("nest".into())
+            .spawn(move || {
+                let _light = light_on(&path);
+                drop(shared_on(&path));
+                drop(light_on(&path));
+                let _ = exclusive_on(&path);
+            })
+            .unwrap()
+            .join();
+        let message = rose
+            .err()
+            .and_then(|e| e.downcast::<String>().ok())
+            .map(|m| *m)
+            .unwrap_or_default();
+        assert!(
+            message.contains("holds the CPU lock Light"),
+            "light then exclusive panics naming the held level: {message:?}"
+        );
+        for suffix in ["", ".gate", ".light0", ".light1", ".light2", ".light3"] {
+            let _ = std::fs::remove_file(beside(&lock, suffix));
+        }
     }
 }

@@ -14,6 +14,8 @@ pub mod handlers;
 mod hyper_srv;
 mod raw;
 pub mod reflection;
+#[cfg(test)]
+mod schedule;
 pub mod tls;
 pub mod tonic_srv;
 

@@ -259,7 +259,7 @@ fn hold_and_sent_at_say_where_they_do_not_fit() {
 
 #[test]
 fn a_search_holds_streams_and_judges_their_events() {
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::support::cpu_light();
     // Endless feeds: an event every 50 ms, each saying when it was sent.
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::Feed {
         after: 0,

@@ -369,8 +369,9 @@ extern "C" {
 
 #[test]
 fn demo_runs_on_loopback() {
-    // A search of the demo keeps both cores busy: alone.
-    let _cpu = crate::support::cpu_exclusive();
+    // A verdict on time; the demo's search uses about a fifth of a CPU (measured with the
+    // lock log): beside other light tests only.
+    let _cpu = crate::support::cpu_light();
     // --history is accepted, as for run and find: the demo's search is recorded there.
     let dir = tempfile::tempdir().unwrap();
     let history = dir.path().join("h.db");

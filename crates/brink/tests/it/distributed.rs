@@ -135,8 +135,9 @@ fn three_workers_send_exactly_n_and_one_merged_result() {
 
 #[test]
 fn merged_percentiles_are_the_whole_runs_not_an_average_of_the_workers() {
-    // Worker processes generating load take CPU from the tests beside them.
-    let _cpu = crate::support::cpu_exclusive();
+    // Worker processes generating a light load (under a tenth of a CPU, measured): beside
+    // other light tests only.
+    let _cpu = crate::support::cpu_light();
     // Request {{seq}} waits 2, 10 or 30 ms by seq % 3. Three workers stripe the arrivals, so
     // worker i sees only one of the three delays: averaging their percentiles would put the
     // median near 14 ms; the exact merge puts it at 10 ms, as one process measures.
@@ -274,8 +275,9 @@ fn workers_that_do_not_agree_are_refused_before_any_load() {
 
 #[test]
 fn a_worker_that_dies_is_named_and_the_run_reported_short() {
-    // Worker processes generating load take CPU from the tests beside them.
-    let _cpu = crate::support::cpu_exclusive();
+    // Worker processes generating a light load (under a tenth of a CPU, measured): beside
+    // other light tests only.
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("token"), "t0k3n\n").unwrap();
@@ -337,8 +339,9 @@ fn a_worker_that_dies_is_named_and_the_run_reported_short() {
 
 #[test]
 fn an_abort_judged_on_the_merged_seconds_stops_every_worker() {
-    // Worker processes generating load take CPU from the tests beside them.
-    let _cpu = crate::support::cpu_exclusive();
+    // Worker processes generating a light load (under a tenth of a CPU, measured): beside
+    // other light tests only.
+    let _cpu = crate::support::cpu_light();
     // Every other request fails.
     let srv = testkit::serve(Arc::new(|r: &Req| match r.seq % 2 {
         0 => Reply::status(503),
@@ -369,8 +372,9 @@ fn an_abort_judged_on_the_merged_seconds_stops_every_worker() {
 
 #[test]
 fn a_search_over_two_workers_finds_the_capacity_one_process_finds() {
-    // Worker processes generating load take CPU from the tests beside them.
-    let _cpu = crate::support::cpu_exclusive();
+    // Worker processes generating a light load (under a tenth of a CPU, measured): beside
+    // other light tests only.
+    let _cpu = crate::support::cpu_light();
     // As in find.rs: 4 slots of 20 ms; p99 < 50 ms holds up to 9 connections.
     let srv = testkit::serve_with(
         testkit::Options {
@@ -538,7 +542,7 @@ fn the_report_shows_the_workers_and_escapes_what_they_said() {
 #[test]
 fn ctrl_c_stops_every_worker_and_keeps_what_they_measured() {
     use std::os::unix::process::CommandExt;
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
@@ -589,8 +593,9 @@ fn ctrl_c_stops_every_worker_and_keeps_what_they_measured() {
 
 #[test]
 fn a_worker_lost_mid_search_ends_it_named_and_not_as_a_pass() {
-    // Worker processes generating load take CPU from the tests beside them.
-    let _cpu = crate::support::cpu_exclusive();
+    // Worker processes generating a light load (under a tenth of a CPU, measured): beside
+    // other light tests only.
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
@@ -655,7 +660,7 @@ fn a_worker_lost_mid_search_ends_it_named_and_not_as_a_pass() {
 #[test]
 fn a_worker_busy_with_another_run_is_a_one_line_refusal_before_any_load() {
     // Its verdict is a time bound: taken before the clock starts, held to the end.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("token"), "t0k3n\n").unwrap();
@@ -705,7 +710,7 @@ fn a_worker_busy_with_another_run_is_a_one_line_refusal_before_any_load() {
 #[test]
 fn a_peer_that_never_answers_is_no_worker_within_seconds() {
     // Its verdict is a time bound: taken before the clock starts, held to the end.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     // It accepts and says nothing: no HTTP/2 settings, no answer to the request.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap().to_string();
@@ -756,7 +761,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 
 #[test]
 fn workers_started_here_end_with_a_coordinator_killed_outright() {
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve(Arc::new(|_: &Req| Reply::ok("ok\n", Duration::ZERO))).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut coordinator = crate::support::held(std::process::Command::cargo_bin("brink"))

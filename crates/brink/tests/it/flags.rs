@@ -74,7 +74,7 @@ fn counting() -> (testkit::Server, Arc<AtomicUsize>) {
 
 #[test]
 fn find_probes_the_health_url_it_is_given() {
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::support::cpu_light();
     let target = one_slot();
     // A health URL that never answers: after the first failing step the service counts as
     // stuck, though the target itself answers all along.
@@ -131,7 +131,7 @@ fn each_to_fail(r: &Value) -> f64 {
 
 #[test]
 fn hook_flags_run_when_and_as_long_as_they_say() {
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::support::cpu_light();
     let target = one_slot();
     let dir = tempfile::tempdir().unwrap();
     let search = |at: &str, after: bool| {

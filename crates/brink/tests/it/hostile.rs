@@ -715,7 +715,7 @@ pub fn run_watched(url: &str, args: &[&str]) -> (Option<i32>, Duration, u64, ser
 /// counted errors within the run's deadlines, in bounded memory: no hang, no success counted.
 #[test]
 fn http2_abuse_from_the_server_ends_as_counted_errors() {
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     for abuse in [
         H2Abuse::SettingsFlood,
         H2Abuse::PingFlood,

@@ -409,7 +409,7 @@ fn http2_floods_end_within_the_deadline_in_bounded_memory() {
 /// within it, on both clients.
 #[test]
 fn a_refused_request_keeps_one_deadline_across_resends() {
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = per_request(Duration::from_millis(2500), |id| {
         frame(3, 0, id, &7u32.to_be_bytes())
     });
@@ -429,7 +429,7 @@ fn a_refused_request_keeps_one_deadline_across_resends() {
 /// Bodies wait while the socket is full, and an answered stream's unsent body is dropped.
 #[test]
 fn answers_without_reading_cannot_make_bodies_pile_up() {
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = RawServer::start(|mut sock, until| {
         let Some(mut id) = first_request(&mut sock) else {
             return;

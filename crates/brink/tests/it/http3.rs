@@ -119,7 +119,7 @@ fn http3_event_streams_are_read_as_events() {
 #[test]
 fn http3_handshake_failures_and_silence_are_named_and_bounded() {
     // Its verdict is a time bound: taken before the clock starts, held to the end.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let (srv, _dir, _ca) = server(testkit::Reply::ok("hello", Duration::ZERO));
     // The server's certificate is not trusted: a TLS failure, named.
     let r = brink_json(&[

@@ -102,7 +102,7 @@ fn http3_resets_and_closes_are_counted_as_such() {
 #[test]
 fn a_stream_limit_never_raised_ends_in_timeouts_on_time() {
     // Its verdict is a time bound: taken before the clock starts, held to the end.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     // Two streams allowed per connection, never freed: two answers, then the next request
     // waits for a stream it never gets, until --timeout; the slot then starts over on a
     // fresh connection (as after any timeout).
@@ -118,7 +118,7 @@ fn a_stream_limit_never_raised_ends_in_timeouts_on_time() {
 #[test]
 fn a_flow_window_never_opened_ends_in_timeouts_on_time() {
     // Its verdict is a time bound: taken before the clock starts, held to the end.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     // The server answers at once but never reads: a small body fits its 1 KiB window, a
     // 64 KiB one never gets through and ends at --timeout.
     let small = "x".repeat(100);

@@ -40,7 +40,7 @@ fn open_fds(pid: u32) -> usize {
 /// with the token still runs a load through it.
 #[test]
 fn idle_connections_cannot_keep_the_coordinator_from_a_worker() {
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
     let dir = tempfile::tempdir().expect("temp dir");
     let token = dir.path().join("token");

@@ -426,7 +426,7 @@ fn control_plane() -> Option<PathBuf> {
 fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
     // No kubelet here, so the pods stay Pending.
     let Some(bin) = control_plane() else { return };
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/k8s/job_pods.py");
     let o = std::process::Command::new("python3")
         .arg(&script)
@@ -504,7 +504,7 @@ fn a_real_api_server_takes_the_objects_and_the_job_controller_makes_the_pods() {
 #[test]
 fn k8s_run_drives_a_real_job_and_keeps_its_merged_result() {
     let Some(bin) = control_plane() else { return };
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let server = testkit::serve(testkit::handlers::fixed(std::time::Duration::from_millis(
         1,
     )))

@@ -51,7 +51,7 @@ pub(crate) fn value(body: &str, name: &str, with: &[&str]) -> f64 {
 
 #[test]
 fn what_a_scraper_reads_adds_up_to_the_result() {
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(2))).expect("server");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
@@ -262,7 +262,7 @@ fn a_real_prometheus_scrapes_the_run() {
     if !crate::prom::available() {
         return;
     }
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let prom = Prom::start(free_port(), Some(port), false);

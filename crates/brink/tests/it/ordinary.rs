@@ -350,7 +350,7 @@ http {{
 
 #[test]
 fn multi_process_nginx_gets_one_capacity_that_holds() {
-    let _cpu = support::cpu_exclusive();
+    let _cpu = support::cpu_light();
     let Some(ng) = nginx(2) else { return };
     let url = format!("{}limited/", ng.url);
     let (code, r, text) = find(
@@ -579,7 +579,7 @@ fn slotted_python() -> Slotted {
 /// of wrk's saturated throughput on the same server.
 #[test]
 fn a_rate_search_never_calls_an_overload_sustainable() {
-    let _cpu = support::cpu_exclusive();
+    let _cpu = support::cpu_light();
     let py = slotted_python();
     let (code, r, text) = find(
         &[

@@ -183,7 +183,7 @@ fn slo_verdicts_set_the_exit_code_and_print_an_sla_table() {
 #[test]
 fn an_abort_slo_stops_the_run_within_one_window_of_the_breach() {
     // Its verdict is a time bound: taken before the clock starts, held to the end.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     // Healthy for 3 s, then every answer is a 503.
     let start = Instant::now();
     let srv = testkit::serve(Arc::new(move |_: &testkit::Req| {

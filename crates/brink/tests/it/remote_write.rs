@@ -33,7 +33,7 @@ fn a_real_prometheus_holds_exactly_what_the_run_measured() {
     if !crate::prom::available() {
         return;
     }
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let prom = Prom::start(free_port(), None, true);
     let srv = testkit::serve(testkit::handlers::faults()).expect("server");
     let dir = tempfile::tempdir().unwrap();
@@ -109,7 +109,7 @@ fn a_store_that_takes_native_histograms_gets_them() {
     if !crate::prom::available() {
         return;
     }
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let prom = Prom::start_native(free_port());
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_micros(600))).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -257,7 +257,7 @@ fn a_store_that_fails_for_a_while_loses_nothing() {
     if !crate::prom::available() {
         return;
     }
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let web = listener.local_addr().unwrap().port();
     let stop = Arc::new(AtomicBool::new(false));
@@ -296,7 +296,7 @@ fn a_store_that_fails_for_a_while_loses_nothing() {
 #[test]
 fn a_store_that_never_takes_them_never_changes_the_run() {
     // Its verdict is a time bound: taken before the clock starts, held to the end.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::ZERO)).expect("server");
     for (status, says) in [
         (500, "answered 500"),
@@ -390,7 +390,7 @@ fn a_search_writes_each_step_and_its_verdict() {
     if !crate::prom::available() {
         return;
     }
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let prom = Prom::start(free_port(), None, true);
     // Two slots of 40 ms: p99 under 60 ms holds at 1 and 2 connections, not at 4.
     let srv = testkit::serve_with(

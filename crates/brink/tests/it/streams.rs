@@ -223,7 +223,7 @@ fn a_search_on_time_to_first_event_finds_the_slots_of_a_model_server() {
     // 4 slots; a stream holds one for 20 ms to its first event and 4 x 10 ms more. Up to 4
     // streams at once, the first event comes at 20 ms; a fifth waits up to 60 ms for a slot,
     // so first_event.p99 < 50ms holds up to 4 concurrent streams.
-    let _cpu = crate::support::cpu_exclusive();
+    let _cpu = crate::support::cpu_light();
     let srv = testkit::serve_with(
         testkit::Options {
             threads: 2,

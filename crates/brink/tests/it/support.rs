@@ -182,6 +182,13 @@ pub fn cpu_exclusive() -> testkit::cpu::Cpu {
     testkit::cpu::exclusive()
 }
 
+/// Tests whose verdict depends on time but whose load is light (under a quarter of a CPU in
+/// all, measured, and measuring no CPU) run beside other light ones only: the same lock,
+/// light ([`testkit::cpu`] says the rule).
+pub fn cpu_light() -> testkit::cpu::Cpu {
+    testkit::cpu::light()
+}
+
 /// `bin` (brink's path or a command running it), once this test holds the CPU lock: shared
 /// for the rest of the test unless it took it already. Every way the tests start brink goes
 /// through here, so none runs beside a test that measures time.

@@ -93,7 +93,7 @@ async def echo(ws):
 
 #[test]
 fn a_search_by_connections_held_finds_how_many_the_server_keeps() {
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::support::cpu_light();
     let Some(server) = serving(SIX_AT_MOST) else {
         return;
     };
@@ -140,7 +140,7 @@ fn a_search_by_connections_held_finds_how_many_the_server_keeps() {
 
 #[test]
 fn a_search_by_message_rate_finds_the_rate_a_slow_echo_keeps() {
-    let _cpu = crate::support::cpu_shared();
+    let _cpu = crate::support::cpu_light();
     let Some(server) = serving(SLOW_ECHO) else {
         return;
     };

@@ -84,6 +84,12 @@ pub fn cpu_exclusive() -> testkit::cpu::Cpu {
     testkit::cpu::exclusive()
 }
 
+/// The same lock, light: for a test whose verdict depends on time but whose load is light
+/// (under a quarter of a CPU in all, measured); it runs beside other light ones only.
+pub fn cpu_light() -> testkit::cpu::Cpu {
+    testkit::cpu::light()
+}
+
 /// The same lock, shared: [`run`] takes it itself.
 pub fn cpu_shared() -> testkit::cpu::Cpu {
     testkit::cpu::shared()

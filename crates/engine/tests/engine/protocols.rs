@@ -207,7 +207,7 @@ fn http2_cleartext_streams_share_connections_and_bodies_pass_the_window() {
 /// an answer and the next send).
 #[test]
 fn each_second_counts_the_requests_in_flight_on_every_loop() {
-    let _cpu = crate::common::cpu_exclusive();
+    let _cpu = crate::common::cpu_light();
     let slow = || handlers::fixed(Duration::from_millis(200));
     let plain = testkit::serve(slow()).unwrap();
     let h2c = testkit::serve_hyper(Options::default(), slow()).unwrap();
