@@ -449,37 +449,36 @@ fn hand_made_with(template: &Value, median_ms: f64, seed: u64, tail: Tail) -> Va
     r
 }
 
+/// A real result file of a few requests, the shape the hand-made ones take their keys from.
+fn template(dir: &tempfile::TempDir) -> Value {
+    let srv = service(0, 0);
+    let tpl = dir.path().join("tpl.json");
+    let o = brink()
+        .args(["run", &srv.url("/"), "-n", "20", "-c", "1", "-q"])
+        .args(["--no-history", "--json"])
+        .arg(&tpl)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&std::fs::read(&tpl).unwrap()).unwrap()
+}
+
+/// `v` written to `name` in `dir`: its path.
+fn written(dir: &tempfile::TempDir, name: &str, v: &Value) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, serde_json::to_vec(v).unwrap()).unwrap();
+    path
+}
+
 /// Everything 20% slower is a regression the gate fails, though the p99 cannot tell (its
 /// interval is wide): the median and the mean decide. Two draws of the same service are
 /// unchanged, exit 0. Hand-made seconds with a known shift: no machine's noise in the
 /// verdict.
 #[test]
 fn compare_fails_a_slowdown_of_everything_on_runs_with_a_known_shift() {
-    let srv = service(0, 0);
     let dir = tempfile::tempdir().unwrap();
-    let tpl = dir.path().join("tpl.json");
-    let o = brink()
-        .args([
-            "run",
-            &srv.url("/"),
-            "-n",
-            "20",
-            "-c",
-            "1",
-            "-q",
-            "--no-history",
-            "--json",
-        ])
-        .arg(&tpl)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let template: Value = serde_json::from_slice(&std::fs::read(&tpl).unwrap()).unwrap();
-    let write = |name: &str, v: &Value| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, serde_json::to_vec(v).unwrap()).unwrap();
-        path
-    };
+    let template = template(&dir);
+    let write = |name: &str, v: &Value| written(&dir, name, v);
     let before = write("before.json", &hand_made(&template, 10.0, 1));
     let same = write("same.json", &hand_made(&template, 10.0, 2));
     let after = write("after.json", &hand_made(&template, 12.0, 3));
@@ -526,22 +525,9 @@ fn compare_fails_a_slowdown_of_everything_on_runs_with_a_known_shift() {
 /// is in the numbers, so the verdicts are exact.
 #[test]
 fn compare_calls_a_known_tail_shift_regressed_and_known_noise_unchanged() {
-    let srv = service(0, 0);
     let dir = tempfile::tempdir().unwrap();
-    let tpl = dir.path().join("tpl.json");
-    let o = brink()
-        .args(["run", &srv.url("/"), "-n", "20", "-c", "1", "-q"])
-        .args(["--no-history", "--json"])
-        .arg(&tpl)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let template: Value = serde_json::from_slice(&std::fs::read(&tpl).unwrap()).unwrap();
-    let write = |name: &str, v: &Value| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, serde_json::to_vec(v).unwrap()).unwrap();
-        path
-    };
+    let template = template(&dir);
+    let write = |name: &str, v: &Value| written(&dir, name, v);
     let before = write(
         "before.json",
         &hand_made_with(&template, 10.0, 7, Tail::Steady),

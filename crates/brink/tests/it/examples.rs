@@ -111,12 +111,12 @@ fn every_example_runs_against_the_demo_service() {
                 );
             }
             // A 0 -> 20/s ramp over 1 s starts 10 iterations (the area under the ramp), each
-            // sent: 10 requests, or 40 for the one flow of four steps (login, list x3).
-            let steps = if p.ends_with("browse-flow.yaml") {
-                4
-            } else {
-                1
-            };
+            // sent: 10 requests, or for the one flow of four steps (login, list x3) 10 logins.
+            // A flow's later steps are not started once the schedule is over, and its last
+            // two iterations are due 106 and 51 ms before that: on a busy machine a stall
+            // there cuts their lists (seen once in CI: 39 of 40). So the flow sends 10
+            // logins exactly and 24 to 30 lists (at most those two iterations cut short).
+            let flow = p.ends_with("browse-flow.yaml");
             let sc = &s["summary"]["schedule"];
             assert_eq!(
                 (&sc["intended"], &sc["not_sent"]),
@@ -125,13 +125,29 @@ fn every_example_runs_against_the_demo_service() {
                 p.display(),
                 s["name"]
             );
-            assert_eq!(
-                s["summary"]["requests"],
-                10 * steps,
-                "{} {}",
-                p.display(),
-                s["name"]
-            );
+            let sent = |name: &str| {
+                s["requests"]
+                    .as_array()
+                    .and_then(|r| r.iter().find(|q| q["name"] == name))
+                    .and_then(|q| q["summary"]["requests"].as_u64())
+                    .unwrap_or_else(|| panic!("{}: no {name} row", p.display()))
+            };
+            if flow {
+                assert_eq!(sent("login"), 10, "{}", p.display());
+                assert!((24..=30).contains(&sent("list")), "{}", p.display());
+                assert_eq!(
+                    s["summary"]["requests"].as_u64(),
+                    Some(sent("login") + sent("list"))
+                );
+            } else {
+                assert_eq!(
+                    s["summary"]["requests"],
+                    10,
+                    "{} {}",
+                    p.display(),
+                    s["name"]
+                );
+            }
         }
     }
 }

@@ -200,21 +200,26 @@ fn stock_python_server_gets_one_capacity_that_holds() {
         failed["p99"].as_f64().unwrap() > 50.0,
         "the first failing step: {failed}\n{text}"
     );
-    let sustained = f["max_sustainable"]["rps"].as_f64().unwrap();
-    // The single-threaded server's own throughput drifts by a fifth from one step to the
-    // next (1,332 to 1,826 req/s across one CI search): wrk is asked twice and the nearer
-    // figure is the peer's.
-    let peer: Vec<f64> = (0..2)
-        .filter_map(|_| wrk_rps(&py.url, level as u32, 4))
-        .collect();
-    if let Some(wrk) = peer
-        .iter()
-        .copied()
-        .min_by(|a, b| support::rel(sustained, *a).total_cmp(&support::rel(sustained, *b)))
-    {
+    // The single-threaded server's own throughput moves with the machine (1,332 to 1,826
+    // req/s across one CI search; 445 to 873 with a release build beside it): the search's
+    // figure, a minute old, cannot be held to wrk's now. So brink and wrk are asked in turn
+    // at the level found, twice each, seconds apart, and brink's mean is held to wrk's
+    // within 15% plus wrk's own spread between its two runs (the service's drift over those
+    // seconds, measured here).
+    let conns = level.to_string();
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        let ran = support::brink_json(&["run", &py.url, "-c", &conns, "-d", "3s", "--no-history"]);
+        assert!(ran.code.is_some(), "{}", ran.stderr);
+        ours.push(ran.result["summary"]["rps"].as_f64().unwrap());
+        theirs.extend(wrk_rps(&py.url, level as u32, 3));
+    }
+    if let [a, b] = theirs[..] {
+        let spread = (a - b).abs() / a.min(b);
+        let (brink, wrk) = ((ours[0] + ours[1]) / 2.0, (a + b) / 2.0);
         assert!(
-            support::rel(sustained, wrk) < 0.3,
-            "brink {sustained:.0} req/s at {level} connections, wrk {peer:?}\n{text}"
+            support::rel(brink, wrk) < 0.15 + spread,
+            "brink {ours:?} req/s at {level} connections, wrk {theirs:?}\n{text}"
         );
     }
 }
