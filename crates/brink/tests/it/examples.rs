@@ -71,6 +71,10 @@ fn the_readme_s_plans_validate() {
 
 #[test]
 fn every_example_runs_against_the_demo_service() {
+    // The plans' latency objectives must hold (p95 < 100 ms on a 2 ms service): a verdict on
+    // time, with a light load (under a tenth of a CPU). Shared, six tests and a release build
+    // beside it once made a p95 of 148 ms.
+    let _cpu = crate::support::cpu_light();
     let demo = testkit::demo::spawn(8, Duration::from_millis(2)).unwrap();
     let target = demo.server.url("");
     for p in examples() {
