@@ -438,6 +438,17 @@ mod tests {
                 .expect("every light holder runs beside the others");
         }
         let (extra_got, extra_release, extra) = holder(&lock, light_on);
+        // The extra light holder waits for a slot holding the gate (it is first in line):
+        // only then does the shared one come, so it queues behind (had it passed the gate
+        // first, it would be first in line, and rightly wait for every light holder).
+        let gate = lock_file(&beside(&lock, ".gate"));
+        let queued = Instant::now();
+        while gate.try_lock().is_ok() {
+            gate.unlock().unwrap();
+            assert!(queued.elapsed() < soon, "the extra light holder never reached the gate");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(gate);
         let (shared_got, shared_release, shared) = holder(&lock, shared_on);
         assert!(
             extra_got.recv_timeout(not_yet).is_err(),

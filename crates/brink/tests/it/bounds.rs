@@ -7,6 +7,7 @@
 
 use proptest::prelude::*;
 use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -72,9 +73,10 @@ fn runs_cleanly(args: &[String], limit: Duration) -> Result<(), TestCaseError> {
         .map_err(|e| TestCaseError::fail(format!("spawn: {e}")))?;
     let start = Instant::now();
     let mut interrupted: Option<Instant> = None;
-    let code = loop {
+    // `None`: still running 3 s after the interrupt (killed then).
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(status)) => break status.code(),
+            Ok(Some(status)) => break Some(status),
             Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(5)),
             // A long run it accepted: interrupted as a user would, it must stop within the
             // second the README promises (3 s here, on a busy machine) with exit 130.
@@ -100,14 +102,21 @@ fn runs_cleanly(args: &[String], limit: Duration) -> Result<(), TestCaseError> {
     }
     prop_assert!(!err.contains("panicked"), "{args:?}: {err}");
     prop_assert!(
-        code.is_some(),
+        status.is_some(),
         "{args:?}: still running 3 s after SIGINT: {err}"
     );
+    let code = status.and_then(|s| s.code());
+    // An interrupt that came before brink set its handler (a start slowed by a busy
+    // machine: seen once in CI at 600 ms) ends the process by the signal itself, with
+    // nothing measured yet: it ended, which is what this checks.
+    let by_the_signal =
+        interrupted.is_some() && status.and_then(|s| s.signal()) == Some(libc::SIGINT);
     prop_assert!(
         matches!(code, Some(0) | Some(1) | Some(2))
             || (code == Some(130) && interrupted.is_some())
+            || by_the_signal
             || (code == Some(3) && err.contains("no request succeeded")),
-        "{args:?}: exit {code:?}: {err}"
+        "{args:?}: exit {code:?} ({status:?}): {err}"
     );
     if code == Some(2) {
         prop_assert_eq!(err.lines().count(), 1, "{:?}: {}", args, err);

@@ -200,26 +200,29 @@ fn stock_python_server_gets_one_capacity_that_holds() {
         failed["p99"].as_f64().unwrap() > 50.0,
         "the first failing step: {failed}\n{text}"
     );
-    // The single-threaded server's own throughput moves with the machine (1,332 to 1,826
-    // req/s across one CI search; 445 to 873 with a release build beside it): the search's
-    // figure, a minute old, cannot be held to wrk's now. So brink and wrk are asked in turn
-    // at the level found, twice each, seconds apart, and brink's mean is held to wrk's
-    // within 15% plus wrk's own spread between its two runs (the service's drift over those
-    // seconds, measured here).
+    // The server's own throughput moves with the machine, and not always one way (its
+    // threads fight for the GIL: 1,100 req/s at 1 connection, 450 at 2; 1,332 to 1,826
+    // across one CI search, 445 to 873 in another with a release build beside it; brink's
+    // two runs at one level seconds apart once read 654 and 520 while wrk's read 499 and
+    // 486). So the search's figure, a minute old, is not held to wrk's now: brink and wrk
+    // run in turn at the level found, three rounds of 3 s, and the median of the rounds'
+    // ratios (each pair seconds apart, so a drift between rounds cancels) is within 15%.
     let conns = level.to_string();
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    for _ in 0..2 {
+    let mut ratios = Vec::new();
+    for _ in 0..3 {
         let ran = support::brink_json(&["run", &py.url, "-c", &conns, "-d", "3s", "--no-history"]);
         assert!(ran.code.is_some(), "{}", ran.stderr);
-        ours.push(ran.result["summary"]["rps"].as_f64().unwrap());
-        theirs.extend(wrk_rps(&py.url, level as u32, 3));
+        let ours = ran.result["summary"]["rps"].as_f64().unwrap();
+        if let Some(wrk) = wrk_rps(&py.url, level as u32, 3) {
+            ratios.push((ours / wrk, ours, wrk));
+        }
     }
-    if let [a, b] = theirs[..] {
-        let spread = (a - b).abs() / a.min(b);
-        let (brink, wrk) = ((ours[0] + ours[1]) / 2.0, (a + b) / 2.0);
+    if !ratios.is_empty() {
+        ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let median = ratios[ratios.len() / 2].0;
         assert!(
-            support::rel(brink, wrk) < 0.15 + spread,
-            "brink {ours:?} req/s at {level} connections, wrk {theirs:?}\n{text}"
+            (1.0 / 1.15..=1.15).contains(&median),
+            "brink/wrk req/s at {level} connections, by round (ratio, brink, wrk): {ratios:?}\n{text}"
         );
     }
 }
