@@ -66,7 +66,7 @@ pub enum RunError {
     Request(String),
 }
 
-fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
+pub(crate) fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     let target = &spec.target;
     let addr = target.resolve()?;
     let tls = tls_for(target, &spec.tls, target.protocol)?;

@@ -445,7 +445,10 @@ mod tests {
         let queued = Instant::now();
         while gate.try_lock().is_ok() {
             gate.unlock().unwrap();
-            assert!(queued.elapsed() < soon, "the extra light holder never reached the gate");
+            assert!(
+                queued.elapsed() < soon,
+                "the extra light holder never reached the gate"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         drop(gate);

@@ -9,16 +9,15 @@
 //! (so a timeout fires at most one tick late), closed-model connection targets, and restarting
 //! slots after a connect backoff.
 
-use super::driver::{self, Conns, Core};
+use super::driver::{self, Core};
 use super::sys::{Connect, Sock};
 use super::{
-    backoff_delay, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    record_refusal, READS_PER_TURN, REFUSED_REST,
+    backoff_delay, micros, record, record_connect_error, record_refusal, READS_PER_TURN,
+    REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::proto::h1::reader::{ReadBuf, Reader};
 use crate::proto::reply::{io_kind, Reply};
-use model::Load;
 use stats::{Bucket, ErrorKind};
 use std::io;
 use std::sync::mpsc::Sender;
@@ -156,41 +155,63 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
             }
         }
     }
-    /// Closed model: follows the connection curve; true once nothing more will be started.
-    fn housekeep_closed(&mut self, now: Instant) -> bool {
-        match self.core.follow_curve(now) {
-            None => return false,
-            Some(false) => return true,
-            Some(true) => {}
-        }
-        for k in 0..self.conns.len() {
-            let c = &mut self.conns[k];
-            let ready = c.state == State::Idle || (c.state == State::Backoff && now >= c.retry_at);
-            if !ready {
-                continue;
-            }
-            c.state = State::Idle;
-            if k >= self.core.target {
-                c.sock = None; // retired by a ramp down
-            } else if closed_may_send(self.core.shared, k, self.core.target, now) {
-                self.start(k, now, now);
-            }
-        }
-        self.core.shared.tickets_exhausted()
+    fn slot_count(&self) -> usize {
+        self.conns.len()
     }
-    /// Open model: starts every due request that has a free slot.
-    fn start_due(&mut self, now: Instant) {
-        while let Some((i, due)) = self.core.pending {
-            if due > now {
-                return;
-            }
-            let Some(k) = self.take_idle(now) else { return };
-            let next = i + self.core.shared.workers as u64;
-            self.core.pending = open_due(self.core.shared, next).map(|d| (next, d));
-            let base = pace(&mut self.core.rec[0], due, now);
-            self.start(k, base, now);
-        }
+    fn is_free(&self, k: usize) -> bool {
+        matches!(self.conns[k].state, State::Idle | State::Backoff)
     }
+    fn claim(&mut self, k: usize) {
+        self.conns[k].state = State::Idle;
+    }
+    /// Past a ramp down: the connection closes.
+    fn retire(&mut self, k: usize, _now: Instant) {
+        self.conns[k].sock = None;
+    }
+    fn in_iteration(&self, k: usize) -> bool {
+        self.conns[k].vu.in_iteration()
+    }
+    /// Starts an attempt on slot `k`: picks and prepares its request, connects if needed,
+    /// else writes the request.
+    fn start(&mut self, k: usize, base: Instant, now: Instant) {
+        let connector = &self.core.shared.connector;
+        let c = &mut self.conns[k];
+        let step = &connector.workload.requests[c.vu.next(&connector.workload)];
+        if connector.events.hold {
+            let resumed = connector.resumes(&c.vu);
+            super::held_stream_opens(&mut self.core.rec[c.vu.current], &mut c.vu, resumed);
+        }
+        if connector.prepare_h1(&mut c.vu).is_err() {
+            record_refusal(&mut self.core.rec, self.core.shared, &mut c.vu);
+            c.state = State::Backoff;
+            c.retry_at = now + REFUSED_REST;
+            self.core.release(k);
+            return;
+        }
+        self.core.in_flight += 1;
+        c.base = base;
+        c.reader = match connector.capture_for(step) {
+            None => Reader::new(step.is_head()),
+            Some(budget) => Reader::capturing(step.is_head(), budget.clone()),
+        }
+        .with_events(connector.events);
+        c.buf.filled = 0;
+        if c.sock.is_some() {
+            c.sent = now;
+            self.write(k, now);
+            return;
+        }
+        let Some(s) = self.core.dial(k) else {
+            self.connect_failed(k, ErrorKind::Connect, now);
+            return;
+        };
+        let c = &mut self.conns[k];
+        c.sock = Some(s);
+        c.state = State::Connecting;
+        c.opened_at = now;
+        c.deadline = now + self.core.shared.connector.connect_timeout;
+    }
+
     fn free_at(&self, k: usize, now: Instant) -> Instant {
         self.conns[k].free_at(now)
     }
@@ -221,61 +242,6 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
 }
 
 impl Worker<'_> {
-    /// A free open-model slot, skipping those still backing off.
-    fn take_idle(&mut self, now: Instant) -> Option<usize> {
-        let pos = self
-            .core
-            .idle
-            .iter()
-            .rposition(|&k| self.conns[k].free_at(now) <= now)?;
-        let k = self.core.idle.swap_remove(pos);
-        self.conns[k].state = State::Idle;
-        Some(k)
-    }
-
-    /// Starts an attempt on slot `k`: picks and prepares its request, connects if needed,
-    /// else writes the request.
-    fn start(&mut self, k: usize, base: Instant, now: Instant) {
-        let connector = &self.core.shared.connector;
-        let c = &mut self.conns[k];
-        let step = &connector.workload.requests[c.vu.next(&connector.workload)];
-        if connector.events.hold {
-            let resumed = connector.resumes(&c.vu);
-            super::held_stream_opens(&mut self.core.rec[c.vu.current], &mut c.vu, resumed);
-        }
-        if connector.prepare_h1(&mut c.vu).is_err() {
-            record_refusal(&mut self.core.rec, self.core.shared, &mut c.vu);
-            c.state = State::Backoff;
-            c.retry_at = now + REFUSED_REST;
-            if matches!(self.core.shared.load, Load::Open { .. }) {
-                self.core.idle.push(k);
-            }
-            return;
-        }
-        self.core.in_flight += 1;
-        c.base = base;
-        c.reader = match connector.capture_for(step) {
-            None => Reader::new(step.is_head()),
-            Some(budget) => Reader::capturing(step.is_head(), budget.clone()),
-        }
-        .with_events(connector.events);
-        c.buf.filled = 0;
-        if c.sock.is_some() {
-            c.sent = now;
-            self.write(k, now);
-            return;
-        }
-        let Some(s) = self.core.dial(k) else {
-            self.connect_failed(k, ErrorKind::Connect, now);
-            return;
-        };
-        let c = &mut self.conns[k];
-        c.sock = Some(s);
-        c.state = State::Connecting;
-        c.opened_at = now;
-        c.deadline = now + self.core.shared.connector.connect_timeout;
-    }
-
     /// Writes (the rest of) the request; moves to Reading when it is all out.
     fn write(&mut self, k: usize, now: Instant) {
         let c = &mut self.conns[k];
@@ -442,25 +408,7 @@ impl Worker<'_> {
             c.state = State::Backoff;
             return;
         }
-        match self.core.shared.load {
-            Load::Closed { .. } => {
-                if closed_may_send(self.core.shared, k, self.core.target, done) {
-                    self.start(k, done, done);
-                } else if k >= self.core.target {
-                    self.conns[k].sock = None;
-                }
-            }
-            Load::Open { .. } => {
-                // A flow iteration goes on at once; only its first step waits for the schedule.
-                let running = self.core.shared.running(done);
-                if self.conns[k].vu.in_iteration() && running {
-                    self.start(k, done, done);
-                } else {
-                    self.core.idle.push(k);
-                    self.start_due(done);
-                }
-            }
-        }
+        driver::next(self, k, done);
     }
 
     fn connect_failed(&mut self, k: usize, kind: ErrorKind, now: Instant) {
@@ -471,8 +419,6 @@ impl Worker<'_> {
         c.state = State::Backoff;
         c.retry_at = now + backoff_delay(c.failures);
         c.failures += 1;
-        if matches!(self.core.shared.load, Load::Open { .. }) {
-            self.core.idle.push(k);
-        }
+        self.core.release(k);
     }
 }

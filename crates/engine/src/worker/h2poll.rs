@@ -8,18 +8,18 @@
 //! Housekeeping every [`TICK`](super::TICK): deadlines (a stream past its timeout is reset with CANCEL and
 //! counted as a timeout), connect deadlines, the closed model's connection curve.
 
-use super::driver::{self, Conns, Core};
+use super::driver::{self, Core};
 use super::sys::{Connect, Sock};
 use super::{
-    backoff_delay, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    record_refusal, READS_PER_TURN, REFUSED_REST,
+    backoff_delay, micros, record, record_connect_error, record_refusal, READS_PER_TURN,
+    REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::proto::h2c::client::{Client, Event};
 use crate::proto::h2c::frame;
 use crate::proto::reply::{io_kind, Reply};
 use bytes::Bytes;
-use model::{Load, Protocol};
+use model::Protocol;
 use stats::{Bucket, ErrorKind};
 use std::collections::VecDeque;
 use std::io;
@@ -239,42 +239,58 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
         stalled.clear();
         self.stalled = stalled;
     }
-    fn housekeep_closed(&mut self, now: Instant) -> bool {
-        match self.core.follow_curve(now) {
-            None => return false,
-            Some(false) => return true,
-            Some(true) => {}
-        }
-        for k in 0..self.slots.len().min(self.core.target) {
-            if !self.slots[k].busy
-                && self.free_at(k, now) <= now
-                && closed_may_send(self.core.shared, k, self.core.target, now)
-            {
-                self.start(k, now, now);
-            }
-        }
-        self.core.shared.tickets_exhausted()
+    fn slot_count(&self) -> usize {
+        self.slots.len()
     }
-    fn start_due(&mut self, now: Instant) {
-        while let Some((i, due)) = self.core.pending {
-            if due > now {
-                return;
-            }
-            let Some(pos) = self
-                .core
-                .idle
-                .iter()
-                .rposition(|&k| self.free_at(k, now) <= now)
-            else {
-                return;
+    fn is_free(&self, k: usize) -> bool {
+        !self.slots[k].busy
+    }
+    fn in_iteration(&self, k: usize) -> bool {
+        self.slots[k].vu.in_iteration()
+    }
+    /// Starts an attempt on slot `k`: renders its request, then sends it on its connection
+    /// (opening the connection, or waiting in its queue, as needed).
+    fn start(&mut self, k: usize, base: Instant, now: Instant) {
+        let connector = &self.core.shared.connector;
+        let s = &mut self.slots[k];
+        let current = s.vu.next(&connector.workload);
+        let step = &connector.workload.requests[current];
+        s.block.clear();
+        if let Some((block, body)) = &self.statics[current] {
+            s.block.extend_from_slice(block);
+            s.body = body.clone();
+        } else {
+            let (path, values, body) = match s.vu.render_parts(&connector.workload) {
+                Ok(parts) => parts,
+                Err(r) => {
+                    s.vu.refused = Some(r);
+                    record_refusal(&mut self.core.rec, self.core.shared, &mut s.vu);
+                    s.retry_at = now + REFUSED_REST;
+                    self.core.release(k);
+                    return;
+                }
             };
-            let k = self.core.idle.swap_remove(pos);
-            let next = i + self.core.shared.workers as u64;
-            self.core.pending = open_due(self.core.shared, next).map(|d| (next, d));
-            let base = pace(&mut self.core.rec[0], due, now);
-            self.start(k, base, now);
+            encode(&mut s.block, self.core.shared, step, &path, &values);
+            s.body = Bytes::from(body);
         }
+        s.base = base;
+        // Waiting for a connection or a free stream counts against the request's timeout.
+        s.deadline = now + self.core.shared.timeout;
+        s.busy = true;
+        s.resends = 0;
+        self.core.in_flight += 1;
+        if step
+            .headers
+            .iter()
+            .any(|(n, _)| frame::connection_specific(n))
+        {
+            // HTTP/2 has no such fields: hyper's client refuses them too.
+            self.finish(k, Err(ErrorKind::Protocol), now);
+            return;
+        }
+        self.submit(k, now);
     }
+
     fn flush(&mut self) {
         self.write_all()
     }
@@ -313,51 +329,6 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
 impl Worker<'_> {
     fn line_of(&self, k: usize) -> usize {
         k % self.lines.len()
-    }
-
-    /// Starts an attempt on slot `k`: renders its request, then sends it on its connection
-    /// (opening the connection, or waiting in its queue, as needed).
-    fn start(&mut self, k: usize, base: Instant, now: Instant) {
-        let connector = &self.core.shared.connector;
-        let s = &mut self.slots[k];
-        let current = s.vu.next(&connector.workload);
-        let step = &connector.workload.requests[current];
-        s.block.clear();
-        if let Some((block, body)) = &self.statics[current] {
-            s.block.extend_from_slice(block);
-            s.body = body.clone();
-        } else {
-            let (path, values, body) = match s.vu.render_parts(&connector.workload) {
-                Ok(parts) => parts,
-                Err(r) => {
-                    s.vu.refused = Some(r);
-                    record_refusal(&mut self.core.rec, self.core.shared, &mut s.vu);
-                    s.retry_at = now + REFUSED_REST;
-                    if matches!(self.core.shared.load, Load::Open { .. }) {
-                        self.core.idle.push(k);
-                    }
-                    return;
-                }
-            };
-            encode(&mut s.block, self.core.shared, step, &path, &values);
-            s.body = Bytes::from(body);
-        }
-        s.base = base;
-        // Waiting for a connection or a free stream counts against the request's timeout.
-        s.deadline = now + self.core.shared.timeout;
-        s.busy = true;
-        s.resends = 0;
-        self.core.in_flight += 1;
-        if step
-            .headers
-            .iter()
-            .any(|(n, _)| frame::connection_specific(n))
-        {
-            // HTTP/2 has no such fields: hyper's client refuses them too.
-            self.finish(k, Err(ErrorKind::Protocol), now);
-            return;
-        }
-        self.submit(k, now);
     }
 
     /// Sends slot `k`'s prepared request, or queues it on its connection.
@@ -458,9 +429,7 @@ impl Worker<'_> {
             let s = &mut self.slots[k];
             s.busy = false;
             record_connect_error(&mut self.core.rec, self.core.shared, &mut s.vu, kind.into());
-            if matches!(self.core.shared.load, Load::Open { .. }) {
-                self.core.idle.push(k);
-            }
+            self.core.release(k);
         }
     }
 
@@ -640,21 +609,6 @@ impl Worker<'_> {
             s.sent,
             done,
         );
-        match self.core.shared.load {
-            Load::Closed { .. } => {
-                if closed_may_send(self.core.shared, k, self.core.target, done) {
-                    self.start(k, done, done);
-                }
-            }
-            Load::Open { .. } => {
-                let running = self.core.shared.running(done);
-                if self.slots[k].vu.in_iteration() && running {
-                    self.start(k, done, done);
-                } else {
-                    self.core.idle.push(k);
-                    self.start_due(done);
-                }
-            }
-        }
+        driver::next(self, k, done);
     }
 }

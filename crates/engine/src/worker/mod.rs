@@ -22,6 +22,8 @@ mod tasks;
 mod wspoll;
 
 #[cfg(test)]
+mod driver_tests;
+#[cfg(test)]
 mod pace_tests;
 
 use crate::net::conn::Connector;

@@ -11,16 +11,15 @@
 //! the close handshake within [`CLOSE_WITHIN`]; one cut by the end of the run is accounted
 //! as it stands.
 
-use super::driver::{self, Conns, Core};
+use super::driver::{self, Core};
 use super::sys::{token_of, Connect, Sock};
 use super::{
-    backoff_delay, closed_may_send, micros, open_due, pace, record, record_connect_error,
-    CLOSE_WITHIN, READS_PER_TURN, REFUSED_REST,
+    backoff_delay, micros, record, record_connect_error, CLOSE_WITHIN, READS_PER_TURN, REFUSED_REST,
 };
 use super::{Msg, Shared};
 use crate::proto::reply::{io_kind, Outcome, Unopened};
 use crate::proto::ws::machine::{Awaiting, Machine, Upgrade};
-use model::{Load, Protocol};
+use model::Protocol;
 use stats::{Bucket, ErrorKind};
 use std::io;
 use std::sync::mpsc::Sender;
@@ -138,43 +137,44 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
             }
         }
     }
-    fn housekeep_closed(&mut self, now: Instant) -> bool {
-        match self.core.follow_curve(now) {
-            None => return false,
-            Some(false) => return true,
-            Some(true) => {}
-        }
-        for k in 0..self.conns.len() {
-            let c = &mut self.conns[k];
-            let ready = match c.state {
-                State::Idle => true,
-                State::Backoff => now >= c.retry_at,
-                _ => false,
-            };
-            if !ready {
-                continue;
-            }
-            c.state = State::Idle;
-            if k >= self.core.target {
-                self.close(k, now); // retired by a ramp down
-            } else if closed_may_send(self.core.shared, k, self.core.target, now) {
-                self.start(k, now, now);
-            }
-        }
-        self.core.shared.tickets_exhausted()
+    fn slot_count(&self) -> usize {
+        self.conns.len()
     }
-    fn start_due(&mut self, now: Instant) {
-        while let Some((i, due)) = self.core.pending {
-            if due > now {
-                return;
-            }
-            let Some(k) = self.take_idle(now) else { return };
-            let next = i + self.core.shared.workers as u64;
-            self.core.pending = open_due(self.core.shared, next).map(|d| (next, d));
-            let base = pace(&mut self.core.rec[0], due, now);
-            self.start(k, base, now);
-        }
+    fn is_free(&self, k: usize) -> bool {
+        matches!(self.conns[k].state, State::Idle | State::Backoff)
     }
+    fn claim(&mut self, k: usize) {
+        self.conns[k].state = State::Idle;
+    }
+    /// Past a ramp down: the connection closes with the close handshake.
+    fn retire(&mut self, k: usize, now: Instant) {
+        self.close(k, now);
+    }
+    fn in_iteration(&self, k: usize) -> bool {
+        self.conns[k].vu.in_iteration()
+    }
+    /// Starts an attempt on slot `k`: on its open connection, or by opening one.
+    fn start(&mut self, k: usize, base: Instant, now: Instant) {
+        let workload = &self.core.shared.connector.workload;
+        let c = &mut self.conns[k];
+        c.vu.next(workload);
+        c.base = base;
+        self.core.in_flight += 1;
+        if c.sock.is_some() && c.m.is_some() {
+            self.begin(k, now);
+            return;
+        }
+        let Some(s) = self.core.dial(k) else {
+            self.connect_failed(k, ErrorKind::Connect.into(), now);
+            return;
+        };
+        let c = &mut self.conns[k];
+        c.sock = Some(s);
+        c.state = State::Connecting;
+        c.opened_at = now;
+        c.deadline = now + self.core.shared.connector.connect_timeout;
+    }
+
     fn free_at(&self, k: usize, now: Instant) -> Instant {
         match self.conns[k].state {
             State::Backoff => self.conns[k].retry_at,
@@ -211,44 +211,6 @@ impl<'a> driver::Conns<'a> for Worker<'a> {
 }
 
 impl Worker<'_> {
-    /// A free open-model slot, skipping those still backing off.
-    fn take_idle(&mut self, now: Instant) -> Option<usize> {
-        let pos = self
-            .core
-            .idle
-            .iter()
-            .rposition(|&k| self.free_at_now(k, now))?;
-        let k = self.core.idle.swap_remove(pos);
-        self.conns[k].state = State::Idle;
-        Some(k)
-    }
-
-    fn free_at_now(&self, k: usize, now: Instant) -> bool {
-        driver::Conns::free_at(self, k, now) <= now
-    }
-
-    /// Starts an attempt on slot `k`: on its open connection, or by opening one.
-    fn start(&mut self, k: usize, base: Instant, now: Instant) {
-        let workload = &self.core.shared.connector.workload;
-        let c = &mut self.conns[k];
-        c.vu.next(workload);
-        c.base = base;
-        self.core.in_flight += 1;
-        if c.sock.is_some() && c.m.is_some() {
-            self.begin(k, now);
-            return;
-        }
-        let Some(s) = self.core.dial(k) else {
-            self.connect_failed(k, ErrorKind::Connect.into(), now);
-            return;
-        };
-        let c = &mut self.conns[k];
-        c.sock = Some(s);
-        c.state = State::Connecting;
-        c.opened_at = now;
-        c.deadline = now + self.core.shared.connector.connect_timeout;
-    }
-
     /// The connect finished: sends the upgrade.
     fn connected(&mut self, k: usize) {
         let now = Instant::now();
@@ -564,35 +526,10 @@ impl Worker<'_> {
             let c = &mut self.conns[k];
             c.state = State::Backoff;
             c.retry_at = done + REFUSED_REST;
-            if matches!(self.core.shared.load, Load::Open { .. }) {
-                self.core.idle.push(k);
-            }
+            self.core.release(k);
             return;
         }
-        self.next(k, done);
-    }
-
-    /// After an attempt: the slot's next one, or it frees (or, past a ramp down, closes).
-    fn next(&mut self, k: usize, done: Instant) {
-        match self.core.shared.load {
-            Load::Closed { .. } => {
-                if closed_may_send(self.core.shared, k, self.core.target, done) {
-                    self.start(k, done, done);
-                } else if k >= self.core.target {
-                    self.close(k, done);
-                }
-            }
-            Load::Open { .. } => {
-                // A flow iteration goes on at once; only its first step waits for the schedule.
-                let running = self.core.shared.running(done);
-                if self.conns[k].vu.in_iteration() && running {
-                    self.start(k, done, done);
-                } else {
-                    self.core.idle.push(k);
-                    self.start_due(done);
-                }
-            }
-        }
+        driver::next(self, k, done);
     }
 
     fn connect_failed(&mut self, k: usize, failed: Unopened, now: Instant) {
@@ -604,9 +541,7 @@ impl Worker<'_> {
         c.state = State::Backoff;
         c.retry_at = now + backoff_delay(c.failures);
         c.failures += 1;
-        if matches!(self.core.shared.load, Load::Open { .. }) {
-            self.core.idle.push(k);
-        }
+        self.core.release(k);
     }
 
     /// The run is over: idle connections close with the close handshake (within
