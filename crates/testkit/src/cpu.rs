@@ -23,8 +23,9 @@
 //! Between processes the lock is `flock` on files in the workspace's `target/` directory
 //! (released by the kernel when a process dies, so a killed test never leaves it held): the
 //! main file, exclusive or shared, and [`LIGHT_SLOTS`] slot files, one held exclusive by each
-//! light holder and all held shared by each shared holder. Every taker goes through a gate so
-//! an exclusive or light waiter is never starved by shared holders; within a process, a
+//! light holder and all held shared by each shared holder. Every taker goes through a gate
+//! and holds it until it is in, so shared holders cannot stream past an exclusive or light
+//! waiter (the waiters at the gate itself go in no set order); within a process, a
 //! readers-writer lock keeps the threads of one test binary apart the same way.
 
 use std::cell::Cell;

@@ -36,23 +36,41 @@ fn levels_in_code(root: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
     (exclusive, light)
 }
 
-/// Each `#[test]` function of `text` with its text up to the next function.
+/// Each test function of `text` (`#[test]`, or an async runtime's `#[...::test]`, any
+/// indentation, `pub` or `async`, attributes and comments between) with its text up to the
+/// next function.
 fn tests_in(text: &str) -> Vec<(&str, &str)> {
-    let starts: Vec<usize> = text.match_indices("\nfn ").map(|(i, _)| i + 1).collect();
+    // Where each line starts, and whether it opens a function.
+    let mut starts = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        let t = t
+            .strip_prefix("pub(crate) ")
+            .or(t.strip_prefix("pub "))
+            .unwrap_or(t);
+        let t = t.strip_prefix("async ").unwrap_or(t);
+        if let Some(rest) = t.strip_prefix("fn ") {
+            starts.push((at, rest));
+        }
+        at += line.len();
+    }
     let mut found = Vec::new();
-    for (k, &start) in starts.iter().enumerate() {
-        let end = starts.get(k + 1).copied().unwrap_or(text.len());
-        let before = text[..start].trim_end();
-        // The attributes right above it (doc comments and other attributes may sit between).
-        let attributes: Vec<&str> = before
+    for (k, &(start, rest)) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(text.len(), |s| s.0);
+        let attributes: Vec<&str> = text[..start]
             .lines()
             .rev()
-            .take_while(|l| l.trim_start().starts_with("#[") || l.trim_start().starts_with("///"))
+            .map(str::trim)
+            .take_while(|l| l.starts_with("#[") || l.starts_with("//"))
             .collect();
-        if !attributes.iter().any(|l| l.trim() == "#[test]") {
+        let is_test = attributes
+            .iter()
+            .any(|l| l.starts_with("#[test]") || (l.starts_with("#[") && l.contains("::test")));
+        if !is_test {
             continue;
         }
-        let name = text[start + 3..]
+        let name = rest
             .split(|c: char| !(c.is_alphanumeric() || c == '_'))
             .next()
             .unwrap_or("");
@@ -82,6 +100,19 @@ fn listed(config: &str) -> Vec<(i64, BTreeSet<String>)> {
             (priority, names)
         })
         .collect()
+}
+
+/// The parsing finds tests however they are written: with comments and attributes between,
+/// indented in a module, `async`, a runtime's test attribute; and not a helper.
+#[test]
+fn tests_are_found_however_they_are_written() {
+    let text = "#[test] // why\n/// doc\n#[ignore]\nfn a() {\n    cpu_light();\n}\n\
+        fn helper() {\n    cpu_exclusive();\n}\n\
+        mod m {\n    #[tokio::test(flavor = \"multi_thread\")]\n    async fn b() {}\n    \
+        #[test]\n    pub fn c() {}\n}\n";
+    let names: Vec<&str> = tests_in(text).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert!(tests_in(text)[0].1.contains("cpu_light()"));
 }
 
 #[test]

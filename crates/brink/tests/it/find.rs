@@ -947,8 +947,8 @@ fn a_cpu_throttled_service_is_diagnosed_throttled() {
 /// headline says "at least" and how to go further, and the result says why it stopped.
 #[test]
 fn a_search_that_never_failed_gives_a_floor_not_a_limit() {
-    // A verdict on time (a search's objectives) with a light load.
-    let _cpu = crate::support::cpu_light();
+    // Its only clock is p99 < 2 s on a 1 ms service, far from the truth: shared.
+    let _cpu = crate::support::cpu_shared();
     let srv = testkit::serve(testkit::handlers::fixed(Duration::from_millis(1))).unwrap();
     let (code, r, text) = find(
         &[
