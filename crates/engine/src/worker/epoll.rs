@@ -348,14 +348,15 @@ impl Worker<'_> {
 
     /// An idle keep-alive connection became readable: the server closed it, or sent bytes
     /// although no request was outstanding (one `protocol` error, never charged to the next
-    /// request). Drop it now, so the next request opens a fresh one instead of failing.
+    /// request, unless they are blank lines: [`is_stray`](crate::proto::h1::reader::is_stray)).
+    /// Drop it now, so the next request opens a fresh one instead of failing.
     fn check_idle(&mut self, k: usize) {
         let c = &mut self.conns[k];
         if let Some(sock) = c.sock.as_ref() {
             let mut probe = [0u8; 64];
             match sock.recv(&mut probe) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Ok(n) if n > 0 => {
+                Ok(n) if crate::proto::h1::reader::is_stray(&probe[..n]) => {
                     c.sock = None;
                     super::record_stray(&mut self.core.rec[c.vu.current]);
                 }

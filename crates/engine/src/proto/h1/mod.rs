@@ -7,6 +7,8 @@
 mod fields;
 pub mod parse;
 pub mod reader;
+#[cfg(test)]
+mod reader_cuts;
 mod scan;
 mod session;
 
@@ -47,7 +49,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         let mut rb = tokio::io::ReadBuf::new(&mut scratch);
         match Pin::new(&mut self.io).poll_read(cx, &mut rb) {
             Poll::Pending => Idle::Open,
-            Poll::Ready(Ok(())) if rb.filled().is_empty() => Idle::Closed,
+            Poll::Ready(Ok(())) if !reader::is_stray(rb.filled()) => Idle::Closed,
             Poll::Ready(Ok(())) => Idle::Stray,
             Poll::Ready(Err(_)) => Idle::Closed,
         }

@@ -192,7 +192,7 @@ impl Reader {
                 // are a known server slip and tolerated; anything else breaks the answer's
                 // framing (the worker counts the answer as a `protocol` error).
                 reply.bytes_in -= stray as u64;
-                reply.stray = !body[used..].iter().all(|b| matches!(b, b'\r' | b'\n'));
+                reply.stray = is_stray(&body[used..]);
                 reply.keep_alive = false;
             }
             reply
@@ -290,6 +290,13 @@ impl Reader {
         };
         Ok(Some(off + head.len))
     }
+}
+
+/// Whether bytes that came after an answer's end (in the same read, or later on the idle
+/// connection) break the framing: anything but blank lines, a known server slip that is
+/// tolerated (the connection is not used again either way).
+pub fn is_stray(after: &[u8]) -> bool {
+    !after.iter().all(|b| matches!(b, b'\r' | b'\n'))
 }
 
 /// How much of `body` belongs to the response in `phase`, and whether it ends there; its
