@@ -119,6 +119,34 @@ pub(crate) fn prepare(spec: &RunSpec) -> Result<Shared, RunError> {
     })
 }
 
+/// A run of `load` against `url` with one plain GET (or, for `ws://`, one message) and one
+/// worker thread, for the engine's unit tests.
+#[cfg(test)]
+pub(crate) fn test_spec(url: &str, load: Load) -> RunSpec {
+    let target = Target::parse(url).expect("a test URL parses");
+    let step = crate::workload::Request::fixed("GET", "GET", &target.path, &[], b"hello");
+    RunSpec {
+        target,
+        workload: Arc::new(Workload::single(step)),
+        load,
+        max_requests: None,
+        timeout: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(2),
+        keepalive: true,
+        tls: TlsOptions::default(),
+        ok_status: StatusSet::default(),
+        ok_codes: vec![0],
+        connections: None,
+        threads: 1,
+        grace: Duration::from_secs(1),
+        capture_limit: crate::workload::capture::DEFAULT_LIMIT,
+        max_message: crate::DEFAULT_GRPC_MAX_MESSAGE,
+        events: crate::EventRule::default(),
+        every: None,
+        discovered: None,
+    }
+}
+
 /// Checks everything `spec` needs before any load is sent: the target resolves, TLS files
 /// load, every request's literal parts may be sent. A plan checks all its scenarios with this
 /// before the first one runs, so a typo in the fifth is not found after the first four.

@@ -4,10 +4,8 @@
 
 use super::driver::{self, Conns, Core};
 use super::{Msg, Shared};
-use crate::workload::{Request, Workload};
-use crate::{Curve, Load, RunSpec, StatusSet, Target};
+use crate::{Curve, Load};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const MS: Duration = Duration::from_millis(1);
@@ -15,29 +13,7 @@ const MS: Duration = Duration::from_millis(1);
 /// A run of `load` against a port nobody dials here (the fake opens no connection), on one
 /// worker thread.
 fn shared(load: Load) -> Shared {
-    let target = Target::parse("http://127.0.0.1:9/").expect("parses");
-    let step = Request::fixed("GET", "GET", "/", &[], b"");
-    let spec = RunSpec {
-        target,
-        workload: Arc::new(Workload::single(step)),
-        load,
-        max_requests: None,
-        timeout: Duration::from_secs(5),
-        connect_timeout: Duration::from_secs(2),
-        keepalive: true,
-        tls: crate::TlsOptions::default(),
-        ok_status: StatusSet::default(),
-        ok_codes: vec![0],
-        connections: None,
-        threads: 1,
-        grace: Duration::from_secs(1),
-        capture_limit: crate::workload::capture::DEFAULT_LIMIT,
-        max_message: crate::DEFAULT_GRPC_MAX_MESSAGE,
-        events: crate::EventRule::default(),
-        every: None,
-        discovered: None,
-    };
-    crate::run::prepare(&spec).expect("prepares")
+    crate::run::prepare(&crate::run::test_spec("http://127.0.0.1:9/", load)).expect("prepares")
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]

@@ -5,6 +5,8 @@
 //! responses kept for extraction take hyper's (`proto::h2`).
 
 pub mod client;
+#[cfg(test)]
+mod client_cuts;
 mod fields;
 pub mod frame;
 mod hpack;

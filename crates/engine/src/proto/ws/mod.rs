@@ -6,4 +6,6 @@ pub mod answer;
 pub mod frame;
 pub mod handshake;
 pub mod machine;
+#[cfg(test)]
+mod machine_cuts;
 pub mod session;
